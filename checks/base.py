@@ -1,0 +1,201 @@
+"""What a check is, and the fault-injection tools checks share (barriers, close races)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from harness.errors import ParameterError
+from harness.model import Trial
+from targets.base import BuildContext, Handle, TargetSpec, close_session
+
+
+@dataclass(frozen=True)
+class Param:
+    """A check parameter: integer, with a default and an allowed range."""
+
+    name: str
+    default: int
+    low: int
+    high: int
+    help: str
+
+    def validate(self, check_id: str, value: int) -> int:
+        if not self.low <= value <= self.high:
+            raise ParameterError(
+                f"parameter {check_id}.{self.name}={value!r} is out of range: it must be "
+                f"between {self.low} and {self.high}; pass e.g. "
+                f"--param {check_id}.{self.name}={self.default}"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Names generated mutants a check must kill: backend lane, qualified name, operator."""
+
+    target: str
+    qualname: str = "*"
+    operator: str = "*"
+
+    def to_json(self) -> dict[str, str]:
+        return {"target": self.target, "qualname": self.qualname, "operator": self.operator}
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One invariant check: its id, sentence, fault, parameters, body and paired mutants."""
+
+    id: str
+    invariant: str
+    fault: str
+    params: tuple[Param, ...]
+    run_trial: Callable[[TrialContext], Awaitable[Trial]]
+    mutants: tuple[str, ...]
+    generated: tuple[Selector, ...] = ()
+    equivalent: Mapping[str, str] = field(default_factory=dict)
+    requires_close: bool = False
+    trials_param: str = "trials"
+    timeout_s: float = 60.0
+    hang_invariant: bool = False
+    module: str = ""
+
+    def resolve_params(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Defaults overlaid with overrides, each validated; an unknown name is an error."""
+        known = {p.name: p for p in self.params}
+        values = {p.name: p.default for p in self.params}
+        for name, value in (overrides or {}).items():
+            if name not in known:
+                raise ParameterError(
+                    f"unknown parameter {self.id}.{name!r}: {self.id} takes "
+                    f"{', '.join(sorted(known)) or 'no parameters'}"
+                )
+            values[name] = known[name].validate(self.id, value)
+        return values
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "invariant": self.invariant,
+            "fault": self.fault,
+            "params": {p.name: p.default for p in self.params},
+            "mutants": list(self.mutants),
+            "generated": [s.to_json() for s in self.generated],
+            "equivalent": dict(self.equivalent),
+            "requires_close": self.requires_close,
+            "timeout_s": self.timeout_s,
+        }
+
+
+@dataclass
+class TrialContext:
+    """Everything one trial of a check gets: its target, seed, parameters and a fresh root."""
+
+    target: TargetSpec
+    build: BuildContext
+    index: int
+    seed: int
+    params: Mapping[str, int]
+    rng: random.Random = field(init=False)
+    ops: list[str] = field(default_factory=list)
+    _handles: list[Handle] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def log(self, op: str) -> None:
+        """Record an operation, in order, for the replay of a violation."""
+        self.ops.append(op)
+
+    async def open(self) -> Handle:
+        """Build a fresh backend instance on this trial's store."""
+        handle = await self.target.build(self.build)
+        self._handles.append(handle)
+        return handle
+
+    async def reopen(self, handle: Handle) -> Handle:
+        """Open another instance on the same store (for probes after close)."""
+        fresh = await handle.reopen()
+        self._handles.append(fresh)
+        return fresh
+
+    async def dispose(self) -> None:
+        for handle in reversed(self._handles):
+            await handle.dispose()
+        self._handles.clear()
+
+    async def close(self, session: Any) -> None:
+        """Close a session the way the target's claims say."""
+        await close_session(self.target, session)
+
+
+class Barrier:
+    """Releases ``parties`` tasks together: each waits until all have arrived."""
+
+    def __init__(self, parties: int) -> None:
+        self._parties = parties
+        self._arrived = 0
+        self._event = anyio.Event()
+
+    async def wait(self) -> None:
+        self._arrived += 1
+        if self._arrived >= self._parties:
+            self._event.set()
+        await self._event.wait()
+
+
+async def race(calls: list[Callable[[], Awaitable[Any]]]) -> list[BaseException | None]:
+    """Run async calls released together from one barrier; return each call's exception."""
+    barrier = Barrier(len(calls))
+    outcome: list[BaseException | None] = [None] * len(calls)
+
+    async def one(i: int) -> None:
+        await barrier.wait()
+        try:
+            await calls[i]()
+        except Exception as exc:  # noqa: BLE001 - the backend's exception is evidence
+            outcome[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(calls)):
+            tg.start_soon(one, i)
+    return outcome
+
+
+async def race_threads(calls: list[Callable[[], Any]]) -> list[BaseException | None]:
+    """Run sync calls in worker threads released together by a threading barrier."""
+    barrier = threading.Barrier(len(calls), timeout=10)
+    outcome: list[BaseException | None] = [None] * len(calls)
+
+    def one(i: int) -> None:
+        barrier.wait()
+        try:
+            calls[i]()
+        except Exception as exc:  # noqa: BLE001 - the backend's exception is evidence
+            outcome[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(calls)):
+            tg.start_soon(anyio.to_thread.run_sync, one, i)
+    return outcome
+
+
+async def race_close(ctx: TrialContext, session: Any, parties: int) -> list[BaseException | None]:
+    """``parties`` concurrent close() calls that truly overlap (tasks or threads by claim)."""
+    if ctx.target.claims.close_is_async:
+        return await race([session.close for _ in range(parties)])
+    return await race_threads([session.close for _ in range(parties)])
+
+
+def describe(exc: BaseException | None) -> str:
+    """A short one-line description of an exception for samples."""
+    if exc is None:
+        return "no exception"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:200]

@@ -1,0 +1,60 @@
+"""ARIB-CONC-002: close() is idempotent under concurrency."""
+
+from __future__ import annotations
+
+from checks.base import CheckSpec, Param, TrialContext, describe, race_close
+from harness.model import Counts, Trial
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    closers = ctx.params["closers"]
+    handle = await ctx.open()
+    session = handle.session
+    ctx.log("add_items([1 item]); get_items()  # open the backend's connections")
+    try:
+        await session.add_items([{"role": "user", "content": f"{ctx.seed:x} before close"}])
+        await session.get_items()
+    except Exception as exc:  # noqa: BLE001 - a backend that cannot be used before close
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+                     sample=f"use before close raised {describe(exc)}", ops=tuple(ctx.ops))
+    ctx.log(f"{closers} x close() released together")
+    outcome = await race_close(ctx, session, closers)
+    raised = [exc for exc in outcome if exc is not None]
+    ctx.log("get_items()  # must be refused: the session is closed")
+    try:
+        await session.get_items()
+        still_open = True
+    except Exception:  # noqa: BLE001 - refusal is what a closed session must do
+        still_open = False
+    if raised:
+        mode, sample = "close_raised", "; ".join(describe(e) for e in raised[:2])
+    elif still_open:
+        mode, sample = "still_open", "get_items() succeeded after every close() returned"
+    else:
+        mode, sample = "idempotent", None
+    violated = bool(raised) or still_open
+    return Trial(ctx.index, ctx.seed, violated, Counts(errors=len(raised)), mode=mode,
+                 sample=sample, ops=tuple(ctx.ops))
+
+
+CHECK = CheckSpec(
+    id="ARIB-CONC-002",
+    invariant="close() is idempotent under concurrency: overlapping closes raise nothing and "
+    "leave the session closed",
+    fault="concurrent close() calls released from one barrier (tasks for an async close, "
+    "threads for a sync one)",
+    params=(
+        Param("closers", 2, 2, 16, "concurrent close() calls"),
+        Param("trials", 20, 1, 1000, "independent trials, each on a fresh store"),
+    ),
+    run_trial=run_trial,
+    mutants=(
+        "reference_racy_close",
+        "reference_without_close",
+        "reference_false_no_close_claim",
+        "sqlite_racy_close",
+        "async_sqlite_racy_close",
+    ),
+    requires_close=True,
+    timeout_s=60.0,
+)

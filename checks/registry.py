@@ -1,0 +1,68 @@
+"""Discovers check modules in checks/ and validates each definition."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from types import ModuleType
+
+from checks.base import CheckSpec
+from harness.errors import CheckDefinitionError, UnknownNameError
+
+INFRASTRUCTURE = {"base", "common", "registry"}
+ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")
+
+
+def validate_module(module: ModuleType) -> CheckSpec:
+    """The CHECK of a module, or CheckDefinitionError naming what is wrong and the fix."""
+    spec = getattr(module, "CHECK", None)
+    name = module.__name__
+    if not isinstance(spec, CheckSpec):
+        raise CheckDefinitionError(
+            f"check module {name!r} defines no CHECK = CheckSpec(...); every module in "
+            f"checks/ must define one (see checks/conc_001.py)"
+        )
+    if not spec.id or not ID_RULE.match(spec.id):
+        raise CheckDefinitionError(
+            f"check module {name!r} has id {spec.id!r}: an id looks like ARIB-AREA-001"
+        )
+    if not spec.mutants:
+        raise CheckDefinitionError(
+            f"check {spec.id!r} in {name!r} is paired with no hand-written mutant: a check "
+            f"that no mutant breaks measures nothing; add mutants=(...) naming mutants/ entries"
+        )
+    if not spec.params or "trials" not in {p.name for p in spec.params}:
+        raise CheckDefinitionError(
+            f"check {spec.id!r} in {name!r} has no 'trials' parameter; add Param('trials', ...)"
+        )
+    object.__setattr__(spec, "module", name)
+    return spec
+
+
+def load_checks(package: str = "checks") -> tuple[CheckSpec, ...]:
+    """Every check in ``package``, sorted by id; two checks with one id is an error."""
+    pkg = importlib.import_module(package)
+    found: dict[str, CheckSpec] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name in INFRASTRUCTURE or info.name.startswith("_"):
+            continue
+        spec = validate_module(importlib.import_module(f"{package}.{info.name}"))
+        if spec.id in found:
+            raise CheckDefinitionError(
+                f"two checks have id {spec.id!r}: {found[spec.id].module!r} and "
+                f"{spec.module!r}; give one of them a new id"
+            )
+        found[spec.id] = spec
+    return tuple(found[k] for k in sorted(found))
+
+
+def get_check(check_id: str, checks: tuple[CheckSpec, ...] | None = None) -> CheckSpec:
+    """The check with ``check_id``; an unknown id raises UnknownNameError listing the known."""
+    pool = checks if checks is not None else load_checks()
+    for spec in pool:
+        if spec.id == check_id:
+            return spec
+    raise UnknownNameError(
+        f"unknown check id {check_id!r}: use one of {', '.join(c.id for c in pool)}"
+    )

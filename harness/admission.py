@@ -1,0 +1,257 @@
+"""Admission: a check is admitted only when it holds on the reference and kills its mutants.
+
+Per check, in forked children, ``reruns`` times each:
+1. sanity gate "clean": the check holds on the clean reference backend in every rerun;
+2. sanity gate "forced": the forced-broken reference mutant is violated;
+3. the clean base of every paired mutant of a real backend holds (else that kill would
+   mean nothing, and the mutant is an ``error``);
+4. every paired mutant comes out as its expected verdict (``violated``, or for a claim
+   mutant ``not_applicable`` / ``error``) in every rerun: ``killed``.
+A gate failure raises GateError naming the gate; everything else is reported, never raised.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from checks.base import CheckSpec
+from harness.cache import AdmissionCache, cache_key, source_hash
+from harness.child import ChildOutcome, ChildStatus, run_jobs
+from harness.errors import GateError
+from harness.execute import (
+    RunOptions,
+    derive_seed,
+    error_finding,
+    python_version,
+    run_check,
+    sdk_version,
+)
+from harness.model import Admission, Finding, MutantKind, MutantResult, MutantStatus, Verdict
+from harness.progress import Progress
+from mutants.base import MutantSpec
+from mutants.registry import forced_broken, get_mutant
+from targets.base import TargetSpec
+from targets.reference import REFERENCE
+from targets.registry import get_target
+
+GRACE_S = 15.0
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    """How admission runs: reruns per mutant, parallel children, seed, cache, parameters."""
+
+    reruns: int = 3
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    run_seed: int = 0
+    params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    cache: AdmissionCache = field(default_factory=AdmissionCache)
+    quiet: bool = False
+    extra_mutants: Callable[[CheckSpec], Sequence[MutantSpec]] | None = None
+
+
+@dataclass(frozen=True)
+class _Job:
+    check: CheckSpec
+    target: TargetSpec
+    mutant: MutantSpec | None
+    rerun: int
+    role: str  # "clean", "forced", "base", "mutant"
+
+
+def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool) -> RunOptions:
+    return RunOptions(
+        params=check.resolve_params(config.params.get(check.id)),
+        run_seed=derive_seed(config.run_seed, "admission", rerun),
+        stop_on_violation=early,
+    )
+
+
+def _execute(job: _Job, config: AdmissionConfig) -> Finding:
+    opts = _options(job.check, config, job.rerun, early=job.role in ("forced", "mutant"))
+    return run_check(job.check, job.target, opts, job.mutant)
+
+
+def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Finding:
+    if outcome.status is ChildStatus.OK:
+        return outcome.value  # type: ignore[no-any-return]
+    opts = _options(job.check, config, job.rerun, early=False)
+    reason = {
+        ChildStatus.TIMEOUT: f"child timed out after {job.check.timeout_s + GRACE_S:.0f}s",
+        ChildStatus.CRASH: f"child crashed: {outcome.detail}",
+        ChildStatus.RAISED: "child raised out of the harness",
+    }[outcome.status]
+    finding = error_finding(job.check, job.target, opts, reason, outcome.detail or None,
+                            outcome.duration_s)
+    if outcome.status is ChildStatus.TIMEOUT:
+        object.__setattr__(finding, "modes", {"timeout": 1})
+    return finding
+
+
+def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> list[MutantSpec]:
+    """Hand-written mutants named by the check, then any generated ones it selects."""
+    pairs = [get_mutant(name) for name in check.mutants]
+    if config.extra_mutants is not None:
+        pairs.extend(config.extra_mutants(check))
+    return pairs
+
+
+def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -> str:
+    return cache_key(
+        check=source_hash(check.module, "checks.base", "checks.common", "harness.execute"),
+        mutant=mutant.id,
+        mutant_source=mutant.replacement if mutant.source is None else mutant.source,
+        target=source_hash(mutant.module, "targets.base", "targets.sdk", "targets.reference"),
+        python=python_version(),
+        sdk=sdk_version(),
+        reruns=config.reruns,
+        seed=config.run_seed,
+        params=check.resolve_params(config.params.get(check.id)),
+    )
+
+
+def _status(mutant: MutantSpec, check: CheckSpec, findings: Sequence[Finding]) -> MutantStatus:
+    verdicts = [f.verdict for f in findings]
+    timeouts = sum(1 for f in findings if f.modes.get("timeout"))
+    if timeouts and check.hang_invariant and timeouts == len(findings):
+        return MutantStatus.KILLED
+    from harness.model import mutant_status
+
+    return mutant_status(verdicts, mutant.expected, timeouts)
+
+
+def _evidence(findings: Sequence[Finding]) -> str:
+    parts = []
+    for f in findings[:1]:
+        parts.append(f"verdict {f.verdict.value}")
+        if f.violating_trials:
+            parts.append(f"{f.violating_trials}/{f.trials} trials violated")
+        if f.counts.total:
+            parts.append(", ".join(f"{k} {v}" for k, v in f.counts.to_json().items() if v))
+        if f.modes:
+            parts.append("modes " + ", ".join(f"{k}={v}" for k, v in f.modes.items()))
+        if f.reason:
+            parts.append(f.reason)
+        if f.samples:
+            parts.append(f.samples[0])
+    return "; ".join(parts)[:600]
+
+
+def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admission, ...]:
+    """Admit each check or say why not; raises GateError when a sanity gate fails."""
+    started = time.perf_counter()
+    jobs: list[_Job] = []
+    results_by_key: dict[tuple[str, str], MutantResult] = {}
+    pairs: dict[str, list[MutantSpec]] = {}
+    forced = forced_broken()
+    for check in checks:
+        pairs[check.id] = paired_mutants(check, config)
+        for r in range(config.reruns):
+            jobs.append(_Job(check, REFERENCE, None, r, "clean"))
+        jobs.append(_Job(check, REFERENCE, forced, 0, "forced"))
+        bases = sorted({m.target for m in pairs[check.id]} - {REFERENCE.name})
+        for name in bases:
+            jobs.append(_Job(check, get_target(name), None, 0, "base"))
+        for mutant in pairs[check.id]:
+            if mutant.name in check.equivalent or mutant.id in check.equivalent:
+                continue
+            cached = config.cache.get(_mutant_key(check, mutant, config))
+            if cached is not None:
+                results_by_key[(check.id, mutant.id)] = cached
+                continue
+            for r in range(config.reruns):
+                jobs.append(_Job(check, get_target(mutant.target), mutant, r, "mutant"))
+
+    progress = Progress("admit", len(jobs), quiet=config.quiet)
+
+    def done(index: int, outcome: ChildOutcome) -> None:
+        job = jobs[index]
+        what = job.mutant.name if job.mutant else job.target.name
+        verdict = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
+            outcome.status.value)
+        progress.advance(f"{job.check.id} {job.role} {what}: {verdict}")
+
+    timeout = max(c.timeout_s for c in checks) + GRACE_S if checks else GRACE_S
+    outcomes = run_jobs(
+        [functools.partial(_execute, job, config) for job in jobs],
+        workers=config.workers, timeout_s=timeout, on_done=done,
+    )
+    by_role: dict[tuple[str, str, str], list[Finding]] = {}
+    for job, outcome in zip(jobs, outcomes):
+        key = (job.check.id, job.role, job.mutant.id if job.mutant else job.target.name)
+        by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
+
+    admissions = []
+    for check in checks:
+        clean = by_role[(check.id, "clean", REFERENCE.name)]
+        if any(f.verdict is not Verdict.HELD for f in clean):
+            bad = next(f for f in clean if f.verdict is not Verdict.HELD)
+            raise GateError(
+                f"sanity gate 'clean reference holds' failed for {check.id}: the unmutated "
+                f"reference backend gave {bad.verdict.value!r} ({_evidence([bad])}); fix the "
+                f"check or targets/reference.py before scoring anything"
+            )
+        forced_findings = by_role[(check.id, "forced", forced.id)]
+        if any(f.verdict is not Verdict.VIOLATED for f in forced_findings):
+            raise GateError(
+                f"sanity gate 'forced-broken mutant is killed' failed for {check.id}: a "
+                f"reference whose every operation raises gave "
+                f"{forced_findings[0].verdict.value!r}; the check cannot fail, fix it"
+            )
+        results = []
+        for mutant in pairs[check.id]:
+            waiver = check.equivalent.get(mutant.name) or check.equivalent.get(mutant.id)
+            if waiver:
+                results.append(MutantResult(check.id, mutant.id, mutant.kind, mutant.target,
+                                            mutant.description, MutantStatus.EQUIVALENT, (),
+                                            mutant.expected, f"waived as equivalent: {waiver}",
+                                            mutant.diff()))
+                continue
+            cached = results_by_key.get((check.id, mutant.id))
+            if cached is not None:
+                results.append(MutantResult(**{**cached.__dict__, "cached": True}))
+                continue
+            findings = by_role[(check.id, "mutant", mutant.id)]
+            status = _status(mutant, check, findings)
+            evidence = _evidence(findings)
+            if mutant.target != REFERENCE.name:
+                base = by_role[(check.id, "base", mutant.target)][0]
+                if base.verdict is not Verdict.HELD:
+                    status = MutantStatus.ERROR
+                    evidence = (f"clean base {mutant.target!r} gave {base.verdict.value!r} "
+                                f"without the mutant, so a kill would mean nothing; pair this "
+                                f"check with mutants of a backend that holds it")
+            result = MutantResult(
+                check.id, mutant.id, mutant.kind, mutant.target, mutant.description, status,
+                tuple(f.verdict for f in findings), mutant.expected, evidence,
+                None if status is MutantStatus.KILLED else mutant.diff(),
+                sum(f.duration_s for f in findings),
+            )
+            if status in (MutantStatus.KILLED, MutantStatus.SURVIVED):
+                config.cache.put(_mutant_key(check, mutant, config), result)
+            results.append(result)
+        reasons = []
+        kinds = {m.kind for m in pairs[check.id]}
+        if MutantKind.HANDWRITTEN not in kinds:
+            reasons.append("paired with no hand-written mutant")
+        for r in results:
+            if r.status not in (MutantStatus.KILLED, MutantStatus.EQUIVALENT):
+                name = get_name(r.mutant_id, pairs[check.id])
+                reasons.append(f"mutant {name} ({r.mutant_id}) {r.status.value}: {r.evidence}")
+        admissions.append(Admission(
+            check.id, not reasons, tuple(reasons), tuple(f.verdict for f in clean),
+            tuple(results), time.perf_counter() - started,
+        ))
+    return tuple(admissions)
+
+
+def get_name(mutant_id: str, pool: Sequence[MutantSpec]) -> str:
+    """The readable name of a mutant id within a pool."""
+    for m in pool:
+        if m.id == mutant_id:
+            return m.name or m.id
+    return mutant_id

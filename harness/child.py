@@ -1,0 +1,167 @@
+"""Runs jobs in forked children: a hard timeout, crash containment, several at once.
+
+The parent imports every dependency once and never runs an event loop itself, so each child
+starts from a clean, loop-free copy (forking a process with a running asyncio loop leaves the
+child with a loop it cannot use). A child sends its result back pickled through a pipe; a
+child that hangs is killed, one that dies (segfault, ``os._exit``) is reported as a crash.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+class ChildStatus(str, enum.Enum):
+    """How a child ended."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    RAISED = "raised"
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """The value a child returned, or why it returned none."""
+
+    status: ChildStatus
+    value: Any = None
+    detail: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass
+class _Running:
+    index: int
+    pid: int
+    fd: int
+    started: float
+    chunks: list[bytes]
+
+
+def _child_main(job: Callable[[], Any], fd: int) -> None:
+    try:
+        payload = pickle.dumps((True, job()))
+    except BaseException:  # noqa: BLE001 - report anything, the child ends right after
+        payload = pickle.dumps((False, traceback.format_exc()))
+    view = memoryview(payload)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.close(fd)
+
+
+def _fork(job: Callable[[], Any]) -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns when forking a process that has threads; the parent keeps none
+        # of its own, and what a library may hold is not used by the child.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_fd)
+        code = 0
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _child_main(job, write_fd)
+        except BaseException:  # noqa: BLE001
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
+    duration = time.perf_counter() - run.started
+    if timed_out:
+        try:
+            os.kill(run.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _, status = os.waitpid(run.pid, 0)
+    os.close(run.fd)
+    if timed_out:
+        return ChildOutcome(ChildStatus.TIMEOUT, detail="killed after the hard timeout",
+                            duration_s=duration)
+    data = b"".join(run.chunks)
+    if data:
+        try:
+            ok, value = pickle.loads(data)
+        except Exception as exc:  # noqa: BLE001
+            return ChildOutcome(ChildStatus.CRASH, detail=f"unreadable result: {exc!r}",
+                                duration_s=duration)
+        if ok:
+            return ChildOutcome(ChildStatus.OK, value=value, duration_s=duration)
+        return ChildOutcome(ChildStatus.RAISED, detail=str(value), duration_s=duration)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        detail = f"child died from signal {signal.Signals(sig).name}"
+    else:
+        detail = f"child exited with status {os.WEXITSTATUS(status)} without a result"
+    return ChildOutcome(ChildStatus.CRASH, detail=detail, duration_s=duration)
+
+
+def run_jobs(
+    jobs: Sequence[Callable[[], Any]],
+    *,
+    workers: int,
+    timeout_s: float,
+    on_done: Callable[[int, ChildOutcome], None] | None = None,
+) -> list[ChildOutcome]:
+    """Run each job in its own forked child, ``workers`` at a time, in submission order."""
+    outcomes: list[ChildOutcome | None] = [None] * len(jobs)
+    pending = list(range(len(jobs)))
+    running: dict[int, _Running] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, workers):
+                index = pending.pop(0)
+                pid, fd = _fork(jobs[index])
+                running[fd] = _Running(index, pid, fd, time.perf_counter(), [])
+            now = time.perf_counter()
+            wait = min(r.started + timeout_s - now for r in running.values())
+            ready, _, _ = select.select(list(running), [], [], max(0.0, min(wait, 1.0)))
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    running[fd].chunks.append(chunk)
+                    continue
+                run = running.pop(fd)
+                outcomes[run.index] = _finish(run, timed_out=False)
+                if on_done:
+                    on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
+            now = time.perf_counter()
+            for fd, run in list(running.items()):
+                if now - run.started > timeout_s:
+                    running.pop(fd)
+                    outcomes[run.index] = _finish(run, timed_out=True)
+                    if on_done:
+                        on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
+    finally:
+        for run in running.values():  # interrupted: leave no child behind
+            try:
+                os.kill(run.pid, signal.SIGKILL)
+                os.waitpid(run.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            os.close(run.fd)
+    return [o for o in outcomes if o is not None]
+
+
+def run_one(job: Callable[[], Any], timeout_s: float) -> ChildOutcome:
+    """Run one job in a forked child."""
+    return run_jobs([job], workers=1, timeout_s=timeout_s)[0]

@@ -1,0 +1,208 @@
+"""Runs one check on one target, in this process, and turns what happened into a Finding.
+
+Meant to be called inside a child process (see harness.child): a mutant is installed first,
+then every trial runs on a fresh temporary root with its own seed. An exception escaping a
+check body, a target that cannot be built, a false claim or a timeout becomes an ``error``
+finding with its traceback; nothing here raises because of a backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import shlex
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from checks.base import CheckSpec, TrialContext
+from harness.model import Counts, Finding, Trial, Verdict
+from mutants.base import MutantSpec
+from targets.base import BuildContext, TargetSpec, verify_claims
+
+SWITCH_INTERVAL_S = 1e-5
+
+
+def sdk_version() -> str:
+    """The installed openai-agents version."""
+    try:
+        return metadata.version("openai-agents")
+    except metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+def python_version() -> str:
+    return platform.python_version()
+
+
+def derive_seed(run_seed: int, *parts: object) -> int:
+    """A trial seed from the run seed and the trial's coordinates (stable across runs)."""
+    text = "\x1f".join([str(run_seed), *map(str, parts)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a check: its parameters, the run seed, the event loop, explicit seeds."""
+
+    params: Mapping[str, int]
+    run_seed: int = 0
+    loop: str = "asyncio"
+    trial_seeds: tuple[int, ...] | None = None
+    stop_on_violation: bool = False
+
+    def seeds(self, check: CheckSpec, target: TargetSpec) -> tuple[int, ...]:
+        if self.trial_seeds is not None:
+            return self.trial_seeds
+        n = int(self.params[check.trials_param])
+        return tuple(derive_seed(self.run_seed, check.id, target.name, i) for i in range(n))
+
+
+def replay_command(
+    check: CheckSpec, target: TargetSpec, seed: int, opts: RunOptions, mutant: MutantSpec | None
+) -> str:
+    """The command that reruns exactly one trial with this seed."""
+    words = ["python", "-m", "harness", "run", "--check", check.id, "--lane", target.name,
+             "--trial-seed", str(seed)]
+    for name, value in sorted(opts.params.items()):
+        if name != check.trials_param:
+            words += ["--param", f"{check.id}.{name}={value}"]
+    if opts.loop != "asyncio":
+        words += ["--loop", opts.loop]
+    if mutant is not None:
+        words += ["--mutant", mutant.name or mutant.id]
+    return shlex.join(words)
+
+
+def _base_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                  seeds: Sequence[int]) -> dict[str, Any]:
+    return {
+        "invariant_id": check.id,
+        "invariant": check.invariant,
+        "fault": check.fault,
+        "target": target.name,
+        "sdk_version": sdk_version(),
+        "python_version": python_version(),
+        "params": {**dict(opts.params), "loop": opts.loop, "run_seed": opts.run_seed},
+        "seeds": tuple(seeds),
+    }
+
+
+def error_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions, reason: str,
+                  tb: str | None = None, duration_s: float = 0.0,
+                  seeds: Sequence[int] = ()) -> Finding:
+    """A finding for when the harness could not judge; names the reason."""
+    return Finding(**_base_finding(check, target, opts, seeds), verdict=Verdict.ERROR,
+                   trials=0, violating_trials=0, counts=Counts(), duration_s=duration_s,
+                   reason=reason, traceback=tb)
+
+
+def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Sequence[Trial],
+              duration_s: float, mutant: MutantSpec | None = None) -> Finding:
+    """Merge trials into one finding: violated when any trial violated, else held."""
+    counts = Counts()
+    for t in trials:
+        counts = counts + t.counts
+    bad = [t for t in trials if t.violated]
+    samples: list[str] = []
+    for t in bad or trials:
+        if t.sample and t.sample not in samples and len(samples) < 3:
+            samples.append(t.sample)
+    first = bad[0] if bad else None
+    return Finding(
+        **_base_finding(check, target, opts, [t.seed for t in trials]),
+        verdict=Verdict.VIOLATED if bad else Verdict.HELD,
+        trials=len(trials),
+        violating_trials=len(bad),
+        counts=counts,
+        duration_s=duration_s,
+        samples=tuple(samples),
+        modes=dict(sorted(Counter(t.mode or "-" for t in trials).items())),
+        replay=replay_command(check, target, first.seed, opts, mutant) if first else None,
+        ops=first.ops if first else (),
+    )
+
+
+async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                 mutant: MutantSpec | None, workdir: Path) -> Finding:
+    seeds = opts.seeds(check, target)
+    started = time.perf_counter()
+
+    def elapsed() -> float:
+        return time.perf_counter() - started
+
+    # Claims first, both ways, on a real instance.
+    probe_root = workdir / "claims"
+    probe_root.mkdir()
+    try:
+        handle = await target.build(BuildContext(probe_root, "arib-claims"))
+    except Exception as exc:  # noqa: BLE001
+        return error_finding(check, target, opts,
+                             f"target {target.name!r} could not be built: {exc!r}",
+                             traceback.format_exc(), elapsed(), seeds)
+    try:
+        false_claim = verify_claims(target, handle.session)
+    finally:
+        await handle.dispose()
+    if false_claim:
+        return error_finding(check, target, opts, false_claim, None, elapsed(), seeds)
+    if check.requires_close and not target.claims.has_close:
+        return Finding(
+            **_base_finding(check, target, opts, ()), verdict=Verdict.NOT_APPLICABLE,
+            trials=0, violating_trials=0, counts=Counts(), duration_s=elapsed(),
+            reason=f"{target.backend} offers no close(); verified against the runtime object",
+        )
+
+    trials: list[Trial] = []
+    old_interval = sys.getswitchinterval()
+    for index, seed in enumerate(seeds):
+        root = workdir / f"trial-{index}"
+        root.mkdir()
+        ctx = TrialContext(target, BuildContext(root, f"arib-{seed:x}"), index, seed,
+                           opts.params)
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        try:
+            with anyio.fail_after(check.timeout_s):
+                trials.append(await check.run_trial(ctx))
+            if opts.stop_on_violation and trials[-1].violated:
+                break
+        except TimeoutError:
+            return error_finding(check, target, opts,
+                                 f"trial {index} (seed {seed}) exceeded the check timeout of "
+                                 f"{check.timeout_s}s", None, elapsed(), seeds)
+        except Exception as exc:  # noqa: BLE001 - a check body that escapes is a harness error
+            return error_finding(check, target, opts,
+                                 f"trial {index} (seed {seed}) raised out of the check: {exc!r}",
+                                 traceback.format_exc(), elapsed(), seeds)
+        finally:
+            sys.setswitchinterval(old_interval)
+            with anyio.CancelScope(shield=True):
+                await ctx.dispose()
+    return summarize(check, target, opts, trials, elapsed(), mutant)
+
+
+def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+              mutant: MutantSpec | None = None) -> Finding:
+    """Judge ``check`` on ``target`` (with ``mutant`` installed, if given) into a Finding."""
+    started = time.perf_counter()
+    if mutant is not None and mutant.claims is not None:
+        target = target.with_claims(mutant.claims)
+    try:
+        if mutant is not None:
+            mutant.apply()
+        backend_options = {"use_uvloop": True} if opts.loop == "uvloop" else {}
+        with tempfile.TemporaryDirectory(prefix="arib-") as tmp:
+            return anyio.run(_judge, check, target, opts, mutant, Path(tmp),
+                             backend="asyncio", backend_options=backend_options)
+    except Exception as exc:  # noqa: BLE001 - never raise for what a run did
+        return error_finding(check, target, opts, f"harness failure: {exc!r}",
+                             traceback.format_exc(), time.perf_counter() - started)

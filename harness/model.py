@@ -1,0 +1,311 @@
+"""The result types every part of the bench shares: verdicts, findings, mutants, admissions.
+
+Each concept has one frozen dataclass with a ``to_json()``; verdicts and statuses are Enums.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Verdict(str, enum.Enum):
+    """What a check concluded about one invariant on one target."""
+
+    HELD = "held"
+    VIOLATED = "violated"
+    NOT_APPLICABLE = "not_applicable"
+    ERROR = "error"
+
+
+class MutantKind(str, enum.Enum):
+    """Where a mutant came from."""
+
+    GENERATED = "generated"
+    HANDWRITTEN = "handwritten"
+
+
+class MutantStatus(str, enum.Enum):
+    """The outcome of a paired mutant under a check, over all reruns."""
+
+    KILLED = "killed"
+    SURVIVED = "survived"
+    FLAKY = "flaky"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    EQUIVALENT = "equivalent"
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes of every command of the bench."""
+
+    OK = 0
+    VIOLATED = 1
+    USAGE = 2
+    REGRESSION = 3
+    ERROR_OR_NOTHING = 4
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Violation counters of a finding, summed over its trials."""
+
+    lost: int = 0
+    duplicated: int = 0
+    foreign: int = 0
+    errors: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.lost + other.lost,
+            self.duplicated + other.duplicated,
+            self.foreign + other.foreign,
+            self.errors + other.errors,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.lost + self.duplicated + self.foreign + self.errors
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+            "foreign": self.foreign,
+            "errors": self.errors,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Counts:
+        return cls(**{k: int(data.get(k, 0)) for k in ("lost", "duplicated", "foreign", "errors")})
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial of a check: its seed, whether it broke the invariant, and what it saw."""
+
+    index: int
+    seed: int
+    violated: bool
+    counts: Counts = Counts()
+    mode: str | None = None
+    sample: str | None = None
+    ops: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "seed": self.seed,
+            "violated": self.violated,
+            "counts": self.counts.to_json(),
+            "mode": self.mode,
+            "sample": self.sample,
+            "ops": list(self.ops),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trial:
+        return cls(
+            index=int(data["index"]),
+            seed=int(data["seed"]),
+            violated=bool(data["violated"]),
+            counts=Counts.from_json(data.get("counts", {})),
+            mode=data.get("mode"),
+            sample=data.get("sample"),
+            ops=tuple(data.get("ops", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The verdict of one check on one target, with the evidence behind it."""
+
+    invariant_id: str
+    invariant: str
+    fault: str
+    target: str
+    sdk_version: str
+    python_version: str
+    verdict: Verdict
+    trials: int
+    violating_trials: int
+    counts: Counts
+    seeds: tuple[int, ...]
+    duration_s: float
+    params: Mapping[str, Any] = field(default_factory=dict)
+    samples: tuple[str, ...] = ()
+    modes: Mapping[str, int] = field(default_factory=dict)
+    reason: str | None = None
+    traceback: str | None = None
+    replay: str | None = None
+    ops: tuple[str, ...] = ()
+    service_version: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "invariant_id": self.invariant_id,
+            "invariant": self.invariant,
+            "fault": self.fault,
+            "target": self.target,
+            "sdk_version": self.sdk_version,
+            "python_version": self.python_version,
+            "verdict": self.verdict.value,
+            "trials": self.trials,
+            "violating_trials": self.violating_trials,
+            "counts": self.counts.to_json(),
+            "seeds": list(self.seeds),
+            "duration_s": round(self.duration_s, 4),
+            "params": dict(self.params),
+            "samples": list(self.samples),
+            "modes": dict(self.modes),
+            "reason": self.reason,
+            "traceback": self.traceback,
+            "replay": self.replay,
+            "ops": list(self.ops),
+            "service_version": self.service_version,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Finding:
+        return cls(
+            invariant_id=data["invariant_id"],
+            invariant=data["invariant"],
+            fault=data["fault"],
+            target=data["target"],
+            sdk_version=data["sdk_version"],
+            python_version=data["python_version"],
+            verdict=Verdict(data["verdict"]),
+            trials=int(data["trials"]),
+            violating_trials=int(data["violating_trials"]),
+            counts=Counts.from_json(data["counts"]),
+            seeds=tuple(int(s) for s in data["seeds"]),
+            duration_s=float(data["duration_s"]),
+            params=dict(data.get("params", {})),
+            samples=tuple(data.get("samples", ())),
+            modes=dict(data.get("modes", {})),
+            reason=data.get("reason"),
+            traceback=data.get("traceback"),
+            replay=data.get("replay"),
+            ops=tuple(data.get("ops", ())),
+            service_version=data.get("service_version"),
+        )
+
+    @property
+    def signature(self) -> tuple[str, str, int, Counts]:
+        """What must agree between two runs on the same versions."""
+        return (self.verdict.value, self.invariant_id, self.violating_trials, self.counts)
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    """The status of one paired mutant under one check, over R reruns."""
+
+    check_id: str
+    mutant_id: str
+    kind: MutantKind
+    target: str
+    description: str
+    status: MutantStatus
+    runs: tuple[Verdict, ...]
+    expected: Verdict = Verdict.VIOLATED
+    evidence: str | None = None
+    diff: str | None = None
+    duration_s: float = 0.0
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check_id": self.check_id,
+            "mutant_id": self.mutant_id,
+            "kind": self.kind.value,
+            "target": self.target,
+            "description": self.description,
+            "status": self.status.value,
+            "runs": [v.value for v in self.runs],
+            "expected": self.expected.value,
+            "evidence": self.evidence,
+            "diff": self.diff,
+            "duration_s": round(self.duration_s, 4),
+            "cached": self.cached,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MutantResult:
+        return cls(
+            check_id=data["check_id"],
+            mutant_id=data["mutant_id"],
+            kind=MutantKind(data["kind"]),
+            target=data["target"],
+            description=data["description"],
+            status=MutantStatus(data["status"]),
+            runs=tuple(Verdict(v) for v in data["runs"]),
+            expected=Verdict(data.get("expected", "violated")),
+            evidence=data.get("evidence"),
+            diff=data.get("diff"),
+            duration_s=float(data.get("duration_s", 0.0)),
+            cached=bool(data.get("cached", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Whether a check measures something: its clean runs and its paired mutants."""
+
+    check_id: str
+    admitted: bool
+    reasons: tuple[str, ...]
+    clean: tuple[Verdict, ...]
+    results: tuple[MutantResult, ...]
+    duration_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check_id": self.check_id,
+            "admitted": self.admitted,
+            "reasons": list(self.reasons),
+            "clean": [v.value for v in self.clean],
+            "results": [r.to_json() for r in self.results],
+            "duration_s": round(self.duration_s, 4),
+        }
+
+
+def merge_verdicts(verdicts: Iterable[Verdict]) -> Verdict:
+    """Combine per-trial or per-part verdicts: error beats violated beats held beats n/a."""
+    seen = set(verdicts)
+    for v in (Verdict.ERROR, Verdict.VIOLATED, Verdict.HELD):
+        if v in seen:
+            return v
+    return Verdict.NOT_APPLICABLE
+
+
+def exit_code(findings: Iterable[Finding]) -> ExitCode:
+    """Exit code of a run: 0 all held/n.a. with one held, 1 violated, 4 error or nothing."""
+    verdicts = [f.verdict for f in findings]
+    if Verdict.ERROR in verdicts:
+        return ExitCode.ERROR_OR_NOTHING
+    if Verdict.VIOLATED in verdicts:
+        return ExitCode.VIOLATED
+    if Verdict.HELD in verdicts:
+        return ExitCode.OK
+    return ExitCode.ERROR_OR_NOTHING
+
+
+def mutant_status(
+    runs: Iterable[Verdict], expected: Verdict = Verdict.VIOLATED, timeouts: int = 0
+) -> MutantStatus:
+    """Status of a mutant from its rerun verdicts: killed only when every rerun is expected."""
+    verdicts = list(runs)
+    if timeouts and timeouts == len(verdicts):
+        return MutantStatus.TIMEOUT
+    if not verdicts:
+        return MutantStatus.ERROR
+    hits = sum(1 for v in verdicts if v is expected)
+    if hits == len(verdicts):
+        return MutantStatus.KILLED
+    if expected is not Verdict.ERROR and all(v is Verdict.ERROR for v in verdicts):
+        return MutantStatus.ERROR
+    if hits == 0:
+        return MutantStatus.SURVIVED
+    return MutantStatus.FLAKY

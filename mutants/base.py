@@ -1,0 +1,125 @@
+"""What a mutant is, how its stable id is made, and the table hand-written mutants join."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.model import MutantKind, Verdict
+from targets.base import Claims
+
+
+def mutant_id(module: str, qualname: str, operator: str, original: str, replacement: str) -> str:
+    """Stable id: a hash of where the change is and what it is, not of line numbers."""
+    digest = hashlib.sha256(
+        "\x1f".join((module, qualname, operator, original, replacement)).encode()
+    ).hexdigest()
+    return f"m-{digest[:12]}"
+
+
+@dataclass(frozen=True)
+class MutantSpec:
+    """One mutant of one backend: a generated source edit or a hand-written override."""
+
+    id: str
+    kind: MutantKind
+    target: str
+    module: str
+    qualname: str
+    operator: str
+    original: str
+    replacement: str
+    description: str
+    name: str = ""
+    patch: Callable[[], None] | None = None
+    source: str | None = None
+    expected: Verdict = Verdict.VIOLATED
+    claims: Claims | None = None
+
+    def apply(self) -> None:
+        """Install the mutant in this (child) process; never writes any file."""
+        if self.patch is not None:
+            self.patch()
+        if self.source is not None:
+            from mutants.hook import serve_mutated_module
+
+            serve_mutated_module(self.module, self.source)
+
+    def diff(self) -> str:
+        """A readable diff of the change (the override's code for a hand-written mutant)."""
+        if self.kind is MutantKind.HANDWRITTEN:
+            return f"# hand-written override of {self.module}.{self.qualname}\n{self.replacement}"
+        lines = difflib.unified_diff(
+            self.original.splitlines(keepends=True),
+            self.replacement.splitlines(keepends=True),
+            fromfile=f"a/{self.module} ({self.qualname})",
+            tofile=f"b/{self.module} ({self.qualname}) [{self.operator}]",
+        )
+        return "".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind.value,
+            "target": self.target,
+            "module": self.module,
+            "qualname": self.qualname,
+            "operator": self.operator,
+            "description": self.description,
+            "expected": self.expected.value,
+            "claims": self.claims.to_json() if self.claims else None,
+        }
+
+
+HANDWRITTEN: dict[str, MutantSpec] = {}
+FORCED: dict[str, MutantSpec] = {}
+
+
+def load_class(module: str, name: str) -> Any:
+    """The class as the (possibly re-imported) module has it now."""
+    return getattr(importlib.import_module(module), name)
+
+
+def handwritten(
+    *,
+    target: str,
+    module: str,
+    qualname: str,
+    defect: str,
+    expected: Verdict = Verdict.VIOLATED,
+    claims: Claims | None = None,
+    forced: bool = False,
+) -> Callable[[Callable[[], None]], Callable[[], None]]:
+    """Register a hand-written mutant: ``fn()`` installs the defect in a child process."""
+
+    def register(fn: Callable[[], None]) -> Callable[[], None]:
+        source = textwrap.dedent(inspect.getsource(fn))
+        spec = MutantSpec(
+            id=mutant_id(module, qualname, "handwritten", fn.__name__, source),
+            kind=MutantKind.HANDWRITTEN,
+            target=target,
+            module=module,
+            qualname=qualname,
+            operator="handwritten",
+            original=qualname,
+            replacement=source,
+            description=defect,
+            name=fn.__name__,
+            patch=fn,
+            expected=expected,
+            claims=claims,
+        )
+        table = FORCED if forced else HANDWRITTEN
+        if spec.name in {m.name for m in (*HANDWRITTEN.values(), *FORCED.values())}:
+            raise ValueError(f"two hand-written mutants are named {spec.name!r}; rename one")
+        table[spec.id] = spec
+        return fn
+
+    return register

@@ -1,0 +1,1 @@
+"""Backend lanes: one adapter per backend, plus the reference backend."""

@@ -1,0 +1,108 @@
+"""What a target (one backend lane) is: how to build it, what it claims, what it needs."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Claims:
+    """What an adapter says its backend offers; verified against the runtime object."""
+
+    has_close: bool
+    close_is_async: bool = False
+
+    def to_json(self) -> dict[str, bool]:
+        return {"has_close": self.has_close, "close_is_async": self.close_is_async}
+
+
+@dataclass
+class Handle:
+    """A built backend instance, plus how to open another instance on the same store."""
+
+    session: Any
+    reopen: Callable[[], Awaitable[Handle]]
+    dispose: Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Where and as what a target is built: a fresh temporary root and a session id."""
+
+    root: Path
+    session_id: str
+    services: dict[str, str] = field(default_factory=dict)
+
+
+Builder = Callable[[BuildContext], Awaitable[Handle]]
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One backend lane: its name, the class it builds, its claims and its builder."""
+
+    name: str
+    backend: str
+    module: str
+    claims: Claims
+    build: Builder
+    description: str
+    service: str | None = None
+    reference: bool = False
+
+    def with_claims(self, claims: Claims) -> TargetSpec:
+        """The same lane with other claims (used by claim mutants)."""
+        return replace(self, claims=claims)
+
+    def backend_class(self) -> type:
+        """The backend class, looked up now so that a re-imported (mutated) module is used."""
+        return getattr(importlib.import_module(self.module), self.backend)  # type: ignore[no-any-return]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "backend": self.backend,
+            "module": self.module,
+            "claims": self.claims.to_json(),
+            "description": self.description,
+            "service": self.service,
+            "reference": self.reference,
+        }
+
+
+def verify_claims(spec: TargetSpec, session: Any) -> str | None:
+    """Check an adapter's claims against the runtime object, both ways; None when true."""
+    close = getattr(session, "close", None)
+    has_close = callable(close)
+    if spec.claims.has_close and not has_close:
+        return (
+            f"false claim by target {spec.name!r}: claims has_close=True but "
+            f"{type(session).__name__} has no callable close(); fix the adapter's Claims"
+        )
+    if not spec.claims.has_close and has_close:
+        return (
+            f"false claim by target {spec.name!r}: claims has_close=False but "
+            f"{type(session).__name__} has a callable close(); fix the adapter's Claims"
+        )
+    if has_close:
+        is_async = inspect.iscoroutinefunction(close)
+        if is_async != spec.claims.close_is_async:
+            return (
+                f"false claim by target {spec.name!r}: claims close_is_async="
+                f"{spec.claims.close_is_async} but {type(session).__name__}.close is "
+                f"{'async' if is_async else 'sync'}; fix the adapter's Claims"
+            )
+    return None
+
+
+async def close_session(spec: TargetSpec, session: Any) -> None:
+    """Close a session the way its claims say (await an async close, call a sync one)."""
+    if spec.claims.close_is_async:
+        await session.close()
+    else:
+        session.close()
