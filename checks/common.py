@@ -25,15 +25,33 @@ def tally(expected: Iterable[Any], seen: Iterable[Any], errors: int = 0) -> Coun
     return Counts(lost=lost, duplicated=duplicated, foreign=foreign, errors=errors)
 
 
+def label(item: Any) -> str:
+    """A short readable name for an item: its id, else its content, else its JSON."""
+    if isinstance(item, dict):
+        if isinstance(item.get("id"), str):
+            return f"{item.get('type', 'item')} {item['id']}"
+        if isinstance(item.get("content"), str):
+            return f"{item.get('role', 'item')} {item['content'][:48]!r}"
+    return canonical(item)[:64]
+
+
 def first_differences(expected: Iterable[Any], seen: Iterable[Any], limit: int = 3) -> str:
-    """A short text naming a few lost and foreign items, for a finding's samples."""
-    want = Counter(canonical(i) for i in expected)
-    got = Counter(canonical(i) for i in seen)
-    lost = [k for k in want if got[k] < want[k]][:limit]
-    extra = [k for k in got if got[k] > want.get(k, 0)][:limit]
+    """A short text naming a few lost, extra and foreign items, for a finding's samples."""
+    want: Counter[str] = Counter()
+    names: dict[str, str] = {}
+    for item in expected:
+        want[canonical(item)] += 1
+        names[canonical(item)] = label(item)
+    got: Counter[str] = Counter()
+    for item in seen:
+        got[canonical(item)] += 1
+        names.setdefault(canonical(item), label(item))
+    lost = [names[k] for k in want if got[k] < want[k]]
+    extra = [f"{names[k]} x{got[k]}" for k in got if k in want and got[k] > want[k]]
+    foreign = [names[k] for k in got if k not in want]
     parts = []
-    if lost:
-        parts.append("missing " + ", ".join(lost))
-    if extra:
-        parts.append("unexpected or extra " + ", ".join(extra))
+    for title, found in (("missing", lost), ("visible too often", extra), ("foreign", foreign)):
+        if found:
+            more = f" (+{len(found) - limit} more)" if len(found) > limit else ""
+            parts.append(f"{title}: " + ", ".join(found[:limit]) + more)
     return "; ".join(parts)[:400]

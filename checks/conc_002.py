@@ -53,7 +53,7 @@ CHECK = CheckSpec(
         "reference_without_close",
         "reference_false_no_close_claim",
         "sqlite_racy_close",
-        "async_sqlite_racy_close",
+        "advanced_racy_close",
     ),
     requires_close=True,
     timeout_s=60.0,

@@ -181,7 +181,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         workers=config.workers, timeout_s=timeout, on_done=done,
     )
     by_role: dict[tuple[str, str, str], list[Finding]] = {}
-    for job, outcome in zip(jobs, outcomes):
+    for job, outcome in zip(jobs, outcomes, strict=True):
         key = (job.check.id, job.role, job.mutant.id if job.mutant else job.target.name)
         by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
 

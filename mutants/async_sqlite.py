@@ -49,23 +49,3 @@ def async_sqlite_duplicates_on_yield() -> None:
             await original(self, items)
 
     cls.add_items = add_items
-
-
-@handwritten(
-    target="async-sqlite-file",
-    module=ASYNC_SQLITE,
-    qualname="AsyncSQLiteSession.close",
-    defect="racy close: a close that finds another close in flight fails instead of waiting",
-)
-def async_sqlite_racy_close() -> None:
-    cls = load_class(ASYNC_SQLITE, "AsyncSQLiteSession")
-    original = cls.close
-
-    async def close(self: Any) -> None:
-        if self.__dict__.get("_arib_closing"):
-            raise RuntimeError("close already in progress")
-        self._arib_closing = True
-        await anyio.sleep(0)
-        await original(self)
-
-    cls.close = close

@@ -33,15 +33,8 @@ def sqlite_drops_every_tenth_append() -> None:
     cls.add_items = add_items
 
 
-@handwritten(
-    target="sqlite-file",
-    module=SQLITE,
-    qualname="SQLiteSession.close",
-    defect="racy close: a close that overlaps another close fails with a closed-database "
-    "error instead of returning",
-)
-def sqlite_racy_close() -> None:
-    cls = load_class(SQLITE, "SQLiteSession")
+def _make_close_racy(cls: Any) -> None:
+    """Replace cls.close by one that fails when another close is in flight."""
     original = cls.close
 
     def close(self: Any) -> None:
@@ -56,6 +49,28 @@ def sqlite_racy_close() -> None:
             inflight[0] -= 1
 
     cls.close = close
+
+
+@handwritten(
+    target="sqlite-file",
+    module=SQLITE,
+    qualname="SQLiteSession.close",
+    defect="racy close: a close that overlaps another close fails with a closed-database "
+    "error instead of returning",
+)
+def sqlite_racy_close() -> None:
+    _make_close_racy(load_class(SQLITE, "SQLiteSession"))
+
+
+@handwritten(
+    target="advanced-sqlite-file",
+    module=ADVANCED,
+    qualname="AdvancedSQLiteSession.close",
+    defect="racy close: a close that overlaps another close fails with a closed-database "
+    "error instead of returning",
+)
+def advanced_racy_close() -> None:
+    _make_close_racy(load_class(ADVANCED, "AdvancedSQLiteSession"))
 
 
 @handwritten(

@@ -1,0 +1,135 @@
+"""The bench: admit the checks, run the admitted ones on every lane, write results and report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checks.base import CheckSpec
+from harness.admission import GRACE_S, AdmissionConfig, admit
+from harness.cache import AdmissionCache
+from harness.child import ChildOutcome, ChildStatus, run_jobs
+from harness.execute import RunOptions, error_finding, run_check, sdk_version
+from harness.model import Admission, ExitCode, Finding, exit_code
+from harness.progress import Progress
+from harness.report import render_markdown
+from harness.results import atomic_write_text, run_document, validate
+from mutants.base import MutantSpec
+from targets.base import TargetSpec
+
+RESULTS_DIR = Path("results")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What a bench run measures and how."""
+
+    lanes: tuple[TargetSpec, ...]
+    checks: tuple[CheckSpec, ...]
+    run_seed: int = 0
+    reruns: int = 3
+    workers: int = 1
+    admission_workers: int = 2
+    params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    loop: str = "asyncio"
+    out_dir: Path = RESULTS_DIR
+    cache: AdmissionCache = field(default_factory=AdmissionCache)
+    quiet: bool = False
+    services: Mapping[str, str] = field(default_factory=dict)
+    not_measured: tuple[dict[str, str], ...] = ()
+    extra_mutants: Callable[[CheckSpec], Sequence[MutantSpec]] | None = None
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    """What a bench run produced: the document, where it was written, and its exit code."""
+
+    document: dict[str, Any]
+    json_path: Path
+    report_path: Path
+    code: ExitCode
+
+
+def _judge(check: CheckSpec, lane: TargetSpec, opts: RunOptions) -> Finding:
+    return run_check(check, lane, opts)
+
+
+def result_paths(out_dir: Path, sdk: str, day: str) -> tuple[Path, Path]:
+    """Where the JSON result and its Markdown report go."""
+    stem = f"{day}-openai-agents-{sdk}"
+    return out_dir / f"{stem}.json", out_dir / f"{stem}.md"
+
+
+def run_bench(config: BenchConfig) -> BenchOutcome:
+    """Admit, measure, write; results are written even when the run is interrupted."""
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.perf_counter()
+    sdk = sdk_version()
+    admissions: tuple[Admission, ...] = admit(
+        config.checks,
+        AdmissionConfig(reruns=config.reruns, workers=config.admission_workers,
+                        run_seed=config.run_seed, params=config.params, cache=config.cache,
+                        quiet=config.quiet, extra_mutants=config.extra_mutants),
+    )
+    admitted = {a.check_id for a in admissions if a.admitted}
+    for a in admissions:
+        if not a.admitted and not config.quiet:
+            print(f"not admitted: {a.check_id}: " + "; ".join(a.reasons))
+    jobs: list[tuple[CheckSpec, TargetSpec, RunOptions]] = []
+    for check in config.checks:
+        if check.id not in admitted:
+            continue
+        opts = RunOptions(params=check.resolve_params(config.params.get(check.id)),
+                          run_seed=config.run_seed, loop=config.loop)
+        for lane in config.lanes:
+            jobs.append((check, lane, opts))
+    progress = Progress("bench", len(jobs), quiet=config.quiet)
+    findings: list[Finding | None] = [None] * len(jobs)
+
+    def done(index: int, outcome: ChildOutcome) -> None:
+        check, lane, opts = jobs[index]
+        if outcome.status is ChildStatus.OK:
+            findings[index] = outcome.value
+        else:
+            findings[index] = error_finding(
+                check, lane, opts, f"lane child {outcome.status.value}: {outcome.detail[:300]}",
+                outcome.detail or None, outcome.duration_s)
+        progress.advance(f"{check.id} on {lane.name}: {findings[index].verdict.value}")  # type: ignore[union-attr]
+
+    interrupted = False
+    try:
+        run_jobs([functools.partial(_judge, *job) for job in jobs], workers=config.workers,
+                 timeout_s=max((c.timeout_s for c in config.checks), default=60) + GRACE_S,
+                 on_done=done)
+    except KeyboardInterrupt:
+        interrupted = True
+    measured = [f for f in findings if f is not None]
+    parameters = {
+        "run_seed": config.run_seed,
+        "reruns": config.reruns,
+        "loop": config.loop,
+        "workers": config.workers,
+        "lanes": [lane.name for lane in config.lanes],
+        "checks": {c.id: c.resolve_params(config.params.get(c.id)) for c in config.checks},
+        "complete": not interrupted,
+    }
+    document = run_document(
+        sdk=sdk, parameters=parameters, findings=measured, admissions=admissions,
+        not_measured=config.not_measured, started=started.isoformat(timespec="seconds"),
+        duration_s=time.perf_counter() - t0,
+    )
+    document["lanes"] = [lane.to_json() for lane in config.lanes]
+    document["checks"] = [c.to_json() for c in config.checks]
+    validate(document)
+    json_path, report_path = result_paths(config.out_dir, sdk, started.date().isoformat())
+    atomic_write_text(json_path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(report_path, render_markdown(document))
+    if interrupted:
+        raise KeyboardInterrupt
+    return BenchOutcome(document, json_path, report_path, exit_code(measured))

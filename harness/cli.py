@@ -1,0 +1,255 @@
+"""The command line: ``python -m harness {bench,admit,run,list,report} ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import BenchError, ParameterError, UsageError
+from harness.model import ExitCode, MutantStatus
+
+KNOWN_LOOPS = ("asyncio", "uvloop")
+
+
+def parse_params(values: Sequence[str]) -> dict[str, dict[str, int]]:
+    """``CHECK.NAME=INT`` strings into {check id: {name: value}}; malformed ones are errors."""
+    out: dict[str, dict[str, int]] = {}
+    for text in values:
+        head, sep, raw = text.partition("=")
+        check_id, dot, name = head.rpartition(".")
+        if not sep or not dot or not check_id or not name:
+            raise ParameterError(
+                f"malformed --param {text!r}: the form is CHECK.NAME=INTEGER, e.g. "
+                f"--param ARIB-CONC-001.writers=8"
+            )
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ParameterError(
+                f"--param {text!r} has a non-integer value {raw!r}; parameters are integers"
+            ) from None
+        out.setdefault(check_id, {})[name] = value
+    return out
+
+
+def _select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type: ignore[no-untyped-def]
+    from checks.registry import get_check, load_checks
+
+    pool = load_checks()
+    chosen = pool if not ids else tuple(get_check(i.strip(), pool) for i in ids.split(","))
+    for check_id, values in params.items():
+        get_check(check_id, pool).resolve_params(values)
+    return chosen
+
+
+def _expect_sdk(requested: str | None) -> None:
+    from harness.execute import sdk_version
+    from harness.results import LOCK_DIR
+
+    if requested is None:
+        return
+    locked = sorted(p.name[len("openai-agents-"):-4] for p in LOCK_DIR.glob("openai-agents-*.txt"))
+    if requested not in locked:
+        raise UsageError(
+            f"unavailable SDK version {requested!r}: the bench has lock files for "
+            f"{', '.join(locked)}; add one with `nox -s lock -- {requested}`"
+        )
+    installed = sdk_version()
+    if installed != requested:
+        raise UsageError(
+            f"SDK version {requested!r} requested but this environment has openai-agents "
+            f"{installed}; each version runs in its own environment: "
+            f"`nox -s \"bench(sdk='{requested}')\"`"
+        )
+
+
+def _check_loop(loop: str) -> str:
+    if loop not in KNOWN_LOOPS:
+        raise UsageError(f"unknown event loop {loop!r}: use one of {', '.join(KNOWN_LOOPS)}")
+    return loop
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.bench import BenchConfig, run_bench
+    from harness.cache import AdmissionCache
+    from targets.registry import parse_lanes
+
+    _expect_sdk(args.sdk)
+    params = parse_params(args.param)
+    checks = _select_checks(args.checks, params)
+    config = BenchConfig(
+        lanes=parse_lanes(args.lanes), checks=checks, run_seed=args.seed, reruns=args.reruns,
+        workers=args.workers, params=params, loop=_check_loop(args.loop),
+        out_dir=Path(args.out),
+        cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+        quiet=args.quiet,
+    )
+    outcome = run_bench(config)
+    print(f"wrote {outcome.json_path} and {outcome.report_path}")
+    tally: dict[str, int] = {}
+    for f in outcome.document["findings"]:
+        tally[f["verdict"]] = tally.get(f["verdict"], 0) + 1
+    print(f"{len(outcome.document['findings'])} findings: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
+          + f"; {outcome.document['duration_s']:.1f}s; exit {int(outcome.code)}")
+    return int(outcome.code)
+
+
+def cmd_admit(args: argparse.Namespace) -> int:
+    from harness.admission import AdmissionConfig, admit
+    from harness.cache import AdmissionCache
+
+    params = parse_params(args.param)
+    if not args.all and not args.check:
+        raise UsageError("admit needs a check id (e.g. `admit ARIB-CONC-001`) or --all")
+    checks = _select_checks(None if args.all else ",".join(args.check), params)
+    started = time.perf_counter()
+    admissions = admit(checks, AdmissionConfig(
+        reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
+        workers=args.workers or os.cpu_count() or 1,
+        cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+    ))
+    all_in = True
+    for a in admissions:
+        print(f"{a.check_id}: {'ADMITTED' if a.admitted else 'NOT ADMITTED'} "
+              f"(clean reference: {', '.join(v.value for v in a.clean)})")
+        for r in a.results:
+            cached = " (cached)" if r.cached else ""
+            print(f"  {r.status.value:10} {r.kind.value:11} {r.target:24} {r.mutant_id} "
+                  f"{r.description[:70]}{cached}")
+            if r.status is not MutantStatus.KILLED and r.diff:
+                print("    evidence: " + (r.evidence or "-"))
+                print("    " + r.diff.replace("\n", "\n    "))
+        for reason in a.reasons:
+            print(f"  reason: {reason}")
+        all_in = all_in and a.admitted
+    print(f"{sum(a.admitted for a in admissions)}/{len(admissions)} checks admitted in "
+          f"{time.perf_counter() - started:.1f}s")
+    return int(ExitCode.OK if all_in else ExitCode.VIOLATED)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.child import ChildStatus, run_one
+    from harness.execute import RunOptions, run_check
+    from harness.model import exit_code
+    from mutants.registry import get_mutant
+    from targets.registry import get_target
+
+    params = parse_params(args.param)
+    (check,) = _select_checks(args.check, params)
+    lane = get_target(args.lane)
+    mutant = get_mutant(args.mutant) if args.mutant else None
+    opts = RunOptions(params=check.resolve_params(params.get(check.id)), run_seed=args.seed,
+                      loop=_check_loop(args.loop),
+                      trial_seeds=tuple(args.trial_seed) if args.trial_seed else None)
+    outcome = run_one(lambda: run_check(check, mutant and get_target(mutant.target) or lane,
+                                        opts, mutant), check.timeout_s + 15)
+    if outcome.status is not ChildStatus.OK:
+        print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
+              file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    finding = outcome.value
+    print(json.dumps(finding.to_json(), indent=1, ensure_ascii=False))
+    return int(exit_code([finding]))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from checks.registry import load_checks
+    from mutants.registry import handwritten_mutants
+    from targets.registry import ALL_TARGETS
+
+    print("checks:")
+    for c in load_checks():
+        params = ", ".join(f"{p.name}={p.default}" for p in c.params)
+        print(f"  {c.id}: {c.invariant} [{params}]")
+    print("lanes:")
+    for t in ALL_TARGETS:
+        print(f"  {t.name}: {t.description}")
+    print("hand-written mutants:")
+    for m in handwritten_mutants():
+        print(f"  {m.name} ({m.id}, {m.target}): {m.description}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import render_markdown
+    from harness.results import atomic_write_text, read_results
+
+    path = Path(args.result)
+    document = read_results(path)
+    out = Path(args.out) if args.out else path.with_suffix(".md")
+    atomic_write_text(out, render_markdown(document))
+    print(f"wrote {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m harness``."""
+    parser = argparse.ArgumentParser(prog="python -m harness", description=(
+        "Mutation-first integrity bench for agent session backends."))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--param", action="append", default=[], metavar="CHECK.NAME=INT",
+                       help="override a check parameter (repeatable)")
+        p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+        p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    p = sub.add_parser("bench", help="admit checks, run them on every lane, write results/")
+    common(p)
+    p.add_argument("--sdk", help="expected openai-agents version of this environment")
+    p.add_argument("--lanes", help="comma-separated lanes (default: every real local lane)")
+    p.add_argument("--checks", help="comma-separated check ids (default: all)")
+    p.add_argument("--reruns", type=int, default=3, help="admission reruns per mutant")
+    p.add_argument("--workers", type=int, default=1, help="lanes measured at once (default 1)")
+    p.add_argument("--loop", default="asyncio", help="event loop: asyncio or uvloop")
+    p.add_argument("--out", default="results", help="results folder (default results/)")
+    p.add_argument("--no-cache", action="store_true", help="ignore the admission cache")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("admit", help="admit checks: each paired mutant killed or survived")
+    common(p)
+    p.add_argument("check", nargs="*", help="check ids")
+    p.add_argument("--all", action="store_true", help="admit every check")
+    p.add_argument("--reruns", type=int, default=3)
+    p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
+    p.add_argument("--no-cache", action="store_true")
+    p.set_defaults(func=cmd_admit)
+
+    p = sub.add_parser("run", help="run one check on one lane (replays a violation)")
+    common(p)
+    p.add_argument("--check", required=True)
+    p.add_argument("--lane", required=True)
+    p.add_argument("--trial-seed", type=int, action="append", help="exact trial seed(s)")
+    p.add_argument("--mutant", help="install a hand-written mutant first")
+    p.add_argument("--loop", default="asyncio")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("list", help="list checks, lanes and mutants")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("report", help="regenerate the Markdown report of a result file")
+    p.add_argument("result")
+    p.add_argument("--out")
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: run a command, turning misuse into one clear line and an exit code."""
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted: results measured so far were written", file=sys.stderr)
+        return 130

@@ -1,0 +1,148 @@
+"""Markdown reports generated from result JSON (never written by hand)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.seed import SEED_CELLS, SEED_SDK
+
+SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",
+          "error": "**ERROR**"}
+
+
+def _cell(finding: Mapping[str, Any]) -> str:
+    verdict = finding["verdict"]
+    text = SYMBOL[verdict]
+    if verdict == "violated":
+        text += f" {finding['violating_trials']}/{finding['trials']}"
+    elif verdict == "held":
+        text += f" {finding['trials']}/{finding['trials']}"
+    return text
+
+
+def _table(findings: Sequence[Mapping[str, Any]], lanes: Sequence[str],
+           checks: Sequence[str]) -> list[str]:
+    index = {(f["invariant_id"], f["target"]): f for f in findings}
+    lines = ["| backend lane | " + " | ".join(checks) + " |",
+             "|---|" + "---|" * len(checks)]
+    for lane in lanes:
+        cells = [(_cell(index[(c, lane)]) if (c, lane) in index else "not run") for c in checks]
+        lines.append(f"| `{lane}` | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _evidence(f: Mapping[str, Any]) -> list[str]:
+    counts = ", ".join(f"{k} {v}" for k, v in f["counts"].items() if v) or "none"
+    modes = ", ".join(f"{k}: {v}" for k, v in f.get("modes", {}).items()) or "-"
+    lines = [
+        f"### {f['invariant_id']} on `{f['target']}`: {f['verdict']}",
+        "",
+        f"- invariant: {f['invariant']}",
+        f"- fault: {f['fault']}",
+        f"- trials: {f['violating_trials']}/{f['trials']} violated; counts: {counts}; "
+        f"outcome modes: {modes}",
+        f"- seeds: {', '.join(str(s) for s in f['seeds'][:5])}"
+        + (" ..." if len(f["seeds"]) > 5 else ""),
+    ]
+    if f.get("reason"):
+        lines.append(f"- reason: {f['reason']}")
+    for sample in f.get("samples", [])[:3]:
+        lines.append(f"- sample: `{sample[:300]}`")
+    if f.get("ops"):
+        lines.append("- operations, in order:")
+        lines += [f"  {i}. `{op}`" for i, op in enumerate(f["ops"], 1)]
+    if f.get("replay"):
+        lines.append(f"- replay: `{f['replay']}`")
+    if f.get("traceback"):
+        lines += ["", "```", f["traceback"].strip()[-1500:], "```"]
+    return lines + [""]
+
+
+def _admission(admissions: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["## Admission", "",
+             "A check is measured only when it holds on the reference backend in every rerun "
+             "and every paired mutant is killed (or waived as equivalent, shown below).", "",
+             "| check | admitted | mutants killed | kinds | reasons |", "|---|---|---|---|---|"]
+    waivers = []
+    for a in admissions:
+        results = a["results"]
+        killed = sum(1 for r in results if r["status"] == "killed")
+        kinds = Counter(r["kind"] for r in results)
+        kind_text = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+        reasons = "; ".join(a["reasons"]) or "-"
+        lines.append(f"| {a['check_id']} | {'yes' if a['admitted'] else '**no**'} | "
+                     f"{killed}/{len(results)} | {kind_text} | {reasons[:400]} |")
+        waivers += [f"- {a['check_id']} / `{r['mutant_id']}`: {r.get('evidence')}"
+                    for r in results if r["status"] == "equivalent"]
+    lines.append("")
+    if waivers:
+        lines += ["Equivalent mutants (waived by the check's author, with the reason):", "",
+                  *waivers, ""]
+    return lines
+
+
+def _seed_comparison(findings: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["## Against the seed's published cells (openai-agents 0.19.2)", ""]
+    differ = []
+    for f in findings:
+        seed = SEED_CELLS.get((f["invariant_id"], f["target"]))
+        if seed is not None and seed != f["verdict"]:
+            differ.append((f, seed))
+    compared = sum(1 for f in findings if (f["invariant_id"], f["target"]) in SEED_CELLS)
+    if not differ:
+        lines.append(f"All {compared} cells that the seed published match it.")
+    else:
+        lines.append(f"{len(differ)} of {compared} cells differ from the seed:")
+        lines.append("")
+        for f, seed in differ:
+            why = "; ".join(f.get("samples", [])[:1]) or f.get("reason") or "see evidence"
+            lines.append(f"- {f['invariant_id']} on `{f['target']}`: seed {seed}, here "
+                         f"{f['verdict']} (modes {f.get('modes')}; {why})")
+    return lines + [""]
+
+
+def render_markdown(doc: Mapping[str, Any]) -> str:
+    """The report of one run: the backends x invariants table and the evidence behind it."""
+    findings = doc["findings"]
+    sdk = doc["sdk"]["version"]
+    lanes = doc["parameters"]["lanes"]
+    checks = sorted({f["invariant_id"] for f in findings}) or sorted(doc["parameters"]["checks"])
+    tally = Counter(f["verdict"] for f in findings)
+    env = doc["environment"]
+    lines = [
+        f"# Integrity bench: openai-agents {sdk}",
+        "",
+        "Generated from the JSON result by `python -m harness report`; do not edit by hand.",
+        "",
+        f"- started {doc['started']}, {doc['duration_s']:.1f} s; harness commit "
+        f"`{doc['harness_commit']}`; lock `{doc['lock_hash'][:16]}`",
+        f"- Python {env['python']} on {env['platform']}; run seed "
+        f"{doc['parameters']['run_seed']}; event loop {doc['parameters']['loop']}"
+        + ("" if doc["parameters"]["complete"] else "; **run interrupted: partial results**"),
+        f"- {len(findings)} findings: " + ", ".join(
+            f"{tally.get(v, 0)} {v}" for v in ("held", "violated", "not_applicable", "error")),
+        "",
+        "## Backends x invariants",
+        "",
+        *_table(findings, lanes, checks),
+        "",
+        "`held k/k`: kept in every trial; `VIOLATED v/k`: broken in v of k trials; `n/a`: the "
+        "runtime never offered the contract (verified against the object); `ERROR`: the "
+        "harness could not judge.",
+        "",
+    ]
+    if doc.get("not_measured"):
+        lines += ["## Not measured", ""]
+        lines += [f"- `{n['name']}`: {n['reason']}" for n in doc["not_measured"]]
+        lines.append("")
+    if sdk == SEED_SDK:
+        lines += _seed_comparison(findings)
+    lines += _admission(doc["admission"])
+    bad = [f for f in findings if f["verdict"] in ("violated", "error")]
+    if bad:
+        lines += ["## Evidence", ""]
+        for f in bad:
+            lines += _evidence(f)
+    return "\n".join(lines).rstrip() + "\n"

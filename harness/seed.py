@@ -1,0 +1,28 @@
+"""The seed release's published cells (openai-agents 0.19.2), to compare our run against.
+
+Source: shared/seeds/000_91c325d3684ad275.txt (v0.1.0: 16 findings, 8 held, 6 violated,
+2 not applicable) and the Foundation issue, which spells the cells out: REPLAY-001 violated on
+all four backends; CONC-002 and CONC-003 violated on AsyncSQLiteSession; both not applicable on
+SQLAlchemySession, which has no close(); everything else held.
+"""
+
+from __future__ import annotations
+
+SEED_SDK = "0.19.2"
+
+SEED_LANES = {
+    "sqlite-file": "SQLiteSession",
+    "async-sqlite-file": "AsyncSQLiteSession",
+    "advanced-sqlite-file": "AdvancedSQLiteSession",
+    "sqlalchemy-sqlite-file": "SQLAlchemySession",
+}
+
+SEED_CELLS: dict[tuple[str, str], str] = {}
+for _lane in SEED_LANES:
+    SEED_CELLS[("ARIB-CONC-001", _lane)] = "held"
+    SEED_CELLS[("ARIB-REPLAY-001", _lane)] = "violated"
+    for _check in ("ARIB-CONC-002", "ARIB-CONC-003"):
+        SEED_CELLS[(_check, _lane)] = {
+            "async-sqlite-file": "violated",
+            "sqlalchemy-sqlite-file": "not_applicable",
+        }.get(_lane, "held")
