@@ -1,0 +1,90 @@
+"""Admission: killed mutants admit a check, one survivor blocks it, gates stop the run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from checks.registry import get_check
+from harness.admission import AdmissionConfig, admit
+from harness.cache import AdmissionCache
+from harness.errors import GateError
+from harness.model import MutantKind, MutantStatus, Trial
+
+
+def config(tmp_path, **kw) -> AdmissionConfig:
+    return AdmissionConfig(reruns=kw.pop("reruns", 2), workers=2, quiet=True,
+                           cache=AdmissionCache(tmp_path / "c"), **kw)
+
+
+def small_conc_003():
+    return dataclasses.replace(get_check("ARIB-CONC-003"))
+
+
+def test_all_killed_admits(tmp_path):
+    check = dataclasses.replace(small_conc_003(), mutants=(
+        "reference_silent_drop_after_close", "reference_without_close",
+        "reference_false_no_close_claim"))
+    (a,) = admit([check], config(tmp_path))
+    assert a.admitted, a.reasons
+    assert [r.status for r in a.results] == [MutantStatus.KILLED] * 3
+    assert all(r.kind is MutantKind.HANDWRITTEN for r in a.results)
+
+
+def test_one_survivor_blocks_the_check(tmp_path):
+    # A read crash past 50 items cannot show up in a check that writes two items.
+    check = dataclasses.replace(small_conc_003(), mutants=(
+        "reference_silent_drop_after_close", "reference_read_crashes"))
+    (a,) = admit([check], config(tmp_path))
+    assert not a.admitted
+    survivor = [r for r in a.results if r.status is MutantStatus.SURVIVED]
+    assert len(survivor) == 1 and survivor[0].diff and "get_items" in survivor[0].diff
+    assert any("survived" in reason for reason in a.reasons)
+
+
+def test_equivalent_waiver_is_shown_and_admits(tmp_path):
+    check = dataclasses.replace(
+        small_conc_003(), mutants=("reference_silent_drop_after_close", "reference_read_crashes"),
+        equivalent={"reference_read_crashes": "this check never reads more than two items"})
+    (a,) = admit([check], config(tmp_path))
+    assert a.admitted
+    waived = [r for r in a.results if r.status is MutantStatus.EQUIVALENT]
+    assert waived and "never reads more than two items" in (waived[0].evidence or "")
+
+
+def test_clean_gate_stops_the_run(tmp_path):
+    async def always_violated(ctx):
+        return Trial(ctx.index, ctx.seed, True)
+
+    check = dataclasses.replace(small_conc_003(), run_trial=always_violated)
+    with pytest.raises(GateError, match="clean reference holds"):
+        admit([check], config(tmp_path, reruns=1))
+
+
+def test_forced_gate_stops_a_check_that_cannot_fail(tmp_path):
+    async def always_held(ctx):
+        return Trial(ctx.index, ctx.seed, False)
+
+    check = dataclasses.replace(small_conc_003(), run_trial=always_held)
+    with pytest.raises(GateError, match="forced-broken mutant is killed"):
+        admit([check], config(tmp_path, reruns=1))
+
+
+def test_cache_serves_unchanged_pairs(tmp_path):
+    check = dataclasses.replace(small_conc_003(), mutants=("reference_silent_drop_after_close",))
+    cfg = config(tmp_path)
+    (first,) = admit([check], cfg)
+    (second,) = admit([check], cfg)
+    assert not first.results[0].cached and second.results[0].cached
+    assert second.results[0].status is first.results[0].status
+
+
+def test_broken_clean_base_makes_a_kill_meaningless(tmp_path):
+    # REPLAY-001 is violated by the clean SQLiteSession, so a mutant of it proves nothing.
+    check = dataclasses.replace(get_check("ARIB-REPLAY-001"), mutants=(
+        "reference_no_idempotency", "sqlite_silent_drop_after_close"))
+    (a,) = admit([check], config(tmp_path, reruns=1))
+    assert not a.admitted
+    bad = [r for r in a.results if r.status is MutantStatus.ERROR]
+    assert bad and "clean base 'sqlite-file'" in (bad[0].evidence or "")

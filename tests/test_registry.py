@@ -1,0 +1,124 @@
+"""Malformed check modules, unknown names and bad parameters get one clear error each."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from checks.registry import get_check, load_checks
+from harness.errors import CheckDefinitionError, ParameterError, UnknownNameError
+from mutants.registry import get_mutant, handwritten_mutants
+from targets.registry import get_target, parse_lanes
+
+GOOD = """
+from checks.base import CheckSpec, Param
+from harness.model import Trial
+
+async def run_trial(ctx):
+    return Trial(ctx.index, ctx.seed, False)
+
+CHECK = CheckSpec(id={id!r}, invariant="i", fault="f",
+                  params=(Param("trials", 1, 1, 5, "t"),), run_trial=run_trial,
+                  mutants={mutants!r})
+"""
+
+
+def make_package(tmp_path, name, modules):
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for mod, text in modules.items():
+        (pkg / f"{mod}.py").write_text(textwrap.dedent(text))
+    sys.path.insert(0, str(tmp_path))
+    return name
+
+
+@pytest.fixture
+def package(tmp_path):
+    created = []
+
+    def factory(name, modules):
+        created.append(make_package(tmp_path, name, modules))
+        return name
+
+    yield factory
+    sys.path.remove(str(tmp_path))
+    for name in created:
+        for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[mod]
+
+
+def test_real_checks_load_sorted_and_unique():
+    ids = [c.id for c in load_checks()]
+    assert ids == sorted(set(ids))
+    assert {"ARIB-CONC-001", "ARIB-CONC-002", "ARIB-CONC-003", "ARIB-REPLAY-001"} <= set(ids)
+
+
+def test_module_without_check(package):
+    name = package("nocheck", {"a": "X = 1\n"})
+    with pytest.raises(CheckDefinitionError, match="defines no CHECK"):
+        load_checks(name)
+
+
+def test_module_without_id(package):
+    name = package("noid", {"a": GOOD.format(id="", mutants=("reference_racy_close",))})
+    with pytest.raises(CheckDefinitionError, match="has id ''"):
+        load_checks(name)
+
+
+def test_module_without_mutants(package):
+    name = package("nomut", {"a": GOOD.format(id="ARIB-T-001", mutants=())})
+    with pytest.raises(CheckDefinitionError, match="paired with no hand-written mutant"):
+        load_checks(name)
+
+
+def test_two_checks_with_one_id(package):
+    text = GOOD.format(id="ARIB-T-001", mutants=("reference_racy_close",))
+    name = package("dupid", {"a": text, "b": text})
+    with pytest.raises(CheckDefinitionError, match="two checks have id 'ARIB-T-001'"):
+        load_checks(name)
+
+
+def test_unknown_check_id():
+    with pytest.raises(UnknownNameError, match="unknown check id 'ARIB-NOPE-001'"):
+        get_check("ARIB-NOPE-001")
+
+
+def test_unknown_lane():
+    with pytest.raises(UnknownNameError, match="unknown backend lane 'mysql'"):
+        get_target("mysql")
+    with pytest.raises(UnknownNameError):
+        parse_lanes("sqlite-file,nope")
+
+
+def test_unknown_mutant():
+    with pytest.raises(UnknownNameError, match="unknown mutant 'nope'"):
+        get_mutant("nope")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"writers": 0}, "out of range"),
+    ({"writers": 65}, "out of range"),
+    ({"bogus": 1}, "unknown parameter"),
+])
+def test_bad_parameters(overrides, message):
+    with pytest.raises(ParameterError, match=message):
+        get_check("ARIB-CONC-001").resolve_params(overrides)
+
+
+def test_every_paired_mutant_exists_and_names_are_unique():
+    names = [m.name for m in handwritten_mutants()]
+    assert len(names) == len(set(names))
+    for check in load_checks():
+        for name in check.mutants:
+            assert get_mutant(name).name == name
+
+
+def test_seed_defect_classes_are_covered():
+    descriptions = " ".join(m.description for m in handwritten_mutants())
+    for defect in ("racy close", "silent drop after close", "corrupted content",
+                   "crash on read", "persist-then-raise after close",
+                   "missing close, honestly declared", "false no-close claim"):
+        assert defect in descriptions, defect

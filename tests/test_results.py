@@ -1,0 +1,85 @@
+"""Result files: the schema validates real runs, rejects bad ones, and writes are atomic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from checks.registry import get_check
+from harness.bench import BenchConfig, run_bench
+from harness.cache import AdmissionCache
+from harness.errors import ResultsError
+from harness.report import render_markdown
+from harness.results import atomic_write_text, read_results, validate
+from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
+
+COMMITTED = sorted((Path(__file__).parent.parent / "results").glob("*-openai-agents-*.json"))
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    config = BenchConfig(
+        lanes=(SQLITE_FILE, SQLALCHEMY_SQLITE_FILE),
+        checks=(get_check("ARIB-CONC-003"), get_check("ARIB-REPLAY-001")),
+        reruns=1, admission_workers=2, out_dir=out, cache=AdmissionCache(None), quiet=True,
+        params={"ARIB-CONC-003": {"trials": 2}, "ARIB-REPLAY-001": {"trials": 1}},
+    )
+    return run_bench(config)
+
+
+def test_fresh_result_validates_and_report_is_generated(small_run):
+    document = read_results(small_run.json_path)
+    verdicts = {(f["invariant_id"], f["target"]): f["verdict"] for f in document["findings"]}
+    assert verdicts == {
+        ("ARIB-CONC-003", "sqlite-file"): "held",
+        ("ARIB-CONC-003", "sqlalchemy-sqlite-file"): "not_applicable",
+        ("ARIB-REPLAY-001", "sqlite-file"): "violated",
+        ("ARIB-REPLAY-001", "sqlalchemy-sqlite-file"): "violated",
+    }
+    assert int(small_run.code) == 1
+    assert small_run.report_path.read_text() == render_markdown(document)
+    assert document["environment"]["packages"]["openai-agents"]
+    assert document["parameters"]["checks"]["ARIB-CONC-003"]["trials"] == 2
+
+
+@pytest.mark.skipif(not COMMITTED, reason="no committed result files yet")
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_committed_results_validate(path):
+    document = read_results(path)
+    assert document["findings"]
+
+
+def test_schema_rejects_a_violation_without_replay(small_run):
+    document = json.loads(small_run.json_path.read_text())
+    bad = next(f for f in document["findings"] if f["verdict"] == "violated")
+    bad["replay"] = None
+    with pytest.raises(ResultsError, match="fails bench-run.schema.json"):
+        validate(document)
+
+
+def test_foreign_and_corrupt_files_are_named(tmp_path):
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text('{"kind": "something-else"}')
+    with pytest.raises(ResultsError, match="not a bench result"):
+        read_results(foreign)
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text("{not json")
+    with pytest.raises(ResultsError, match="cannot read result file"):
+        read_results(corrupt)
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "r.json"
+    atomic_write_text(target, "old")
+
+    def fail(*_args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.replace", fail)
+    with pytest.raises(OSError):
+        atomic_write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
