@@ -61,6 +61,7 @@ class CheckSpec:
     generated: tuple[Selector, ...] = ()
     equivalent: Mapping[str, str] = field(default_factory=dict)
     requires_close: bool = False
+    requires_terminal_close: bool = False
     trials_param: str = "trials"
     timeout_s: float = 60.0
     hang_invariant: bool = False
@@ -89,6 +90,7 @@ class CheckSpec:
             "generated": [s.to_json() for s in self.generated],
             "equivalent": dict(self.equivalent),
             "requires_close": self.requires_close,
+            "requires_terminal_close": self.requires_terminal_close,
             "timeout_s": self.timeout_s,
         }
 

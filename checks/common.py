@@ -15,6 +15,14 @@ def canonical(item: Any) -> str:
     return json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+async def read_items(session: Any, limit: int | None = None) -> list[Any]:
+    """``get_items()`` that insists on a list: anything else is a broken read, raised."""
+    items = await session.get_items() if limit is None else await session.get_items(limit)
+    if not isinstance(items, list):
+        raise TypeError(f"get_items() returned {type(items).__name__}, not a list of items")
+    return items
+
+
 def tally(expected: Iterable[Any], seen: Iterable[Any], errors: int = 0) -> Counts:
     """Lost, duplicated and foreign items of ``seen`` against ``expected`` (a multiset)."""
     want = Counter(canonical(i) for i in expected)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, Param, TrialContext, describe
-from checks.common import first_differences, tally
+from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks.common import first_differences, read_items, tally
 from harness.model import Counts, Trial
 
 
@@ -36,7 +36,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     expected = [item for w in order for item in plan[w]]
     ctx.log("get_items()")
     try:
-        seen = await session.get_items()
+        seen = await read_items(session)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
         return Trial(ctx.index, ctx.seed, True, Counts(lost=len(expected), errors=len(errors) + 1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
@@ -68,6 +68,14 @@ CHECK = CheckSpec(
         "async_sqlite_duplicates_on_yield",
         "sqlalchemy_injects_foreign_item",
         "sqlalchemy_read_drops_newest",
+    ),
+    generated=(
+        Selector("reference", "ReferenceSession.add_items", "early_return"),
+        Selector("sqlite-file", "SQLiteSession.add_items", "early_return"),
+        Selector("sqlite-file", "SQLiteSession.add_items", "drop_await"),
+        Selector("advanced-sqlite-file", "AdvancedSQLiteSession.add_items", "early_return"),
+        Selector("async-sqlite-file", "AsyncSQLiteSession.add_items", "early_return"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.add_items", "drop_await"),
     ),
     timeout_s=60.0,
 )

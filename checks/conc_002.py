@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, TrialContext, describe, race_close
+from checks.base import CheckSpec, Param, Selector, TrialContext, describe, race_close
 from harness.model import Counts, Trial
 
 
@@ -55,6 +55,18 @@ CHECK = CheckSpec(
         "sqlite_racy_close",
         "advanced_racy_close",
     ),
+    generated=(
+        Selector("reference", "ReferenceSession.close", "early_return"),
+        Selector("reference", "ReferenceSession.close", "drop_closed_guard"),
+        Selector("sqlite-file", "SQLiteSession._get_connection", "drop_closed_guard"),
+        Selector("sqlite-file", "SQLiteSession.get_items", "drop_await"),
+        Selector("advanced-sqlite-file", "AdvancedSQLiteSession.get_items", "drop_await"),
+    ),
+    equivalent={
+        "m-560239ba6e9f": "ReferenceSession.close without its closed-state guard is still "
+        "idempotent: it swaps the connection out under the lock and closes it only if present",
+    },
     requires_close=True,
+    requires_terminal_close=True,
     timeout_s=60.0,
 )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, TrialContext, describe
-from checks.common import canonical
+from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.common import canonical, read_items
 from harness.model import Counts, Trial
 
 MODES = ("loud_refusal", "silent_drop", "silent_commit", "raise_but_committed")
@@ -31,7 +31,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("fresh instance on the same store: get_items()")
     try:
         probe = await ctx.reopen(handle)
-        seen = [canonical(i) for i in await probe.session.get_items()]
+        seen = [canonical(i) for i in await read_items(probe.session)]
     except Exception as exc:  # noqa: BLE001 - a probe that cannot read shows nothing
         return Trial(ctx.index, ctx.seed, True, Counts(lost=1, errors=1), mode="probe_failed",
                      sample=f"probe read raised {describe(exc)}", ops=tuple(ctx.ops))
@@ -62,6 +62,15 @@ CHECK = CheckSpec(
         "sqlite_persist_then_raise_after_close",
         "advanced_close_is_a_no_op",
     ),
+    generated=(
+        Selector("reference", "ReferenceSession.add_items", "early_return"),
+        Selector("sqlite-file", "SQLiteSession.add_items", "early_return"),
+        Selector("sqlite-file", "SQLiteSession.add_items.<locals>._add_items_sync",
+                 "drop_commit"),
+        Selector("advanced-sqlite-file",
+                 "AdvancedSQLiteSession.add_items.<locals>._add_items_sync", "drop_commit"),
+    ),
     requires_close=True,
+    requires_terminal_close=True,
     timeout_s=60.0,
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from checks.base import CheckSpec, Param, TrialContext, describe
-from checks.common import first_differences, tally
+from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.common import first_differences, read_items, tally
 from harness.model import Counts, Trial
 
 
@@ -36,7 +36,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             errors.append(describe(exc))
     expected = [*batch, repeat, repeat]
     try:
-        seen = await session.get_items()
+        seen = await read_items(session)
     except Exception as exc:  # noqa: BLE001
         return Trial(ctx.index, ctx.seed, True, Counts(lost=len(expected), errors=1),
                      mode="read_raised", sample=describe(exc), ops=tuple(ctx.ops))
@@ -61,5 +61,9 @@ CHECK = CheckSpec(
     params=(Param("trials", 3, 1, 1000, "independent trials, each on a fresh store"),),
     run_trial=run_trial,
     mutants=("reference_no_idempotency", "reference_content_dedup", "reference_corrupts_content"),
+    generated=(
+        Selector("reference", "ReferenceSession.add_items", "early_return"),
+        Selector("reference", "ReferenceSession.get_items", "flip_comparison"),
+    ),
     timeout_s=60.0,
 )

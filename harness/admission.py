@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from checks.base import CheckSpec
@@ -26,6 +26,7 @@ from harness.execute import (
     RunOptions,
     derive_seed,
     error_finding,
+    fast_tmpdir,
     python_version,
     run_check,
     sdk_version,
@@ -51,7 +52,7 @@ class AdmissionConfig:
     params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     cache: AdmissionCache = field(default_factory=AdmissionCache)
     quiet: bool = False
-    extra_mutants: Callable[[CheckSpec], Sequence[MutantSpec]] | None = None
+    generated: bool = True
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool)
         params=check.resolve_params(config.params.get(check.id)),
         run_seed=derive_seed(config.run_seed, "admission", rerun),
         stop_on_violation=early,
+        tmpdir=fast_tmpdir(),
     )
 
 
@@ -92,12 +94,17 @@ def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Fi
     return finding
 
 
-def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> list[MutantSpec]:
-    """Hand-written mutants named by the check, then any generated ones it selects."""
+def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[MutantSpec],
+                                                                        tuple[str, ...]]:
+    """Hand-written mutants named by the check, then the generated ones it selects."""
     pairs = [get_mutant(name) for name in check.mutants]
-    if config.extra_mutants is not None:
-        pairs.extend(config.extra_mutants(check))
-    return pairs
+    problems: tuple[str, ...] = ()
+    if config.generated:
+        from mutants.pool import generated_for_check
+
+        generated, problems = generated_for_check(check)
+        pairs.extend(generated)
+    return pairs, problems
 
 
 def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -> str:
@@ -147,9 +154,10 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     jobs: list[_Job] = []
     results_by_key: dict[tuple[str, str], MutantResult] = {}
     pairs: dict[str, list[MutantSpec]] = {}
+    problems: dict[str, tuple[str, ...]] = {}
     forced = forced_broken()
     for check in checks:
-        pairs[check.id] = paired_mutants(check, config)
+        pairs[check.id], problems[check.id] = paired_mutants(check, config)
         for r in range(config.reruns):
             jobs.append(_Job(check, REFERENCE, None, r, "clean"))
         jobs.append(_Job(check, REFERENCE, forced, 0, "forced"))
@@ -234,10 +242,13 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
             if status in (MutantStatus.KILLED, MutantStatus.SURVIVED):
                 config.cache.put(_mutant_key(check, mutant, config), result)
             results.append(result)
-        reasons = []
+        reasons = list(problems[check.id])
         kinds = {m.kind for m in pairs[check.id]}
         if MutantKind.HANDWRITTEN not in kinds:
             reasons.append("paired with no hand-written mutant")
+        if config.generated and MutantKind.GENERATED not in kinds:
+            reasons.append("paired with no generated mutant: add generated=(Selector(...),) "
+                           "naming mutants it must kill (see `python -m harness survey`)")
         for r in results:
             if r.status not in (MutantStatus.KILLED, MutantStatus.EQUIVALENT):
                 name = get_name(r.mutant_id, pairs[check.id])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,12 @@ from harness.admission import GRACE_S, AdmissionConfig, admit
 from harness.cache import AdmissionCache
 from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.execute import RunOptions, error_finding, run_check, sdk_version
-from harness.model import Admission, ExitCode, Finding, exit_code
+from harness.lanes import PreparedLanes, prepare_lanes, service_failure
+from harness.model import Admission, ExitCode, Finding, Verdict, exit_code
 from harness.progress import Progress
 from harness.report import render_markdown
 from harness.results import atomic_write_text, run_document, validate
-from mutants.base import MutantSpec
+from harness.services import ServiceManager
 from targets.base import TargetSpec
 
 RESULTS_DIR = Path("results")
@@ -41,9 +43,10 @@ class BenchConfig:
     out_dir: Path = RESULTS_DIR
     cache: AdmissionCache = field(default_factory=AdmissionCache)
     quiet: bool = False
-    services: Mapping[str, str] = field(default_factory=dict)
-    not_measured: tuple[dict[str, str], ...] = ()
-    extra_mutants: Callable[[CheckSpec], Sequence[MutantSpec]] | None = None
+    manager: ServiceManager | None = None
+    # Called in the parent when a lane's child starts: progress displays, fault drills.
+    on_lane_start: Callable[[CheckSpec, TargetSpec], None] | None = None
+    generated: bool = True
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,10 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         config.checks,
         AdmissionConfig(reruns=config.reruns, workers=config.admission_workers,
                         run_seed=config.run_seed, params=config.params, cache=config.cache,
-                        quiet=config.quiet, extra_mutants=config.extra_mutants),
+                        quiet=config.quiet, generated=config.generated),
     )
+    prepared = (prepare_lanes(config.lanes, config.manager) if config.manager is not None
+                else PreparedLanes(config.lanes))
     admitted = {a.check_id for a in admissions if a.admitted}
     for a in admissions:
         if not a.admitted and not config.quiet:
@@ -86,8 +91,9 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         if check.id not in admitted:
             continue
         opts = RunOptions(params=check.resolve_params(config.params.get(check.id)),
-                          run_seed=config.run_seed, loop=config.loop)
-        for lane in config.lanes:
+                          run_seed=config.run_seed, loop=config.loop,
+                          services=prepared.services)
+        for lane in prepared.lanes:
             jobs.append((check, lane, opts))
     progress = Progress("bench", len(jobs), quiet=config.quiet)
     findings: list[Finding | None] = [None] * len(jobs)
@@ -95,18 +101,29 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     def done(index: int, outcome: ChildOutcome) -> None:
         check, lane, opts = jobs[index]
         if outcome.status is ChildStatus.OK:
-            findings[index] = outcome.value
+            finding = outcome.value
         else:
-            findings[index] = error_finding(
+            finding = error_finding(
                 check, lane, opts, f"lane child {outcome.status.value}: {outcome.detail[:300]}",
                 outcome.detail or None, outcome.duration_s)
+        if config.manager is not None and finding.verdict in (Verdict.VIOLATED, Verdict.ERROR):
+            died = service_failure(lane, config.manager)
+            if died is not None:
+                finding = error_finding(check, lane, opts, f"the lane's server died: {died}",
+                                        None, finding.duration_s, finding.seeds)
+        if lane.service is not None:
+            finding = dataclasses.replace(
+                finding, service_version=prepared.versions.get(lane.service))
+        findings[index] = finding
         progress.advance(f"{check.id} on {lane.name}: {findings[index].verdict.value}")  # type: ignore[union-attr]
 
     interrupted = False
     try:
         run_jobs([functools.partial(_judge, *job) for job in jobs], workers=config.workers,
                  timeout_s=max((c.timeout_s for c in config.checks), default=60) + GRACE_S,
-                 on_done=done)
+                 on_done=done,
+                 on_start=(lambda i: config.on_lane_start(jobs[i][0], jobs[i][1]))
+                 if config.on_lane_start else None)
     except KeyboardInterrupt:
         interrupted = True
     measured = [f for f in findings if f is not None]
@@ -115,16 +132,19 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         "reruns": config.reruns,
         "loop": config.loop,
         "workers": config.workers,
-        "lanes": [lane.name for lane in config.lanes],
+        "lanes": [lane.name for lane in prepared.lanes],
         "checks": {c.id: c.resolve_params(config.params.get(c.id)) for c in config.checks},
         "complete": not interrupted,
     }
     document = run_document(
         sdk=sdk, parameters=parameters, findings=measured, admissions=admissions,
-        not_measured=config.not_measured, started=started.isoformat(timespec="seconds"),
+        not_measured=[n.to_json() for n in prepared.not_measured],
+        started=started.isoformat(timespec="seconds"),
         duration_s=time.perf_counter() - t0,
     )
-    document["lanes"] = [lane.to_json() for lane in config.lanes]
+    document["lanes"] = [lane.to_json() for lane in prepared.lanes]
+    document["services"] = {name: info.to_json() for name, info in (
+        config.manager.infos.items() if config.manager is not None else ())}
     document["checks"] = [c.to_json() for c in config.checks]
     validate(document)
     json_path, report_path = result_paths(config.out_dir, sdk, started.date().isoformat())

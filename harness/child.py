@@ -8,12 +8,14 @@ child that hangs is killed, one that dies (segfault, ``os._exit``) is reported a
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import pickle
 import select
 import signal
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -76,6 +78,11 @@ def _fork(job: Callable[[], Any]) -> tuple[int, int]:
         code = 0
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            # What a backend or mutant prints (warnings, thread noise after a loop closed)
+            # goes to a file; the parent shows its tail only when the child crashed.
+            err = os.open(_stderr_path(os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(err, 2)
+            os.close(err)
             _child_main(job, write_fd)
         except BaseException:  # noqa: BLE001
             code = 70
@@ -83,6 +90,24 @@ def _fork(job: Callable[[], Any]) -> tuple[int, int]:
             os._exit(code)
     os.close(write_fd)
     return pid, read_fd
+
+
+def _stderr_path(pid: int) -> str:
+    return os.path.join(tempfile.gettempdir(), f"arib-child-{pid}.stderr")
+
+
+def _stderr_tail(pid: int, limit: int = 1500) -> str:
+    path = _stderr_path(pid)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - limit))
+            return handle.read().decode(errors="replace").strip()
+    except OSError:
+        return ""
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
@@ -94,9 +119,10 @@ def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
             pass
     _, status = os.waitpid(run.pid, 0)
     os.close(run.fd)
+    stderr = _stderr_tail(run.pid)
     if timed_out:
-        return ChildOutcome(ChildStatus.TIMEOUT, detail="killed after the hard timeout",
-                            duration_s=duration)
+        return ChildOutcome(ChildStatus.TIMEOUT, detail="killed after the hard timeout"
+                            + (f"; stderr: {stderr}" if stderr else ""), duration_s=duration)
     data = b"".join(run.chunks)
     if data:
         try:
@@ -112,6 +138,8 @@ def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
         detail = f"child died from signal {signal.Signals(sig).name}"
     else:
         detail = f"child exited with status {os.WEXITSTATUS(status)} without a result"
+    if stderr:
+        detail += f"; stderr: {stderr}"
     return ChildOutcome(ChildStatus.CRASH, detail=detail, duration_s=duration)
 
 
@@ -121,6 +149,7 @@ def run_jobs(
     workers: int,
     timeout_s: float,
     on_done: Callable[[int, ChildOutcome], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> list[ChildOutcome]:
     """Run each job in its own forked child, ``workers`` at a time, in submission order."""
     outcomes: list[ChildOutcome | None] = [None] * len(jobs)
@@ -132,6 +161,8 @@ def run_jobs(
                 index = pending.pop(0)
                 pid, fd = _fork(jobs[index])
                 running[fd] = _Running(index, pid, fd, time.perf_counter(), [])
+                if on_start:
+                    on_start(index)
             now = time.perf_counter()
             wait = min(r.started + timeout_s - now for r in running.values())
             ready, _, _ = select.select(list(running), [], [], max(0.0, min(wait, 1.0)))
@@ -159,6 +190,7 @@ def run_jobs(
             except (ProcessLookupError, ChildProcessError):
                 pass
             os.close(run.fd)
+            _stderr_tail(run.pid)
     return [o for o in outcomes if o is not None]
 
 

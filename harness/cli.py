@@ -77,19 +77,21 @@ def _check_loop(loop: str) -> str:
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import BenchConfig, run_bench
     from harness.cache import AdmissionCache
+    from harness.services import ServiceManager
     from targets.registry import parse_lanes
 
     _expect_sdk(args.sdk)
     params = parse_params(args.param)
     checks = _select_checks(args.checks, params)
-    config = BenchConfig(
-        lanes=parse_lanes(args.lanes), checks=checks, run_seed=args.seed, reruns=args.reruns,
-        workers=args.workers, params=params, loop=_check_loop(args.loop),
-        out_dir=Path(args.out),
-        cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
-        quiet=args.quiet,
-    )
-    outcome = run_bench(config)
+    lanes = parse_lanes(args.lanes)
+    with ServiceManager() as manager:
+        outcome = run_bench(BenchConfig(
+            lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
+            workers=args.workers, params=params, loop=_check_loop(args.loop),
+            out_dir=Path(args.out),
+            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            quiet=args.quiet, manager=manager,
+        ))
     print(f"wrote {outcome.json_path} and {outcome.report_path}")
     tally: dict[str, int] = {}
     for f in outcome.document["findings"]:
@@ -156,6 +158,60 @@ def cmd_run(args: argparse.Namespace) -> int:
     finding = outcome.value
     print(json.dumps(finding.to_json(), indent=1, ensure_ascii=False))
     return int(exit_code([finding]))
+
+
+def cmd_survey(args: argparse.Namespace) -> int:
+    from harness.cache import AdmissionCache
+    from harness.execute import sdk_version
+    from harness.results import atomic_write_text
+    from harness.survey import (
+        SurveyConfig,
+        render_text,
+        survey,
+        survey_mutation_report,
+        write_survey,
+    )
+    from targets.registry import parse_lanes
+    from targets.sdk import LOCAL_TARGETS
+
+    params = parse_params(args.param)
+    checks = _select_checks(args.checks, params)
+    lanes = parse_lanes(args.lanes) if args.lanes else LOCAL_TARGETS
+    started = time.perf_counter()
+    surveys = survey(SurveyConfig(
+        lanes=tuple(lanes), checks=checks, reruns=args.reruns, params=params,
+        timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
+        workers=args.workers or os.cpu_count() or 1,
+        cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+    ))
+    print(render_text(surveys, show_diffs=args.diffs))
+    if args.write:
+        out = Path(args.out or f"results/survey/openai-agents-{sdk_version()}")
+        for path in write_survey(surveys, out):
+            print(f"wrote {path}")
+    if args.write or args.html:
+        report = survey_mutation_report(surveys)
+        if args.write:
+            path = out / "mutation-report.json"
+            atomic_write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+            print(f"wrote {path} (mutation-testing-report-schema v2)")
+        if args.html:
+            from harness.mutation_html import write_html
+
+            print(f"wrote {write_html(report, Path(args.html))}")
+    print(f"surveyed {sum(len(s.mutants) for s in surveys)} mutants on {len(surveys)} lanes "
+          f"in {time.perf_counter() - started:.1f}s")
+    return 0
+
+
+def cmd_scaffold(args: argparse.Namespace) -> int:
+    from harness.scaffold import scaffold
+
+    check_path, mutant_path = scaffold(args.check_id, args.lane, Path(args.root))
+    print(f"wrote {check_path} and {mutant_path}")
+    print(f"next: fill in the TODOs, then `python -m harness admit {args.check_id}` until "
+          f"every paired mutant is killed")
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -229,6 +285,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutant", help="install a hand-written mutant first")
     p.add_argument("--loop", default="asyncio")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("survey", help="every check against every generated mutant of lanes")
+    common(p)
+    p.add_argument("--lanes", help="comma-separated lanes (default: the local SDK lanes)")
+    p.add_argument("--checks", help="comma-separated check ids (default: all)")
+    p.add_argument("--reruns", type=int, default=1, help="reruns per mutant (default 1)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")
+    p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
+    p.add_argument("--diffs", type=int, default=20, help="survivor diffs to print per lane")
+    p.add_argument("--write", action="store_true", help="write JSON under results/survey/")
+    p.add_argument("--out", help="folder for --write")
+    p.add_argument("--html", help="also write the mutation-testing-elements HTML report here")
+    p.add_argument("--no-cache", action="store_true")
+    p.set_defaults(func=cmd_survey)
+
+    p = sub.add_parser("scaffold", help="write a new check and its first mutant to fill in")
+    p.add_argument("check_id", help="e.g. ARIB-POP-001")
+    p.add_argument("--lane", default="sqlite-file", help="backend lane its mutants break")
+    p.add_argument("--root", default=".", help="project root (default: here)")
+    p.set_defaults(func=cmd_scaffold)
 
     p = sub.add_parser("list", help="list checks, lanes and mutants")
     p.set_defaults(func=cmd_list)

@@ -9,15 +9,17 @@ finding with its traceback; nothing here raises because of a backend.
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import shlex
 import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ import anyio
 from checks.base import CheckSpec, TrialContext
 from harness.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
-from targets.base import BuildContext, TargetSpec, verify_claims
+from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 
 SWITCH_INTERVAL_S = 1e-5
 
@@ -42,6 +44,15 @@ def sdk_version() -> str:
 
 def python_version() -> str:
     return platform.python_version()
+
+
+def fast_tmpdir() -> str | None:
+    """A tmpfs folder for admission and survey runs, where SQLite's fsync costs nothing.
+
+    The invariants judged there are about concurrency, close and redelivery, not durability;
+    the bench itself measures on the default temporary folder (a real disk).
+    """
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
 def derive_seed(run_seed: int, *parts: object) -> int:
@@ -59,6 +70,8 @@ class RunOptions:
     loop: str = "asyncio"
     trial_seeds: tuple[int, ...] | None = None
     stop_on_violation: bool = False
+    services: Mapping[str, str] = field(default_factory=dict)
+    tmpdir: str | None = None
 
     def seeds(self, check: CheckSpec, target: TargetSpec) -> tuple[int, ...]:
         if self.trial_seeds is not None:
@@ -144,13 +157,17 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
     probe_root = workdir / "claims"
     probe_root.mkdir()
     try:
-        handle = await target.build(BuildContext(probe_root, "arib-claims"))
+        handle = await target.build(BuildContext(probe_root, "arib-claims", dict(opts.services)))
     except Exception as exc:  # noqa: BLE001
         return error_finding(check, target, opts,
                              f"target {target.name!r} could not be built: {exc!r}",
                              traceback.format_exc(), elapsed(), seeds)
     try:
         false_claim = verify_claims(target, handle.session)
+        if false_claim is None and check.requires_terminal_close:
+            false_claim = await verify_close_scope(target, handle.session)
+    except Exception as exc:  # noqa: BLE001 - a claim probe the backend broke
+        false_claim = f"claims of target {target.name!r} could not be verified: {exc!r}"
     finally:
         await handle.dispose()
     if false_claim:
@@ -161,14 +178,21 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             trials=0, violating_trials=0, counts=Counts(), duration_s=elapsed(),
             reason=f"{target.backend} offers no close(); verified against the runtime object",
         )
+    if check.requires_terminal_close and not target.claims.close_is_terminal:
+        return Finding(
+            **_base_finding(check, target, opts, ()), verdict=Verdict.NOT_APPLICABLE,
+            trials=0, violating_trials=0, counts=Counts(), duration_s=elapsed(),
+            reason=f"close() does not end the session here, as documented: "
+                   f"{target.claims.close_note} (verified: a read after close() works)",
+        )
 
     trials: list[Trial] = []
     old_interval = sys.getswitchinterval()
     for index, seed in enumerate(seeds):
         root = workdir / f"trial-{index}"
         root.mkdir()
-        ctx = TrialContext(target, BuildContext(root, f"arib-{seed:x}"), index, seed,
-                           opts.params)
+        ctx = TrialContext(target, BuildContext(root, f"arib-{seed:x}", dict(opts.services)),
+                           index, seed, opts.params)
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         try:
             with anyio.fail_after(check.timeout_s):
@@ -198,9 +222,11 @@ def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
         target = target.with_claims(mutant.claims)
     try:
         if mutant is not None:
+            # A mutant that drops an await leaves coroutines unawaited; the verdict says so.
+            warnings.simplefilter("ignore", RuntimeWarning)
             mutant.apply()
         backend_options = {"use_uvloop": True} if opts.loop == "uvloop" else {}
-        with tempfile.TemporaryDirectory(prefix="arib-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="arib-", dir=opts.tmpdir) as tmp:
             return anyio.run(_judge, check, target, opts, mutant, Path(tmp),
                              backend="asyncio", backend_options=backend_options)
     except Exception as exc:  # noqa: BLE001 - never raise for what a run did

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
+import mutants
 from harness.errors import UnknownNameError
-from mutants import async_sqlite, reference, sqlalchemy, sqlite  # noqa: F401 - registers
 from mutants.base import FORCED, HANDWRITTEN, MutantSpec
+
+# Modules of the mutants package that hold machinery, not hand-written mutants.
+MACHINERY = {"base", "registry", "generate", "operators", "hook", "pool"}
+
+
+def _load_all() -> None:
+    for info in sorted(pkgutil.iter_modules(mutants.__path__), key=lambda i: i.name):
+        if info.name not in MACHINERY and not info.name.startswith("_"):
+            importlib.import_module(f"mutants.{info.name}")
+
+
+_load_all()
 
 
 def handwritten_mutants() -> tuple[MutantSpec, ...]:

@@ -16,9 +16,19 @@ class Claims:
 
     has_close: bool
     close_is_async: bool = False
+    # False when the runtime documents close() as not ending the session (RedisSession with
+    # an injected client); close_note cites that documentation. Checks of "a closed session
+    # refuses use" then abstain: the runtime never offered that contract.
+    close_is_terminal: bool = True
+    close_note: str = ""
 
-    def to_json(self) -> dict[str, bool]:
-        return {"has_close": self.has_close, "close_is_async": self.close_is_async}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "has_close": self.has_close,
+            "close_is_async": self.close_is_async,
+            "close_is_terminal": self.close_is_terminal,
+            "close_note": self.close_note,
+        }
 
 
 @dataclass
@@ -97,6 +107,32 @@ def verify_claims(spec: TargetSpec, session: Any) -> str | None:
                 f"{spec.claims.close_is_async} but {type(session).__name__}.close is "
                 f"{'async' if is_async else 'sync'}; fix the adapter's Claims"
             )
+    return None
+
+
+async def verify_close_scope(spec: TargetSpec, session: Any) -> str | None:
+    """Check a ``close_is_terminal=False`` claim on a probe instance; None when it is true.
+
+    The claim must cite its documentation, and the object must behave as claimed: after
+    close() a read still works. (A false *terminal* claim is what the close checks detect.)
+    This closes ``session``: pass a probe instance, never a trial's.
+    """
+    claims = spec.claims
+    if claims.close_is_terminal or not claims.has_close:
+        return None
+    if not claims.close_note:
+        return (
+            f"claim by target {spec.name!r}: close_is_terminal=False needs a close_note citing "
+            f"where the runtime documents it; fix the adapter's Claims"
+        )
+    await close_session(spec, session)
+    try:
+        await session.get_items()
+    except Exception as exc:  # noqa: BLE001 - a refusal disproves the claim
+        return (
+            f"false claim by target {spec.name!r}: claims close_is_terminal=False but "
+            f"get_items() after close() raised {exc!r}; fix the adapter's Claims"
+        )
     return None
 
 

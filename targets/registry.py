@@ -6,8 +6,9 @@ from harness.errors import UnknownNameError
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import LOCAL_TARGETS
+from targets.services import SERVICE_TARGETS
 
-REAL_TARGETS: tuple[TargetSpec, ...] = LOCAL_TARGETS
+REAL_TARGETS: tuple[TargetSpec, ...] = (*LOCAL_TARGETS, *SERVICE_TARGETS)
 ALL_TARGETS: tuple[TargetSpec, ...] = (REFERENCE, *REAL_TARGETS)
 
 

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from checks.base import Selector
 from checks.registry import get_check
 from harness.admission import AdmissionConfig, admit
 from harness.cache import AdmissionCache
@@ -19,14 +20,19 @@ def config(tmp_path, **kw) -> AdmissionConfig:
 
 
 def small_conc_003():
-    return dataclasses.replace(get_check("ARIB-CONC-003"))
+    """CONC-003 with hand-written pairs only (generated pairing is tested on its own)."""
+    return dataclasses.replace(get_check("ARIB-CONC-003"), generated=())
+
+
+def handwritten_only(tmp_path, **kw) -> AdmissionConfig:
+    return config(tmp_path, generated=False, **kw)
 
 
 def test_all_killed_admits(tmp_path):
     check = dataclasses.replace(small_conc_003(), mutants=(
         "reference_silent_drop_after_close", "reference_without_close",
         "reference_false_no_close_claim"))
-    (a,) = admit([check], config(tmp_path))
+    (a,) = admit([check], handwritten_only(tmp_path))
     assert a.admitted, a.reasons
     assert [r.status for r in a.results] == [MutantStatus.KILLED] * 3
     assert all(r.kind is MutantKind.HANDWRITTEN for r in a.results)
@@ -36,7 +42,7 @@ def test_one_survivor_blocks_the_check(tmp_path):
     # A read crash past 50 items cannot show up in a check that writes two items.
     check = dataclasses.replace(small_conc_003(), mutants=(
         "reference_silent_drop_after_close", "reference_read_crashes"))
-    (a,) = admit([check], config(tmp_path))
+    (a,) = admit([check], handwritten_only(tmp_path))
     assert not a.admitted
     survivor = [r for r in a.results if r.status is MutantStatus.SURVIVED]
     assert len(survivor) == 1 and survivor[0].diff and "get_items" in survivor[0].diff
@@ -47,7 +53,7 @@ def test_equivalent_waiver_is_shown_and_admits(tmp_path):
     check = dataclasses.replace(
         small_conc_003(), mutants=("reference_silent_drop_after_close", "reference_read_crashes"),
         equivalent={"reference_read_crashes": "this check never reads more than two items"})
-    (a,) = admit([check], config(tmp_path))
+    (a,) = admit([check], handwritten_only(tmp_path))
     assert a.admitted
     waived = [r for r in a.results if r.status is MutantStatus.EQUIVALENT]
     assert waived and "never reads more than two items" in (waived[0].evidence or "")
@@ -59,7 +65,7 @@ def test_clean_gate_stops_the_run(tmp_path):
 
     check = dataclasses.replace(small_conc_003(), run_trial=always_violated)
     with pytest.raises(GateError, match="clean reference holds"):
-        admit([check], config(tmp_path, reruns=1))
+        admit([check], handwritten_only(tmp_path, reruns=1))
 
 
 def test_forced_gate_stops_a_check_that_cannot_fail(tmp_path):
@@ -68,12 +74,12 @@ def test_forced_gate_stops_a_check_that_cannot_fail(tmp_path):
 
     check = dataclasses.replace(small_conc_003(), run_trial=always_held)
     with pytest.raises(GateError, match="forced-broken mutant is killed"):
-        admit([check], config(tmp_path, reruns=1))
+        admit([check], handwritten_only(tmp_path, reruns=1))
 
 
 def test_cache_serves_unchanged_pairs(tmp_path):
     check = dataclasses.replace(small_conc_003(), mutants=("reference_silent_drop_after_close",))
-    cfg = config(tmp_path)
+    cfg = handwritten_only(tmp_path)
     (first,) = admit([check], cfg)
     (second,) = admit([check], cfg)
     assert not first.results[0].cached and second.results[0].cached
@@ -84,7 +90,35 @@ def test_broken_clean_base_makes_a_kill_meaningless(tmp_path):
     # REPLAY-001 is violated by the clean SQLiteSession, so a mutant of it proves nothing.
     check = dataclasses.replace(get_check("ARIB-REPLAY-001"), mutants=(
         "reference_no_idempotency", "sqlite_silent_drop_after_close"))
-    (a,) = admit([check], config(tmp_path, reruns=1))
+    (a,) = admit([check], handwritten_only(tmp_path, reruns=1))
     assert not a.admitted
     bad = [r for r in a.results if r.status is MutantStatus.ERROR]
     assert bad and "clean base 'sqlite-file'" in (bad[0].evidence or "")
+
+
+def test_generated_pairs_are_required_and_judged(tmp_path):
+    check = dataclasses.replace(
+        get_check("ARIB-REPLAY-001"), mutants=("reference_no_idempotency",),
+        generated=(Selector("reference", "ReferenceSession.add_items", "early_return"),))
+    (a,) = admit([check], config(tmp_path, reruns=1))
+    assert a.admitted, a.reasons
+    kinds = {r.kind for r in a.results}
+    assert kinds == {MutantKind.HANDWRITTEN, MutantKind.GENERATED}
+    without = dataclasses.replace(check, generated=())
+    (b,) = admit([without], config(tmp_path, reruns=1))
+    assert not b.admitted and any("no generated mutant" in r for r in b.reasons)
+
+
+def test_selector_matching_nothing_is_named_and_the_run_goes_on(tmp_path):
+    bad = dataclasses.replace(
+        get_check("ARIB-REPLAY-001"), mutants=("reference_no_idempotency",),
+        generated=(Selector("reference", "ReferenceSession.nope", "*"),))
+    good = dataclasses.replace(small_conc_003(), id="ARIB-CONC-003",
+                               mutants=("reference_silent_drop_after_close",))
+    first, second = admit([bad, good], handwritten_only(tmp_path, reruns=1))
+    second_generated = admit([bad], config(tmp_path, reruns=1))[0]
+    assert second.admitted
+    assert not second_generated.admitted
+    assert any("ReferenceSession.nope" in r and "matches no generated mutant" in r
+               for r in second_generated.reasons)
+    assert first.check_id == "ARIB-REPLAY-001"

@@ -1,0 +1,53 @@
+"""Prepares lanes for a run: starts the services they need, or says why a lane is not measured."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.errors import ServiceError
+from harness.services import NotMeasured, ServiceManager
+from targets.base import TargetSpec
+
+
+@dataclass(frozen=True)
+class PreparedLanes:
+    """Lanes that can be measured, the service URLs they use, and the ones that cannot."""
+
+    lanes: tuple[TargetSpec, ...]
+    services: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    not_measured: tuple[NotMeasured, ...] = ()
+
+
+def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager) -> PreparedLanes:
+    """Start each needed service once; a lane whose server or driver is missing is listed."""
+    from targets.services import NOT_MEASURED, lane_availability
+
+    ready: list[TargetSpec] = []
+    missing: list[NotMeasured] = list(NOT_MEASURED)
+    for lane in lanes:
+        absent = lane_availability(lane, manager)
+        if absent is not None:
+            missing.append(absent)
+            continue
+        if lane.service is not None:
+            try:
+                manager.start(lane.service)
+            except ServiceError as exc:
+                missing.append(NotMeasured(lane.name, f"not measured: {exc}"))
+                continue
+        ready.append(lane)
+    versions = {name: info.version for name, info in manager.infos.items()}
+    return PreparedLanes(tuple(ready), dict(manager.services), versions, tuple(missing))
+
+
+def service_failure(lane: TargetSpec, manager: ServiceManager) -> str | None:
+    """Why the lane's service is gone, if it died during the run; None while it is up."""
+    if lane.service is None or lane.service not in manager.infos:
+        return None
+    try:
+        manager.check(lane.service)
+    except ServiceError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,42 @@
+"""Generated mutants per lane, generated once per process, and selected for a check."""
+
+from __future__ import annotations
+
+import functools
+
+from checks.base import CheckSpec
+from harness.errors import MutantDefinitionError
+from mutants.base import MutantSpec
+from mutants.generate import GenerationReport, generate, select
+from targets.registry import get_target
+
+
+@functools.cache
+def generated_for_lane(lane: str) -> GenerationReport:
+    """Every generated mutant of a lane's backend module (cached for this process)."""
+    return generate(get_target(lane))
+
+
+def generated_for_check(check: CheckSpec) -> tuple[tuple[MutantSpec, ...], tuple[str, ...]]:
+    """The generated mutants a check's selectors name, and one problem line per bad selector."""
+    chosen: dict[str, MutantSpec] = {}
+    problems: list[str] = []
+    for selector in check.generated:
+        try:
+            pool = generated_for_lane(selector.target).mutants
+            for mutant in select(pool, selector):
+                chosen.setdefault(mutant.id, mutant)
+        except MutantDefinitionError as exc:
+            problems.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - an unknown lane or unreadable module
+            problems.append(f"selector {selector!r} could not be resolved: {exc}")
+    return tuple(chosen.values()), tuple(problems)
+
+
+def find_generated(mutant_id: str, lanes: tuple[str, ...]) -> MutantSpec | None:
+    """A generated mutant by id among the lanes' pools."""
+    for lane in lanes:
+        for mutant in generated_for_lane(lane).mutants:
+            if mutant.id == mutant_id:
+                return mutant
+    return None

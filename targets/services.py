@@ -1,0 +1,327 @@
+"""Adapters for the openai-agents backends that need a server or an extra package.
+
+Redis and PostgreSQL lanes read their server URL from ``ctx.services`` (filled from
+``harness.services.ServiceManager.services``); every trial gets its own store on that server
+(a Redis key prefix, or a pair of PostgreSQL tables, derived from the trial's root), and
+``reopen()`` opens a fresh instance on the same store. The encrypted lanes need no server,
+only ``cryptography``. MongoDB and Dapr are listed as not measured, with the reason.
+
+Facts verified in openai-agents 0.24.0 source (agents/extensions/memory/):
+- ``RedisSession.close`` is ``async``. From ``from_url`` the session owns its client: close
+  releases it and the session becomes terminal (later operations raise RuntimeError). With an
+  injected ``redis_client`` close() is documented as a no-op: the caller owns the client and
+  the session stays usable.
+- ``SQLAlchemySession`` has no ``close()``; the caller disposes ``session.engine``.
+- ``EncryptedSession`` forwards unknown attributes to the wrapped session, so it has the
+  wrapped session's ``close`` (sync for SQLiteSession) or none (SQLAlchemySession).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from harness.errors import ServiceError
+from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
+from targets.base import BuildContext, Claims, Handle, TargetSpec
+
+REDIS_MODULE = "agents.extensions.memory.redis_session"
+SQLALCHEMY_MODULE = "agents.extensions.memory.sqlalchemy_session"
+ENCRYPT_MODULE = "agents.extensions.memory.encrypt_session"
+
+# A fixed, public test key (32 bytes, urlsafe base64 as Fernet keys are): not a secret.
+TEST_ENCRYPTION_KEY = base64.urlsafe_b64encode(b"arib-fixed-test-key-not-secret!!").decode()
+# Long enough that no item written during a run expires (EncryptedSession hides older ones).
+ENCRYPTION_TTL_S = 3600
+# Distinguishes this process's stores from those of earlier runs on an external server.
+_RUN_TOKEN = secrets.token_hex(4)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def trial_tag(ctx: BuildContext) -> str:
+    """A short id of this trial's store: the same for every instance opened with ``ctx``."""
+    digest = hashlib.sha256(f"{_RUN_TOKEN}\0{ctx.root}".encode()).hexdigest()
+    return digest[:12]
+
+
+def _service_url(ctx: BuildContext, service: str, lane: str) -> str:
+    url = ctx.services.get(service)
+    if not url:
+        raise ServiceError(
+            f"target {lane!r} needs the {service!r} service but BuildContext.services has no "
+            f"{service!r} URL (has {sorted(ctx.services)!r}); fix: start it with "
+            f"harness.services.ServiceManager().start({service!r}) and pass manager.services"
+        )
+    return url
+
+
+def _require_redis(url: str, lane: str) -> None:
+    """Fail the build (not the trial) when the Redis server is gone."""
+    try:
+        redis_probe(url, timeout=2.0)
+    except (OSError, RuntimeError) as exc:
+        parts = urlsplit(url)
+        raise ServiceError(
+            f"target {lane!r}: the Redis server at {parts.hostname}:{parts.port} does not "
+            f"answer PING ({type(exc).__name__}: {exc}); the rule: a lane is built only on a "
+            f"live server; fix: check that the server is still running "
+            f"(ServiceManager.check('redis')) and restart the run"
+        ) from exc
+
+
+def _require_tcp(url: str, lane: str, service: str) -> None:
+    """Fail the build (not the trial) when the server no longer accepts connections."""
+    import socket
+
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 5432
+    try:
+        with socket.create_connection((host, port), timeout=2.0):
+            pass
+    except OSError as exc:
+        raise ServiceError(
+            f"target {lane!r}: the {service} server at {host}:{port} refuses connections "
+            f"({type(exc).__name__}: {exc}); the rule: a lane is built only on a live server; "
+            f"fix: check that the server is still running (ServiceManager.check({service!r})) "
+            f"and restart the run"
+        ) from exc
+
+
+async def _close_quietly(session: Any) -> None:
+    # Disposal after a trial: the trial is over, so a failing close is not evidence here.
+    close = getattr(session, "close", None)
+    if close is None:
+        return
+    with contextlib.suppress(Exception):
+        result = close()
+        if hasattr(result, "__await__"):
+            await result
+
+
+async def _dispose_engine(session: Any) -> None:
+    engine = getattr(session, "engine", None) or getattr(session, "_engine", None)
+    if engine is not None:
+        with contextlib.suppress(Exception):
+            await engine.dispose()
+
+
+def _handle(
+    ctx: BuildContext,
+    session: Any,
+    build: Callable[[BuildContext], Awaitable[Handle]],
+    dispose: Callable[[], Awaitable[None]],
+) -> Handle:
+    async def reopen() -> Handle:
+        return await build(ctx)
+
+    return Handle(session=session, reopen=reopen, dispose=dispose)
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def redis_key_prefix(ctx: BuildContext) -> str:
+    """The Redis key prefix of this trial's store."""
+    return f"arib:{trial_tag(ctx)}"
+
+
+async def _build_redis_from_url(ctx: BuildContext) -> Handle:
+    from agents.extensions.memory import redis_session
+
+    url = _service_url(ctx, "redis", "redis-from-url")
+    _require_redis(url, "redis-from-url")
+    session = redis_session.RedisSession.from_url(
+        ctx.session_id, url=url, key_prefix=redis_key_prefix(ctx)
+    )
+
+    async def dispose() -> None:
+        await _close_quietly(session)
+
+    return _handle(ctx, session, _build_redis_from_url, dispose)
+
+
+async def _build_redis_injected(ctx: BuildContext) -> Handle:
+    import redis.asyncio as redis_asyncio
+    from agents.extensions.memory import redis_session
+
+    url = _service_url(ctx, "redis", "redis-injected-client")
+    _require_redis(url, "redis-injected-client")
+    client = redis_asyncio.from_url(url)  # owned by this adapter, not by the session
+    session = redis_session.RedisSession(
+        ctx.session_id, redis_client=client, key_prefix=redis_key_prefix(ctx)
+    )
+
+    async def dispose() -> None:
+        await _close_quietly(session)  # documented no-op for an injected client
+        with contextlib.suppress(Exception):
+            await client.aclose()
+
+    return _handle(ctx, session, _build_redis_injected, dispose)
+
+
+def postgres_tables(ctx: BuildContext) -> tuple[str, str]:
+    """(sessions table, messages table) of this trial's store."""
+    tag = trial_tag(ctx)
+    return f"arib_s_{tag}", f"arib_m_{tag}"
+
+
+async def _build_sqlalchemy_postgres(ctx: BuildContext) -> Handle:
+    from agents.extensions.memory import sqlalchemy_session
+
+    url = _service_url(ctx, "postgres", "sqlalchemy-postgres")
+    _require_tcp(url, "sqlalchemy-postgres", "postgres")
+    sessions_table, messages_table = postgres_tables(ctx)
+    session = sqlalchemy_session.SQLAlchemySession.from_url(
+        ctx.session_id, url=url, create_tables=True,
+        sessions_table=sessions_table, messages_table=messages_table,
+    )
+
+    async def dispose() -> None:
+        await _dispose_engine(session)
+
+    return _handle(ctx, session, _build_sqlalchemy_postgres, dispose)
+
+
+async def _build_encrypted_sqlite(ctx: BuildContext) -> Handle:
+    from agents.extensions.memory import encrypt_session
+    from agents.memory import sqlite_session
+
+    inner = sqlite_session.SQLiteSession(ctx.session_id, db_path=str(ctx.root / "store.db"))
+    session = encrypt_session.EncryptedSession(
+        ctx.session_id, inner, TEST_ENCRYPTION_KEY, ttl=ENCRYPTION_TTL_S
+    )
+
+    async def dispose() -> None:
+        await _close_quietly(inner)
+
+    return _handle(ctx, session, _build_encrypted_sqlite, dispose)
+
+
+async def _build_encrypted_sqlalchemy(ctx: BuildContext) -> Handle:
+    from agents.extensions.memory import encrypt_session, sqlalchemy_session
+
+    inner = sqlalchemy_session.SQLAlchemySession.from_url(
+        ctx.session_id, url=f"sqlite+aiosqlite:///{ctx.root / 'store.db'}", create_tables=True
+    )
+    session = encrypt_session.EncryptedSession(
+        ctx.session_id, inner, TEST_ENCRYPTION_KEY, ttl=ENCRYPTION_TTL_S
+    )
+
+    async def dispose() -> None:
+        await _dispose_engine(inner)
+
+    return _handle(ctx, session, _build_encrypted_sqlalchemy, dispose)
+
+
+# --------------------------------------------------------------------------- the lanes
+
+REDIS_FROM_URL = TargetSpec(
+    name="redis-from-url",
+    backend="RedisSession",
+    module=REDIS_MODULE,
+    claims=Claims(has_close=True, close_is_async=True, close_is_terminal=True),
+    build=_build_redis_from_url,
+    description="RedisSession.from_url on a real redis-server; owns its client; async close() "
+                "releases it and ends the session; one key prefix per trial",
+    service="redis",
+)
+
+REDIS_INJECTED_CLIENT = TargetSpec(
+    name="redis-injected-client",
+    backend="RedisSession",
+    module=REDIS_MODULE,
+    claims=Claims(
+        has_close=True, close_is_async=True, close_is_terminal=False,
+        close_note="RedisSession.close() docstring, openai-agents 0.24.0: with an injected "
+                   "client the caller manages its lifecycle and close() is a no-op",
+    ),
+    build=_build_redis_injected,
+    description="RedisSession(redis_client=...) with a client the caller owns; documented: "
+                "async close() is a no-op that neither closes the client nor ends the session "
+                "(a 'closed session refuses writes' check does not apply); the adapter closes "
+                "the client at dispose; one key prefix per trial",
+    service="redis",
+)
+
+SQLALCHEMY_POSTGRES = TargetSpec(
+    name="sqlalchemy-postgres",
+    backend="SQLAlchemySession",
+    module=SQLALCHEMY_MODULE,
+    claims=Claims(has_close=False),
+    build=_build_sqlalchemy_postgres,
+    description="SQLAlchemySession.from_url(postgresql+asyncpg) on a real PostgreSQL; no "
+                "close(), the caller disposes the engine; one pair of tables per trial",
+    service="postgres",
+)
+
+ENCRYPTED_SQLITE = TargetSpec(
+    name="encrypted-sqlite",
+    backend="EncryptedSession",
+    module=ENCRYPT_MODULE,
+    claims=Claims(has_close=True, close_is_async=False),
+    build=_build_encrypted_sqlite,
+    description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over SQLiteSession "
+                f"on a file; close() is the wrapped SQLiteSession's (sync), forwarded",
+)
+
+ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
+    name="encrypted-sqlalchemy-sqlite",
+    backend="EncryptedSession",
+    module=ENCRYPT_MODULE,
+    claims=Claims(has_close=False),
+    build=_build_encrypted_sqlalchemy,
+    description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over "
+                f"SQLAlchemySession(sqlite+aiosqlite file); no close(), engine disposed",
+)
+
+SERVICE_TARGETS: tuple[TargetSpec, ...] = (
+    REDIS_FROM_URL, REDIS_INJECTED_CLIENT, SQLALCHEMY_POSTGRES,
+    ENCRYPTED_SQLITE, ENCRYPTED_SQLALCHEMY_SQLITE,
+)
+
+# Python packages each lane needs beyond the project's own dependencies (see DRIVERS).
+LANE_DRIVERS: dict[str, tuple[str, ...]] = {
+    "redis-from-url": ("redis",),
+    "redis-injected-client": ("redis",),
+    "sqlalchemy-postgres": ("asyncpg",),
+    "encrypted-sqlite": ("cryptography",),
+    "encrypted-sqlalchemy-sqlite": ("cryptography",),
+}
+
+NOT_MEASURED: tuple[NotMeasured, ...] = (
+    NotMeasured(
+        "mongodb",
+        "not measured: MongoDBSession needs a MongoDB server (mongod) and none can run here: "
+        "Debian 12 ships no MongoDB server package (apt-cache policy mongodb mongodb-server: "
+        "no candidate; only client drivers are packaged), and the PyPI and npm helpers "
+        "(pymongo-inmemory, mongodb-memory-server) download mongod from MongoDB's own site at "
+        "run time, which this machine cannot reach",
+    ),
+    NotMeasured(
+        "dapr",
+        "not measured: DaprSession talks over gRPC to a Dapr sidecar (daprd) with a state-store "
+        "component; the 'dapr' PyPI package is only the client SDK, daprd is in no reachable "
+        "registry (apt-cache search dapr: nothing; no PyPI or npm package ships it), and "
+        "'dapr init' downloads it from GitHub releases, which this machine cannot reach",
+    ),
+)
+
+
+def lane_availability(spec: TargetSpec, manager: ServiceManager) -> NotMeasured | None:
+    """NotMeasured (with the lane's name) when a driver or the server of ``spec`` is missing."""
+    for driver in LANE_DRIVERS.get(spec.name, ()):
+        missing = missing_python_driver(driver)
+        if missing is not None:
+            return NotMeasured(spec.name, missing.reason)
+    if spec.service is not None:
+        missing = manager.availability(spec.service)
+        if missing is not None:
+            return NotMeasured(spec.name, missing.reason)
+    return None

@@ -1,0 +1,44 @@
+"""Service lanes in the bench: a server killed mid-run is an error naming the cause."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from checks.registry import get_check
+from harness.bench import BenchConfig, run_bench
+from harness.cache import AdmissionCache
+from harness.services import ServiceManager
+from targets.sdk import SQLITE_FILE
+from targets.services import REDIS_FROM_URL
+
+HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_REDIS, reason="redis-server not installed")
+def test_server_killed_mid_run_is_an_error_and_other_lanes_go_on(tmp_path):
+    with ServiceManager(environ={}) as manager:
+
+        def kill_redis_when_its_lane_starts(check, lane):
+            if lane.name == "redis-from-url":
+                time.sleep(0.05)
+                os.kill(manager.infos["redis"].pid, signal.SIGKILL)
+
+        outcome = run_bench(BenchConfig(
+            lanes=(REDIS_FROM_URL, SQLITE_FILE), checks=(get_check("ARIB-CONC-001"),),
+            reruns=1, out_dir=tmp_path, cache=AdmissionCache(None), quiet=True,
+            manager=manager, on_lane_start=kill_redis_when_its_lane_starts,
+            params={"ARIB-CONC-001": {"trials": 2, "appends": 200}},
+        ))
+    findings = {f["target"]: f for f in outcome.document["findings"]}
+    assert findings["redis-from-url"]["verdict"] == "error"
+    reason = findings["redis-from-url"]["reason"]
+    assert "redis" in reason and ("died" in reason or "could not be built" in reason)
+    assert findings["sqlite-file"]["verdict"] == "held"
+    assert findings["redis-from-url"]["service_version"]
+    assert int(outcome.code) == 4
+    assert outcome.json_path.exists()
