@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe, race_close
+from checks.base import CheckSpec, Param, Selector, TrialContext, describe, race, race_close
 from harness.model import Counts, Trial
 
 
@@ -20,16 +20,18 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log(f"{closers} x close() released together")
     outcome = await race_close(ctx, session, closers)
     raised = [exc for exc in outcome if exc is not None]
-    ctx.log("get_items()  # must be refused: the session is closed")
-    try:
-        await session.get_items()
-        still_open = True
-    except Exception:  # noqa: BLE001 - refusal is what a closed session must do
-        still_open = False
+    probes = ctx.params["probes"]
+    ctx.log(f"{probes} x get_items() released together  # each must be refused: closed")
+    # Several concurrent probes reach fresh worker threads too: a thread-backed session that
+    # only refuses on threads whose connection was closed is caught as well.
+    refusals = await race([session.get_items for _ in range(probes)])
+    still_open = any(exc is None for exc in refusals)
     if raised:
         mode, sample = "close_raised", "; ".join(describe(e) for e in raised[:2])
     elif still_open:
-        mode, sample = "still_open", "get_items() succeeded after every close() returned"
+        opened = sum(1 for exc in refusals if exc is None)
+        mode, sample = "still_open", (f"{opened}/{probes} get_items() succeeded after every "
+                                      f"close() returned")
     else:
         mode, sample = "idempotent", None
     violated = bool(raised) or still_open
@@ -45,6 +47,7 @@ CHECK = CheckSpec(
     "threads for a sync one)",
     params=(
         Param("closers", 2, 2, 16, "concurrent close() calls"),
+        Param("probes", 4, 1, 32, "concurrent reads after the closes, each must be refused"),
         Param("trials", 20, 1, 1000, "independent trials, each on a fresh store"),
     ),
     run_trial=run_trial,
