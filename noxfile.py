@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import nox
@@ -17,6 +20,7 @@ ROOT = Path(__file__).parent
 PYTHONS = ["3.10", "3.12", "3.13"]
 BENCH_PYTHON = "3.12"
 DEFAULT_SDKS = ["0.19.2", "0.24.0"]
+LONG_SDKS = ["0.19.2", "0.19.4", "0.20.0", "0.22.3", "0.23.1", "0.24.0"]
 PINNED_SDK = "0.24.0"
 LOCKS = ROOT / "harness" / "locks"
 
@@ -40,14 +44,69 @@ def selftest(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "admit", "--all", "--quiet")
 
 
+def _split_versions(args: list[str]) -> tuple[list[str], list[str]]:
+    """Take `--versions a,b` (or `all`) out of the posargs; the rest go to the bench."""
+    rest, versions = [], DEFAULT_SDKS
+    it = iter(args)
+    for arg in it:
+        if arg == "--versions":
+            value = next(it, "")
+            versions = LONG_SDKS if value == "all" else [v for v in value.split(",") if v]
+        elif arg.startswith("--versions="):
+            value = arg.split("=", 1)[1]
+            versions = LONG_SDKS if value == "all" else [v for v in value.split(",") if v]
+        else:
+            rest.append(arg)
+    return versions, rest
+
+
+def sdk_env(session: nox.Session, sdk: str) -> Path:
+    """The environment of one SDK version: created once, then reused (incremental runs)."""
+    lock = LOCKS / f"openai-agents-{sdk}.txt"
+    if not lock.exists():
+        known = ", ".join(sorted(p.stem.removeprefix("openai-agents-")
+                                 for p in LOCKS.glob("*.txt")))
+        session.error(f"unavailable SDK version {sdk!r}: the bench has lock files for {known}; "
+                      f"create one with `nox -s lock -- {sdk}`")
+    env = ROOT / ".nox" / "sdk-envs" / f"openai-agents-{sdk}-py{BENCH_PYTHON}"
+    stamp = env / ".lock-sha"
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    if not stamp.exists() or stamp.read_text() != digest:
+        started = time.perf_counter()
+        session.run("uv", "venv", "-q", "--allow-existing", "-p", f"python{BENCH_PYTHON}",
+                    str(env), external=True)
+        session.run("uv", "pip", "install", "-q", "-p", str(env / "bin" / "python"),
+                    "-r", str(lock), external=True)
+        session.run("uv", "pip", "install", "-q", "-p", str(env / "bin" / "python"),
+                    "--no-deps", "-e", str(ROOT), external=True)
+        stamp.write_text(digest)
+        session.log(f"environment of openai-agents {sdk} built in "
+                    f"{time.perf_counter() - started:.1f}s")
+    return env
+
+
 @nox.session(python=BENCH_PYTHON)
-@nox.parametrize("sdk", DEFAULT_SDKS)
-def bench(session: nox.Session, sdk: str) -> None:
-    """Admit the checks, run them on every local lane, write results/ and the report."""
-    install(session, sdk)
-    # Exit 1 means the bench measured violations: findings, not a failure of the bench.
-    session.run("python", "-m", "harness", "bench", "--sdk", sdk, *session.posargs,
-                success_codes=[0, 1])
+def bench(session: nox.Session) -> None:
+    """Admit the checks, measure every lane per SDK version (`-- --versions all`), compare."""
+    versions, rest = _split_versions(list(session.posargs))
+    session.install("-r", str(LOCKS / f"openai-agents-{PINNED_SDK}.txt"))
+    session.install("--no-deps", "-e", ".")
+    failed = []
+    for sdk in versions:
+        env = sdk_env(session, sdk)
+        started = time.perf_counter()
+        # Exit 1 means violations were measured: findings about the SDK, not a bench failure.
+        command = [str(env / "bin" / "python"), "-m", "harness", "bench", "--sdk", sdk, *rest]
+        session.log(" ".join(command))
+        code = subprocess.run(command, cwd=ROOT, check=False).returncode
+        session.log(f"openai-agents {sdk}: bench took {time.perf_counter() - started:.1f}s")
+        if code not in (0, 1):
+            failed.append(f"{sdk} (exit {code})")
+    session.run("python", "-m", "harness", "compare")
+    if failed:
+        session.error("bench failed for " + ", ".join(failed)
+                      + ": exit 3 = cells changed against the accepted baseline "
+                        "(`python -m harness accept --sdk V`), exit 4 = an error finding")
 
 
 @nox.session(python=BENCH_PYTHON, venv_backend="none")

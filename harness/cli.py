@@ -98,8 +98,69 @@ def cmd_bench(args: argparse.Namespace) -> int:
         tally[f["verdict"]] = tally.get(f["verdict"], 0) + 1
     print(f"{len(outcome.document['findings'])} findings: "
           + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
-          + f"; {outcome.document['duration_s']:.1f}s; exit {int(outcome.code)}")
-    return int(outcome.code)
+          + f"; {outcome.document['duration_s']:.1f}s")
+    return _regression_gate(outcome.json_path, outcome.document, Path(args.out), args.accept,
+                            outcome.code)
+
+
+def _regression_gate(path: Path, document: dict, out: Path, accept_run: bool,
+                     code: ExitCode) -> int:
+    """Compare a run with its version's accepted baseline; exit 3 naming changed cells."""
+    from harness.compare import accept, regressions
+
+    sdk = document["sdk"]["version"]
+    if accept_run:
+        print(f"accepted as the baseline of openai-agents {sdk}: {accept(path, out)}")
+        return int(code)
+    changes = regressions(document, out)
+    if changes is None:
+        print(f"no accepted baseline for openai-agents {sdk} yet; accept this run with "
+              f"`python -m harness accept --sdk {sdk}`")
+        return int(code)
+    if not changes:
+        print(f"regression gate: every cell equals the accepted baseline of {sdk}")
+        return int(code)
+    print(f"regression gate: {len(changes)} cell(s) differ from the accepted baseline of "
+          f"openai-agents {sdk}:", file=sys.stderr)
+    for change in changes:
+        print(f"  {change.kind.value}: {change.describe()}", file=sys.stderr)
+    print(f"if the change is real, accept it: `python -m harness accept --sdk {sdk}` "
+          f"and commit results/baselines/", file=sys.stderr)
+    if code is ExitCode.ERROR_OR_NOTHING:
+        return int(code)
+    return int(ExitCode.REGRESSION)
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    from harness.compare import accept, latest_run
+
+    out = Path(args.out)
+    versions = [v.strip() for v in args.sdk.split(",")] if args.sdk else []
+    paths = [Path(p) for p in args.result] + [latest_run(out, v) for v in versions]
+    if not paths:
+        raise UsageError("accept needs result files or --sdk VERSION[,VERSION]")
+    for path in paths:
+        print(f"accepted {path} as {accept(path, out)}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.compare import cross_version_markdown, load_runs
+    from harness.results import atomic_write_text
+
+    out = Path(args.out)
+    paths = [Path(p) for p in args.result] or sorted(
+        p for p in out.glob("*-openai-agents-*.json"))
+    latest: dict[str, Path] = {}
+    for path in paths:  # the newest run per version when a folder is compared
+        latest[path.name.split("-openai-agents-")[-1][:-5]] = path
+    docs = load_runs(sorted(latest.values()))
+    if not docs:
+        raise UsageError(f"no result files to compare in {str(out)!r}")
+    target = Path(args.report or out / "cross-version.md")
+    atomic_write_text(target, cross_version_markdown(docs))
+    print(f"wrote {target} ({len(docs)} versions)")
+    return 0
 
 
 def cmd_admit(args: argparse.Namespace) -> int:
@@ -266,7 +327,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loop", default="asyncio", help="event loop: asyncio or uvloop")
     p.add_argument("--out", default="results", help="results folder (default results/)")
     p.add_argument("--no-cache", action="store_true", help="ignore the admission cache")
+    p.add_argument("--accept", action="store_true",
+                   help="accept this run as the version's baseline (regression gate)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("accept", help="accept runs as the baselines of the regression gate")
+    p.add_argument("result", nargs="*", help="run files to accept")
+    p.add_argument("--sdk", help="accept the newest run of these versions (comma-separated)")
+    p.add_argument("--out", default="results", help="results folder (default results/)")
+    p.set_defaults(func=cmd_accept)
+
+    p = sub.add_parser("compare", help="cross-version report from result files")
+    p.add_argument("result", nargs="*", help="run files (default: newest per version)")
+    p.add_argument("--out", default="results", help="results folder (default results/)")
+    p.add_argument("--report", help="where to write (default results/cross-version.md)")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("admit", help="admit checks: each paired mutant killed or survived")
     common(p)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager) -> Prepa
     ready: list[TargetSpec] = []
     missing: list[NotMeasured] = list(NOT_MEASURED)
     for lane in lanes:
-        absent = lane_availability(lane, manager)
+        absent = lane_availability(lane, manager) or absent_backend(lane)
         if absent is not None:
             missing.append(absent)
             continue
@@ -40,6 +41,21 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager) -> Prepa
         ready.append(lane)
     versions = {name: info.version for name, info in manager.infos.items()}
     return PreparedLanes(tuple(ready), dict(manager.services), versions, tuple(missing))
+
+
+def absent_backend(lane: TargetSpec) -> NotMeasured | None:
+    """NotMeasured when the installed SDK version has no such backend module or class."""
+    from harness.execute import sdk_version
+
+    try:
+        module = importlib.import_module(lane.module)
+    except ImportError as exc:
+        return NotMeasured(lane.name, f"absent: openai-agents {sdk_version()} has no module "
+                                      f"{lane.module} ({exc})")
+    if not hasattr(module, lane.backend):
+        return NotMeasured(lane.name, f"absent: openai-agents {sdk_version()} has no "
+                                      f"{lane.backend} in {lane.module}")
+    return None
 
 
 def service_failure(lane: TargetSpec, manager: ServiceManager) -> str | None:
