@@ -40,8 +40,15 @@ def install(session: nox.Session, sdk: str) -> None:
 def selftest(session: nox.Session) -> None:
     """Run the pytest suite, then admit every check against its paired mutants."""
     install(session, PINNED_SDK)
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-m", "not slow", *session.posargs)
     session.run("python", "-m", "harness", "admit", "--all", "--quiet")
+
+
+@nox.session(python=BENCH_PYTHON)
+def slowtest(session: nox.Session) -> None:
+    """Run the slow tests: real servers mid-run, Chromium, determinism, full parity timing."""
+    install(session, PINNED_SDK)
+    session.run("pytest", "-m", "slow", *session.posargs)
 
 
 def _split_versions(args: list[str]) -> tuple[list[str], list[str]]:
@@ -102,11 +109,35 @@ def bench(session: nox.Session) -> None:
         session.log(f"openai-agents {sdk}: bench took {time.perf_counter() - started:.1f}s")
         if code not in (0, 1):
             failed.append(f"{sdk} (exit {code})")
+        # Then the parity gate, as the explicit producer of results/parity/ and its history.
+        gate = [str(env / "bin" / "python"), "-m", "harness", "parity", "update"]
+        session.log(" ".join(gate))
+        code = subprocess.run(gate, cwd=ROOT, check=False).returncode
+        if code != 0:
+            failed.append(f"{sdk} parity gate (exit {code})")
     session.run("python", "-m", "harness", "compare")
     if failed:
         session.error("bench failed for " + ", ".join(failed)
                       + ": exit 3 = cells changed against the accepted baseline "
                         "(`python -m harness accept --sdk V`), exit 4 = an error finding")
+
+
+@nox.session(python=BENCH_PYTHON)
+def parity(session: nox.Session) -> None:
+    """Run the parity gate alone, read-only (`nox -s parity -- update` to produce results)."""
+    install(session, PINNED_SDK)
+    args = list(session.posargs) or ["check"]
+    if args[0] not in ("check", "update"):
+        args = ["check", *args]
+    session.run("python", "-m", "harness", "parity", *args)
+
+
+@nox.session(python=BENCH_PYTHON)
+def survey(session: nox.Session) -> None:
+    """Survey every check against every generated mutant of the local lanes; write results/."""
+    install(session, PINNED_SDK)
+    session.run("python", "-m", "harness", "survey", "--write", "--diffs", "5",
+                *session.posargs)
 
 
 @nox.session(python=BENCH_PYTHON, venv_backend="none")

@@ -232,12 +232,13 @@ def cmd_survey(args: argparse.Namespace) -> int:
         survey_mutation_report,
         write_survey,
     )
+    from targets.reference import REFERENCE
     from targets.registry import parse_lanes
     from targets.sdk import LOCAL_TARGETS
 
     params = parse_params(args.param)
     checks = _select_checks(args.checks, params)
-    lanes = parse_lanes(args.lanes) if args.lanes else LOCAL_TARGETS
+    lanes = parse_lanes(args.lanes) if args.lanes else (REFERENCE, *LOCAL_TARGETS)
     started = time.perf_counter()
     surveys = survey(SurveyConfig(
         lanes=tuple(lanes), checks=checks, reruns=args.reruns, params=params,
@@ -305,6 +306,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_parity(args: argparse.Namespace) -> int:
+    """The parity gate, with the service lanes whose servers can run here."""
+    from harness.lanes import prepare_lanes
+    from harness.parity.cli import handle
+    from harness.services import ServiceManager
+    from targets.services import SERVICE_TARGETS
+
+    service_lanes = tuple(t for t in SERVICE_TARGETS if t.service is not None)
+    with ServiceManager() as manager:
+        prepared = prepare_lanes(service_lanes, manager)
+        for missing in prepared.not_measured:
+            print(f"{missing.name}: {missing.reason}")
+        return handle(args, prepared.lanes, prepared.services)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m harness``."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=(
@@ -363,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("survey", help="every check against every generated mutant of lanes")
     common(p)
-    p.add_argument("--lanes", help="comma-separated lanes (default: the local SDK lanes)")
+    p.add_argument("--lanes", help="comma-separated lanes (default: reference + local lanes)")
     p.add_argument("--checks", help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=1, help="reruns per mutant (default 1)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")
@@ -380,6 +396,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lane", default="sqlite-file", help="backend lane its mutants break")
     p.add_argument("--root", default=".", help="project root (default: here)")
     p.set_defaults(func=cmd_scaffold)
+
+    from harness.parity.cli import add_parser as add_parity_parser
+
+    add_parity_parser(sub)
+    for name in ("check", "update"):  # route the gate through the service manager
+        parity = sub.choices["parity"]
+        parity_sub = next(a for a in parity._actions
+                          if isinstance(a, argparse._SubParsersAction))
+        parity_sub.choices[name].set_defaults(func=cmd_parity)
 
     p = sub.add_parser("list", help="list checks, lanes and mutants")
     p.set_defaults(func=cmd_list)

@@ -21,10 +21,10 @@ def load(path, name):
 def test_scaffold_writes_a_valid_check_and_mutant(tmp_path):
     (tmp_path / "checks").mkdir()
     (tmp_path / "mutants").mkdir()
-    check_path, mutant_path = scaffold("ARIB-POP-001", "sqlite-file", tmp_path)
-    assert check_path.name == "pop_001.py" and mutant_path.name == "pop_001.py"
+    check_path, mutant_path = scaffold("ARIB-DEMO-001", "sqlite-file", tmp_path)
+    assert check_path.name == "demo_001.py" and mutant_path.name == "demo_001.py"
     spec = validate_module(load(check_path, "scaffolded_check"))
-    assert spec.id == "ARIB-POP-001" and spec.mutants == ("pop_001_sqlite_file_todo",)
+    assert spec.id == "ARIB-DEMO-001" and spec.mutants == ("demo_001_sqlite_file_todo",)
     assert spec.generated[0].target == "sqlite-file"
     assert "NotImplementedError" in check_path.read_text()
     assert "@handwritten(" in mutant_path.read_text()
@@ -34,7 +34,7 @@ def test_scaffold_writes_a_valid_check_and_mutant(tmp_path):
 @pytest.mark.parametrize("check_id, lane, error, needle", [
     ("POP-1", "sqlite-file", UsageError, "does not look like ARIB-AREA-001"),
     ("ARIB-CONC-001", "sqlite-file", UsageError, "is taken"),
-    ("ARIB-POP-001", "nope", UnknownNameError, "unknown backend lane 'nope'"),
+    ("ARIB-DEMO-001", "nope", UnknownNameError, "unknown backend lane 'nope'"),
 ])
 def test_scaffold_refuses_bad_input(tmp_path, check_id, lane, error, needle):
     (tmp_path / "checks").mkdir()
@@ -46,7 +46,7 @@ def test_scaffold_refuses_bad_input(tmp_path, check_id, lane, error, needle):
 def test_scaffold_never_overwrites(tmp_path):
     (tmp_path / "checks").mkdir()
     (tmp_path / "mutants").mkdir()
-    (tmp_path / "checks" / "pop_001.py").write_text("# mine\n")
+    (tmp_path / "checks" / "demo_001.py").write_text("# mine\n")
     with pytest.raises(UsageError, match="exists already"):
-        scaffold("ARIB-POP-001", "sqlite-file", tmp_path)
-    assert (tmp_path / "checks" / "pop_001.py").read_text() == "# mine\n"
+        scaffold("ARIB-DEMO-001", "sqlite-file", tmp_path)
+    assert (tmp_path / "checks" / "demo_001.py").read_text() == "# mine\n"

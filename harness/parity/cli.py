@@ -1,0 +1,214 @@
+"""``python -m harness parity {check,update}``: the parity gate's command line.
+
+``add_parser(subparsers)`` adds the ``parity`` command to an existing parser and
+``handle(args)`` runs it; ``main(argv)`` is the same as a standalone program. Exit codes are
+``harness.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import BenchError, UsageError
+from harness.model import ExitCode
+
+
+def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
+    parser.add_argument(
+        "--lanes",
+        help="comma-separated targets or target@loop (default: every local lane); the "
+        "reference lane reference@asyncio is always added",
+    )
+    parser.add_argument("--loops", help="comma-separated event loops (default: asyncio,uvloop)")
+    parser.add_argument("--budget-ms", type=float, help="elapsed and p95 budget (default 60000)")
+    parser.add_argument(
+        "--p95-min-samples", type=int, help="history samples before p95 is enforced (default 8)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="run seed of the generated cases")
+    parser.add_argument("--cases", type=int, help="generated cases per lane (default 40)")
+    parser.add_argument("--case-seed", type=int, help="run exactly the case with this seed")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse retained lane reports bound to this commit, lock, SDK and lane",
+    )
+    parser.add_argument("--results", help="results folder (default: the project's results/)")
+    parser.add_argument(
+        "--lane-timeout-s", type=float, help="hard timeout of one lane's child (default 300)"
+    )
+    parser.add_argument(
+        "--out",
+        help="also write the report JSON to this file"
+        + ("" if producer else " (never inside the results folder)"),
+    )
+    parser.add_argument("--json", action="store_true", help="print the report JSON")
+    parser.add_argument(
+        "--probes",
+        action="store_true",
+        help="also run the probe workflows (unwritten protocol corners; see PROBE_WORKFLOWS)",
+    )
+    if not producer:
+        parser.add_argument(
+            "--mutant", help="install a parity mutant (see harness.parity.mutants) first"
+        )
+    parser.set_defaults(func=handle, parity_command="update" if producer else "check")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``parity`` (with ``check`` and ``update``) to an ``add_subparsers()`` object."""
+    parser = subparsers.add_parser(
+        "parity", help="parity gate: reference workflows on every lane, same replay digests"
+    )
+    sub = parser.add_subparsers(dest="parity_command", required=True)
+    _configure(
+        sub.add_parser("check", help="run the gate read-only (writes only a temporary folder)"),
+        producer=False,
+    )
+    _configure(
+        sub.add_parser("update", help="run the gate and retain results/parity/ and the history"),
+        producer=True,
+    )
+    return parser  # type: ignore[no-any-return]
+
+
+def options_from_args(
+    args: argparse.Namespace,
+    extra_targets: Sequence[Any] = (),
+    services: Mapping[str, str] | None = None,
+) -> Any:
+    """GateOptions from parsed arguments (bad values raise UsageError)."""
+    from harness.parity.gate import (
+        DEFAULT_BUDGET_MS,
+        DEFAULT_CASES,
+        DEFAULT_P95_MIN_SAMPLES,
+        RESULTS_DIR,
+        GateOptions,
+    )
+    from harness.parity.lanes import parse_loops
+    from harness.parity.runner import LANE_TIMEOUT_S
+    from harness.parity.workflows import PROBE_WORKFLOWS, REFERENCE_WORKFLOWS
+
+    cases = DEFAULT_CASES if args.cases is None else args.cases
+    if args.case_seed is not None and args.cases is None:
+        cases = 1
+    opts = GateOptions(
+        lanes=args.lanes,
+        loops=parse_loops(args.loops),
+        budget_ms=DEFAULT_BUDGET_MS if args.budget_ms is None else args.budget_ms,
+        p95_min_samples=(
+            DEFAULT_P95_MIN_SAMPLES if args.p95_min_samples is None else args.p95_min_samples
+        ),
+        seed=args.seed,
+        cases=cases,
+        case_seed=args.case_seed,
+        reuse=args.reuse,
+        mutant=getattr(args, "mutant", None),
+        extra_targets=tuple(extra_targets),
+        services=dict(services or {}),
+        results_dir=Path(args.results) if args.results else RESULTS_DIR,
+        lane_timeout_s=LANE_TIMEOUT_S if args.lane_timeout_s is None else args.lane_timeout_s,
+        workflows=REFERENCE_WORKFLOWS + (PROBE_WORKFLOWS if args.probes else ()),
+    )
+    opts.validate()
+    if opts.mutant:
+        from harness.parity.mutants import get_parity_mutant
+
+        get_parity_mutant(opts.mutant)
+    return opts
+
+
+def summary_lines(report: Mapping[str, Any], where: Path) -> list[str]:
+    """A short human summary of a gate report."""
+    lines = [
+        f"parity {report['mode']}: {'PASSED' if report['ok'] else 'FAILED'} "
+        f"(exit {report['exit_code']}) openai-agents {report['sdk']['version']}, "
+        f"{report['workflow_count']} workflows in {report['domain_count']} domains, "
+        f"{report['generative']['case_count']} generated cases, "
+        f"{len(report['lanes'])} lanes, {report['elapsed_ms'] / 1000:.1f} s "
+        f"(budget {report['budget_ms'] / 1000:.0f} s)",
+    ]
+    for lane in report["lanes"]:
+        state = lane["status"] + (" (reused)" if lane["reused"] else "")
+        lines.append(
+            f"  {lane['name']:34} {state:14} workflows {lane['workflows_ok']}/"
+            f"{lane['workflows_total']}  cases {lane['cases_ok']}/{lane['cases_total']}  "
+            f"{lane['elapsed_ms'] / 1000:.2f} s"
+        )
+    for missing in report["not_measured"]:
+        lines.append(f"  {missing['lane']:34} not measured: {missing['reason']}")
+    p95 = report["history_p95_ms"]
+    lines.append(
+        f"history: {report['history_samples']} samples, p95 "
+        f"{'n/a' if p95 is None else f'{p95:.0f} ms'}, "
+        f"{'enforced' if report['history_p95_enforced'] else 'not enforced'} "
+        f"(min {report['p95_min_samples']})"
+    )
+    for reason in report["fail_reasons"]:
+        lines.append(f"FAIL {reason}")
+    for mismatch in report["workflow_mismatches"][:3]:
+        for first in mismatch["first_differences"][:1]:
+            if first["diff"]:
+                lines.append(f"first differing read of {mismatch['workflow']!r}:")
+                lines.extend("    " + x for x in first["diff"].splitlines()[:40])
+    lines.append(f"report: {where / 'report.json'}")
+    return lines
+
+
+def handle(
+    args: argparse.Namespace,
+    extra_targets: Sequence[Any] = (),
+    services: Mapping[str, str] | None = None,
+) -> int:
+    """Run ``parity check`` or ``parity update`` from parsed arguments; returns the exit code."""
+    from harness.parity.gate import check, update
+
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    opts = options_from_args(args, extra_targets, services)
+    out = Path(args.out) if args.out else None
+    if args.parity_command == "update":
+        report, where = update(opts, out)
+    else:
+        report, where = check(opts, out)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        print("\n".join(summary_lines(report, where)))
+    return int(report["exit_code"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness", description="Parity gate of the agent session integrity bench."
+    )
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``main(["parity", "check", ...])`` or ``main(["check", ...])``; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in ("check", "update"):
+        args_list = ["parity", *args_list]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # argparse: --help is 0, a bad option is 2
+        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)
+    try:
+        return handle(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

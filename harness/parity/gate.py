@@ -1,0 +1,878 @@
+"""The parity gate: run every lane, compare with the reference lane, judge, and report.
+
+Contract (``kind = "arib/agent-session-parity-v1"``, validated by
+``harness/schemas/parity-report.schema.json``). The gate passes when:
+
+- every reference workflow exists and passes (ok) in every lane, and so does every case;
+- every parity hash (``replay_hash_normalized`` when a written normalization rule applied,
+  else ``replay_hash``) equals the reference lane's (``reference@asyncio``);
+- per-domain success counts and ok states equal the reference lane's;
+- the gate's elapsed wall time is within ``budget_ms``;
+- once the history holds at least ``p95_min_samples`` comparable samples, their p95 (nearest
+  rank) is within ``budget_ms``.
+
+``check`` is read-only: it writes only to a fresh temporary folder. ``update`` is the explicit
+producer: the only writer of ``results/parity/<sdk>/`` (``report.json``, ``lanes/*.json``) and
+the only appender to ``history.jsonl``. A run enters the history only when every lane ran fresh
+(none reused) and the gate held on everything but the history p95 itself (else a slow past
+could never be outgrown). A retained lane report is reused (``--reuse``) only when its binding
+(lane identity, SDK version, harness commit, lock hash, Python version, workflow definitions,
+seed and cases) equals this run's, it was ok, and the work tree is clean.
+
+Every failing step still yields a report naming it in ``fail_reasons``. Exit codes
+(``harness.model.ExitCode``): 0 the gate passed; 1 it failed on mismatches, budget or p95; 4 a
+step failed (a lane could not be built or died, a workflow raised or is missing, the history is
+corrupt or foreign, a retained report is stale or corrupt) or nothing was compared; 2 is a usage
+error, raised before any lane runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness import results as _results
+from harness.errors import UsageError
+from harness.model import ExitCode
+from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch, compare
+from harness.parity.generative import (
+    DEFAULT_CASES,
+    GeneratedCase,
+    generate,
+    replay_command,
+)
+from harness.parity.lanes import REFERENCE_LANE, LaneSpec, Loop, NotMeasured, select_lanes
+from harness.parity.mutants import ParityMutant, get_parity_mutant
+from harness.parity.normalize import rules_table
+from harness.parity.runner import (
+    LANE_KIND,
+    LANE_TIMEOUT_S,
+    LaneReport,
+    LaneStatus,
+    definitions_digest,
+    now_iso,
+    preload,
+    run_lane,
+    sdk_version,
+)
+from harness.parity.workflows import REFERENCE_WORKFLOWS, Workflow, domains
+from targets.base import TargetSpec
+
+KIND = "arib/agent-session-parity-v1"
+HISTORY_KIND = "arib/agent-session-parity-history-v1"
+SCHEMA = "parity-report.schema.json"
+SCHEMA_VERSION = 1
+DEFAULT_BUDGET_MS = 60_000.0
+DEFAULT_P95_MIN_SAMPLES = 8
+HISTORY_WINDOW = 100
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
+
+
+class FailKind(str, enum.Enum):
+    """Whether a fail reason is a failed step (exit 4) or a violated gate criterion (exit 1)."""
+
+    STEP = "step_failed"
+    VIOLATION = "violation"
+
+
+@dataclass(frozen=True)
+class FailReason:
+    """One reason the gate did not pass."""
+
+    kind: FailKind
+    text: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind.value, "text": self.text}
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Everything that parameterizes a gate run (the CLI maps its options onto this)."""
+
+    lanes: str | Sequence[str] | None = None
+    loops: tuple[Loop, ...] = (Loop.ASYNCIO, Loop.UVLOOP)
+    budget_ms: float = DEFAULT_BUDGET_MS
+    p95_min_samples: int = DEFAULT_P95_MIN_SAMPLES
+    seed: int = 0
+    cases: int = DEFAULT_CASES
+    case_seed: int | None = None
+    reuse: bool = False
+    mutant: str | None = None
+    extra_targets: tuple[TargetSpec, ...] = ()
+    services: Mapping[str, str] = field(default_factory=dict)
+    results_dir: Path = RESULTS_DIR
+    lane_timeout_s: float = LANE_TIMEOUT_S
+    workflows: tuple[Workflow, ...] = REFERENCE_WORKFLOWS
+
+    def validate(self) -> None:
+        """Raise UsageError naming the first bad value."""
+        if not (self.budget_ms > 0):
+            raise UsageError(f"budget_ms must be > 0, got {self.budget_ms!r}")
+        if self.p95_min_samples < 1:
+            raise UsageError(f"p95_min_samples must be >= 1, got {self.p95_min_samples!r}")
+        if self.cases < 0:
+            raise UsageError(f"cases must be >= 0, got {self.cases!r}")
+        if self.case_seed is not None and self.case_seed < 0:
+            raise UsageError(f"case_seed must be >= 0, got {self.case_seed!r}")
+        if self.lane_timeout_s <= 0:
+            raise UsageError(f"lane_timeout_s must be > 0, got {self.lane_timeout_s!r}")
+        if not self.loops:
+            raise UsageError("at least one event loop is needed (asyncio, uvloop)")
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "lanes": (
+                self.lanes
+                if isinstance(self.lanes, str) or self.lanes is None
+                else ",".join(self.lanes)
+            ),
+            "loops": [loop.value for loop in self.loops],
+            "budget_ms": self.budget_ms,
+            "p95_min_samples": self.p95_min_samples,
+            "seed": self.seed,
+            "cases": self.cases,
+            "case_seed": self.case_seed,
+            "reuse": self.reuse,
+            "mutant": self.mutant,
+            "extra_targets": [t.name for t in self.extra_targets],
+            "services": sorted(self.services),
+            "lane_timeout_s": self.lane_timeout_s,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# History.
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One sample of the gate's elapsed time, from a fresh run that held."""
+
+    at: str
+    elapsed_ms: float
+    sdk: str
+    harness_commit: str
+    lock_hash: str
+    lanes: tuple[str, ...]
+    cases: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": HISTORY_KIND,
+            "at": self.at,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "sdk": self.sdk,
+            "harness_commit": self.harness_commit,
+            "lock_hash": self.lock_hash,
+            "lanes": list(self.lanes),
+            "cases": self.cases,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HistoryEntry:
+        return cls(
+            at=str(data["at"]),
+            elapsed_ms=float(data["elapsed_ms"]),
+            sdk=str(data["sdk"]),
+            harness_commit=str(data["harness_commit"]),
+            lock_hash=str(data["lock_hash"]),
+            lanes=tuple(str(x) for x in data["lanes"]),
+            cases=int(data["cases"]),
+        )
+
+
+@dataclass(frozen=True)
+class HistoryRead:
+    """The valid entries of a history file, or the problem that makes it untrustworthy."""
+
+    entries: tuple[HistoryEntry, ...]
+    problem: str | None = None
+
+
+def read_history(path: Path) -> HistoryRead:
+    """Parse ``history.jsonl``; any corrupt or foreign line makes the whole file a problem."""
+    if not path.exists():
+        return HistoryRead(())
+    entries: list[HistoryEntry] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return HistoryRead((), f"history file {str(path)!r} cannot be read: {exc}")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            return HistoryRead(
+                (),
+                f"history file {str(path)!r} line {number} is corrupt (not JSON: {exc}); "
+                "repair or remove it, then run `python -m harness parity update`",
+            )
+        if not isinstance(data, dict) or data.get("kind") != HISTORY_KIND:
+            kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
+            return HistoryRead(
+                (),
+                f"history file {str(path)!r} line {number} is foreign (kind {kind!r}, "
+                f"expected {HISTORY_KIND!r}); it was not written by the parity producer",
+            )
+        try:
+            entries.append(HistoryEntry.from_json(data))
+        except (KeyError, TypeError, ValueError) as exc:
+            return HistoryRead(
+                (), f"history file {str(path)!r} line {number} is corrupt (bad field: {exc!r})"
+            )
+    return HistoryRead(tuple(entries))
+
+
+def p95(samples: Sequence[float]) -> float | None:
+    """Nearest-rank 95th percentile, or None without samples."""
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def append_history(path: Path, entry: HistoryEntry) -> None:
+    """Append one JSON line (the producer is the only caller)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(entry.to_json(), sort_keys=True, ensure_ascii=False) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Retained lane reports.
+
+
+def parity_dir(results_dir: Path, sdk: str) -> Path:
+    return results_dir / "parity" / sdk
+
+
+def lane_report_path(base: Path, lane: str) -> Path:
+    return base / "lanes" / f"{lane}.json"
+
+
+@dataclass(frozen=True)
+class Retained:
+    """The outcome of looking for a reusable retained lane report."""
+
+    report: LaneReport | None = None
+    note: str | None = None
+    failure: str | None = None
+
+
+def load_retained(path: Path, binding: Mapping[str, Any]) -> Retained:
+    """A reusable report at ``path`` for ``binding``, or why there is none."""
+    if not path.exists():
+        return Retained(note=f"no retained report at {str(path)!r}; ran fresh")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return Retained(failure=f"retained lane report {str(path)!r} is corrupt: {exc}")
+    if not isinstance(data, dict) or data.get("kind") != LANE_KIND:
+        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
+        return Retained(
+            failure=f"retained lane report {str(path)!r} is foreign (kind {kind!r}, expected "
+            f"{LANE_KIND!r})"
+        )
+    try:
+        report = LaneReport.from_json(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        return Retained(failure=f"retained lane report {str(path)!r} is corrupt: {exc!r}")
+    for key in sorted(set(binding) | set(report.binding)):
+        have, want = report.binding.get(key), binding.get(key)
+        if have != want:
+            return Retained(
+                failure=f"retained lane report {str(path)!r} is bound to {key} {have!r}, this "
+                f"run has {want!r}; refresh it with `python -m harness parity update`"
+            )
+    if not report.ok:
+        return Retained(note=f"retained report {str(path)!r} was not ok; ran fresh")
+    return Retained(report=report.as_reused())
+
+
+# ---------------------------------------------------------------------------------------------
+# The report.
+
+
+@dataclass(frozen=True)
+class LaneSummary:
+    """One lane in the gate report."""
+
+    name: str
+    target: str
+    loop: str
+    status: str
+    ok: bool
+    reused: bool
+    elapsed_ms: float
+    workflows_ok: int
+    workflows_total: int
+    cases_ok: int
+    cases_total: int
+    error: str | None
+    mutant: str | None
+    report: str | None
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "target": self.target,
+            "loop": self.loop,
+            "status": self.status,
+            "ok": self.ok,
+            "reused": self.reused,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "workflows_ok": self.workflows_ok,
+            "workflows_total": self.workflows_total,
+            "cases_ok": self.cases_ok,
+            "cases_total": self.cases_total,
+            "error": self.error,
+            "mutant": self.mutant,
+            "report": self.report,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """The parity gate's verdict and everything behind it."""
+
+    ok: bool
+    exit_code: ExitCode
+    mode: str
+    sdk: str
+    harness_commit: str
+    lock_hash: str
+    started: str
+    parameters: Mapping[str, Any]
+    lanes: tuple[LaneSummary, ...]
+    reference_lane: str
+    not_measured: tuple[NotMeasured, ...]
+    workflows: tuple[str, ...]
+    domains: tuple[str, ...]
+    elapsed_ms: float
+    budget_ms: float
+    history_samples: int
+    history_p95_ms: float | None
+    history_p95_enforced: bool
+    history_p95_ok: bool
+    p95_min_samples: int
+    history_path: str
+    history_appended: bool
+    fail_reasons: tuple[FailReason, ...]
+    missing_workflows: Mapping[str, list[str]]
+    failed_workflows: Mapping[str, list[str]]
+    workflow_mismatches: tuple[WorkflowMismatch, ...]
+    domain_mismatches: tuple[DomainMismatch, ...]
+    cases: tuple[GeneratedCase, ...]
+    case_mismatches: tuple[WorkflowMismatch, ...]
+    missing_cases: Mapping[str, list[str]]
+    seed: int
+    mutant: ParityMutant | None = None
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def workflow_count(self) -> int:
+        return len(self.workflows)
+
+    @property
+    def domain_count(self) -> int:
+        return len(self.domains)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": KIND,
+            "schema_version": SCHEMA_VERSION,
+            "ok": self.ok,
+            "exit_code": int(self.exit_code),
+            "mode": self.mode,
+            "sdk": {"name": "openai-agents", "version": self.sdk},
+            "harness_commit": self.harness_commit,
+            "lock_hash": self.lock_hash,
+            "started": self.started,
+            "environment": dict(self.environment),
+            "parameters": dict(self.parameters),
+            "lanes": [lane.to_json() for lane in self.lanes],
+            "reference_lane": self.reference_lane,
+            "not_measured": [n.to_json() for n in self.not_measured],
+            "workflow_count": self.workflow_count,
+            "domain_count": self.domain_count,
+            "workflows": list(self.workflows),
+            "domains": list(self.domains),
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "budget_ms": self.budget_ms,
+            "history_samples": self.history_samples,
+            "history_p95_ms": (
+                None if self.history_p95_ms is None else round(self.history_p95_ms, 3)
+            ),
+            "history_p95_enforced": self.history_p95_enforced,
+            "history_p95_ok": self.history_p95_ok,
+            "p95_min_samples": self.p95_min_samples,
+            "history_path": self.history_path,
+            "history_appended": self.history_appended,
+            "fail_reasons": [r.text for r in self.fail_reasons],
+            "failures": [r.to_json() for r in self.fail_reasons],
+            "missing_workflows": {k: list(v) for k, v in self.missing_workflows.items()},
+            "failed_workflows": {k: list(v) for k, v in self.failed_workflows.items()},
+            "workflow_mismatches": [m.to_json() for m in self.workflow_mismatches],
+            "domain_mismatches": [m.to_json() for m in self.domain_mismatches],
+            "normalization_rules": rules_table(),
+            "generative": {
+                "seed": self.seed,
+                "case_count": len(self.cases),
+                "cases": [c.to_json() for c in self.cases],
+                "missing_cases": {k: list(v) for k, v in self.missing_cases.items()},
+                "mismatches": [m.to_json() for m in self.case_mismatches],
+            },
+            "mutant": self.mutant.to_json() if self.mutant else None,
+        }
+
+
+def exit_code_for(reasons: Sequence[FailReason]) -> ExitCode:
+    if any(r.kind is FailKind.STEP for r in reasons):
+        return ExitCode.ERROR_OR_NOTHING
+    if reasons:
+        return ExitCode.VIOLATED
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the gate.
+
+
+def _binding(
+    lane: LaneSpec, opts: GateOptions, sdk: str, commit: str, lock: str, defs: str
+) -> dict[str, Any]:
+    import platform
+
+    return {
+        "lane": lane.name,
+        "target": lane.target.to_json(),
+        "sdk": sdk,
+        "harness_commit": commit,
+        "lock_hash": lock,
+        "python": platform.python_version(),
+        "definitions": defs,
+        "seed": opts.seed,
+        "cases": opts.cases,
+        "case_seed": opts.case_seed,
+    }
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """A finished gate run: the report and the lane reports it was made from."""
+
+    report: GateReport
+    lane_reports: tuple[LaneReport, ...]
+
+
+def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
+    """Run (or reuse) every lane, compare with the reference lane, and judge. Writes nothing.
+
+    Bad options raise ``UsageError`` before anything runs; any later failure of the harness
+    itself still returns a report, naming the failed step in ``fail_reasons`` (exit 4).
+    """
+    opts.validate()
+    mutant = get_parity_mutant(opts.mutant) if opts.mutant else None
+    lanes, not_measured = select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
+    started_at = now_iso()
+    started = time.perf_counter()
+    try:
+        return _run_gate(opts, mode, mutant, lanes, not_measured)
+    except Exception as exc:  # noqa: BLE001 - a broken step still yields a report
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        reason = FailReason(
+            FailKind.STEP,
+            f"the parity gate itself failed ({detail}); this is a harness bug, not a backend "
+            f"finding:\n{traceback.format_exc(limit=8)}",
+        )
+        sdk = sdk_version()
+        return GateRun(
+            GateReport(
+                ok=False,
+                exit_code=ExitCode.ERROR_OR_NOTHING,
+                mode=mode,
+                sdk=sdk,
+                harness_commit=_safe(_results.harness_commit),
+                lock_hash=_safe(lambda: _results.lock_hash(sdk)),
+                started=started_at,
+                parameters=opts.parameters(),
+                lanes=(),
+                reference_lane=REFERENCE_LANE.name,
+                not_measured=not_measured,
+                workflows=tuple(w.name for w in opts.workflows),
+                domains=domains(opts.workflows),
+                elapsed_ms=(time.perf_counter() - started) * 1000.0,
+                budget_ms=opts.budget_ms,
+                history_samples=0,
+                history_p95_ms=None,
+                history_p95_enforced=False,
+                history_p95_ok=True,
+                p95_min_samples=opts.p95_min_samples,
+                history_path=str(parity_dir(opts.results_dir, sdk) / "history.jsonl"),
+                history_appended=False,
+                fail_reasons=(reason,),
+                missing_workflows={lane.name: [w.name for w in opts.workflows] for lane in lanes},
+                failed_workflows={},
+                workflow_mismatches=(),
+                domain_mismatches=(),
+                cases=(),
+                case_mismatches=(),
+                missing_cases={},
+                seed=opts.seed,
+                mutant=mutant,
+            ),
+            (),
+        )
+
+
+def _safe(fn: Any) -> str:
+    try:
+        return str(fn())
+    except Exception as exc:  # noqa: BLE001
+        return f"unknown ({type(exc).__name__})"
+
+
+def _run_gate(
+    opts: GateOptions,
+    mode: str,
+    mutant: ParityMutant | None,
+    lanes: Sequence[LaneSpec],
+    not_measured: Sequence[NotMeasured],
+) -> GateRun:
+    generated = generate(opts.seed, opts.cases, opts.case_seed) if opts.cases else ()
+    case_workflows = [(c.seed, c.workflow) for c in generated]
+    sdk = sdk_version()
+    commit = _results.harness_commit()
+    lock = _results.lock_hash(sdk)
+    defs = definitions_digest(opts.workflows, [w for _, w in case_workflows])
+    base = parity_dir(opts.results_dir, sdk)
+    reasons: list[FailReason] = []
+    started_at = now_iso()
+    preload()
+
+    started = time.perf_counter()
+    reports: list[LaneReport] = []
+    notes: dict[str, list[str]] = {}
+    clean_tree = commit != "unknown" and not commit.endswith("-dirty")
+    for lane in lanes:
+        binding = _binding(lane, opts, sdk, commit, lock, defs)
+        lane_notes = notes.setdefault(lane.name, [])
+        reused: LaneReport | None = None
+        if opts.reuse and mutant is None:
+            if not clean_tree:
+                lane_notes.append(
+                    f"not reused: harness commit {commit!r} is not a clean commit, so no "
+                    "retained report can be bound to it; ran fresh"
+                )
+            else:
+                found = load_retained(lane_report_path(base, lane.name), binding)
+                if found.failure:
+                    reasons.append(FailReason(FailKind.STEP, found.failure))
+                if found.note:
+                    lane_notes.append(found.note)
+                reused = found.report
+        if reused is not None:
+            reports.append(reused)
+            continue
+        reports.append(
+            run_lane(
+                lane,
+                opts.workflows,
+                case_workflows,
+                services=opts.services,
+                binding=binding,
+                mutant=mutant,
+                timeout_s=opts.lane_timeout_s,
+            )
+        )
+
+    reference = next(r for r in reports if r.lane == REFERENCE_LANE.name)
+    others = [r for r in reports if r.lane != REFERENCE_LANE.name]
+    for lane_report in reports:
+        if lane_report.status is LaneStatus.ERROR:
+            reasons.append(
+                FailReason(FailKind.STEP, f"lane {lane_report.lane!r} failed: {lane_report.error}")
+            )
+    if len(reports) < 2:
+        reasons.append(
+            FailReason(
+                FailKind.STEP,
+                "nothing was compared: only the reference lane ran; name at least one more "
+                "lane or loop",
+            )
+        )
+
+    wf_cmp = compare(reference, others, opts.workflows)
+    seeds = {w.name: s for s, w in case_workflows}
+    case_cmp = compare(
+        reference,
+        others,
+        [w for _, w in case_workflows],
+        cases=True,
+        case_seeds=seeds,
+        replay_for=lambda name, lane: replay_command(
+            next(c for c in generated if c.workflow.name == name), lane, opts.mutant
+        ),
+    )
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    reasons.extend(_comparison_reasons(wf_cmp, reference.lane, reports, what="workflow"))
+    reasons.extend(_comparison_reasons(case_cmp, reference.lane, reports, what="case"))
+    if elapsed_ms > opts.budget_ms:
+        reasons.append(
+            FailReason(
+                FailKind.VIOLATION,
+                f"elapsed {elapsed_ms:.0f} ms is over the budget of {opts.budget_ms:.0f} ms",
+            )
+        )
+
+    history_path = base / "history.jsonl"
+    history = read_history(history_path)
+    if history.problem:
+        reasons.append(FailReason(FailKind.STEP, history.problem))
+    lane_names = tuple(sorted(r.lane for r in reports))
+    samples = [
+        e.elapsed_ms
+        for e in history.entries
+        if e.sdk == sdk and e.lanes == lane_names and e.cases == len(case_workflows)
+    ][-HISTORY_WINDOW:]
+    fresh = all(not r.reused for r in reports) and mutant is None
+    sample_ok = fresh and not reasons and history.problem is None
+    if sample_ok:
+        samples.append(elapsed_ms)
+    p95_ms = p95(samples)
+    enforced = len(samples) >= opts.p95_min_samples
+    p95_ok = not enforced or (p95_ms is not None and p95_ms <= opts.budget_ms)
+    if not p95_ok:
+        reasons.append(
+            FailReason(
+                FailKind.VIOLATION,
+                f"history p95 {p95_ms:.0f} ms over {len(samples)} samples is over the budget "
+                f"of {opts.budget_ms:.0f} ms",
+            )
+        )
+
+    summaries = tuple(_summary(r, notes.get(r.lane, [])) for r in reports)
+    report = GateReport(
+        ok=not reasons,
+        exit_code=exit_code_for(reasons),
+        mode=mode,
+        sdk=sdk,
+        harness_commit=commit,
+        lock_hash=lock,
+        started=started_at,
+        parameters=opts.parameters(),
+        lanes=summaries,
+        reference_lane=REFERENCE_LANE.name,
+        not_measured=tuple(not_measured),
+        workflows=tuple(w.name for w in opts.workflows),
+        domains=domains(opts.workflows),
+        elapsed_ms=elapsed_ms,
+        budget_ms=opts.budget_ms,
+        history_samples=len(samples),
+        history_p95_ms=p95_ms,
+        history_p95_enforced=enforced,
+        history_p95_ok=p95_ok,
+        p95_min_samples=opts.p95_min_samples,
+        history_path=str(history_path),
+        history_appended=False,
+        fail_reasons=tuple(reasons),
+        missing_workflows=wf_cmp.missing,
+        failed_workflows=wf_cmp.failed,
+        workflow_mismatches=wf_cmp.mismatches,
+        domain_mismatches=wf_cmp.domain_mismatches,
+        cases=generated,
+        case_mismatches=case_cmp.mismatches,
+        missing_cases=case_cmp.missing,
+        seed=opts.seed,
+        mutant=mutant,
+        environment=_results.environment(),
+    )
+    return GateRun(report, tuple(reports))
+
+
+def _comparison_reasons(
+    cmp: Comparison, reference_lane: str, reports: Sequence[LaneReport], *, what: str
+) -> list[FailReason]:
+    broken = {r.lane for r in reports if r.status is LaneStatus.ERROR}
+    out: list[FailReason] = []
+    for lane, names in cmp.missing.items():
+        if lane in broken:
+            continue  # the lane's own failure is already named
+        out.append(
+            FailReason(FailKind.STEP, f"{what}s missing on lane {lane!r}: {', '.join(names)}")
+        )
+    results = {r.lane: {w.name: w for w in r.results()} for r in reports}
+    for lane, names in cmp.failed.items():
+        for name in names:
+            error = (results[lane][name].error or "no detail").splitlines()[0]
+            out.append(
+                FailReason(FailKind.STEP, f"{what} {name!r} raised on lane {lane!r}: {error}")
+            )
+    if reference_lane in broken:
+        if cmp.mismatches or cmp.domain_mismatches:
+            out.append(
+                FailReason(
+                    FailKind.STEP,
+                    f"no {what} was compared: the reference lane {reference_lane!r} failed",
+                )
+            )
+        return out
+    for mismatch in cmp.mismatches:
+        for lane_h in mismatch.lanes:
+            if lane_h.matches or not lane_h.present:
+                continue
+            where = next((d for d in mismatch.first_differences if d.lane == lane_h.lane), None)
+            at = (
+                f"; first differing read #{where.read_index} "
+                f"({where.reference_label!r} vs {where.lane_label!r})"
+                if where is not None
+                else ""
+            )
+            if mismatch.case_seed is not None:
+                replay = dict(mismatch.replay).get(lane_h.lane)
+                at += f"; case seed {mismatch.case_seed}, replay: {replay}"
+            out.append(
+                FailReason(
+                    FailKind.VIOLATION,
+                    f"{what} {mismatch.workflow!r}: lane {lane_h.lane!r} parity hash "
+                    f"{(lane_h.parity_hash or '')[:12]} ok={lane_h.ok} differs from reference "
+                    f"lane {reference_lane!r} {(mismatch.reference.parity_hash or '')[:12]} "
+                    f"ok={mismatch.reference.ok}{at}",
+                )
+            )
+    for dm in cmp.domain_mismatches:
+        if dm.lane in broken:
+            continue  # every domain of a broken lane is short; its failure is already named
+        out.append(
+            FailReason(
+                FailKind.VIOLATION,
+                f"domain {dm.domain!r}: lane {dm.lane!r} has {dm.ok_count}/{dm.total} ok, "
+                f"reference lane {reference_lane!r} has {dm.reference_ok_count}/"
+                f"{dm.reference_total}",
+            )
+        )
+    return out
+
+
+def _summary(report: LaneReport, notes: Sequence[str]) -> LaneSummary:
+    return LaneSummary(
+        name=report.lane,
+        target=report.target,
+        loop=report.loop,
+        status=report.status.value,
+        ok=report.ok,
+        reused=report.reused,
+        elapsed_ms=report.elapsed_ms,
+        workflows_ok=sum(1 for w in report.workflows if w.ok),
+        workflows_total=len(report.workflows),
+        cases_ok=sum(1 for c in report.cases if c.ok),
+        cases_total=len(report.cases),
+        error=report.error.splitlines()[0] if report.error else None,
+        mutant=report.mutant,
+        report=f"lanes/{report.lane}.json",
+        notes=tuple([*report.notes, *notes]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Check (read-only) and update (the producer).
+
+
+def _dump(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _write_run(run: GateRun, folder: Path, *, fresh_only: bool) -> None:
+    for lane in run.lane_reports:
+        if fresh_only and lane.reused:
+            continue
+        _results.atomic_write_text(lane_report_path(folder, lane.lane), _dump(lane.to_json()))
+    document = run.report.to_json()
+    _results.validate(document, SCHEMA)
+    _results.atomic_write_text(folder / "report.json", _dump(document))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
+    """Run the gate read-only: report and lane reports go to a fresh temporary folder only.
+
+    ``out``, when given, receives one more copy of the report; it must lie outside the results
+    folder (only ``update`` writes there).
+    """
+    if out is not None and _inside(out, opts.results_dir):
+        raise UsageError(
+            f"--out {str(out)!r} is inside the results folder {str(opts.results_dir)!r}; check "
+            "is read-only there: use `parity update` to write results"
+        )
+    run = run_gate(opts, mode="check")
+    folder = Path(tempfile.mkdtemp(prefix="arib-parity-check-"))
+    _write_run(run, folder, fresh_only=False)
+    document = run.report.to_json()
+    if out is not None:
+        _results.atomic_write_text(out, _dump(document))
+    return document, folder
+
+
+def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
+    """Run the gate and retain its outputs: the only writer of ``results/parity/<sdk>/``.
+
+    Writes the report and every fresh lane report, and appends the run to the history when it
+    is a fresh run that held (see the module docstring). A mutant run is never retained.
+    """
+    if opts.mutant:
+        raise UsageError(
+            f"update does not retain mutant runs (got mutant {opts.mutant!r}); use check"
+        )
+    run = run_gate(opts, mode="update")
+    base = parity_dir(opts.results_dir, run.report.sdk)
+    appended = False
+    report = run.report
+    history_path = base / "history.jsonl"
+    only_p95 = all(r.text.startswith("history p95") for r in report.fail_reasons)
+    if all(not lane.reused for lane in run.lane_reports) and (report.ok or only_p95):
+        if read_history(history_path).problem is None:
+            append_history(
+                history_path,
+                HistoryEntry(
+                    at=report.started,
+                    elapsed_ms=report.elapsed_ms,
+                    sdk=report.sdk,
+                    harness_commit=report.harness_commit,
+                    lock_hash=report.lock_hash,
+                    lanes=tuple(sorted(lane.lane for lane in run.lane_reports)),
+                    cases=len(report.cases),
+                ),
+            )
+            appended = True
+    run = GateRun(replace(report, history_appended=appended), run.lane_reports)
+    _write_run(run, base, fresh_only=True)
+    document = run.report.to_json()
+    if out is not None:
+        _results.atomic_write_text(out, _dump(document))
+    return document, base

@@ -1,0 +1,231 @@
+"""Parity lanes: a backend target run under one event loop.
+
+The local targets come from ``targets.sdk`` and ``targets.reference``; this module adds the
+lane variants only the parity gate uses: ``SQLiteSession(":memory:")``, ``SQLAlchemySession``
+on an in-memory ``sqlite+aiosqlite://`` engine (one connection kept by a ``StaticPool``, else
+every pooled connection would see its own empty database), and ``EncryptedSession`` over a file
+``SQLiteSession`` with a ttl long enough that nothing expires during a run. Service lanes
+(Redis, PostgreSQL, ...) join when their ``TargetSpec`` is passed in; this module never starts
+a service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import importlib
+import importlib.util
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import UnknownNameError, UsageError
+from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.reference import REFERENCE
+from targets.sdk import (
+    ADVANCED_SQLITE_FILE,
+    ASYNC_SQLITE_FILE,
+    SQLALCHEMY_MODULE,
+    SQLALCHEMY_SQLITE_FILE,
+    SQLITE_FILE,
+    SQLITE_MODULE,
+)
+from targets.services import ENCRYPTED_SQLALCHEMY_SQLITE, ENCRYPTED_SQLITE
+
+
+class Loop(str, enum.Enum):
+    """The event loop a lane runs under."""
+
+    ASYNCIO = "asyncio"
+    UVLOOP = "uvloop"
+
+    def backend_options(self) -> dict[str, Any]:
+        """``anyio.run`` backend options for this loop."""
+        return {"use_uvloop": True} if self is Loop.UVLOOP else {}
+
+
+async def _quiet(awaitable_or_none: Any) -> None:
+    with contextlib.suppress(Exception):
+        if hasattr(awaitable_or_none, "__await__"):
+            await awaitable_or_none
+
+
+async def _build_sqlite_memory(ctx: BuildContext) -> Handle:
+    module = importlib.import_module(SQLITE_MODULE)
+    session = module.SQLiteSession(ctx.session_id)
+
+    async def reopen() -> Handle:
+        raise UsageError("an in-memory SQLiteSession cannot be reopened: its store is private")
+
+    async def dispose() -> None:
+        with contextlib.suppress(Exception):
+            session.close()
+
+    return Handle(session=session, reopen=reopen, dispose=dispose)
+
+
+async def _build_sqlalchemy_memory(ctx: BuildContext) -> Handle:
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import StaticPool
+
+    module = importlib.import_module(SQLALCHEMY_MODULE)
+    engine = create_async_engine("sqlite+aiosqlite://", poolclass=StaticPool)
+    session = module.SQLAlchemySession(ctx.session_id, engine=engine, create_tables=True)
+
+    async def reopen() -> Handle:
+        raise UsageError("an in-memory SQLAlchemySession cannot be reopened by a new engine")
+
+    async def dispose() -> None:
+        with contextlib.suppress(Exception):
+            await engine.dispose()
+
+    return Handle(session=session, reopen=reopen, dispose=dispose)
+
+
+SQLITE_MEMORY = TargetSpec(
+    name="sqlite-memory",
+    backend="SQLiteSession",
+    module=SQLITE_MODULE,
+    claims=Claims(has_close=True, close_is_async=False),
+    build=_build_sqlite_memory,
+    description='SQLiteSession(db_path=":memory:"): one shared connection, work in to_thread',
+)
+
+SQLALCHEMY_MEMORY = TargetSpec(
+    name="sqlalchemy-memory",
+    backend="SQLAlchemySession",
+    module=SQLALCHEMY_MODULE,
+    claims=Claims(has_close=False),
+    build=_build_sqlalchemy_memory,
+    description="SQLAlchemySession on sqlite+aiosqlite:// in memory (StaticPool, one connection)",
+)
+
+@dataclass(frozen=True)
+class NotMeasured:
+    """A lane the gate knows but could not run here, and why."""
+
+    lane: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"lane": self.lane, "reason": self.reason}
+
+
+def encrypted_available() -> str | None:
+    """None when EncryptedSession can run here, else the reason it cannot."""
+    if importlib.util.find_spec("cryptography") is None:
+        return "cryptography is not importable; install openai-agents[encrypt] to measure it"
+    return None
+
+
+def local_targets() -> tuple[tuple[TargetSpec, ...], tuple[NotMeasured, ...]]:
+    """Every local parity target (reference first) and the ones that cannot run here."""
+    targets: list[TargetSpec] = [
+        REFERENCE,
+        SQLITE_FILE,
+        ASYNC_SQLITE_FILE,
+        ADVANCED_SQLITE_FILE,
+        SQLALCHEMY_SQLITE_FILE,
+        SQLITE_MEMORY,
+        SQLALCHEMY_MEMORY,
+    ]
+    missing: list[NotMeasured] = []
+    reason = encrypted_available()
+    for spec in (ENCRYPTED_SQLITE, ENCRYPTED_SQLALCHEMY_SQLITE):
+        if reason is None:
+            targets.append(spec)
+        else:
+            missing.append(NotMeasured(spec.name, reason))
+    return tuple(targets), tuple(missing)
+
+
+@dataclass(frozen=True)
+class LaneSpec:
+    """One lane: a target under one event loop."""
+
+    target: TargetSpec
+    loop: Loop
+
+    @property
+    def name(self) -> str:
+        return f"{self.target.name}@{self.loop.value}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "target": self.target.to_json(), "loop": self.loop.value}
+
+
+REFERENCE_LANE = LaneSpec(REFERENCE, Loop.ASYNCIO)
+
+
+def parse_loops(text: str | None) -> tuple[Loop, ...]:
+    """Loops from a comma-separated list; None or empty means both."""
+    if not text:
+        return (Loop.ASYNCIO, Loop.UVLOOP)
+    loops: list[Loop] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            loop = Loop(part)
+        except ValueError:
+            known = ", ".join(m.value for m in Loop)
+            raise UsageError(f"unknown event loop {part!r}: use one of {known}") from None
+        if loop is Loop.UVLOOP and importlib.util.find_spec("uvloop") is None:
+            raise UsageError("event loop 'uvloop' asked for but uvloop is not installed")
+        if loop not in loops:
+            loops.append(loop)
+    if not loops:
+        raise UsageError(f"no event loop in {text!r}: use asyncio, uvloop or both")
+    return tuple(loops)
+
+
+def select_lanes(
+    names: str | Sequence[str] | None,
+    loops: Sequence[Loop],
+    extra_targets: Iterable[TargetSpec] = (),
+    services: Mapping[str, str] | None = None,
+) -> tuple[tuple[LaneSpec, ...], tuple[NotMeasured, ...]]:
+    """The lanes to run, reference lane first; ``names`` are target names or ``target@loop``.
+
+    The reference lane ``reference@asyncio`` is always included: every other lane is compared
+    with it. A service lane (an extra target whose ``service`` is set) joins only when
+    ``services`` has that service; else it is listed as not measured, with the reason. An
+    unknown name raises ``UnknownNameError`` listing the known ones.
+    """
+    local, local_missing = local_targets()
+    missing = list(local_missing)
+    known: dict[str, TargetSpec] = {t.name: t for t in local}
+    for target in extra_targets:
+        if target.service and target.service not in (services or {}):
+            missing.append(
+                NotMeasured(
+                    target.name,
+                    f"needs service {target.service!r}, which this run was not given "
+                    f"(services: {sorted(services or {})})",
+                )
+            )
+        else:
+            known[target.name] = target
+    if isinstance(names, str):
+        names = [p.strip() for p in names.split(",") if p.strip()]
+    wanted: list[LaneSpec] = []
+    if not names:
+        wanted = [LaneSpec(t, loop) for t in known.values() for loop in loops]
+    else:
+        for name in names:
+            target_name, _, loop_name = name.partition("@")
+            if target_name not in known:
+                gone = [m for m in missing if m.lane == target_name]
+                if gone:
+                    continue  # listed in not_measured with its reason
+                raise UnknownNameError(
+                    f"unknown parity lane {name!r}: use one of {', '.join(known)} "
+                    f"(optionally with @asyncio or @uvloop)"
+                )
+            lane_loops = parse_loops(loop_name) if loop_name else tuple(loops)
+            wanted.extend(LaneSpec(known[target_name], loop) for loop in lane_loops)
+    lanes: list[LaneSpec] = [REFERENCE_LANE]
+    for lane in wanted:
+        if lane not in lanes:
+            lanes.append(lane)
+    return tuple(lanes), tuple(missing)

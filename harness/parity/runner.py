@@ -1,0 +1,331 @@
+"""Runs one parity lane in a forked child: every workflow and generated case, fresh sessions.
+
+Each workflow gets a fresh temporary root under the lane's own temporary root and a fresh
+session built by the lane's target. A workflow that raises ends with ok=False (the exception is
+evidence, kept in its reads); a target that cannot be built, a false claim, a crash or a hang of
+the child ends the lane with ``LaneStatus.ERROR``. Only that lane is lost: the parent goes on.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from harness.child import ChildStatus, run_one
+from harness.parity.lanes import LaneSpec
+from harness.parity.mutants import ParityMutant
+from harness.parity.workflows import (
+    Read,
+    Workflow,
+    WorkflowResult,
+    digest,
+    display,
+    run_workflow,
+)
+from targets.base import BuildContext, verify_claims
+
+LANE_KIND = "arib/agent-session-parity-lane-v1"
+WORKFLOW_TIMEOUT_S = 60.0
+LANE_TIMEOUT_S = 300.0
+
+
+class LaneStatus(str, enum.Enum):
+    """How a lane ended."""
+
+    OK = "ok"  # every workflow and case ran to its end
+    FAILED = "failed"  # at least one workflow or case raised (the lane still finished)
+    ERROR = "error"  # the backend could not be built, a claim was false, or the child died
+
+
+def sdk_version() -> str:
+    """The installed openai-agents version."""
+    try:
+        return metadata.version("openai-agents")
+    except metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def definitions_digest(workflows: Sequence[Workflow], cases: Sequence[Workflow]) -> str:
+    """A digest of what a lane runs (the step lists), part of a retained report's binding."""
+    return digest([[w.name, w.domain, [repr(s) for s in w.steps]] for w in (*workflows, *cases)])
+
+
+@dataclass(frozen=True)
+class LaneReport:
+    """What one lane returned: a status, its binding, and a result per workflow and case."""
+
+    lane: str
+    target: str
+    loop: str
+    status: LaneStatus
+    binding: Mapping[str, Any]
+    workflows: tuple[WorkflowResult, ...] = ()
+    cases: tuple[WorkflowResult, ...] = ()
+    elapsed_ms: float = 0.0
+    started: str = ""
+    error: str | None = None
+    reused: bool = False
+    mutant: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is LaneStatus.OK
+
+    def results(self) -> tuple[WorkflowResult, ...]:
+        return self.workflows + self.cases
+
+    def as_reused(self) -> LaneReport:
+        return replace(self, reused=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": LANE_KIND,
+            "lane": self.lane,
+            "target": self.target,
+            "loop": self.loop,
+            "status": self.status.value,
+            "ok": self.ok,
+            "binding": dict(self.binding),
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "started": self.started,
+            "error": self.error,
+            "reused": self.reused,
+            "mutant": self.mutant,
+            "notes": list(self.notes),
+            "workflows": [w.to_json() for w in self.workflows],
+            "cases": [c.to_json() for c in self.cases],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LaneReport:
+        return cls(
+            lane=data["lane"],
+            target=data["target"],
+            loop=data["loop"],
+            status=LaneStatus(data["status"]),
+            binding=dict(data["binding"]),
+            workflows=tuple(WorkflowResult.from_json(w) for w in data.get("workflows", [])),
+            cases=tuple(WorkflowResult.from_json(c) for c in data.get("cases", [])),
+            elapsed_ms=float(data.get("elapsed_ms", 0.0)),
+            started=str(data.get("started", "")),
+            error=data.get("error"),
+            reused=bool(data.get("reused", False)),
+            mutant=data.get("mutant"),
+            notes=tuple(data.get("notes", ())),
+        )
+
+
+def _shrink(result: WorkflowResult) -> WorkflowResult:
+    """The result with its reads in display form (long strings shortened) for the pipe."""
+    if result.reads is None:
+        return result
+    return replace(result, reads=tuple(Read(r.label, display(r.items)) for r in result.reads))
+
+
+def _failed(workflow: Workflow, lane: str, error: str, case_seed: int | None) -> WorkflowResult:
+    return WorkflowResult(
+        name=workflow.name,
+        domain=workflow.domain,
+        ok=False,
+        replay_hash=digest([["error", error]]),
+        replay_hash_normalized=None,
+        read_labels=(),
+        read_hashes=(),
+        error=error,
+        reads=(),
+        case_seed=case_seed,
+    )
+
+
+class _LaneBroken(Exception):
+    """The lane's backend cannot be built or lies about itself: the lane ends in error."""
+
+
+async def _run_one_workflow(
+    lane: LaneSpec,
+    workflow: Workflow,
+    root: Path,
+    services: Mapping[str, str],
+    case_seed: int | None,
+    check_claims: bool,
+) -> WorkflowResult:
+    root.mkdir(parents=True, exist_ok=False)
+    ctx = BuildContext(root=root, session_id=f"parity-{workflow.name}", services=dict(services))
+    try:
+        handle = await lane.target.build(ctx)
+    except Exception as exc:  # noqa: BLE001 - reported as the lane's error
+        raise _LaneBroken(
+            f"backend of lane {lane.name!r} could not be built: {type(exc).__name__}: {exc}\n"
+            f"{traceback.format_exc(limit=6)}"
+        ) from exc
+    try:
+        if check_claims:
+            claim_error = verify_claims(lane.target, handle.session)
+            if claim_error:
+                raise _LaneBroken(claim_error)
+        try:
+            with anyio.fail_after(WORKFLOW_TIMEOUT_S):
+                result = await run_workflow(
+                    workflow, handle.session, lane=lane.name, case_seed=case_seed
+                )
+        except TimeoutError:
+            result = _failed(
+                workflow,
+                lane.name,
+                f"workflow {workflow.name!r} timed out after {WORKFLOW_TIMEOUT_S:.0f} s on "
+                f"lane {lane.name!r}",
+                case_seed,
+            )
+    finally:
+        await handle.dispose()
+    return _shrink(result)
+
+
+async def run_lane_async(
+    lane: LaneSpec,
+    workflows: Sequence[Workflow],
+    cases: Sequence[tuple[int, Workflow]],
+    services: Mapping[str, str],
+    binding: Mapping[str, Any],
+    mutant: str | None = None,
+) -> LaneReport:
+    """Run every workflow and case of one lane in this process, on the running event loop."""
+    started_at = now_iso()
+    started = time.perf_counter()
+    done: list[WorkflowResult] = []
+    done_cases: list[WorkflowResult] = []
+    with tempfile.TemporaryDirectory(prefix=f"arib-parity-{lane.target.name}-") as tmp:
+        root = Path(tmp)
+        try:
+            for index, workflow in enumerate(workflows):
+                done.append(
+                    await _run_one_workflow(
+                        lane, workflow, root / f"w{index:03d}", services, None, index == 0
+                    )
+                )
+            for index, (seed, workflow) in enumerate(cases):
+                done_cases.append(
+                    await _run_one_workflow(
+                        lane, workflow, root / f"c{index:03d}", services, seed, False
+                    )
+                )
+        except _LaneBroken as exc:
+            return LaneReport(
+                lane=lane.name,
+                target=lane.target.name,
+                loop=lane.loop.value,
+                status=LaneStatus.ERROR,
+                binding=binding,
+                workflows=tuple(done),
+                cases=tuple(done_cases),
+                elapsed_ms=(time.perf_counter() - started) * 1000.0,
+                started=started_at,
+                error=str(exc),
+                mutant=mutant,
+            )
+    failed = any(not r.ok for r in (*done, *done_cases))
+    return LaneReport(
+        lane=lane.name,
+        target=lane.target.name,
+        loop=lane.loop.value,
+        status=LaneStatus.FAILED if failed else LaneStatus.OK,
+        binding=binding,
+        workflows=tuple(done),
+        cases=tuple(done_cases),
+        elapsed_ms=(time.perf_counter() - started) * 1000.0,
+        started=started_at,
+        mutant=mutant,
+    )
+
+
+def run_lane(
+    lane: LaneSpec,
+    workflows: Sequence[Workflow],
+    cases: Sequence[tuple[int, Workflow]],
+    *,
+    services: Mapping[str, str],
+    binding: Mapping[str, Any],
+    mutant: ParityMutant | None = None,
+    timeout_s: float = LANE_TIMEOUT_S,
+) -> LaneReport:
+    """Run one lane in a forked child; a crash or hang there becomes an ERROR lane report."""
+    applied = mutant if mutant is not None and mutant.target == lane.target.name else None
+
+    def job() -> LaneReport:
+        os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+        if applied is not None:
+            applied.install()
+        return anyio.run(
+            run_lane_async,
+            lane,
+            workflows,
+            cases,
+            services,
+            binding,
+            applied.name if applied else None,
+            backend="asyncio",
+            backend_options=lane.loop.backend_options(),
+        )
+
+    started = time.perf_counter()
+    outcome = run_one(job, timeout_s=timeout_s)
+    wall_ms = (time.perf_counter() - started) * 1000.0
+    if outcome.status is ChildStatus.OK and isinstance(outcome.value, LaneReport):
+        return replace(outcome.value, elapsed_ms=wall_ms)
+    detail = outcome.detail.strip() or "no detail"
+    return LaneReport(
+        lane=lane.name,
+        target=lane.target.name,
+        loop=lane.loop.value,
+        status=LaneStatus.ERROR,
+        binding=binding,
+        elapsed_ms=wall_ms,
+        started=now_iso(),
+        error=f"lane {lane.name!r} child ended with {outcome.status.value!r}: {detail}",
+        mutant=applied.name if applied else None,
+    )
+
+
+def preload() -> None:
+    """Import what every lane needs once in the parent, so each forked child starts warm.
+
+    ``set_tracing_disabled`` builds the SDK's trace provider (and its HTTP client) on first
+    use; doing it here once saves every child that work. It starts no thread: the exporter's
+    worker starts on the first span, and with tracing disabled there is none.
+    """
+    import agents
+    import agents.extensions.memory.advanced_sqlite_session  # noqa: F401
+    import agents.extensions.memory.async_sqlite_session  # noqa: F401
+    import agents.extensions.memory.sqlalchemy_session  # noqa: F401
+    import agents.memory.sqlite_session  # noqa: F401
+    import aiosqlite  # noqa: F401
+    import anyio._backends._asyncio  # noqa: F401 - anyio.run imports it lazily
+    import sqlalchemy.dialects.sqlite.aiosqlite  # noqa: F401
+    import sqlalchemy.ext.asyncio  # noqa: F401
+    import sqlalchemy.pool  # noqa: F401
+
+    try:
+        import agents.extensions.memory.encrypt_session  # noqa: F401
+    except ImportError:
+        pass
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        pass
+    agents.set_tracing_disabled(True)
