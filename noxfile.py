@@ -164,3 +164,17 @@ def lint(session: nox.Session) -> None:
     session.install("ruff", "mypy")
     session.run("ruff", "check", ".")
     session.run("mypy", "checks", "mutants", "targets", "harness")
+
+
+@nox.session(python=BENCH_PYTHON)
+def mutmut_self(session: nox.Session) -> None:
+    """Run mutmut 3.8.1 on the harness core from build/mutmut-staging; fail under the threshold."""
+    install(session, PINNED_SDK)
+    session.run("python", "-m", "harness.selfmutation", "--quiet", *session.posargs)
+
+
+@nox.session(python=BENCH_PYTHON)
+def throughput(session: nox.Session) -> None:
+    """Measure admission throughput side by side with mutmut 3.8.1; write results/throughput/."""
+    install(session, PINNED_SDK)
+    session.run("python", "-m", "harness.throughput", "--write", *session.posargs)

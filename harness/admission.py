@@ -12,6 +12,7 @@ A gate failure raises GateError naming the gate; everything else is reported, ne
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -40,6 +41,10 @@ from targets.reference import REFERENCE
 from targets.registry import get_target
 
 GRACE_S = 15.0
+# A mutant may take TIMEOUT_FACTOR times its clean run (at least MIN_MUTANT_TIMEOUT_S) before
+# it is a timeout: a mutant that only slows the backend down must not cost a full minute.
+TIMEOUT_FACTOR = 10.0
+MIN_MUTANT_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class _Job:
     mutant: MutantSpec | None
     rerun: int
     role: str  # "clean", "forced", "base", "mutant"
+    timeout_s: float | None = None  # a mutant's time limit, scaled from its clean run
 
 
 def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool) -> RunOptions:
@@ -73,9 +79,17 @@ def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool)
     )
 
 
+def mutant_timeout(check: CheckSpec, clean_s: float) -> float:
+    """A mutant's time limit: a multiple of the clean run, never above the check's own."""
+    return min(check.timeout_s, max(MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR * clean_s))
+
+
 def _execute(job: _Job, config: AdmissionConfig) -> Finding:
     opts = _options(job.check, config, job.rerun, early=job.role in ("forced", "mutant"))
-    return run_check(job.check, job.target, opts, job.mutant)
+    check = job.check
+    if job.timeout_s is not None:
+        check = dataclasses.replace(check, timeout_s=job.timeout_s)
+    return run_check(check, job.target, opts, job.mutant)
 
 
 def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Finding:
@@ -83,7 +97,8 @@ def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Fi
         return outcome.value  # type: ignore[no-any-return]
     opts = _options(job.check, config, job.rerun, early=False)
     reason = {
-        ChildStatus.TIMEOUT: f"child timed out after {job.check.timeout_s + GRACE_S:.0f}s",
+        ChildStatus.TIMEOUT: f"child timed out after "
+                             f"{(job.timeout_s or job.check.timeout_s) + GRACE_S:.0f}s",
         ChildStatus.CRASH: f"child crashed: {outcome.detail}",
         ChildStatus.RAISED: "child raised out of the harness",
     }[outcome.status]
@@ -174,22 +189,37 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
             for r in range(config.reruns):
                 jobs.append(_Job(check, get_target(mutant.target), mutant, r, "mutant"))
 
+    # Phase 1: the gates and the clean bases; their durations set the mutants' time limits.
+    first = [j for j in jobs if j.role != "mutant"]
+    second = [j for j in jobs if j.role == "mutant"]
     progress = Progress("admit", len(jobs), quiet=config.quiet)
 
-    def done(index: int, outcome: ChildOutcome) -> None:
-        job = jobs[index]
-        what = job.mutant.name if job.mutant else job.target.name
-        verdict = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
-            outcome.status.value)
-        progress.advance(f"{job.check.id} {job.role} {what}: {verdict}")
+    def runner(batch: list[_Job]) -> list[ChildOutcome]:
+        def done(index: int, outcome: ChildOutcome) -> None:
+            job = batch[index]
+            what = job.mutant.name or job.mutant.qualname if job.mutant else job.target.name
+            verdict = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
+                outcome.status.value)
+            progress.advance(f"{job.check.id} {job.role} {what}: {verdict}")
 
-    timeout = max(c.timeout_s for c in checks) + GRACE_S if checks else GRACE_S
-    outcomes = run_jobs(
-        [functools.partial(_execute, job, config) for job in jobs],
-        workers=config.workers, timeout_s=timeout, on_done=done,
-    )
+        return run_jobs(
+            [functools.partial(_execute, job, config) for job in batch],
+            workers=config.workers, on_done=done,
+            timeout_s=[(job.timeout_s or job.check.timeout_s) + GRACE_S for job in batch],
+        )
+
     by_role: dict[tuple[str, str, str], list[Finding]] = {}
-    for job, outcome in zip(jobs, outcomes, strict=True):
+    for job, outcome in zip(first, runner(first), strict=True):
+        key = (job.check.id, job.role, job.mutant.id if job.mutant else job.target.name)
+        by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
+    clean_s: dict[tuple[str, str], float] = {}
+    for (check_id, role, name), found in by_role.items():
+        if role in ("clean", "base"):
+            clean_s[(check_id, name)] = max(f.duration_s for f in found)
+    second = [dataclasses.replace(job, timeout_s=mutant_timeout(
+        job.check, clean_s.get((job.check.id, job.target.name), job.check.timeout_s)))
+        for job in second]
+    for job, outcome in zip(second, runner(second), strict=True):
         key = (job.check.id, job.role, job.mutant.id if job.mutant else job.target.name)
         by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
 

@@ -8,6 +8,7 @@ child that hangs is killed, one that dies (segfault, ``os._exit``) is reported a
 
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401 - imported once in the parent, see below
 import contextlib
 import enum
 import os
@@ -22,6 +23,13 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# Imported once here, in the parent, so that no child pays for them (each child would
+# otherwise import anyio's asyncio backend and the thread pool afresh, ~55 ms a child).
+import anyio._backends._asyncio  # noqa: F401
+
+# In a child: the pipe its result goes to (None in the parent).
+_RESULT_FD: int | None = None
 
 
 class ChildStatus(str, enum.Enum):
@@ -52,16 +60,42 @@ class _Running:
     chunks: list[bytes]
 
 
-def _child_main(job: Callable[[], Any], fd: int) -> None:
-    try:
-        payload = pickle.dumps((True, job()))
-    except BaseException:  # noqa: BLE001 - report anything, the child ends right after
-        payload = pickle.dumps((False, traceback.format_exc()))
+def _send(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
         written = os.write(fd, view)
         view = view[written:]
     os.close(fd)
+
+
+def _child_main(job: Callable[[], Any], fd: int) -> None:
+    global _RESULT_FD
+    _RESULT_FD = fd
+    try:
+        payload = pickle.dumps((True, job()))
+    except BaseException:  # noqa: BLE001 - report anything, the child ends right after
+        payload = pickle.dumps((False, traceback.format_exc()))
+    _send(fd, payload)
+
+
+def in_child() -> bool:
+    """True inside a child of run_jobs."""
+    return _RESULT_FD is not None
+
+
+def finish_early(value: Any) -> None:
+    """In a child: send ``value`` as the job's result and end the process now.
+
+    Used once a result is complete but the interpreter would still wait, e.g. for worker
+    threads a mutant left blocked on a lock (an event loop joins them at shutdown). Outside
+    a child this does nothing and the caller carries on.
+    """
+    if _RESULT_FD is None:
+        return
+    try:
+        _send(_RESULT_FD, pickle.dumps((True, value)))
+    finally:
+        os._exit(0)
 
 
 def _fork(job: Callable[[], Any]) -> tuple[int, int]:
@@ -147,11 +181,16 @@ def run_jobs(
     jobs: Sequence[Callable[[], Any]],
     *,
     workers: int,
-    timeout_s: float,
+    timeout_s: float | Sequence[float],
     on_done: Callable[[int, ChildOutcome], None] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> list[ChildOutcome]:
-    """Run each job in its own forked child, ``workers`` at a time, in submission order."""
+    """Run each job in its own forked child, ``workers`` at a time, in submission order.
+
+    ``timeout_s`` is one hard timeout for every job, or one per job.
+    """
+    limits = ([float(timeout_s)] * len(jobs) if isinstance(timeout_s, (int, float))
+              else [float(t) for t in timeout_s])
     outcomes: list[ChildOutcome | None] = [None] * len(jobs)
     pending = list(range(len(jobs)))
     running: dict[int, _Running] = {}
@@ -164,7 +203,7 @@ def run_jobs(
                 if on_start:
                     on_start(index)
             now = time.perf_counter()
-            wait = min(r.started + timeout_s - now for r in running.values())
+            wait = min(r.started + limits[r.index] - now for r in running.values())
             ready, _, _ = select.select(list(running), [], [], max(0.0, min(wait, 1.0)))
             for fd in ready:
                 chunk = os.read(fd, 1 << 16)
@@ -177,7 +216,7 @@ def run_jobs(
                     on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
             now = time.perf_counter()
             for fd, run in list(running.items()):
-                if now - run.started > timeout_s:
+                if now - run.started > limits[run.index]:
                     running.pop(fd)
                     outcomes[run.index] = _finish(run, timed_out=True)
                     if on_done:

@@ -276,6 +276,14 @@ def cmd_scaffold(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs(args: argparse.Namespace) -> int:
+    from harness.docs import update_readme
+
+    changed = update_readme(Path(args.readme))
+    print(f"{args.readme}: {'table of invariants regenerated' if changed else 'up to date'}")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from checks.registry import load_checks
     from mutants.registry import handwritten_mutants
@@ -405,6 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
         parity_sub = next(a for a in parity._actions
                           if isinstance(a, argparse._SubParsersAction))
         parity_sub.choices[name].set_defaults(func=cmd_parity)
+
+    p = sub.add_parser("docs", help="regenerate the README's table of invariants")
+    p.add_argument("--readme", default="README.md")
+    p.set_defaults(func=cmd_docs)
 
     p = sub.add_parser("list", help="list checks, lanes and mutants")
     p.set_defaults(func=cmd_list)

@@ -8,10 +8,12 @@ finding with its traceback; nothing here raises because of a backend.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import platform
 import shlex
+import shutil
 import sys
 import tempfile
 import time
@@ -27,6 +29,7 @@ from typing import Any
 import anyio
 
 from checks.base import CheckSpec, TrialContext
+from harness.child import finish_early, in_child
 from harness.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
 from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
@@ -200,9 +203,10 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             if opts.stop_on_violation and trials[-1].violated:
                 break
         except TimeoutError:
-            return error_finding(check, target, opts,
-                                 f"trial {index} (seed {seed}) exceeded the check timeout of "
-                                 f"{check.timeout_s}s", None, elapsed(), seeds)
+            timed_out = error_finding(check, target, opts,
+                                      f"trial {index} (seed {seed}) exceeded the check timeout "
+                                      f"of {check.timeout_s:.1f}s", None, elapsed(), seeds)
+            return dataclasses.replace(timed_out, modes={"timeout": 1})
         except Exception as exc:  # noqa: BLE001 - a check body that escapes is a harness error
             return error_finding(check, target, opts,
                                  f"trial {index} (seed {seed}) raised out of the check: {exc!r}",
@@ -212,6 +216,17 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             with anyio.CancelScope(shield=True):
                 await ctx.dispose()
     return summarize(check, target, opts, trials, elapsed(), mutant)
+
+
+async def _judge_and_deliver(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                             mutant: MutantSpec | None, workdir: Path) -> Finding:
+    finding = await _judge(check, target, opts, mutant, workdir)
+    if in_child():
+        # The finding is complete and every handle disposed; the event loop would still join
+        # worker threads that a mutant left blocked (seconds, up to the lock timeout).
+        shutil.rmtree(workdir, ignore_errors=True)
+        finish_early(finding)
+    return finding
 
 
 def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
@@ -227,7 +242,7 @@ def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             mutant.apply()
         backend_options = {"use_uvloop": True} if opts.loop == "uvloop" else {}
         with tempfile.TemporaryDirectory(prefix="arib-", dir=opts.tmpdir) as tmp:
-            return anyio.run(_judge, check, target, opts, mutant, Path(tmp),
+            return anyio.run(_judge_and_deliver, check, target, opts, mutant, Path(tmp),
                              backend="asyncio", backend_options=backend_options)
     except Exception as exc:  # noqa: BLE001 - never raise for what a run did
         return error_finding(check, target, opts, f"harness failure: {exc!r}",
