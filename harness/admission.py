@@ -44,7 +44,10 @@ GRACE_S = 15.0
 # A mutant may take TIMEOUT_FACTOR times its clean run (at least MIN_MUTANT_TIMEOUT_S) before
 # it is a timeout: a mutant that only slows the backend down must not cost a full minute.
 TIMEOUT_FACTOR = 10.0
-MIN_MUTANT_TIMEOUT_S = 3.0
+MIN_MUTANT_TIMEOUT_S = 2.0
+# A mutant's child is killed this long after its time limit: a mutant can block the event
+# loop's cancellation (a shielded write waiting on a lock it will never get).
+MUTANT_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,8 @@ def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Fi
         return outcome.value  # type: ignore[no-any-return]
     opts = _options(job.check, config, job.rerun, early=False)
     reason = {
-        ChildStatus.TIMEOUT: f"child timed out after "
-                             f"{(job.timeout_s or job.check.timeout_s) + GRACE_S:.0f}s",
+        ChildStatus.TIMEOUT: "child killed at its hard time limit "
+                             f"({job.timeout_s or job.check.timeout_s:.1f}s + grace)",
         ChildStatus.CRASH: f"child crashed: {outcome.detail}",
         ChildStatus.RAISED: "child raised out of the harness",
     }[outcome.status]
@@ -205,7 +208,8 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         return run_jobs(
             [functools.partial(_execute, job, config) for job in batch],
             workers=config.workers, on_done=done,
-            timeout_s=[(job.timeout_s or job.check.timeout_s) + GRACE_S for job in batch],
+            timeout_s=[job.timeout_s + MUTANT_GRACE_S if job.timeout_s is not None
+                       else job.check.timeout_s + GRACE_S for job in batch],
         )
 
     by_role: dict[tuple[str, str, str], list[Finding]] = {}
@@ -279,10 +283,11 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         if config.generated and MutantKind.GENERATED not in kinds:
             reasons.append("paired with no generated mutant: add generated=(Selector(...),) "
                            "naming mutants it must kill (see `python -m harness survey`)")
-        for r in results:
-            if r.status not in (MutantStatus.KILLED, MutantStatus.EQUIVALENT):
-                name = get_name(r.mutant_id, pairs[check.id])
-                reasons.append(f"mutant {name} ({r.mutant_id}) {r.status.value}: {r.evidence}")
+        for res in results:
+            if res.status not in (MutantStatus.KILLED, MutantStatus.EQUIVALENT):
+                name = get_name(res.mutant_id, pairs[check.id])
+                reasons.append(
+                    f"mutant {name} ({res.mutant_id}) {res.status.value}: {res.evidence}")
         admissions.append(Admission(
             check.id, not reasons, tuple(reasons), tuple(f.verdict for f in clean),
             tuple(results), time.perf_counter() - started,

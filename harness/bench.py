@@ -118,12 +118,16 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         progress.advance(f"{check.id} on {lane.name}: {findings[index].verdict.value}")  # type: ignore[union-attr]
 
     interrupted = False
+    observer = config.on_lane_start
+
+    def started_lane(index: int) -> None:
+        if observer is not None:
+            observer(jobs[index][0], jobs[index][1])
+
     try:
         run_jobs([functools.partial(_judge, *job) for job in jobs], workers=config.workers,
                  timeout_s=max((c.timeout_s for c in config.checks), default=60) + GRACE_S,
-                 on_done=done,
-                 on_start=(lambda i: config.on_lane_start(jobs[i][0], jobs[i][1]))
-                 if config.on_lane_start else None)
+                 on_done=done, on_start=started_lane)
     except KeyboardInterrupt:
         interrupted = True
     measured = [f for f in findings if f is not None]

@@ -67,7 +67,7 @@ def lock_hash(sdk: str) -> str:
 
 def environment() -> dict[str, Any]:
     """Python, platform and every relevant package version of this process."""
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             packages[name] = metadata.version(name)

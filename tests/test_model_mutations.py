@@ -237,7 +237,7 @@ def test_ok_child_outcome_is_its_finding(conc):
 
 
 @pytest.mark.parametrize("status, reason", [
-    (ChildStatus.TIMEOUT, "child timed out after 75s"),
+    (ChildStatus.TIMEOUT, "child killed at its hard time limit (60.0s + grace)"),
     (ChildStatus.CRASH, "child crashed: died of SIGSEGV"),
     (ChildStatus.RAISED, "child raised out of the harness"),
 ])
