@@ -3,10 +3,13 @@
 Per check, in forked children, ``reruns`` times each:
 1. sanity gate "clean": the check holds on the clean reference backend in every rerun;
 2. sanity gate "forced": the forced-broken reference mutant is violated;
-3. the clean base of every paired mutant of a real backend holds (else that kill would
-   mean nothing, and the mutant is an ``error``);
-4. every paired mutant comes out as its expected verdict (``violated``, or for a claim
-   mutant ``not_applicable`` / ``error``) in every rerun: ``killed``.
+3. the clean base of every paired mutant of a real backend is run too: where it already
+   breaks the invariant on this SDK version, that mutant's kill would prove nothing, so it is
+   reported as not judgeable here (status ``error``, ``judgeable`` false, with the reason) and
+   counts neither for nor against admission;
+4. every judgeable paired mutant comes out as its expected verdict (``violated``, or for a
+   claim mutant ``not_applicable`` / ``error``) in every rerun: ``killed``; and at least one
+   hand-written and one generated mutant are killed on this version.
 A gate failure raises GateError naming the gate; everything else is reported, never raised.
 """
 
@@ -260,18 +263,19 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
             findings = by_role[(check.id, "mutant", mutant.id)]
             status = _status(mutant, check, findings)
             evidence = _evidence(findings)
+            judgeable = True
             if mutant.target != REFERENCE.name:
                 base = by_role[(check.id, "base", mutant.target)][0]
                 if base.verdict is not Verdict.HELD:
-                    status = MutantStatus.ERROR
-                    evidence = (f"clean base {mutant.target!r} gave {base.verdict.value!r} "
-                                f"without the mutant, so a kill would mean nothing; pair this "
-                                f"check with mutants of a backend that holds it")
+                    status, judgeable = MutantStatus.ERROR, False
+                    evidence = (f"not judgeable on openai-agents {sdk_version()}: the clean "
+                                f"base {mutant.target!r} gave {base.verdict.value!r} without "
+                                f"the mutant, so a kill would prove nothing")
             result = MutantResult(
                 check.id, mutant.id, mutant.kind, mutant.target, mutant.description, status,
                 tuple(f.verdict for f in findings), mutant.expected, evidence,
                 None if status is MutantStatus.KILLED else mutant.diff(),
-                sum(f.duration_s for f in findings),
+                sum(f.duration_s for f in findings), judgeable=judgeable,
             )
             if status in (MutantStatus.KILLED, MutantStatus.SURVIVED):
                 config.cache.put(_mutant_key(check, mutant, config), result)
@@ -284,10 +288,17 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
             reasons.append("paired with no generated mutant: add generated=(Selector(...),) "
                            "naming mutants it must kill (see `python -m harness survey`)")
         for res in results:
-            if res.status not in (MutantStatus.KILLED, MutantStatus.EQUIVALENT):
+            if res.judgeable and res.status not in (MutantStatus.KILLED,
+                                                    MutantStatus.EQUIVALENT):
                 name = get_name(res.mutant_id, pairs[check.id])
                 reasons.append(
                     f"mutant {name} ({res.mutant_id}) {res.status.value}: {res.evidence}")
+        killed_kinds = {res.kind for res in results if res.status is MutantStatus.KILLED}
+        for kind in (MutantKind.HANDWRITTEN, MutantKind.GENERATED):
+            if kind in kinds and kind not in killed_kinds and (
+                    kind is MutantKind.HANDWRITTEN or config.generated):
+                reasons.append(f"no {kind.value} mutant is killed on openai-agents "
+                               f"{sdk_version()} (the others are not judgeable or waived)")
         admissions.append(Admission(
             check.id, not reasons, tuple(reasons), tuple(f.verdict for f in clean),
             tuple(results), time.perf_counter() - started,

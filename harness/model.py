@@ -214,6 +214,9 @@ class MutantResult:
     diff: str | None = None
     duration_s: float = 0.0
     cached: bool = False
+    # False when the mutant's clean backend already breaks the invariant on this SDK version:
+    # its kill would prove nothing, so it counts neither for nor against admission.
+    judgeable: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -229,6 +232,7 @@ class MutantResult:
             "diff": self.diff,
             "duration_s": round(self.duration_s, 4),
             "cached": self.cached,
+            "judgeable": self.judgeable,
         }
 
     @classmethod
@@ -246,6 +250,7 @@ class MutantResult:
             diff=data.get("diff"),
             duration_s=float(data.get("duration_s", 0.0)),
             cached=bool(data.get("cached", False)),
+            judgeable=bool(data.get("judgeable", True)),
         )
 
 

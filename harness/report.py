@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.seed import SEED_CELLS, SEED_SDK
+from harness.seed import SEED_CELLS, SEED_NOTES, SEED_SDK
 
 SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",
           "error": "**ERROR**"}
@@ -64,22 +64,30 @@ def _admission(admissions: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = ["## Admission", "",
              "A check is measured only when it holds on the reference backend in every rerun "
              "and every paired mutant is killed (or waived as equivalent, shown below).", "",
-             "| check | admitted | mutants killed | kinds | reasons |", "|---|---|---|---|---|"]
-    waivers = []
+             "| check | admitted | mutants killed | not judgeable here | kinds | reasons |",
+             "|---|---|---|---|---|---|"]
+    waivers, unjudged = [], []
     for a in admissions:
         results = a["results"]
-        killed = sum(1 for r in results if r["status"] == "killed")
+        judged = [r for r in results if r.get("judgeable", True)]
+        killed = sum(1 for r in judged if r["status"] == "killed")
         kinds = Counter(r["kind"] for r in results)
         kind_text = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
         reasons = "; ".join(a["reasons"]) or "-"
         lines.append(f"| {a['check_id']} | {'yes' if a['admitted'] else '**no**'} | "
-                     f"{killed}/{len(results)} | {kind_text} | {reasons[:400]} |")
+                     f"{killed}/{len(judged)} | {len(results) - len(judged)} | {kind_text} | "
+                     f"{reasons[:400]} |")
         waivers += [f"- {a['check_id']} / `{r['mutant_id']}`: {r.get('evidence')}"
                     for r in results if r["status"] == "equivalent"]
+        unjudged += [f"- {a['check_id']} / `{r['mutant_id']}` ({r['target']}): "
+                     f"{r.get('evidence')}" for r in results if not r.get("judgeable", True)]
     lines.append("")
     if waivers:
         lines += ["Equivalent mutants (waived by the check's author, with the reason):", "",
                   *waivers, ""]
+    if unjudged:
+        lines += ["Mutants not judgeable on this SDK version (their clean backend already "
+                  "breaks the invariant, so a kill would prove nothing):", "", *unjudged, ""]
     return lines
 
 
@@ -98,8 +106,10 @@ def _seed_comparison(findings: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append("")
         for f, seed in differ:
             why = "; ".join(f.get("samples", [])[:1]) or f.get("reason") or "see evidence"
+            note = SEED_NOTES.get(f["invariant_id"], "")
             lines.append(f"- {f['invariant_id']} on `{f['target']}`: seed {seed}, here "
-                         f"{f['verdict']} (modes {f.get('modes')}; {why})")
+                         f"{f['verdict']} (modes {f.get('modes')}; {why})"
+                         + (f". Why: {note}" if note else ""))
     return lines + [""]
 
 

@@ -87,13 +87,23 @@ def test_cache_serves_unchanged_pairs(tmp_path):
 
 
 def test_broken_clean_base_makes_a_kill_meaningless(tmp_path):
-    # REPLAY-001 is violated by the clean SQLiteSession, so a mutant of it proves nothing.
+    # REPLAY-001 is violated by the clean SQLiteSession, so a mutant of it proves nothing:
+    # it is not judgeable here and counts neither for nor against admission.
     check = dataclasses.replace(get_check("ARIB-REPLAY-001"), mutants=(
         "reference_no_idempotency", "sqlite_silent_drop_after_close"))
-    (a,) = admit([check], handwritten_only(tmp_path, reruns=1))
+    (a,) = admit([check], config(tmp_path, reruns=1))
+    assert a.admitted, a.reasons
+    bad = [r for r in a.results if not r.judgeable]
+    assert len(bad) == 1 and bad[0].status is MutantStatus.ERROR
+    assert "not judgeable" in (bad[0].evidence or "") and "'sqlite-file'" in bad[0].evidence
+
+
+def test_only_unjudgeable_hand_written_mutants_do_not_admit(tmp_path):
+    check = dataclasses.replace(get_check("ARIB-REPLAY-001"),
+                                mutants=("sqlite_silent_drop_after_close",))
+    (a,) = admit([check], config(tmp_path, reruns=1))
     assert not a.admitted
-    bad = [r for r in a.results if r.status is MutantStatus.ERROR]
-    assert bad and "clean base 'sqlite-file'" in (bad[0].evidence or "")
+    assert any("no handwritten mutant is killed" in r for r in a.reasons)
 
 
 def test_generated_pairs_are_required_and_judged(tmp_path):

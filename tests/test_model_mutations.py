@@ -146,7 +146,7 @@ def full_result(**kw: Any) -> MutantResult:
     base: dict[str, Any] = dict(
         check_id="ARIB-X-001", mutant_id="m-1", kind=MutantKind.GENERATED, target="lane",
         description="drops a write", status=MutantStatus.FLAKY, runs=(V, H), expected=N,
-        evidence="ev", diff="-a\n+b", duration_s=2.123456, cached=True,
+        evidence="ev", diff="-a\n+b", duration_s=2.123456, cached=True, judgeable=False,
     )
     base.update(kw)
     return MutantResult(**base)
@@ -157,7 +157,7 @@ def test_mutant_result_json_shape():
         "check_id": "ARIB-X-001", "mutant_id": "m-1", "kind": "generated", "target": "lane",
         "description": "drops a write", "status": "flaky", "runs": ["violated", "held"],
         "expected": "not_applicable", "evidence": "ev", "diff": "-a\n+b",
-        "duration_s": 2.1235, "cached": True,
+        "duration_s": 2.1235, "cached": True, "judgeable": False,
     }
 
 
@@ -171,7 +171,7 @@ def test_mutant_result_from_minimal_json_uses_defaults():
                                                  "description", "status", "runs"})
     back = MutantResult.from_json(document)
     assert back == full_result(expected=V, evidence=None, diff=None, duration_s=0.0,
-                               cached=False)
+                               cached=False, judgeable=True)
     assert back.runs == (V, H) and back.kind is MutantKind.GENERATED
 
 
