@@ -1,0 +1,123 @@
+"""Hand-written mutants that let one session reach another's items (ARIB-ISO-001)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mutants.base import handwritten, load_class
+
+REF = "targets.reference"
+SQLITE = "agents.memory.sqlite_session"
+ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.clear_session",
+    defect="unscoped clear: clear_session deletes the items of every session in the store",
+)
+def reference_clear_ignores_session() -> None:
+    cls = load_class(REF, "ReferenceSession")
+
+    async def clear_session(self: Any) -> None:
+        async with self._lock:
+            conn = self._live()
+            with conn:
+                conn.execute("DELETE FROM items")
+
+    cls.clear_session = clear_session
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.pop_item",
+    defect="unscoped pop: pop_item removes and returns the newest item of the whole store, "
+    "whichever session wrote it",
+)
+def reference_pop_ignores_session() -> None:
+    cls = load_class(REF, "ReferenceSession")
+
+    async def pop_item(self: Any) -> Any | None:
+        async with self._lock:
+            conn = self._live()
+            with conn:
+                row = conn.execute(
+                    "SELECT seq, body FROM items ORDER BY seq DESC LIMIT 1").fetchone()
+                if row is None:
+                    return None
+                conn.execute("DELETE FROM items WHERE seq = ?", (row[0],))
+            return json.loads(row[1])
+
+    cls.pop_item = pop_item
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.get_items",
+    defect="prefix match on read: get_items selects rows whose session id starts with this "
+    "one's, so a session sees the items of every id it is a prefix of",
+)
+def reference_reads_by_prefix() -> None:
+    cls = load_class(REF, "ReferenceSession")
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        async with self._lock:
+            conn = self._live()
+            rows = conn.execute(
+                "SELECT body FROM items WHERE session_id LIKE ? || '%' ORDER BY seq ASC",
+                (self.session_id,),
+            ).fetchall()
+        items = [json.loads(body) for (body,) in rows]
+        return items if limit is None else items[len(items) - max(limit, 0):]
+
+    cls.get_items = get_items
+
+
+@handwritten(
+    target="sqlite-file",
+    module=SQLITE,
+    qualname="SQLiteSession.clear_session",
+    defect="unscoped clear: clear_session deletes the messages of every session in the file",
+)
+def sqlite_clear_ignores_session() -> None:
+    cls = load_class(SQLITE, "SQLiteSession")
+
+    async def clear_session(self: Any) -> None:
+        def clear_sync() -> None:
+            with self._locked_connection() as conn:
+                conn.execute(f"DELETE FROM {self.messages_table}")
+                conn.commit()
+
+        await asyncio.to_thread(clear_sync)
+
+    cls.clear_session = clear_session
+
+
+@handwritten(
+    target="async-sqlite-file",
+    module=ASYNC_SQLITE,
+    qualname="AsyncSQLiteSession.pop_item",
+    defect="unscoped pop: pop_item removes and returns the newest message of the whole file, "
+    "whichever session wrote it",
+)
+def async_sqlite_pop_ignores_session() -> None:
+    cls = load_class(ASYNC_SQLITE, "AsyncSQLiteSession")
+
+    async def pop_item(self: Any) -> Any | None:
+        table = self.messages_table
+        async with self._locked_connection() as conn:
+            cursor = await conn.execute(
+                f"DELETE FROM {table} WHERE id = (SELECT id FROM {table} ORDER BY id DESC "
+                f"LIMIT 1) RETURNING message_data"
+            )
+            row = await cursor.fetchone()
+            await cursor.close()
+            await conn.commit()
+        return None if row is None else json.loads(row[0])
+
+    cls.pop_item = pop_item
