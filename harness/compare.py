@@ -20,9 +20,16 @@ class ChangeKind(str, enum.Enum):
     """How a cell differs between two runs."""
 
     VERDICT = "verdict"
-    COUNT = "count"
+    COUNT = "count"  # the number of violating trials (or of trials) changed
+    DETAIL = "detail"  # only item counts changed: informational, see GATING
     NEW = "new"
     GONE = "gone"
+
+
+# The regression gate fails on these. Item counts (lost, duplicated, ...) of a violated cell
+# are listed but do not fail it: in a real thread race on a thread-backed backend, how many
+# items one violating trial duplicates is not reproducible, whether it violates is.
+GATING = (ChangeKind.VERDICT, ChangeKind.COUNT, ChangeKind.NEW, ChangeKind.GONE)
 
 
 @dataclass(frozen=True)
@@ -70,9 +77,10 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[CellC
             kind = ChangeKind.GONE
         elif a["verdict"] != b["verdict"]:
             kind = ChangeKind.VERDICT
-        elif (a["violating_trials"], a["trials"], a["counts"]) != (
-                b["violating_trials"], b["trials"], b["counts"]):
+        elif (a["violating_trials"], a["trials"]) != (b["violating_trials"], b["trials"]):
             kind = ChangeKind.COUNT
+        elif a["counts"] != b["counts"]:
+            kind = ChangeKind.DETAIL
         else:
             continue
         changes.append(CellChange(key[0], key[1], kind, a, b))
