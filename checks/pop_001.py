@@ -1,0 +1,184 @@
+"""ARIB-POP-001: concurrent pops hand out each item at most once, from the newest end.
+
+M items are stored with one ``add_items()``; then N ``pop_item()`` calls are released
+together from one barrier (round 1, N < M by default: the pops must take the newest N), and
+once more on the M - N items left (round 2, fewer items than pops: the pops race the store
+running empty). Whatever order the pops of a round take, a correct store behaves like some
+serial order of them, so after each round (M being the items that round started with):
+
+- no call raised;
+- exactly ``min(N, M)`` pops returned an item and the others returned ``None``;
+- no item was returned twice, and no returned item is also still stored (duplicated);
+- every returned or remaining item is one of the M (foreign otherwise);
+- returned + remaining is exactly the M items (lost otherwise);
+- the returned items are the newest ``min(N, M)`` and the remaining ones are the oldest,
+  in their original order (pop removes the most recent item, whichever pop runs first).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks.common import canonical, first_differences, label, read_items, tally
+from harness.model import Counts, Trial
+
+
+@dataclass(frozen=True)
+class PopJudgement:
+    """What a pop race left: counts, a mode naming the first defect, and a short sample."""
+
+    counts: Counts
+    mode: str
+    sample: str | None
+
+    @property
+    def violated(self) -> bool:
+        return self.mode != "exact"
+
+
+def judge_pops(items: Sequence[Any], poppers: int, returned: Sequence[Any | None],
+               remaining: Sequence[Any], errors: Sequence[str] = ()) -> PopJudgement:
+    """Judge one race of ``poppers`` pops on ``items`` (oldest first).
+
+    ``returned`` holds what each pop that did not raise returned (``None`` for an empty
+    store); ``remaining`` is a read taken after every pop ended; ``errors`` describes the
+    pops that raised.
+    """
+    got = [r for r in returned if r is not None]
+    want = min(poppers, len(items))
+    counts = tally(items, [*got, *remaining], errors=len(errors))
+    keep = [canonical(i) for i in items[: len(items) - want]]
+    newest = Counter(canonical(i) for i in items[len(items) - want:])
+    names = {canonical(r): label(r) for r in [*items, *got, *remaining]}
+    again = [f"{names[k]} x{n}" for k, n in Counter(canonical(r) for r in got).items() if n > 1]
+    if errors:
+        return PopJudgement(counts, "pop_raised", "; ".join(errors[:2]))
+    if again or counts.duplicated:
+        shown = ", ".join(again[:3]) or first_differences(items, [*got, *remaining])
+        return PopJudgement(counts, "duplicated",
+                            f"returned more than once or also still stored: {shown}")
+    if counts.foreign or counts.lost:
+        return PopJudgement(counts, "lost" if counts.lost else "foreign",
+                            first_differences(items, [*got, *remaining]))
+    if len(got) != want:
+        return PopJudgement(counts, "short" if len(got) < want else "overlong",
+                            f"{len(got)} of {poppers} pops returned an item on a store of "
+                            f"{len(items)}; expected {want}")
+    if Counter(canonical(r) for r in got) != newest or [canonical(i) for i in remaining] != keep:
+        return PopJudgement(counts, "wrong_end",
+                            f"pops returned {[label(r) for r in got][:4]}; the newest "
+                            f"{want} were expected, and {len(keep)} oldest left in order; "
+                            f"left {[label(r) for r in remaining][:4]}")
+    return PopJudgement(counts, "exact", None)
+
+
+def is_item(value: Any) -> bool:
+    """True for None or a JSON-serializable item (a coroutine, say, is not one)."""
+    try:
+        canonical(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+async def pop_race(ctx: TrialContext, session: Any, before: list[Any],
+                   name: str) -> PopJudgement:
+    """Release ``poppers`` pops together on a store holding ``before``; judge what is left."""
+    poppers = ctx.params["poppers"]
+    order = list(range(poppers))
+    ctx.rng.shuffle(order)
+    ctx.log(f"{name}: {poppers} x pop_item() released together on {len(before)} items, "
+            f"start order {order}")
+    barrier = Barrier(poppers)
+    returned: dict[int, Any] = {}
+    errors: dict[int, str] = {}
+
+    async def popper(p: int) -> None:
+        await barrier.wait()
+        try:
+            value = await session.pop_item()
+        except Exception as exc:  # noqa: BLE001 - a pop that raises is evidence
+            errors[p] = f"{name} pop {p}: {describe(exc)}"
+            return
+        if is_item(value):
+            returned[p] = value
+        else:
+            errors[p] = f"{name} pop {p} returned {type(value).__name__}, not an item"
+
+    async with anyio.create_task_group() as tg:
+        for p in order:
+            tg.start_soon(popper, p)
+    got = [returned[p] for p in sorted(returned)]
+    ctx.log(f"{name}: pops returned {[None if r is None else label(r) for r in got]}; "
+            f"{len(errors)} raised")
+    ctx.log(f"{name}: get_items()")
+    try:
+        remaining = await read_items(session)
+        if not all(is_item(r) for r in remaining):
+            raise TypeError("get_items() returned a value that is not a JSON item")
+    except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
+        return PopJudgement(Counts(lost=len(before), errors=len(errors) + 1), "read_raised",
+                            f"get_items raised {describe(exc)}")
+    return judge_pops(before, poppers, got, remaining, [errors[p] for p in sorted(errors)])
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    size = ctx.params["items"]
+    handle = await ctx.open()
+    session = handle.session
+    tag = f"{ctx.seed:016x}"
+    items = [{"role": "user", "content": f"{tag}-item-{i}"} for i in range(size)]
+    ctx.log(f"add_items([{size} items])")
+    try:
+        await session.add_items(items)
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=size, errors=1), mode="setup_failed",
+                     sample=f"add_items raised {describe(exc)}", ops=tuple(ctx.ops))
+    # Round 1 takes the newest items from a fuller store; round 2 races the pops against
+    # the store running empty (fewer items than pops).
+    first = await pop_race(ctx, session, items, "round 1")
+    if first.violated:
+        return Trial(ctx.index, ctx.seed, True, first.counts, mode=first.mode,
+                     sample=f"round 1: {first.sample}", ops=tuple(ctx.ops))
+    rest = items[: max(size - ctx.params["poppers"], 0)]
+    second = await pop_race(ctx, session, rest, "round 2")
+    return Trial(ctx.index, ctx.seed, second.violated, second.counts, mode=second.mode,
+                 sample=f"round 2: {second.sample}" if second.sample else None,
+                 ops=tuple(ctx.ops))
+
+
+CHECK = CheckSpec(
+    id="ARIB-POP-001",
+    invariant="N concurrent pop_item() calls on M items return the newest min(N, M) items, "
+    "each once, raise nothing, and leave exactly the others in order",
+    fault="poppers x pop_item() released together from one barrier on a store of items "
+    "items, then again on what is left (fewer items than pops, so pops race an emptying "
+    "store)",
+    params=(
+        Param("poppers", 8, 1, 64, "concurrent pop_item() calls"),
+        Param("items", 13, 0, 1000, "items stored before the first race of pops"),
+        Param("trials", 10, 1, 1000, "independent trials, each on a fresh store"),
+    ),
+    run_trial=run_trial,
+    mutants=(
+        "reference_pop_reads_then_deletes",
+        "reference_pop_gives_up_when_busy",
+        "sqlite_pop_selects_then_deletes",
+        "async_sqlite_pop_selects_then_deletes",
+    ),
+    generated=(
+        Selector("reference", "ReferenceSession.pop_item", "early_return"),
+        Selector("reference", "ReferenceSession.pop_item*", "flip_comparison"),
+        Selector("reference", "ReferenceSession.pop_item*", "swap_order"),
+        Selector("sqlite-file", "SQLiteSession.pop_item", "early_return"),
+        Selector("async-sqlite-file", "AsyncSQLiteSession.pop_item", "early_return"),
+        Selector("advanced-sqlite-file", "AdvancedSQLiteSession.pop_item*", "swap_order"),
+    ),
+    timeout_s=60.0,
+)

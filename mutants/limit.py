@@ -1,0 +1,136 @@
+"""Hand-written get_items(limit=...) mutants (paired with ARIB-LIMIT-001): one defect each."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+
+from mutants.base import handwritten, load_class
+
+REF = "targets.reference"
+SQLITE = "agents.memory.sqlite_session"
+ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
+SQLALCHEMY = "agents.extensions.memory.sqlalchemy_session"
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.get_items",
+    defect="wrong end: a limited read returns the oldest k items instead of the newest k",
+)
+def reference_limit_returns_oldest() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        if limit is None:
+            return list(await original(self))
+        async with self._lock:
+            rows = self._live().execute(
+                "SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC LIMIT ?",
+                (self.session_id, max(limit, 0)),
+            ).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    cls.get_items = get_items
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.get_items",
+    defect="torn window: a limited read takes the newest position under the lock, releases "
+    "it, then reads every row after position - k, so appends in between widen the window "
+    "past k items",
+)
+def reference_limit_window_from_stale_max() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        if limit is None:
+            return list(await original(self))
+        async with self._lock:
+            (top,) = self._live().execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM items WHERE session_id = ?",
+                (self.session_id,),
+            ).fetchone()
+        await anyio.sleep(0)
+        async with self._lock:
+            rows = self._live().execute(
+                "SELECT body FROM items WHERE session_id = ? AND seq > ? ORDER BY seq ASC",
+                (self.session_id, top - max(limit, 0)),
+            ).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    cls.get_items = get_items
+
+
+@handwritten(
+    target="async-sqlite-file",
+    module=ASYNC_SQLITE,
+    qualname="AsyncSQLiteSession.get_items",
+    defect="torn window: a limited read takes the newest id under the session lock, releases "
+    "it, then reads every row after id - k, so appends in between widen the window past k",
+)
+def async_sqlite_limit_window_from_stale_max() -> None:
+    cls = load_class(ASYNC_SQLITE, "AsyncSQLiteSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        if limit is None:
+            return list(await original(self))
+        table = self.messages_table
+        async with self._locked_connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT COALESCE(MAX(id), 0) FROM {table} WHERE session_id = ?",
+                (self.session_id,),
+            )
+            (top,) = await cursor.fetchone()
+        async with self._locked_connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT message_data FROM {table} WHERE session_id = ? AND id > ? "
+                "ORDER BY id ASC",
+                (self.session_id, top - max(limit, 0)),
+            )
+            rows = await cursor.fetchall()
+        return [json.loads(data) for (data,) in rows]
+
+    cls.get_items = get_items
+
+
+@handwritten(
+    target="sqlite-file",
+    module=SQLITE,
+    qualname="SQLiteSession.get_items",
+    defect="unreversed window: a limited read returns the newest k items newest-first, "
+    "forgetting to restore chronological order",
+)
+def sqlite_limit_newest_first() -> None:
+    cls = load_class(SQLITE, "SQLiteSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        items = list(await original(self, limit))
+        return items[::-1] if limit is not None else items
+
+    cls.get_items = get_items
+
+
+@handwritten(
+    target="sqlalchemy-sqlite-file",
+    module=SQLALCHEMY,
+    qualname="SQLAlchemySession.get_items",
+    defect="off-by-one window: a limited read returns the newest k + 1 items",
+)
+def sqlalchemy_limit_off_by_one() -> None:
+    cls = load_class(SQLALCHEMY, "SQLAlchemySession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        return list(await original(self, None if limit is None else limit + 1))
+
+    cls.get_items = get_items
