@@ -9,22 +9,77 @@ messages are two messages. Content equality never merges items.
 Every operation runs under one anyio lock on one event loop with synchronous sqlite3 calls, so
 each call is atomic; writes commit before they return; a closed session refuses every
 operation loudly with ``SessionClosedError``; ``close()`` is async and idempotent.
+
+Several instances and processes on one file (ARIB-MULTI-001): every operation is one SQLite
+transaction (``BEGIN IMMEDIATE`` for a write, so the write lock is taken up front and never
+upgraded), run with no busy wait on the event loop; while another connection holds the lock
+the transaction is retried after an async back-off, for up to ``BUSY_DEADLINE_S``, so "database
+is locked" never reaches the caller under ordinary contention.
+
+Cancellation (ARIB-CANCEL-001): no transaction spans an ``await``; a call can be cancelled only
+while it waits for the lock or for a retry, when nothing of it is written. A cancelled write is
+therefore wholly absent, and the caller can tell by reading; a write that returned is committed.
+
+Durability (ARIB-DUR-001): commits run with ``synchronous=FULL`` in WAL mode, so an
+acknowledged write survives the death of its process (and, on a disk that honours fsync, of
+the machine); a transaction cut off by a kill is never half-visible.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from targets.base import BuildContext, Claims, Handle, TargetSpec
 
+T = TypeVar("T")
+
+# How long an operation keeps retrying while another connection holds the database lock.
+BUSY_DEADLINE_S = 10.0
+# Async back-off between attempts (the last value repeats), in seconds.
+BACKOFF_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02)
+
 
 class SessionClosedError(RuntimeError):
     """Raised by every operation on a closed ReferenceSession."""
+
+
+def _is_busy(exc: BaseException) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock; worth a retry."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _connect(db_path: str) -> sqlite3.Connection:
+    """Open the store in WAL mode with durable commits; retry a transient lock at open."""
+    conn = sqlite3.connect(db_path, timeout=0)
+    deadline = time.monotonic() + BUSY_DEADLINE_S
+    attempt = 0
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
+                "UNIQUE (session_id, item_key))"
+            )
+            conn.commit()
+            return conn
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                conn.close()
+                raise
+            conn.rollback()
+        # Opening is synchronous (a constructor); the wait is short and bounded.
+        time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
+        attempt += 1
 
 
 class ReferenceSession:
@@ -36,14 +91,7 @@ class ReferenceSession:
         self.db_path = str(db_path)
         self._lock = anyio.Lock()
         self._closed = False
-        self._conn: sqlite3.Connection | None = sqlite3.connect(self.db_path)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
-            "UNIQUE (session_id, item_key))"
-        )
-        self._conn.commit()
+        self._conn: sqlite3.Connection | None = _connect(self.db_path)
 
     def _live(self) -> sqlite3.Connection:
         if self._closed or self._conn is None:
@@ -55,53 +103,97 @@ class ReferenceSession:
         key = item.get("id") if isinstance(item, dict) else None
         return key if isinstance(key, str) and key else None
 
+    async def _transact(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        """Run ``work`` in one transaction, retrying while another connection holds the lock.
+
+        Called with ``self._lock`` held. The transaction never spans an await: the only
+        suspension is the back-off between attempts, when no transaction is open.
+        """
+        deadline = time.monotonic() + BUSY_DEADLINE_S
+        attempt = 0
+        while True:
+            conn = self._live()
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    result = work(conn)
+                    conn.commit()
+                except BaseException:
+                    conn.rollback()
+                    raise
+                return result
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+            await anyio.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
+            attempt += 1
+
+    def _window(self, limit: int | None) -> int | None:
+        """How many newest items a read returns: ``limit``, else the session's default.
+
+        As in every SDK backend: ``session_settings.limit`` applies when no limit is passed,
+        and a negative limit means no limit (SQLite's ``LIMIT -1``); None means all items.
+        """
+        return getattr(self.session_settings, "limit", None) if limit is None else limit
+
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The latest ``limit`` items (all when None), oldest first."""
+        limit = self._window(limit)
+        if limit is None:
+            sql = "SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC"
+            args: tuple[Any, ...] = (self.session_id,)
+            newest_first = False
+        else:
+            sql = "SELECT body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
+            args = (self.session_id, limit)
+            newest_first = True
+
+        def read(conn: sqlite3.Connection) -> list[Any]:
+            return conn.execute(sql, args).fetchall()
+
         async with self._lock:
-            conn = self._live()
-            if limit is None:
-                rows = conn.execute(
-                    "SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC",
-                    (self.session_id,),
-                ).fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
-                    (self.session_id, max(limit, 0)),
-                ).fetchall()[::-1]
-            return [json.loads(body) for (body,) in rows]
+            rows = await self._transact(read, write=False)
+        if newest_first:
+            rows = rows[::-1]
+        return [json.loads(body) for (body,) in rows]
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items atomically; an item whose ``id`` is already stored is skipped."""
+        rows = [(self.session_id, self._key(item), json.dumps(item)) for item in items]
+
+        def append(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT OR IGNORE INTO items (session_id, item_key, body) VALUES (?, ?, ?)", rows
+            )
+
         async with self._lock:
-            conn = self._live()
-            with conn:
-                for item in items:
-                    conn.execute(
-                        "INSERT OR IGNORE INTO items (session_id, item_key, body) VALUES (?, ?, ?)",
-                        (self.session_id, self._key(item), json.dumps(item)),
-                    )
+            await self._transact(append, write=True)
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item, or None when empty."""
+
+        def pop(conn: sqlite3.Connection) -> Any | None:
+            row = conn.execute(
+                "SELECT seq, body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+                (self.session_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM items WHERE seq = ?", (row[0],))
+            return row[1]
+
         async with self._lock:
-            conn = self._live()
-            with conn:
-                row = conn.execute(
-                    "SELECT seq, body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-                    (self.session_id,),
-                ).fetchone()
-                if row is None:
-                    return None
-                conn.execute("DELETE FROM items WHERE seq = ?", (row[0],))
-            return json.loads(row[1])
+            body = await self._transact(pop, write=True)
+        return None if body is None else json.loads(body)
 
     async def clear_session(self) -> None:
         """Remove every item of this session."""
+
+        def clear(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM items WHERE session_id = ?", (self.session_id,))
+
         async with self._lock:
-            conn = self._live()
-            with conn:
-                conn.execute("DELETE FROM items WHERE session_id = ?", (self.session_id,))
+            await self._transact(clear, write=True)
 
     async def close(self) -> None:
         """Close once; later and concurrent calls return quietly."""

@@ -48,11 +48,6 @@ def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
         + ("" if producer else " (never inside the results folder)"),
     )
     parser.add_argument("--json", action="store_true", help="print the report JSON")
-    parser.add_argument(
-        "--probes",
-        action="store_true",
-        help="also run the probe workflows (unwritten protocol corners; see PROBE_WORKFLOWS)",
-    )
     if not producer:
         parser.add_argument(
             "--mutant", help="install a parity mutant (see harness.parity.mutants) first"
@@ -92,7 +87,7 @@ def options_from_args(
     )
     from harness.parity.lanes import parse_loops
     from harness.parity.runner import LANE_TIMEOUT_S
-    from harness.parity.workflows import PROBE_WORKFLOWS, REFERENCE_WORKFLOWS
+    from harness.parity.workflows import REFERENCE_WORKFLOWS
 
     cases = DEFAULT_CASES if args.cases is None else args.cases
     if args.case_seed is not None and args.cases is None:
@@ -113,7 +108,7 @@ def options_from_args(
         services=dict(services or {}),
         results_dir=Path(args.results) if args.results else RESULTS_DIR,
         lane_timeout_s=LANE_TIMEOUT_S if args.lane_timeout_s is None else args.lane_timeout_s,
-        workflows=REFERENCE_WORKFLOWS + (PROBE_WORKFLOWS if args.probes else ()),
+        workflows=REFERENCE_WORKFLOWS,
     )
     opts.validate()
     if opts.mutant:

@@ -724,9 +724,11 @@ def _comparison_reasons(
     for lane, names in cmp.failed.items():
         for name in names:
             error = (results[lane][name].error or "no detail").splitlines()[0]
-            out.append(
-                FailReason(FailKind.STEP, f"{what} {name!r} raised on lane {lane!r}: {error}")
-            )
+            # A backend that raises through its public API where the reference lane completes
+            # is a divergence (evidence, exit 1); the reference lane raising is the harness's
+            # own failure (exit 4).
+            kind = FailKind.STEP if lane == reference_lane else FailKind.VIOLATION
+            out.append(FailReason(kind, f"{what} {name!r} raised on lane {lane!r}: {error}"))
     if reference_lane in broken:
         if cmp.mismatches or cmp.domain_mismatches:
             out.append(

@@ -619,19 +619,17 @@ REFERENCE_WORKFLOWS: tuple[Workflow, ...] = (
 )
 
 
-# Probes: workflows on behaviour the Session protocol leaves unwritten, where the reference
-# backend is known to differ from every SDK backend (both on 0.19.2 and 0.24.0). They are kept
-# out of the default pool so that the gate measures the documented contract, and run with
-# ``--probes``; each one is a finding until targets/reference.py follows the SDK backends, and
-# then it moves into REFERENCE_WORKFLOWS (tests/test_parity_gate.py holds it as a strict
-# xfail, so the fix cannot go unnoticed).
+# Probes: behaviour the Session protocol leaves unwritten (a negative limit, the session's
+# default limit). The first gate runs found the reference backend differing from every SDK
+# backend here (on 0.19.2 and 0.24.0); targets/reference.py now follows the SDK backends, and
+# these workflows are part of the default pool so that the gate keeps it that way.
 
 PROBE_WORKFLOWS: tuple[Workflow, ...] = (
     Workflow(
         "probe_negative_limit",
         "probe",
-        "get_items(limit=-1) and (limit=-2): SDK backends return every item (SQLite's LIMIT -1 "
-        "semantics, kept on purpose by SQLAlchemySession); ReferenceSession returns none",
+        "get_items(limit=-1) and (limit=-2): every item, as SQLite's LIMIT -1 (the SDK "
+        "backends keep that on purpose)",
         (
             DirectAppend(tuple((("role", "user"), ("content", f"item {i}")) for i in range(3))),
             LimitReads((-1, -2)),
@@ -640,8 +638,8 @@ PROBE_WORKFLOWS: tuple[Workflow, ...] = (
     Workflow(
         "probe_session_default_limit",
         "probe",
-        "session.session_settings = SessionSettings(limit=2), then get_items(): SDK backends "
-        "return the latest 2 items; ReferenceSession ignores session_settings and returns all",
+        "session.session_settings = SessionSettings(limit=2), then get_items(): the latest "
+        "2 items",
         (
             ChatTurn("One.", "Uno."),
             ChatTurn("Two.", "Dos."),
@@ -649,6 +647,9 @@ PROBE_WORKFLOWS: tuple[Workflow, ...] = (
         ),
     ),
 )
+
+
+REFERENCE_WORKFLOWS = REFERENCE_WORKFLOWS + PROBE_WORKFLOWS
 
 
 def workflow_names() -> tuple[str, ...]:
