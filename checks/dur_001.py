@@ -22,16 +22,12 @@ import time
 from typing import Any
 
 from checks import _forked
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items
 from harness.model import Counts, Trial
 
 READY_TIMEOUT_S = 20.0
 ACK_TIMEOUT_S = 20.0
-
-
-class NotApplicable(RuntimeError):
-    """The backend's store cannot outlive its process: the durability contract is not offered."""
 
 
 def process_local_store(session: Any) -> str | None:

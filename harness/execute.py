@@ -28,7 +28,7 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, TrialContext
+from checks.base import CheckSpec, NotApplicable, TrialContext
 from harness.child import finish_early, in_child
 from harness.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
@@ -202,6 +202,12 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
                 trials.append(await check.run_trial(ctx))
             if opts.stop_on_violation and trials[-1].violated:
                 break
+        except NotApplicable as exc:
+            return Finding(
+                **_base_finding(check, target, opts, ()), verdict=Verdict.NOT_APPLICABLE,
+                trials=0, violating_trials=0, counts=Counts(), duration_s=elapsed(),
+                reason=f"{exc} (found on the runtime object in trial {index})",
+            )
         except TimeoutError:
             timed_out = error_finding(check, target, opts,
                                       f"trial {index} (seed {seed}) exceeded the check timeout "
