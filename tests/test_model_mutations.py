@@ -16,7 +16,15 @@ import pytest
 
 import harness.admission as admission
 from checks.registry import validate_module
-from harness.admission import AdmissionConfig, _as_finding, _Job, _options
+from harness.admission import (
+    MIN_MUTANT_TIMEOUT_S,
+    TIMEOUT_FACTOR,
+    AdmissionConfig,
+    _as_finding,
+    _Job,
+    _options,
+    mutant_timeout,
+)
 from harness.cache import AdmissionCache
 from harness.child import ChildOutcome, ChildStatus
 from harness.execute import derive_seed
@@ -377,3 +385,19 @@ def test_get_name_prefers_the_name_then_the_id():
     assert admission.get_name(named.id, pool) == "reference_lost_update"
     assert admission.get_name("m-unnamed", pool) == "m-unnamed"
     assert admission.get_name("m-elsewhere", pool) == "m-elsewhere"
+
+
+def test_mutant_timeout_scales_from_the_clean_run_and_is_bounded(conc):
+    assert (MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR) == (2.0, 10.0)
+    assert mutant_timeout(conc, 0.01) == 2.0  # never below the floor
+    assert mutant_timeout(conc, 0.5) == 5.0  # ten times the clean run
+    assert mutant_timeout(conc, 1.0) == 10.0
+    assert mutant_timeout(conc, 100.0) == conc.timeout_s == 60.0  # never above the check's
+
+
+def test_failed_child_outcome_uses_full_runs_options(conc):
+    job = _Job(conc, REFERENCE, None, 1, "mutant", timeout_s=4.0)
+    finding = _as_finding(job, ChildOutcome(ChildStatus.TIMEOUT, detail="x"), cfg())
+    assert finding.params["run_seed"] == _options(conc, cfg(), 1, False).run_seed
+    assert "(4.0s + grace)" in (finding.reason or "")
+    assert finding.modes == {"timeout": 1}
