@@ -53,7 +53,8 @@ CHECK_ID = "ARIB-CONC-001"
 PARAMS = {"writers": 4, "appends": 10, "trials": 1}
 RERUNS = 1
 TARGET_RATIO = 2.0
-GRACE_S = 15.0
+from harness.admission import GRACE_S  # noqa: E402 - the same child grace as admission
+
 MUTMUT_MULTIPLIER = 15.0  # mutmut 3.8.1 defaults: timeout_multiplier and timeout_constant
 MUTMUT_CONSTANT_S = 1.0
 _RELATIVE = re.compile(r"^(?P<indent>\s*)from (?P<dots>\.+)(?P<rest>[\w.]*) import ", re.M)
