@@ -26,10 +26,11 @@ class ChangeKind(str, enum.Enum):
     GONE = "gone"
 
 
-# The regression gate fails on these. Item counts (lost, duplicated, ...) of a violated cell
-# are listed but do not fail it: in a real thread race on a thread-backed backend, how many
-# items one violating trial duplicates is not reproducible, whether it violates is.
-GATING = (ChangeKind.VERDICT, ChangeKind.COUNT, ChangeKind.NEW, ChangeKind.GONE)
+# The regression gate fails on these. Counts of a violated cell (violating trials, items lost
+# or duplicated) are listed but do not fail it: in a real race on a thread- or server-backed
+# backend (PostgreSQL: CLEAR-001 7/10 then 8/10 on the same version) they are not
+# reproducible, whether the cell is violated is.
+GATING = (ChangeKind.VERDICT, ChangeKind.NEW, ChangeKind.GONE)
 
 
 @dataclass(frozen=True)

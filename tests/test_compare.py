@@ -39,11 +39,15 @@ def test_changed_cell_fails_with_exit_3_naming_it(run_dir, capsys):
     baseline.write_text(json.dumps(doc))
     assert main([*SMALL, "--out", str(run_dir)]) == 1  # item counts alone do not gate
     assert "informational" in capsys.readouterr().out
-    doc["findings"][0]["trials"] += 1  # the run had another trial count
+    doc["findings"][0]["trials"] += 1  # another violating-trial count: informational too
+    baseline.write_text(json.dumps(doc))
+    assert main([*SMALL, "--out", str(run_dir)]) == 1
+    assert "informational" in capsys.readouterr().out
+    doc["findings"][0].update(verdict="held", violating_trials=0, replay=None)
     baseline.write_text(json.dumps(doc))
     assert main([*SMALL, "--out", str(run_dir)]) == 3
     err = capsys.readouterr().err
-    assert "ARIB-REPLAY-001 on sqlite-file" in err and "count" in err
+    assert "ARIB-REPLAY-001 on sqlite-file" in err and "verdict" in err
     assert "python -m harness accept --sdk" in err
 
 
