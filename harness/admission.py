@@ -38,6 +38,7 @@ from harness.execute import (
 from harness.model import Admission, Finding, MutantKind, MutantResult, MutantStatus, Verdict
 from harness.progress import Progress
 from mutants.base import MutantSpec
+from mutants.pool import schedule
 from mutants.registry import forced_broken, get_mutant
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
@@ -47,7 +48,7 @@ GRACE_S = 15.0
 # A mutant may take TIMEOUT_FACTOR times its clean run (at least MIN_MUTANT_TIMEOUT_S) before
 # it is a timeout: a mutant that only slows the backend down must not cost a full minute.
 TIMEOUT_FACTOR = 10.0
-MIN_MUTANT_TIMEOUT_S = 2.0
+MIN_MUTANT_TIMEOUT_S = 1.0
 # A mutant's child is killed this long after its time limit: a mutant can block the event
 # loop's cancellation (a shielded write waiting on a lock it will never get).
 MUTANT_GRACE_S = 1.0
@@ -76,12 +77,14 @@ class _Job:
     timeout_s: float | None = None  # a mutant's time limit, scaled from its clean run
 
 
-def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool) -> RunOptions:
+def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool,
+             verify_claims: bool = True) -> RunOptions:
     return RunOptions(
         params=check.resolve_params(config.params.get(check.id)),
         run_seed=derive_seed(config.run_seed, "admission", rerun),
         stop_on_violation=early,
         tmpdir=fast_tmpdir(),
+        verify_claims=verify_claims,
     )
 
 
@@ -91,7 +94,9 @@ def mutant_timeout(check: CheckSpec, clean_s: float) -> float:
 
 
 def _execute(job: _Job, config: AdmissionConfig) -> Finding:
-    opts = _options(job.check, config, job.rerun, early=job.role in ("forced", "mutant"))
+    # A mutant's lane had its claims verified by the clean or base run of phase 1.
+    opts = _options(job.check, config, job.rerun, early=job.role in ("forced", "mutant"),
+                    verify_claims=job.role != "mutant")
     check = job.check
     if job.timeout_s is not None:
         check = dataclasses.replace(check, timeout_s=job.timeout_s)
@@ -223,9 +228,9 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     for (check_id, role, name), found in by_role.items():
         if role in ("clean", "base"):
             clean_s[(check_id, name)] = max(f.duration_s for f in found)
-    second = [dataclasses.replace(job, timeout_s=mutant_timeout(
+    second = schedule([dataclasses.replace(job, timeout_s=mutant_timeout(
         job.check, clean_s.get((job.check.id, job.target.name), job.check.timeout_s)))
-        for job in second]
+        for job in second], lambda job: job.mutant)
     for job, outcome in zip(second, runner(second), strict=True):
         key = (job.check.id, job.role, job.mutant.id if job.mutant else job.target.name)
         by_role.setdefault(key, []).append(_as_finding(job, outcome, config))

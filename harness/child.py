@@ -17,6 +17,7 @@ import select
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -30,6 +31,20 @@ import anyio._backends._asyncio  # noqa: F401
 
 # In a child: the pipe its result goes to (None in the parent).
 _RESULT_FD: int | None = None
+# Held by whoever delivers the child's result: the job's return, finish_early or a watchdog
+# thread; the first one ends the process, so a second never writes into the same pipe.
+_DELIVERY = threading.Lock()
+
+# A running child that has used (almost) no CPU for STALL_WINDOW_S, once it has run a tenth
+# of its time limit (at least STALL_AFTER_S), is waiting (a lock, a busy database) and no
+# longer holds a worker's core; at most STALLED_PER_WORKER such children per worker run
+# beside the active ones.
+STALL_AFTER_S = 0.15
+STALL_AFTER_SHARE = 0.1
+STALL_WINDOW_S = 0.1
+STALL_MAX_CPU_SHARE = 0.1
+STALLED_PER_WORKER = 2
+_CLOCK_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 
 
 class ChildStatus(str, enum.Enum):
@@ -58,6 +73,33 @@ class _Running:
     fd: int
     started: float
     chunks: list[bytes]
+    sampled_at: float = 0.0
+    cpu_s: float | None = None
+    stalled: bool = False
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process and all its threads (Linux); None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # After the command name: state is field 3, utime field 14, stime field 15.
+    return (int(fields[11]) + int(fields[12])) * _CLOCK_TICK_S
+
+
+def _sample_stall(run: _Running, now: float, limit_s: float) -> None:
+    """Mark ``run`` stalled when it used almost no CPU over the last sampling window."""
+    if (now - run.started < max(STALL_AFTER_S, STALL_AFTER_SHARE * limit_s)
+            or now - run.sampled_at < STALL_WINDOW_S):
+        return
+    cpu = _cpu_seconds(run.pid)
+    if cpu is None:
+        return
+    if run.cpu_s is not None:
+        run.stalled = (cpu - run.cpu_s) <= STALL_MAX_CPU_SHARE * (now - run.sampled_at)
+    run.cpu_s, run.sampled_at = cpu, now
 
 
 def _send(fd: int, payload: bytes) -> None:
@@ -75,7 +117,8 @@ def _child_main(job: Callable[[], Any], fd: int) -> None:
         payload = pickle.dumps((True, job()))
     except BaseException:  # noqa: BLE001 - report anything, the child ends right after
         payload = pickle.dumps((False, traceback.format_exc()))
-    _send(fd, payload)
+    with _DELIVERY:
+        _send(fd, payload)
 
 
 def in_child() -> bool:
@@ -92,10 +135,36 @@ def finish_early(value: Any) -> None:
     """
     if _RESULT_FD is None:
         return
+    payload = pickle.dumps((True, value))
+    _DELIVERY.acquire()  # never released: the process ends here
     try:
-        _send(_RESULT_FD, pickle.dumps((True, value)))
+        _send(_RESULT_FD, payload)
     finally:
         os._exit(0)
+
+
+class Watchdog:
+    """In a child: deliver ``make_value()`` and end the process if not cancelled in time.
+
+    For a deadline the event loop cannot enforce: a cancelled task whose worker thread is
+    blocked (a lock, a busy database) keeps the loop waiting until the thread returns. Outside
+    a child it does nothing.
+    """
+
+    def __init__(self, after_s: float, make_value: Callable[[], Any]) -> None:
+        self._timer: threading.Timer | None = None
+        if _RESULT_FD is not None:
+            self._timer = threading.Timer(after_s, lambda: finish_early(make_value()))
+            self._timer.daemon = True
+
+    def __enter__(self) -> Watchdog:
+        if self._timer is not None:
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def _fork(job: Callable[[], Any]) -> tuple[int, int]:
@@ -187,7 +256,9 @@ def run_jobs(
 ) -> list[ChildOutcome]:
     """Run each job in its own forked child, ``workers`` at a time, in submission order.
 
-    ``timeout_s`` is one hard timeout for every job, or one per job.
+    ``timeout_s`` is one hard timeout for every job, or one per job. A child that is stalled
+    (see ``STALL_AFTER_S``) stops counting against ``workers``, so a mutant blocked on a lock
+    until its time limit does not keep a core idle.
     """
     limits = ([float(timeout_s)] * len(jobs) if isinstance(timeout_s, (int, float))
               else [float(t) for t in timeout_s])
@@ -195,8 +266,10 @@ def run_jobs(
     pending = list(range(len(jobs)))
     running: dict[int, _Running] = {}
     try:
+        workers = max(1, workers)
         while pending or running:
-            while pending and len(running) < max(1, workers):
+            while pending and (sum(1 for r in running.values() if not r.stalled) < workers
+                               and len(running) < workers * (1 + STALLED_PER_WORKER)):
                 index = pending.pop(0)
                 pid, fd = _fork(jobs[index])
                 running[fd] = _Running(index, pid, fd, time.perf_counter(), [])
@@ -204,6 +277,10 @@ def run_jobs(
                     on_start(index)
             now = time.perf_counter()
             wait = min(r.started + limits[r.index] - now for r in running.values())
+            if pending:  # look again soon for children that stalled
+                for run in running.values():
+                    _sample_stall(run, now, limits[run.index])
+                wait = min(wait, STALL_WINDOW_S / 2)
             ready, _, _ = select.select(list(running), [], [], max(0.0, min(wait, 1.0)))
             for fd in ready:
                 chunk = os.read(fd, 1 << 16)

@@ -9,6 +9,7 @@ finding with its traceback; nothing here raises because of a backend.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import platform
@@ -29,16 +30,20 @@ from typing import Any
 import anyio
 
 from checks.base import CheckSpec, NotApplicable, TrialContext
-from harness.child import finish_early, in_child
+from harness.child import Watchdog, finish_early, in_child
 from harness.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
 from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 
 SWITCH_INTERVAL_S = 1e-5
+# A trial still running this long after its timeout did not respond to cancellation (a worker
+# thread blocked on a lock); in a child, a watchdog then reports the timeout itself.
+WATCHDOG_SLACK_S = 0.1
 
 
+@functools.cache
 def sdk_version() -> str:
-    """The installed openai-agents version."""
+    """The installed openai-agents version (read once: parsing metadata is slow)."""
     try:
         return metadata.version("openai-agents")
     except metadata.PackageNotFoundError:
@@ -75,6 +80,10 @@ class RunOptions:
     stop_on_violation: bool = False
     services: Mapping[str, str] = field(default_factory=dict)
     tmpdir: str | None = None
+    # False when the lane's claims were already verified on its clean backend in this run:
+    # a mutant of the backend's code changes what it does, not what the adapter claims.
+    # Claim mutants (MutantSpec.claims) are always verified.
+    verify_claims: bool = True
 
     def seeds(self, check: CheckSpec, target: TargetSpec) -> tuple[int, ...]:
         if self.trial_seeds is not None:
@@ -148,23 +157,15 @@ def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Se
     )
 
 
-async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
-                 mutant: MutantSpec | None, workdir: Path) -> Finding:
-    seeds = opts.seeds(check, target)
-    started = time.perf_counter()
-
-    def elapsed() -> float:
-        return time.perf_counter() - started
-
-    # Claims first, both ways, on a real instance.
+async def _false_claim(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                       workdir: Path) -> tuple[str, str | None] | None:
+    """Verify the lane's claims both ways on a real instance: None, or (reason, traceback)."""
     probe_root = workdir / "claims"
     probe_root.mkdir()
     try:
         handle = await target.build(BuildContext(probe_root, "arib-claims", dict(opts.services)))
     except Exception as exc:  # noqa: BLE001
-        return error_finding(check, target, opts,
-                             f"target {target.name!r} could not be built: {exc!r}",
-                             traceback.format_exc(), elapsed(), seeds)
+        return f"target {target.name!r} could not be built: {exc!r}", traceback.format_exc()
     try:
         false_claim = verify_claims(target, handle.session)
         if false_claim is None and check.requires_terminal_close:
@@ -173,8 +174,30 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
         false_claim = f"claims of target {target.name!r} could not be verified: {exc!r}"
     finally:
         await handle.dispose()
-    if false_claim:
-        return error_finding(check, target, opts, false_claim, None, elapsed(), seeds)
+    return (false_claim, None) if false_claim else None
+
+
+def _timed_out(check: CheckSpec, target: TargetSpec, opts: RunOptions, index: int, seed: int,
+               seeds: Sequence[int], duration_s: float, note: str = "") -> Finding:
+    finding = error_finding(check, target, opts,
+                            f"trial {index} (seed {seed}) exceeded the check timeout of "
+                            f"{check.timeout_s:.1f}s{note}", None, duration_s, seeds)
+    return dataclasses.replace(finding, modes={"timeout": 1})
+
+
+async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                 mutant: MutantSpec | None, workdir: Path) -> Finding:
+    seeds = opts.seeds(check, target)
+    started = time.perf_counter()
+
+    def elapsed() -> float:
+        return time.perf_counter() - started
+
+    if opts.verify_claims or (mutant is not None and mutant.claims is not None):
+        false_claim = await _false_claim(check, target, opts, workdir)
+        if false_claim:
+            return error_finding(check, target, opts, false_claim[0], false_claim[1],
+                                 elapsed(), seeds)
     if check.requires_close and not target.claims.has_close:
         return Finding(
             **_base_finding(check, target, opts, ()), verdict=Verdict.NOT_APPLICABLE,
@@ -197,30 +220,36 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
         ctx = TrialContext(target, BuildContext(root, f"arib-{seed:x}", dict(opts.services)),
                            index, seed, opts.params)
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        try:
-            with anyio.fail_after(check.timeout_s):
-                trials.append(await check.run_trial(ctx))
-            if opts.stop_on_violation and trials[-1].violated:
-                break
-        except NotApplicable as exc:
-            return Finding(
-                **_base_finding(check, target, opts, ()), verdict=Verdict.NOT_APPLICABLE,
-                trials=0, violating_trials=0, counts=Counts(), duration_s=elapsed(),
-                reason=f"{exc} (found on the runtime object in trial {index})",
-            )
-        except TimeoutError:
-            timed_out = error_finding(check, target, opts,
-                                      f"trial {index} (seed {seed}) exceeded the check timeout "
-                                      f"of {check.timeout_s:.1f}s", None, elapsed(), seeds)
-            return dataclasses.replace(timed_out, modes={"timeout": 1})
-        except Exception as exc:  # noqa: BLE001 - a check body that escapes is a harness error
-            return error_finding(check, target, opts,
-                                 f"trial {index} (seed {seed}) raised out of the check: {exc!r}",
-                                 traceback.format_exc(), elapsed(), seeds)
-        finally:
-            sys.setswitchinterval(old_interval)
-            with anyio.CancelScope(shield=True):
-                await ctx.dispose()
+        # Covers the trial and its cleanup: both can wait on a thread that never returns.
+        def deadline(index: int = index, seed: int = seed) -> Finding:
+            sys.setswitchinterval(old_interval)  # the stuck threads may still be spinning
+            return _timed_out(check, target, opts, index, seed, seeds, elapsed(),
+                              " and did not end when cancelled (a worker thread blocked)")
+
+        watchdog = Watchdog(check.timeout_s + WATCHDOG_SLACK_S, deadline)
+        with watchdog:
+            try:
+                with anyio.fail_after(check.timeout_s):
+                    trials.append(await check.run_trial(ctx))
+                if opts.stop_on_violation and trials[-1].violated:
+                    break
+            except NotApplicable as exc:
+                return Finding(
+                    **_base_finding(check, target, opts, ()), verdict=Verdict.NOT_APPLICABLE,
+                    trials=0, violating_trials=0, counts=Counts(), duration_s=elapsed(),
+                    reason=f"{exc} (found on the runtime object in trial {index})",
+                )
+            except TimeoutError:
+                return _timed_out(check, target, opts, index, seed, seeds, elapsed())
+            except Exception as exc:  # noqa: BLE001 - a check body that escapes: harness error
+                return error_finding(
+                    check, target, opts,
+                    f"trial {index} (seed {seed}) raised out of the check: {exc!r}",
+                    traceback.format_exc(), elapsed(), seeds)
+            finally:
+                sys.setswitchinterval(old_interval)
+                with anyio.CancelScope(shield=True):
+                    await ctx.dispose()
     return summarize(check, target, opts, trials, elapsed(), mutant)
 
 
@@ -253,3 +282,6 @@ def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
     except Exception as exc:  # noqa: BLE001 - never raise for what a run did
         return error_finding(check, target, opts, f"harness failure: {exc!r}",
                              traceback.format_exc(), time.perf_counter() - started)
+
+
+sdk_version()  # read here, in the parent, so that forked children find it cached

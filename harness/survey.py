@@ -32,7 +32,7 @@ from harness.model import MutantResult, MutantStatus, Verdict, mutant_status
 from harness.progress import Progress
 from harness.results import atomic_write_text
 from mutants.base import MutantSpec
-from mutants.pool import generated_for_lane
+from mutants.pool import generated_for_lane, schedule
 from targets.base import TargetSpec
 
 
@@ -120,7 +120,8 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     def options(check: CheckSpec, rerun: int, early: bool) -> RunOptions:
         return RunOptions(params=check.resolve_params(config.params.get(check.id)),
                           run_seed=derive_seed(config.run_seed, "survey", rerun),
-                          stop_on_violation=early, tmpdir=config.tmpdir)
+                          stop_on_violation=early, tmpdir=config.tmpdir,
+                          verify_claims=not early)  # mutants: verified on the clean base
 
     # Clean bases first: which checks apply to which lane.
     base_jobs = [(c, lane) for lane in config.lanes for c in checks]
@@ -147,6 +148,7 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
                     cached[(c.id, mutant.id)] = dataclasses.replace(hit, cached=True)
                     continue
                 jobs += [(c, lane, mutant, r) for r in range(config.reruns)]
+    jobs = schedule(jobs, lambda job: job[2])
     progress = Progress("survey", len(jobs), quiet=config.quiet)
 
     def done(index: int, outcome: ChildOutcome) -> None:

@@ -134,6 +134,7 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     from harness.execute import RunOptions, fast_tmpdir, run_check
     from harness.model import Verdict
     from mutants.generate import generate
+    from mutants.pool import schedule
     from targets.sdk import SQLITE_FILE
 
     # The harness imports its dependencies once, in the parent, before it forks (the SDK's
@@ -157,10 +158,11 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     else:
         timeout = mutant_timeout(check, clean_s)
     check = dataclasses.replace(check, timeout_s=timeout)
-    jobs = []
-    for mutant in report.mutants:
-        for _ in range(RERUNS):
-            jobs.append(functools.partial(run_check, check, SQLITE_FILE, opts, mutant))
+    # As in admission: the clean run verified the lane's claims, the mutants skip that probe.
+    mutant_opts = dataclasses.replace(opts, verify_claims=False)
+    # As admission does: hang-prone operators first, dependents scanned once in the parent.
+    pool = schedule([m for m in report.mutants for _ in range(RERUNS)], lambda m: m)
+    jobs = [functools.partial(run_check, check, SQLITE_FILE, mutant_opts, m) for m in pool]
     grace = MUTANT_GRACE_S if timeout_rule != "mutmut" else GRACE_S
     outcomes = run_jobs(jobs, workers=workers, timeout_s=check.timeout_s + grace)
     wall = time.perf_counter() - started
@@ -173,7 +175,6 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     reasons = Counter(((o.value.reason if o.status is ChildStatus.OK else o.detail) or "")[:120]
                       for o, label in zip(outcomes, labels, strict=True)
                       if label not in ("violated", "held"))
-    pool = [m for m in report.mutants for _ in range(RERUNS)]
     slowest = sorted(zip(outcomes, pool, labels, strict=True),
                      key=lambda t: -t[0].duration_s)[:3]
     judging_s = wall - (judging - started)

@@ -99,6 +99,31 @@ def _defined_in(value: Any) -> str | None:
 def _dependents(module_name: str) -> tuple[list[str], list[str]]:
     """Modules to import again, and packages to refresh, after ``module_name`` changes.
 
+    Remembered per set of loaded modules of that package: a parent that calls it before
+    forking (see ``prepare``) saves every child the scan of each module's globals.
+    """
+    root = module_name.split(".")[0]
+    key = (module_name, tuple(n for n in sys.modules if n == root or n.startswith(root + ".")))
+    if key not in _DEPENDENTS:
+        if len(_DEPENDENTS) >= 64:
+            _DEPENDENTS.clear()
+        _DEPENDENTS[key] = _scan_dependents(module_name)
+    reimport, refresh = _DEPENDENTS[key]
+    return list(reimport), list(refresh)
+
+
+_DEPENDENTS: dict[tuple[str, tuple[str, ...]], tuple[list[str], list[str]]] = {}
+
+
+def prepare(module_name: str) -> None:
+    """In a parent about to fork: work out now what serving a mutant of ``module_name`` needs."""
+    if module_name in sys.modules:
+        _dependents(module_name)
+
+
+def _scan_dependents(module_name: str) -> tuple[list[str], list[str]]:
+    """Scan every loaded module of the same package for ``_dependents``.
+
     Only modules of the same top-level package are considered. A module depends on the
     changed set when one of its globals is a class, function or module of that set; a
     re-imported module joins the set (its own classes change), a package does not.
@@ -173,11 +198,10 @@ def serve_mutated_module(module_name: str, source: str) -> None:
 
     if module_name not in sys.modules:
         return  # the first import will go through the finder
-    old = {name: sys.modules[name] for name in sys.modules}
     reimport, refresh = _dependents(module_name)
+    old = {name: sys.modules[name] for name in refresh}
     for name in (module_name, *reimport):
         del sys.modules[name]
-    importlib.invalidate_caches()
     done: set[str] = set()
     with _no_bytecode():
         for name in (module_name, *reimport):

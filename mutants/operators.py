@@ -15,9 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import libcst as cst
 import libcst.matchers as m
+
+T = TypeVar("T")
 
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.BaseStatement]
 Mutate = Callable[[cst.CSTNode], list[Replacement]]
@@ -420,11 +423,27 @@ class Operator:
     name: str
     mutate: Mutate
     defect: str
+    # True when its mutants tend to block until their time limit (an open transaction that
+    # the next writer waits on): runners start them first, so they do not end a run alone.
+    may_hang: bool = False
 
     @property
     def change(self) -> str:
         """The one-line before -> after of the rewrite (the function's docstring)."""
         return (self.mutate.__doc__ or self.name).strip().splitlines()[0]
+
+
+def hang_prone_first(items: Sequence[T], operator_of: Callable[[T], str | None]) -> list[T]:
+    """``items`` with those whose operator ``may_hang`` first, otherwise in the same order.
+
+    Longest-expected-first scheduling: a mutant that blocks until its time limit, started
+    last, keeps a run going alone after every other mutant is judged.
+    """
+    def later(item: T) -> bool:
+        op = OPERATORS.get(operator_of(item) or "")
+        return not (op is not None and op.may_hang)
+
+    return sorted(items, key=later)
 
 
 OPERATORS: dict[str, Operator] = {
@@ -438,10 +457,10 @@ OPERATORS: dict[str, Operator] = {
                  "never runs (or runs unordered)"),
         Operator("drop_commit", drop_commit_call,
                  "a write is never committed, so what it stored is rolled back or left "
-                 "pending while the call reports success"),
+                 "pending while the call reports success", may_hang=True),
         Operator("drop_rollback", drop_rollback_call,
                  "a failed write is not rolled back, so a half-done transaction stays open "
-                 "on the connection"),
+                 "on the connection", may_hang=True),
         Operator("drop_closed_guard", drop_closed_guard,
                  "the closed-state guard is gone, so a closed session keeps accepting calls"),
         Operator("swap_order", swap_sql_order,

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from checks.base import CheckSpec
 from harness.errors import MutantDefinitionError
 from mutants.base import MutantSpec
 from mutants.generate import GenerationReport, generate, select
+from mutants.hook import prepare
+from mutants.operators import hang_prone_first
 from targets.registry import get_target
+
+J = TypeVar("J")
 
 
 @functools.cache
@@ -40,3 +46,15 @@ def find_generated(mutant_id: str, lanes: tuple[str, ...]) -> MutantSpec | None:
             if mutant.id == mutant_id:
                 return mutant
     return None
+
+
+def schedule(jobs: Sequence[J], mutant_of: Callable[[J], MutantSpec | None]) -> list[J]:
+    """The order to run mutant ``jobs`` in, with what every child needs worked out here.
+
+    Call it in the parent just before forking: jobs whose operator may hang go first (see
+    ``hang_prone_first``), and each mutated module's dependents are scanned once, here,
+    instead of in every child.
+    """
+    for module in sorted({m.module for m in map(mutant_of, jobs) if m and m.source}):
+        prepare(module)
+    return hang_prone_first(jobs, lambda job: getattr(mutant_of(job), "operator", None))

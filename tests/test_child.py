@@ -7,7 +7,7 @@ import faulthandler
 import os
 import time
 
-from harness.child import ChildStatus, run_jobs, run_one
+from harness.child import ChildStatus, Watchdog, run_jobs, run_one
 
 
 def test_value_comes_back():
@@ -53,3 +53,56 @@ def test_many_jobs_in_parallel_keep_order():
 def test_large_result_is_read_whole():
     outcome = run_one(lambda: "x" * 2_000_000, timeout_s=10)
     assert outcome.status is ChildStatus.OK and len(outcome.value) == 2_000_000
+
+
+def test_a_stalled_child_does_not_hold_the_only_worker():
+    # One worker: the sleeper is started first, stalls (no CPU once a tenth of its 5 s limit
+    # has passed), and the quick jobs run beside it instead of waiting for it to end.
+    finished: list[int] = []
+    jobs = [lambda: time.sleep(2.0)] + [lambda i=i: i for i in range(1, 4)]
+    outcomes = run_jobs(jobs, workers=1, timeout_s=5,
+                        on_done=lambda index, outcome: finished.append(index))
+    assert [o.status for o in outcomes] == [ChildStatus.OK] * 4
+    assert finished == [1, 2, 3, 0]
+
+
+def test_a_busy_child_keeps_its_worker():
+    # A child that computes is not stalled: with one worker the next job waits for it.
+    def spin() -> int:
+        end = time.perf_counter() + 0.8
+        n = 0
+        while time.perf_counter() < end:
+            n += 1
+        return n
+
+    finished: list[int] = []
+    run_jobs([spin, lambda: 1], workers=1, timeout_s=2,
+             on_done=lambda index, outcome: finished.append(index))
+    assert finished == [0, 1]
+
+
+def test_watchdog_delivers_its_value_when_the_job_cannot_end():
+    def stuck() -> str:
+        with Watchdog(0.2, lambda: "reported by the watchdog"):
+            time.sleep(60)  # a thread the job cannot interrupt
+        return "never"
+
+    started = time.perf_counter()
+    outcome = run_one(stuck, timeout_s=20)
+    assert outcome.status is ChildStatus.OK and outcome.value == "reported by the watchdog"
+    assert time.perf_counter() - started < 20
+
+
+def test_watchdog_cancelled_in_time_changes_nothing():
+    def quick() -> str:
+        with Watchdog(5.0, lambda: "too early"):
+            pass
+        time.sleep(0.1)
+        return "the job's own value"
+
+    assert run_one(quick, timeout_s=20).value == "the job's own value"
+
+
+def test_watchdog_outside_a_child_does_nothing():
+    with Watchdog(0.0, lambda: 1 / 0):
+        time.sleep(0.05)  # no timer thread exists, so nothing fires

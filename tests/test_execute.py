@@ -90,3 +90,38 @@ def test_params_are_recorded():
     f = run_check(check, REFERENCE, opts)
     assert f.params["writers"] == 2 and f.params["appends"] == 3 and f.verdict is Verdict.HELD
     assert Param("x", 1, 0, 2, "h").validate("C", 2) == 2
+
+
+def test_a_trial_that_ignores_cancellation_is_reported_by_the_watchdog():
+    import time
+
+    import anyio
+
+    from harness.child import run_one
+
+    async def blocked(ctx):
+        # A worker thread that cannot be cancelled, like a write waiting on a database lock.
+        await anyio.to_thread.run_sync(time.sleep, 30)
+        return Trial(ctx.index, ctx.seed, False)
+
+    check = dataclasses.replace(get_check("ARIB-CONC-003"), run_trial=blocked, timeout_s=0.3)
+    opts = RunOptions(params=check.resolve_params({"trials": 1}))
+    outcome = run_one(lambda: run_check(check, REFERENCE, opts), timeout_s=25)
+    assert outcome.status.value == "ok", outcome.detail  # reported, not killed
+    finding = outcome.value
+    assert finding.verdict is Verdict.ERROR and finding.modes == {"timeout": 1}
+    assert "did not end when cancelled" in (finding.reason or "")
+
+
+def test_claims_are_skipped_only_when_already_verified_and_never_for_a_claim_mutant():
+    from targets.base import Claims
+
+    check, opts = small("ARIB-CONC-002", trials=1)
+    lying = SQLITE_FILE.with_claims(Claims(has_close=False))
+    assert run_check(check, lying, opts).verdict is Verdict.ERROR
+    skipped = run_check(check, lying, dataclasses.replace(opts, verify_claims=False))
+    assert skipped.verdict is Verdict.NOT_APPLICABLE  # judged on the claims as given
+    claim_mutant = get_mutant("reference_false_no_close_claim")
+    found = run_check(check, REFERENCE, dataclasses.replace(opts, verify_claims=False),
+                      claim_mutant)
+    assert found.verdict is Verdict.ERROR and "has_close=False" in (found.reason or "")

@@ -252,3 +252,25 @@ def test_nothing_under_site_packages_changed(site_before: dict[str, Any]) -> Non
 def _no_leftover_finder() -> Iterator[None]:
     yield
     assert not any(type(f).__name__ == "MutantFinder" for f in sys.meta_path)
+
+
+def test_prepare_scans_dependents_once_for_every_child(report: GenerationReport,
+                                                       tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from mutants import hook
+
+    scans: list[str] = []
+    real_scan = hook._scan_dependents
+    monkeypatch.setattr(hook, "_DEPENDENTS", {})
+    monkeypatch.setattr(hook, "_scan_dependents",
+                        lambda name: scans.append(name) or real_scan(name))
+    hook.prepare(SQLITE_MODULE)
+    assert scans == [SQLITE_MODULE]
+    reimport, _ = hook._dependents(SQLITE_MODULE)
+    assert "agents.extensions.memory.advanced_sqlite_session" in reimport
+    mutant = _pick(report, "SQLiteSession.add_items", "early_return")
+    (outcome,) = run_jobs([lambda: (_roundtrip(mutant, str(tmp_path)), list(scans))],
+                          workers=1, timeout_s=60)
+    assert outcome.status is ChildStatus.OK, outcome.detail
+    roundtrip, child_scans = outcome.value
+    assert roundtrip["items"] == [] and child_scans == [SQLITE_MODULE]  # no scan in the child

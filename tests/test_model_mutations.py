@@ -388,8 +388,9 @@ def test_get_name_prefers_the_name_then_the_id():
 
 
 def test_mutant_timeout_scales_from_the_clean_run_and_is_bounded(conc):
-    assert (MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR) == (2.0, 10.0)
-    assert mutant_timeout(conc, 0.01) == 2.0  # never below the floor
+    assert (MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR) == (1.0, 10.0)
+    assert mutant_timeout(conc, 0.01) == 1.0  # never below the floor
+    assert mutant_timeout(conc, 0.2) == 2.0
     assert mutant_timeout(conc, 0.5) == 5.0  # ten times the clean run
     assert mutant_timeout(conc, 1.0) == 10.0
     assert mutant_timeout(conc, 100.0) == conc.timeout_s == 60.0  # never above the check's

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from mutants.generate import apply_operator
-from mutants.operators import OPERATORS
+from mutants.operators import OPERATORS, hang_prone_first
 
 
 def src(text: str) -> str:
@@ -367,3 +367,12 @@ def test_docstrings_and_signatures_are_not_mutated() -> None:
     assert apply_operator(before, "swap_order") == []
     assert apply_operator(before, "widen_session_filter") == []
     assert apply_operator(before, "flip_comparison") == []
+
+
+def test_hang_prone_operators_are_scheduled_first_and_the_rest_keep_their_order() -> None:
+    names = ["flip_comparison", None, "drop_commit", "early_return", "drop_rollback",
+             "drop_lock", "drop_commit"]
+    ordered = hang_prone_first(list(enumerate(names)), lambda item: item[1])
+    assert [i for i, _ in ordered] == [2, 4, 6, 0, 1, 3, 5]
+    assert {n for n, op in OPERATORS.items() if op.may_hang} == {"drop_commit",
+                                                                  "drop_rollback"}
