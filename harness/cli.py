@@ -227,7 +227,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_survey(args: argparse.Namespace) -> int:
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
+    from harness.lanes import prepare_lanes
     from harness.results import atomic_write_text
+    from harness.services import ServiceManager
     from harness.survey import (
         SurveyConfig,
         render_text,
@@ -236,23 +238,30 @@ def cmd_survey(args: argparse.Namespace) -> int:
         write_survey,
     )
     from targets.reference import REFERENCE
-    from targets.registry import parse_lanes
+    from targets.registry import REAL_TARGETS, parse_lanes
     from targets.sdk import LOCAL_TARGETS
 
     params = parse_params(args.param)
     checks = _select_checks(args.checks, params)
-    lanes = parse_lanes(args.lanes) if args.lanes else (REFERENCE, *LOCAL_TARGETS)
+    lanes = ((REFERENCE, *REAL_TARGETS) if args.lanes == "all" else parse_lanes(args.lanes)
+             if args.lanes else (REFERENCE, *LOCAL_TARGETS))
     started = time.perf_counter()
-    surveys = survey(SurveyConfig(
-        lanes=tuple(lanes), checks=checks, reruns=args.reruns, params=params,
-        timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
-        workers=args.workers or os.cpu_count() or 1,
-        cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
-    ))
+    with ServiceManager() as manager:
+        prepared = prepare_lanes(lanes, manager)
+        for missing in prepared.not_measured:
+            print(f"{missing.name}: {missing.reason}")
+        config = SurveyConfig(
+            lanes=prepared.lanes, checks=checks, reruns=args.reruns, params=params,
+            timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
+            workers=args.workers or os.cpu_count() or 1,
+            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            services=prepared.services,
+        )
+        surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
     if args.write:
         out = Path(args.out or f"results/survey/openai-agents-{sdk_version()}")
-        for path in write_survey(surveys, out):
+        for path in write_survey(surveys, out, config):
             print(f"wrote {path}")
     if args.write or args.html:
         report = survey_mutation_report(surveys)
@@ -390,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("survey", help="every check against every generated mutant of lanes")
     common(p)
-    p.add_argument("--lanes", help="comma-separated lanes (default: reference + local lanes)")
+    p.add_argument("--lanes", help="comma-separated lanes, or all (default: reference + local "
+                                   "lanes); service lanes start their servers")
     p.add_argument("--checks", help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=1, help="reruns per mutant (default 1)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.base import CheckSpec
+from harness.admission import MIN_MUTANT_TIMEOUT_S, MUTANT_GRACE_S, TIMEOUT_FACTOR, mutant_timeout
 from harness.cache import AdmissionCache, cache_key, source_hash
 from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.execute import (
@@ -30,7 +31,7 @@ from harness.execute import (
 )
 from harness.model import MutantResult, MutantStatus, Verdict, mutant_status
 from harness.progress import Progress
-from harness.results import atomic_write_text
+from harness.results import atomic_write_text, environment, harness_commit
 from mutants.base import MutantSpec
 from mutants.pool import generated_for_lane, schedule
 from targets.base import TargetSpec
@@ -50,6 +51,24 @@ class SurveyConfig:
     cache: AdmissionCache = field(default_factory=AdmissionCache)
     quiet: bool = False
     tmpdir: str | None = field(default_factory=fast_tmpdir)
+    services: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """How the survey ran, as recorded next to its results."""
+        return {
+            "run_seed": self.run_seed,
+            "reruns": self.reruns,
+            "workers": self.workers,
+            "params": {c: dict(p) for c, p in sorted(self.params.items())},
+            "time_limit": TIME_RULE.format(cap=self.timeout_s),
+            "stop_on_violation": True,
+            "tmpdir": "tmpfs (/dev/shm)" if self.tmpdir else "system default",
+            "services": sorted(self.services),
+        }
+
+
+TIME_RULE = (f"per run: {TIMEOUT_FACTOR:g} x the clean run of the same check on the same lane, "
+             f"at least {MIN_MUTANT_TIMEOUT_S:g} s, at most {{cap:g}} s")
 
 
 @dataclass(frozen=True)
@@ -109,7 +128,7 @@ def _key(check: CheckSpec, mutant: MutantSpec, config: SurveyConfig) -> str:
         kind="survey", check=source_hash(check.module, "checks.base", "checks.common"),
         mutant=mutant.id, source=mutant.source, python=python_version(), sdk=sdk_version(),
         reruns=config.reruns, params=check.resolve_params(config.params.get(check.id)),
-        timeout=config.timeout_s,
+        timeout=TIME_RULE.format(cap=config.timeout_s), harness=source_hash("harness.execute"),
     )
 
 
@@ -121,6 +140,7 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
         return RunOptions(params=check.resolve_params(config.params.get(check.id)),
                           run_seed=derive_seed(config.run_seed, "survey", rerun),
                           stop_on_violation=early, tmpdir=config.tmpdir,
+                          services=dict(config.services),
                           verify_claims=not early)  # mutants: verified on the clean base
 
     # Clean bases first: which checks apply to which lane.
@@ -130,10 +150,12 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
         workers=config.workers, timeout_s=config.timeout_s * 3 + 10)
     applicable: dict[str, list[CheckSpec]] = {lane.name: [] for lane in config.lanes}
     skipped: dict[str, dict[str, str]] = {lane.name: {} for lane in config.lanes}
+    limits: dict[tuple[str, str], float] = {}
     for (c, lane), out in zip(base_jobs, base_out, strict=True):
         verdict = out.value.verdict if out.status is ChildStatus.OK else Verdict.ERROR
         if verdict is Verdict.HELD:
             applicable[lane.name].append(c)
+            limits[(c.id, lane.name)] = mutant_timeout(c, out.value.duration_s)
         else:
             skipped[lane.name][c.id] = f"clean backend gave {verdict.value}"
 
@@ -158,9 +180,11 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
         progress.advance(f"{lane.name} {mutant.operator} {mutant.qualname} x {c.id}: {state}")
 
     started = time.perf_counter()
+    limit = [limits[(c.id, lane.name)] for c, lane, _, _ in jobs]
     outcomes = run_jobs(
-        [functools.partial(_run, c, lane, options(c, r, True), m) for c, lane, m, r in jobs],
-        workers=config.workers, timeout_s=config.timeout_s + 5, on_done=done)
+        [functools.partial(_run, dataclasses.replace(c, timeout_s=t), lane, options(c, r, True), m)
+         for (c, lane, m, r), t in zip(jobs, limit, strict=True)],
+        workers=config.workers, timeout_s=[t + MUTANT_GRACE_S for t in limit], on_done=done)
     runs: dict[tuple[str, str], list[tuple[Verdict, bool, str]]] = {}
     for (c, _lane, mutant, _r), out in zip(jobs, outcomes, strict=True):
         if out.status is ChildStatus.OK:
@@ -199,13 +223,16 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     return tuple(surveys)
 
 
-def write_survey(surveys: Sequence[LaneSurvey], out_dir: Path) -> list[Path]:
+def write_survey(surveys: Sequence[LaneSurvey], out_dir: Path,
+                 config: SurveyConfig | None = None) -> list[Path]:
     """One JSON file per lane under ``out_dir``, written atomically."""
     paths = []
+    run = {"harness_commit": harness_commit(), "environment": environment(),
+           **(config.to_json() if config is not None else {})}
     for s in surveys:
         path = out_dir / f"{s.lane}.json"
         doc = {"kind": "arib-survey", "sdk": sdk_version(), "python": python_version(),
-               **s.to_json()}
+               "run": run, **s.to_json()}
         atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         paths.append(path)
     return paths
