@@ -25,14 +25,20 @@ PINNED_SDK = "0.24.0"
 LOCKS = ROOT / "harness" / "locks"
 
 
-def install(session: nox.Session, sdk: str) -> None:
-    """Install the locked environment of one SDK version, then the project without deps."""
+def lock_file(session: nox.Session, sdk: str) -> Path:
+    """The lock file of one SDK version; a version without one stops the session with the fix."""
     lock = LOCKS / f"openai-agents-{sdk}.txt"
     if not lock.exists():
-        known = sorted(p.stem.removeprefix("openai-agents-") for p in LOCKS.glob("*.txt"))
-        session.error(f"unavailable SDK version {sdk!r}: locks exist for {known}; "
+        known = ", ".join(sorted(p.stem.removeprefix("openai-agents-")
+                                 for p in LOCKS.glob("*.txt")))
+        session.error(f"unavailable SDK version {sdk!r}: the bench has lock files for {known}; "
                       f"create one with `nox -s lock -- {sdk}`")
-    session.install("-r", str(lock))
+    return lock
+
+
+def install(session: nox.Session, sdk: str) -> None:
+    """Install the locked environment of one SDK version, then the project without deps."""
+    session.install("-r", str(lock_file(session, sdk)))
     session.install("--no-deps", "-e", ".")
 
 
@@ -69,12 +75,7 @@ def _split_versions(args: list[str]) -> tuple[list[str], list[str]]:
 
 def sdk_env(session: nox.Session, sdk: str) -> Path:
     """The environment of one SDK version: created once, then reused (incremental runs)."""
-    lock = LOCKS / f"openai-agents-{sdk}.txt"
-    if not lock.exists():
-        known = ", ".join(sorted(p.stem.removeprefix("openai-agents-")
-                                 for p in LOCKS.glob("*.txt")))
-        session.error(f"unavailable SDK version {sdk!r}: the bench has lock files for {known}; "
-                      f"create one with `nox -s lock -- {sdk}`")
+    lock = lock_file(session, sdk)
     env = ROOT / ".nox" / "sdk-envs" / f"openai-agents-{sdk}-py{BENCH_PYTHON}"
     stamp = env / ".lock-sha"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
@@ -96,8 +97,7 @@ def sdk_env(session: nox.Session, sdk: str) -> Path:
 def bench(session: nox.Session) -> None:
     """Admit the checks, measure every lane per SDK version (`-- --versions all`), compare."""
     versions, rest = _split_versions(list(session.posargs))
-    session.install("-r", str(LOCKS / f"openai-agents-{PINNED_SDK}.txt"))
-    session.install("--no-deps", "-e", ".")
+    install(session, PINNED_SDK)
     failed = []
     for sdk in versions:
         env = sdk_env(session, sdk)
@@ -134,7 +134,7 @@ def parity(session: nox.Session) -> None:
 
 @nox.session(python=BENCH_PYTHON)
 def survey(session: nox.Session) -> None:
-    """Survey every check against every generated mutant of the local lanes; write results/."""
+    """Survey every check x every generated mutant (local lanes; `-- --lanes all`); write results/."""
     install(session, PINNED_SDK)
     session.run("python", "-m", "harness", "survey", "--write", "--diffs", "5",
                 *session.posargs)

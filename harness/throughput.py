@@ -304,6 +304,23 @@ def table(runs: Sequence[ToolRun]) -> str:
                      for row in rows)
 
 
+def runner_settings() -> dict[str, Any]:
+    """The settings of our runner that shape its throughput, recorded with the figures."""
+    from harness import admission, child, execute
+
+    return {
+        "mutant_time_limit": f"{admission.TIMEOUT_FACTOR:g} x clean run, at least "
+                             f"{admission.MIN_MUTANT_TIMEOUT_S:g} s",
+        "watchdog_after_limit_s": execute.WATCHDOG_SLACK_S,
+        "kill_after_limit_s": admission.MUTANT_GRACE_S,
+        "stalled_child": f"under {child.STALL_MAX_CPU_SHARE:.0%} CPU for "
+                         f"{child.STALL_WINDOW_S:g} s, after {child.STALL_AFTER_SHARE:.0%} of "
+                         f"its limit; up to {child.STALLED_PER_WORKER} per worker",
+        "order": "operators that may hang first (mutants.operators.hang_prone_first)",
+        "claims": "verified once, on the clean run",
+    }
+
+
 def document(runs: Sequence[ToolRun], workers: int, load: tuple[float, ...]) -> str:
     """The JSON written by ``--write``: every run, and each of ours against mutmut."""
     ours, theirs = runs[:-1], runs[-1]
@@ -320,6 +337,7 @@ def document(runs: Sequence[ToolRun], workers: int, load: tuple[float, ...]) -> 
         "params": PARAMS,
         "reruns": RERUNS,
         "stop_on_violation": True,
+        "runner": runner_settings(),
         "tools": [r.to_json() for r in runs],
         "ratios": {r.tool: round(r.rate / theirs.rate, 3) if theirs.rate else None
                    for r in ours},

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from checks.base import CheckSpec
 from checks.common import canonical
 from checks.conc_003 import MODES, OPS, outcome_mode, trial_mode
 from checks.fidelity_001 import shapes
-from checks.registry import get_check
-from harness.child import run_one
-from harness.execute import RunOptions, run_check
 from harness.model import Finding, Verdict
-from mutants.registry import get_mutant
-from targets.reference import REFERENCE
+from tests.checkrun import run_small
 
 SMALL = {
     "ARIB-FIDELITY-001": {"trials": 1, "large_kib": 80},
@@ -25,12 +20,7 @@ SMALL = {
 
 def judge(check_id: str, mutant: str | None = None) -> Finding:
     """Run a check with small parameters on the reference, a mutant installed in a child."""
-    check: CheckSpec = get_check(check_id)
-    opts = RunOptions(params=check.resolve_params(SMALL[check_id]))
-    spec = get_mutant(mutant) if mutant else None
-    outcome = run_one(lambda: run_check(check, REFERENCE, opts, spec), timeout_s=60)
-    assert outcome.value is not None, outcome.detail
-    return outcome.value  # type: ignore[no-any-return]
+    return run_small(check_id, SMALL[check_id], mutant)
 
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))

@@ -17,13 +17,12 @@ from checks import _forked
 from checks.cancel_001 import _cancelled_call
 from checks.dur_001 import _judge, process_local_store
 from checks.registry import get_check
-from harness.child import run_one
-from harness.execute import RunOptions, run_check
 from harness.model import Finding, Verdict
 from mutants.registry import get_mutant
 from targets.base import BuildContext, Handle, TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import SQLITE_FILE
+from tests.checkrun import run_small
 
 SMALL: dict[str, dict[str, int]] = {
     "ARIB-MULTI-001": {"trials": 2, "instances": 2, "processes": 1, "appends": 5},
@@ -33,12 +32,7 @@ SMALL: dict[str, dict[str, int]] = {
 
 
 def _run(check_id: str, mutant: str | None = None, lane: TargetSpec = REFERENCE) -> Finding:
-    check = get_check(check_id)
-    opts = RunOptions(params=check.resolve_params(SMALL[check_id]))
-    spec = get_mutant(mutant) if mutant else None
-    outcome = run_one(lambda: run_check(check, lane, opts, spec), 90)
-    assert outcome.value is not None, outcome.detail
-    return outcome.value  # type: ignore[no-any-return]
+    return run_small(check_id, SMALL[check_id], mutant, lane)
 
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))

@@ -12,11 +12,9 @@ from checks.limit_001 import Stamp, Window, judge_limit, window_problem
 from checks.order_001 import Append, judge_order
 from checks.pop_001 import judge_pops
 from checks.registry import get_check
-from harness.child import run_one
-from harness.execute import RunOptions, run_check
 from harness.model import Counts, Finding, Verdict
 from mutants.registry import get_mutant
-from targets.reference import REFERENCE
+from tests.checkrun import run_small
 
 SMALL: dict[str, dict[str, int]] = {
     "ARIB-POP-001": {"trials": 3},
@@ -27,12 +25,7 @@ SMALL: dict[str, dict[str, int]] = {
 
 
 def _run(check_id: str, mutant: str | None = None) -> Finding:
-    check = get_check(check_id)
-    opts = RunOptions(params=check.resolve_params(SMALL[check_id]))
-    spec = get_mutant(mutant) if mutant else None
-    outcome = run_one(lambda: run_check(check, REFERENCE, opts, spec), 60)
-    assert outcome.value is not None, outcome.detail
-    return outcome.value  # type: ignore[no-any-return]
+    return run_small(check_id, SMALL[check_id], mutant)
 
 
 def item(name: str) -> dict[str, str]:

@@ -56,11 +56,11 @@ def test_large_result_is_read_whole():
 
 
 def test_a_stalled_child_does_not_hold_the_only_worker():
-    # One worker: the sleeper is started first, stalls (no CPU once a tenth of its 5 s limit
+    # One worker: the sleeper is started first, stalls (no CPU once a tenth of its 3 s limit
     # has passed), and the quick jobs run beside it instead of waiting for it to end.
     finished: list[int] = []
-    jobs = [lambda: time.sleep(2.0)] + [lambda i=i: i for i in range(1, 4)]
-    outcomes = run_jobs(jobs, workers=1, timeout_s=5,
+    jobs = [lambda: time.sleep(1.2)] + [lambda i=i: i for i in range(1, 4)]
+    outcomes = run_jobs(jobs, workers=1, timeout_s=3,
                         on_done=lambda index, outcome: finished.append(index))
     assert [o.status for o in outcomes] == [ChildStatus.OK] * 4
     assert finished == [1, 2, 3, 0]
@@ -69,7 +69,7 @@ def test_a_stalled_child_does_not_hold_the_only_worker():
 def test_a_busy_child_keeps_its_worker():
     # A child that computes is not stalled: with one worker the next job waits for it.
     def spin() -> int:
-        end = time.perf_counter() + 0.8
+        end = time.perf_counter() + 0.6
         n = 0
         while time.perf_counter() < end:
             n += 1

@@ -1,0 +1,24 @@
+"""Shared by the check tests: run one check with small parameters in a forked child."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from checks.registry import get_check
+from harness.child import run_one
+from harness.execute import RunOptions, run_check
+from harness.model import Finding
+from mutants.registry import get_mutant
+from targets.base import TargetSpec
+from targets.reference import REFERENCE
+
+
+def run_small(check_id: str, params: Mapping[str, int], mutant: str | None = None,
+              lane: TargetSpec = REFERENCE, timeout_s: float = 90) -> Finding:
+    """The finding of ``check_id`` on ``lane`` (``mutant`` installed), run in a child."""
+    check = get_check(check_id)
+    opts = RunOptions(params=check.resolve_params(params))
+    spec = get_mutant(mutant) if mutant else None
+    outcome = run_one(lambda: run_check(check, lane, opts, spec), timeout_s)
+    assert outcome.value is not None, outcome.detail
+    return outcome.value  # type: ignore[no-any-return]
