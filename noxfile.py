@@ -134,7 +134,7 @@ def parity(session: nox.Session) -> None:
 
 @nox.session(python=BENCH_PYTHON)
 def survey(session: nox.Session) -> None:
-    """Survey every check x every generated mutant (local lanes; `-- --lanes all`); write results/."""
+    """Survey the checks against generated mutants (`-- --lanes all`: all lanes); write results/."""
     install(session, PINNED_SDK)
     session.run("python", "-m", "harness", "survey", "--write", "--diffs", "5",
                 *session.posargs)

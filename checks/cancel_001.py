@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items
+from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
 from targets.base import BuildContext, Handle
 
@@ -267,7 +267,7 @@ CHECK = CheckSpec(
     "caller and by a fresh instance, retried if absent",
     params=(
         Param("points", 16, 1, 64, "at most this many cancellation points per trial"),
-        Param("trials", 2, 1, 1000, "independent trials (seeded batch size and point order)"),
+        trials_param(2, "independent trials (seeded batch size and point order)"),
     ),
     run_trial=run_trial,
     mutants=(

@@ -35,7 +35,7 @@ import anyio
 import anyio.lowlevel
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items
+from checks.common import canonical, judged_trial, label, read_items, trials_param
 from harness.model import Counts, Trial
 
 
@@ -217,14 +217,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True, Counts(errors=len(errors) + 1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
-    try:
-        verdict = judge_clear(final, batches, seeds, calls, errors)
-    except (TypeError, ValueError) as exc:  # a read returned a value that is not an item
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="not_an_item",
-                     sample=f"a read returned a value that is not a JSON item: {describe(exc)}",
-                     ops=tuple(ctx.ops))
-    return Trial(ctx.index, ctx.seed, verdict.violated, verdict.counts, mode=verdict.mode,
-                 sample=verdict.sample, ops=tuple(ctx.ops))
+    return judged_trial(ctx, lambda: judge_clear(final, batches, seeds, calls, errors))
 
 
 CHECK = CheckSpec(
@@ -238,7 +231,7 @@ CHECK = CheckSpec(
         Param("batches", 6, 1, 50, "batches each writer adds, one after another"),
         Param("batch", 3, 2, 50, "items per batch (and seed items)"),
         Param("clears", 2, 1, 8, "concurrent clear_session() calls"),
-        Param("trials", 10, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(10),
     ),
     run_trial=run_trial,
     mutants=(

@@ -4,10 +4,48 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.model import Counts
+from harness.model import Counts, Trial
+
+if TYPE_CHECKING:
+    from checks.base import Param, TrialContext
+
+
+class Judgement(Protocol):
+    """What a check's judge returns about one trial."""
+
+    @property
+    def violated(self) -> bool: ...
+    @property
+    def counts(self) -> Counts: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def sample(self) -> str | None: ...
+
+
+def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:
+    """The trial ``judge()`` decides; a read that gave a value that is not a JSON item (the
+    judge raises TypeError or ValueError on it) is a violation of its own, ``not_an_item``."""
+    from checks.base import describe
+
+    try:
+        verdict = judge()
+    except (TypeError, ValueError) as exc:
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="not_an_item",
+                     sample=f"a read returned a value that is not a JSON item: {describe(exc)}",
+                     ops=tuple(ctx.ops))
+    return Trial(ctx.index, ctx.seed, verdict.violated, verdict.counts, mode=verdict.mode,
+                 sample=verdict.sample, ops=tuple(ctx.ops))
+
+
+def trials_param(default: int, help: str = "independent trials, each on a fresh store") -> Param:
+    """The ``trials`` parameter every check has."""
+    from checks.base import Param
+
+    return Param("trials", default, 1, 1000, help)
 
 
 def canonical(item: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import first_differences, read_items, tally
+from checks.common import first_differences, read_items, tally, trials_param
 from harness.model import Counts, Trial
 
 
@@ -55,7 +55,7 @@ CHECK = CheckSpec(
     params=(
         Param("writers", 8, 1, 64, "concurrent writer tasks"),
         Param("appends", 25, 1, 1000, "appends per writer"),
-        Param("trials", 3, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(3),
     ),
     run_trial=run_trial,
     mutants=(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe, race, race_close
+from checks.common import trials_param
 from harness.model import Counts, Trial
 
 
@@ -48,7 +49,7 @@ CHECK = CheckSpec(
     params=(
         Param("closers", 2, 2, 16, "concurrent close() calls"),
         Param("probes", 4, 1, 32, "concurrent reads after the closes, each must be refused"),
-        Param("trials", 20, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(20),
     ),
     run_trial=run_trial,
     mutants=(

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items
+from checks.base import CheckSpec, Selector, TrialContext, describe
+from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
 
 MODES = ("loud_refusal", "silent_drop", "silent_commit", "raise_but_committed")
@@ -128,7 +128,7 @@ CHECK = CheckSpec(
     "keeps what was written before close",
     fault="add_items([item]), add_items([]), pop_item() and clear_session() on a closed "
     "session, each judged by reading the store through a fresh instance before and after it",
-    params=(Param("trials", 5, 1, 1000, "independent trials, each on a fresh store"),),
+    params=(trials_param(5),),
     run_trial=run_trial,
     mutants=(
         "reference_silent_drop_after_close",

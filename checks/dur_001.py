@@ -23,7 +23,7 @@ from typing import Any
 
 from checks import _forked
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items
+from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
 
 READY_TIMEOUT_S = 20.0
@@ -221,7 +221,7 @@ CHECK = CheckSpec(
     "a fresh instance then reads the store",
     params=(
         Param("appends", 30, 6, 1000, "batches the writer would append if it were not killed"),
-        Param("trials", 3, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(3),
     ),
     run_trial=run_trial,
     mutants=(

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, tally
+from checks.common import canonical, read_items, tally, trials_param
 from harness.model import Counts, Trial
 
 Item = dict[str, Any]
@@ -220,7 +220,7 @@ CHECK = CheckSpec(
     "control characters, a tuple, and one large item, written in seeded batches",
     params=(
         Param("large_kib", 1024, 0, 8192, "size of the one large item in KiB (0: none)"),
-        Param("trials", 2, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(2),
     ),
     run_trial=run_trial,
     mutants=(

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, tally
+from checks.common import canonical, read_items, tally, trials_param
 from harness.model import Counts, Trial
 from targets.base import Handle
 
@@ -284,7 +284,7 @@ CHECK = CheckSpec(
         Param("appends", 4, 1, 200, "appends per writer task"),
         Param("pops", 2, 1, 50, "pop_item() calls per pop step"),
         Param("reads", 2, 1, 50, "get_items() calls per reader during a race"),
-        Param("trials", 3, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(3),
     ),
     run_trial=run_trial,
     mutants=(

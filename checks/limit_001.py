@@ -30,7 +30,15 @@ from typing import Any
 import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, first_differences, label, read_items, tally
+from checks.common import (
+    canonical,
+    first_differences,
+    judged_trial,
+    label,
+    read_items,
+    tally,
+    trials_param,
+)
 from harness.model import Counts, Trial
 
 
@@ -190,14 +198,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True,
                      Counts(lost=len(expected), errors=len(errors) + 1), mode="read_raised",
                      sample=f"final read raised {describe(exc)}", ops=tuple(ctx.ops))
-    try:
-        verdict = judge_limit(history, expected, appended, windows, finals, errors)
-    except (TypeError, ValueError) as exc:  # a read returned a value that is not an item
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="not_an_item",
-                     sample=f"a read returned a value that is not a JSON item: {describe(exc)}",
-                     ops=tuple(ctx.ops))
-    return Trial(ctx.index, ctx.seed, verdict.violated, verdict.counts, mode=verdict.mode,
-                 sample=verdict.sample, ops=tuple(ctx.ops))
+    return judged_trial(
+        ctx, lambda: judge_limit(history, expected, appended, windows, finals, errors))
 
 
 CHECK = CheckSpec(
@@ -213,7 +215,7 @@ CHECK = CheckSpec(
         Param("readers", 2, 1, 16, "concurrent reader tasks"),
         Param("reads", 8, 1, 200, "get_items(limit=k) calls per reader"),
         Param("limit", 5, 1, 100, "largest k a reader asks for"),
-        Param("trials", 10, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(10),
     ),
     run_trial=run_trial,
     mutants=(

@@ -21,7 +21,7 @@ import anyio
 
 from checks import _forked
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import first_differences, read_items, tally
+from checks.common import first_differences, read_items, tally, trials_param
 from harness.model import Counts, Trial
 from targets.base import Handle
 
@@ -227,7 +227,7 @@ CHECK = CheckSpec(
         Param("instances", 3, 1, 16, "instances per process on the same store and session id"),
         Param("processes", 2, 0, 8, "forked worker processes, besides the trial's own"),
         Param("appends", 10, 1, 500, "single-item add_items() calls per instance"),
-        Param("trials", 3, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(3),
     ),
     run_trial=run_trial,
     mutants=(

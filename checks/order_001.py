@@ -22,7 +22,15 @@ from typing import Any
 import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, first_differences, label, read_items, tally
+from checks.common import (
+    canonical,
+    first_differences,
+    judged_trial,
+    label,
+    read_items,
+    tally,
+    trials_param,
+)
 from harness.model import Counts, Trial
 
 
@@ -146,14 +154,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                      Counts(lost=writers * per_writer * size, errors=len(errors) + 1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
-    try:
-        verdict = judge_order(seen, batches, appends, errors)
-    except (TypeError, ValueError) as exc:  # a read returned a value that is not an item
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="not_an_item",
-                     sample=f"a read returned a value that is not a JSON item: {describe(exc)}",
-                     ops=tuple(ctx.ops))
-    return Trial(ctx.index, ctx.seed, verdict.violated, verdict.counts, mode=verdict.mode,
-                 sample=verdict.sample, ops=tuple(ctx.ops))
+    return judged_trial(ctx, lambda: judge_order(seen, batches, appends, errors))
 
 
 CHECK = CheckSpec(
@@ -167,7 +168,7 @@ CHECK = CheckSpec(
         Param("writers", 4, 1, 32, "concurrent writer tasks"),
         Param("batches", 5, 1, 100, "batches each writer adds, one after another"),
         Param("batch", 3, 2, 50, "items per batch"),
-        Param("trials", 10, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(10),
     ),
     run_trial=run_trial,
     mutants=(

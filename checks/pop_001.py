@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, first_differences, label, read_items, tally
+from checks.common import canonical, first_differences, label, read_items, tally, trials_param
 from harness.model import Counts, Trial
 
 
@@ -163,7 +163,7 @@ CHECK = CheckSpec(
     params=(
         Param("poppers", 8, 1, 64, "concurrent pop_item() calls"),
         Param("items", 13, 0, 1000, "items stored before the first race of pops"),
-        Param("trials", 10, 1, 1000, "independent trials, each on a fresh store"),
+        trials_param(10),
     ),
     run_trial=run_trial,
     mutants=(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import first_differences, read_items, tally
+from checks.base import CheckSpec, Selector, TrialContext, describe
+from checks.common import first_differences, read_items, tally, trials_param
 from harness.model import Counts, Trial
 
 
@@ -58,7 +58,7 @@ CHECK = CheckSpec(
     "content are all kept",
     fault="the same model-output batch (items with ids) delivered twice, plus two equal "
     "user messages without ids",
-    params=(Param("trials", 3, 1, 1000, "independent trials, each on a fresh store"),),
+    params=(trials_param(3),),
     run_trial=run_trial,
     mutants=("reference_no_idempotency", "reference_content_dedup", "reference_corrupts_content"),
     generated=(

@@ -13,7 +13,8 @@ CHECK_TEMPLATE = '''"""{check_id}: TODO the invariant in one sentence."""
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
+from checks.base import CheckSpec, Selector, TrialContext
+from checks.common import trials_param
 from harness.model import Counts, Trial
 
 
@@ -32,7 +33,7 @@ CHECK = CheckSpec(
     id="{check_id}",
     invariant="TODO the invariant in one sentence",
     fault="TODO the fault injected",
-    params=(Param("trials", 3, 1, 1000, "independent trials, each on a fresh store"),),
+    params=(trials_param(3),),
     run_trial=run_trial,
     mutants=("{mutant_name}",),
     generated=(Selector("{lane}", "{backend}.*", "*"),),
