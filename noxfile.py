@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,10 +45,22 @@ def install(session: nox.Session, sdk: str) -> None:
 
 @nox.session(python=PYTHONS)
 def selftest(session: nox.Session) -> None:
-    """Run the pytest suite, then admit every check against its paired mutants."""
+    """Run the pytest suite and, beside it, admit every check against its paired mutants."""
     install(session, PINNED_SDK)
-    session.run("pytest", "-m", "not slow", *session.posargs)
-    session.run("python", "-m", "harness", "admit", "--all", "--quiet")
+    # Admission runs beside pytest: pytest keeps about one core busy, admission's workers use
+    # what is left; its output is shown once pytest is done.
+    python = str(Path(session.bin) / "python")
+    with tempfile.TemporaryFile("w+") as log:
+        admission = subprocess.Popen([python, "-m", "harness", "admit", "--all", "--quiet"],
+                                     cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            session.run("pytest", "-m", "not slow", *session.posargs)
+        finally:
+            code = admission.wait()
+            log.seek(0)
+            print(log.read(), end="", flush=True)
+    if code != 0:
+        session.error(f"admission failed (exit {code}): see its report above")
 
 
 @nox.session(python=BENCH_PYTHON)

@@ -133,10 +133,16 @@ def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[Muta
     return pairs, problems
 
 
+def _who(mutant: MutantSpec) -> str:
+    # A mutant id names a change to a module; lanes sharing the module share the id.
+    return f"{mutant.target}:{mutant.id}"
+
+
 def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -> str:
     return cache_key(
         check=source_hash(check.module, "checks.base", "checks.common", "harness.execute"),
         mutant=mutant.id,
+        lane=mutant.target,
         mutant_source=mutant.replacement if mutant.source is None else mutant.source,
         target=source_hash(mutant.module, "targets.base", "targets.sdk", "targets.reference"),
         python=python_version(),
@@ -178,7 +184,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     """Admit each check or say why not; raises GateError when a sanity gate fails."""
     started = time.perf_counter()
     jobs: list[_Job] = []
-    results_by_key: dict[tuple[str, str], MutantResult] = {}
+    results_by_key: dict[tuple[str, str, str], MutantResult] = {}
     pairs: dict[str, list[MutantSpec]] = {}
     problems: dict[str, tuple[str, ...]] = {}
     forced = forced_broken()
@@ -195,7 +201,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                 continue
             cached = config.cache.get(_mutant_key(check, mutant, config))
             if cached is not None:
-                results_by_key[(check.id, mutant.id)] = cached
+                results_by_key[(check.id, mutant.target, mutant.id)] = cached
                 continue
             for r in range(config.reruns):
                 jobs.append(_Job(check, get_target(mutant.target), mutant, r, "mutant"))
@@ -222,7 +228,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
 
     by_role: dict[tuple[str, str, str], list[Finding]] = {}
     for job, outcome in zip(first, runner(first), strict=True):
-        key = (job.check.id, job.role, job.mutant.id if job.mutant else job.target.name)
+        key = (job.check.id, job.role, _who(job.mutant) if job.mutant else job.target.name)
         by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
     clean_s: dict[tuple[str, str], float] = {}
     for (check_id, role, name), found in by_role.items():
@@ -232,7 +238,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         job.check, clean_s.get((job.check.id, job.target.name), job.check.timeout_s)))
         for job in second], lambda job: job.mutant)
     for job, outcome in zip(second, runner(second), strict=True):
-        key = (job.check.id, job.role, job.mutant.id if job.mutant else job.target.name)
+        key = (job.check.id, job.role, _who(job.mutant) if job.mutant else job.target.name)
         by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
 
     admissions = []
@@ -245,7 +251,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                 f"reference backend gave {bad.verdict.value!r} ({_evidence([bad])}); fix the "
                 f"check or targets/reference.py before scoring anything"
             )
-        forced_findings = by_role[(check.id, "forced", forced.id)]
+        forced_findings = by_role[(check.id, "forced", _who(forced))]
         if any(f.verdict is not Verdict.VIOLATED for f in forced_findings):
             raise GateError(
                 f"sanity gate 'forced-broken mutant is killed' failed for {check.id}: a "
@@ -261,11 +267,11 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                                             mutant.expected, f"waived as equivalent: {waiver}",
                                             mutant.diff()))
                 continue
-            cached = results_by_key.get((check.id, mutant.id))
+            cached = results_by_key.get((check.id, mutant.target, mutant.id))
             if cached is not None:
                 results.append(MutantResult(**{**cached.__dict__, "cached": True}))
                 continue
-            findings = by_role[(check.id, "mutant", mutant.id)]
+            findings = by_role[(check.id, "mutant", _who(mutant))]
             status = _status(mutant, check, findings)
             evidence = _evidence(findings)
             judgeable = True

@@ -241,7 +241,9 @@ def _mutant_entry(src: _Source, spec: MutantSpec, results: Sequence[MutantResult
         "replacement": replacement,
         "location": src.location(span),
         "status": status,
-        "statusReason": "\n".join(_reason(r) for r in results),
+        # Lanes built on one module share a mutant: each line says which lane it is about.
+        "statusReason": "\n".join(_reason(r) if len({x.target for x in results}) == 1
+                                  else f"[{r.target}] {_reason(r)}" for r in results),
         "description": spec.description,
         "coveredBy": sorted({r.check_id for r in results}),
         "killedBy": sorted({r.check_id for r in results if r.status is MutantStatus.KILLED}),

@@ -123,9 +123,10 @@ def _run(check: CheckSpec, lane: TargetSpec, opts: RunOptions,
     return run_check(check, lane, opts, mutant)
 
 
-def _key(check: CheckSpec, mutant: MutantSpec, config: SurveyConfig) -> str:
+def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig) -> str:
     return cache_key(
-        kind="survey", check=source_hash(check.module, "checks.base", "checks.common"),
+        kind="survey", lane=lane.name,
+        check=source_hash(check.module, "checks.base", "checks.common"),
         mutant=mutant.id, source=mutant.source, python=python_version(), sdk=sdk_version(),
         reruns=config.reruns, params=check.resolve_params(config.params.get(check.id)),
         timeout=TIME_RULE.format(cap=config.timeout_s), harness=source_hash("harness.execute"),
@@ -160,14 +161,15 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
             skipped[lane.name][c.id] = f"clean backend gave {verdict.value}"
 
     jobs: list[tuple[CheckSpec, TargetSpec, MutantSpec, int]] = []
-    cached: dict[tuple[str, str], MutantResult] = {}
+    # Keyed by lane too: lanes built on one module share its mutant ids.
+    cached: dict[tuple[str, str, str], MutantResult] = {}
     reports = {lane.name: generated_for_lane(lane.name) for lane in config.lanes}
     for lane in config.lanes:
         for mutant in reports[lane.name].mutants:
             for c in applicable[lane.name]:
-                hit = config.cache.get(_key(c, mutant, config))
+                hit = config.cache.get(_key(c, lane, mutant, config))
                 if hit is not None:
-                    cached[(c.id, mutant.id)] = dataclasses.replace(hit, cached=True)
+                    cached[(lane.name, c.id, mutant.id)] = dataclasses.replace(hit, cached=True)
                     continue
                 jobs += [(c, lane, mutant, r) for r in range(config.reruns)]
     jobs = schedule(jobs, lambda job: job[2])
@@ -185,14 +187,14 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
         [functools.partial(_run, dataclasses.replace(c, timeout_s=t), lane, options(c, r, True), m)
          for (c, lane, m, r), t in zip(jobs, limit, strict=True)],
         workers=config.workers, timeout_s=[t + MUTANT_GRACE_S for t in limit], on_done=done)
-    runs: dict[tuple[str, str], list[tuple[Verdict, bool, str]]] = {}
-    for (c, _lane, mutant, _r), out in zip(jobs, outcomes, strict=True):
+    runs: dict[tuple[str, str, str], list[tuple[Verdict, bool, str]]] = {}
+    for (c, lane, mutant, _r), out in zip(jobs, outcomes, strict=True):
         if out.status is ChildStatus.OK:
             f = out.value
             note = f.samples[0] if f.samples else (f.reason or "")
-            runs.setdefault((c.id, mutant.id), []).append((f.verdict, False, note))
+            runs.setdefault((lane.name, c.id, mutant.id), []).append((f.verdict, False, note))
         else:
-            runs.setdefault((c.id, mutant.id), []).append(
+            runs.setdefault((lane.name, c.id, mutant.id), []).append(
                 (Verdict.ERROR, out.status is ChildStatus.TIMEOUT, out.detail[:200]))
     elapsed = time.perf_counter() - started
 
@@ -202,10 +204,10 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
         results = []
         for mutant in report.mutants:
             for c in applicable[lane.name]:
-                if (c.id, mutant.id) in cached:
-                    results.append(cached[(c.id, mutant.id)])
+                if (lane.name, c.id, mutant.id) in cached:
+                    results.append(cached[(lane.name, c.id, mutant.id)])
                     continue
-                got = runs[(c.id, mutant.id)]
+                got = runs[(lane.name, c.id, mutant.id)]
                 verdicts = [v for v, _, _ in got]
                 status = mutant_status(verdicts, Verdict.VIOLATED,
                                        timeouts=sum(1 for _, t, _ in got if t))
@@ -215,7 +217,7 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
                     None if status is MutantStatus.KILLED else mutant.diff(),
                     elapsed / max(len(jobs), 1))
                 if status in (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.TIMEOUT):
-                    config.cache.put(_key(c, mutant, config), result)
+                    config.cache.put(_key(c, lane, mutant, config), result)
                 results.append(result)
         surveys.append(LaneSurvey(lane.name, report.module, report.mutants,
                                   report.dropped_noncompiling, skipped[lane.name],

@@ -25,13 +25,15 @@ def generated_for_lane(lane: str) -> GenerationReport:
 
 def generated_for_check(check: CheckSpec) -> tuple[tuple[MutantSpec, ...], tuple[str, ...]]:
     """The generated mutants a check's selectors name, and one problem line per bad selector."""
-    chosen: dict[str, MutantSpec] = {}
+    # By lane and id: lanes built on one module (SQLAlchemy on SQLite and on PostgreSQL) share
+    # the module's mutant ids, and each lane's mutant is a pair of its own.
+    chosen: dict[tuple[str, str], MutantSpec] = {}
     problems: list[str] = []
     for selector in check.generated:
         try:
             pool = generated_for_lane(selector.target).mutants
             for mutant in select(pool, selector):
-                chosen.setdefault(mutant.id, mutant)
+                chosen.setdefault((mutant.target, mutant.id), mutant)
         except MutantDefinitionError as exc:
             problems.append(str(exc))
         except Exception as exc:  # noqa: BLE001 - an unknown lane or unreadable module

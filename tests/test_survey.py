@@ -98,3 +98,27 @@ def test_a_check_the_clean_lane_fails_is_not_surveyed_there() -> None:
                                    quiet=True, cache=AdmissionCache(None)))
     assert found.results == ()
     assert found.skipped_checks == {CHECK: f"clean backend gave {Verdict.VIOLATED.value}"}
+
+
+def test_lanes_built_on_one_module_are_judged_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Like SQLAlchemy on SQLite and on PostgreSQL: one module, so the same mutant ids.
+    import dataclasses
+
+    import harness.survey
+    from mutants.generate import generate
+
+    twin = dataclasses.replace(REFERENCE, name="reference-twin")
+    lanes = {lane.name: lane for lane in (REFERENCE, twin)}
+    monkeypatch.setattr(harness.survey, "generated_for_lane", lambda name: generate(lanes[name]))
+    first, second = survey(SurveyConfig(lanes=(REFERENCE, twin), checks=(get_check(CHECK),),
+                                        params=PARAMS, quiet=True, cache=AdmissionCache(None)))
+    assert [m.id for m in first.mutants] == [m.id for m in second.mutants]
+    for found in (first, second):
+        assert len(found.results) == len(found.mutants)
+        assert {r.target for r in found.results} == {found.lane}
+        assert all(len(r.runs) == 1 for r in found.results)  # one rerun, never both lanes'
+    report = survey_mutation_report([first, second])
+    (entry,) = [m for f in report["files"].values() for m in f["mutants"]
+                if m["id"] == first.mutants[0].id]
+    assert "[reference] " in entry["statusReason"]
+    assert "[reference-twin] " in entry["statusReason"]
