@@ -238,6 +238,20 @@ def test_options_resolve_params_seed_and_early_stop(conc):
     assert _options(conc, cfg(), 0, False).params == {"writers": 8, "appends": 25, "trials": 3}
 
 
+def test_options_verify_claims_unless_told_they_were_verified(conc):
+    assert _options(conc, cfg(), 0, True).verify_claims is True
+    assert _options(conc, cfg(), 0, True, verify_claims=False).verify_claims is False
+
+
+def test_a_mutant_is_told_apart_by_lane_and_id():
+    mutant = get_mutant("reference_lost_update")
+    twin = dataclasses.replace(mutant, target="reference-twin")
+    assert admission._who(mutant) == admission._who(dataclasses.replace(mutant))
+    assert admission._who(mutant) != admission._who(twin)
+    assert admission._who(mutant) != admission._who(dataclasses.replace(mutant, id="m-x"))
+    assert admission._who(mutant) == f"reference:{mutant.id}"
+
+
 def test_ok_child_outcome_is_its_finding(conc):
     job = _Job(conc, REFERENCE, None, 0, "clean")
     finding = full_finding()
@@ -320,6 +334,8 @@ def test_cache_key_follows_runs_versions_and_mutant(conc, fake_sources, monkeypa
     assert key(conc, mutant, params={"ARIB-CONC-001": {"writers": 2}}) != base
     assert key(conc, get_mutant("reference_corrupts_content")) != base
     assert key(conc, dataclasses.replace(mutant, id="m-other")) != base
+    # Lanes built on one module share mutant ids; each lane's result is its own.
+    assert key(conc, dataclasses.replace(mutant, target="sqlite-file")) != base
     assert key(conc, dataclasses.replace(mutant, replacement="other")) != base
     generated = dataclasses.replace(mutant, source="x = 1\n")
     assert key(conc, dataclasses.replace(generated, source="x = 2\n")) != key(conc, generated)
