@@ -23,15 +23,15 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import threading
 import time
-import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+
+from harness.child import quiet_fork
 
 Body = Callable[["Channel"], Awaitable[None]]
 
@@ -156,12 +156,7 @@ def fork_worker(name: str, body: Body, inherited: list[int] | None = None) -> Wo
     up_r, up_w = os.pipe()
     go_r, go_w = os.pipe()
     parent = os.getpid()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with warnings.catch_warnings():
-        # Python 3.12+ warns when a process with threads forks; the child only starts new ones.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
+    pid = quiet_fork()
     if pid == 0:  # child
         os.close(up_r)
         os.close(go_w)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -16,8 +17,13 @@ from harness.results import atomic_write_text
 DEFAULT_DIR = Path(os.environ.get("ARIB_CACHE_DIR", ".arib-cache"))
 
 
+@functools.cache
 def source_hash(*modules: str) -> str:
-    """SHA-256 of the current source of modules (the installed file, not a copy)."""
+    """SHA-256 of the source of modules (the installed file, not a copy).
+
+    Read once per process: a run keys thousands of pairs with the same few modules, and every
+    key of one run then names the source as it was when the run began.
+    """
     digest = hashlib.sha256()
     for name in modules:
         try:

@@ -167,15 +167,20 @@ class Watchdog:
             self._timer.cancel()
 
 
-def _fork(job: Callable[[], Any]) -> tuple[int, int]:
-    read_fd, write_fd = os.pipe()
+def quiet_fork() -> int:
+    """``os.fork()`` with stdout and stderr flushed first and no warning about threads."""
     sys.stdout.flush()
     sys.stderr.flush()
     with warnings.catch_warnings():
         # Python 3.12+ warns when forking a process that has threads; the parent keeps none
         # of its own, and what a library may hold is not used by the child.
         warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
+        return os.fork()
+
+
+def _fork(job: Callable[[], Any]) -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    pid = quiet_fork()
     if pid == 0:  # child
         os.close(read_fd)
         code = 0

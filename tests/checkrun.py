@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from checks.registry import get_check
 from harness.child import run_one
 from harness.execute import RunOptions, run_check
-from harness.model import Finding
+from harness.model import Finding, Verdict
 from mutants.registry import get_mutant
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
@@ -22,3 +22,23 @@ def run_small(check_id: str, params: Mapping[str, int], mutant: str | None = Non
     outcome = run_one(lambda: run_check(check, lane, opts, spec), timeout_s)
     assert outcome.value is not None, outcome.detail
     return outcome.value  # type: ignore[no-any-return]
+
+
+def assert_holds_with_its_trials(check_id: str, params: Mapping[str, int]) -> Finding:
+    """The check holds on the reference and ran the trials it was given."""
+    finding = run_small(check_id, params)
+    assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
+    assert finding.params["trials"] == params["trials"]
+    assert finding.trials == params["trials"]
+    return finding
+
+
+def assert_mutant_violates(check_id: str, params: Mapping[str, int], mutant: str,
+                           mode: str) -> Finding:
+    """Every trial under ``mutant`` is violated in ``mode``, with a replay naming the mutant."""
+    finding = run_small(check_id, params, mutant)
+    assert finding.verdict is Verdict.VIOLATED
+    assert finding.violating_trials == finding.trials
+    assert mode in finding.modes
+    assert finding.ops and finding.replay and "--mutant" in finding.replay
+    return finding

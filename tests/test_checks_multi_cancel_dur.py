@@ -22,7 +22,7 @@ from mutants.registry import get_mutant
 from targets.base import BuildContext, Handle, TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import SQLITE_FILE
-from tests.checkrun import run_small
+from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {
     "ARIB-MULTI-001": {"trials": 2, "instances": 2, "processes": 1, "appends": 5},
@@ -37,10 +37,7 @@ def _run(check_id: str, mutant: str | None = None, lane: TargetSpec = REFERENCE)
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))
 def test_holds_on_the_reference(check_id: str) -> None:
-    finding = _run(check_id)
-    assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
-    assert finding.params["trials"] == SMALL[check_id]["trials"]
-    assert finding.trials == SMALL[check_id]["trials"]
+    assert_holds_with_its_trials(check_id, SMALL[check_id])
 
 
 @pytest.mark.parametrize(("check_id", "mutant", "mode"), [
@@ -52,11 +49,7 @@ def test_holds_on_the_reference(check_id: str) -> None:
     ("ARIB-DUR-001", "reference_torn_tail", "read_raised"),
 ])
 def test_hand_written_mutant_is_violated(check_id: str, mutant: str, mode: str) -> None:
-    finding = _run(check_id, mutant)
-    assert finding.verdict is Verdict.VIOLATED
-    assert finding.violating_trials == finding.trials
-    assert mode in finding.modes
-    assert finding.ops and finding.replay and "--mutant" in finding.replay
+    assert_mutant_violates(check_id, SMALL[check_id], mutant, mode)
 
 
 def test_a_real_backend_holds_and_its_mutant_is_violated() -> None:

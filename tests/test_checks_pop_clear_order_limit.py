@@ -12,9 +12,9 @@ from checks.limit_001 import Stamp, Window, judge_limit, window_problem
 from checks.order_001 import Append, judge_order
 from checks.pop_001 import judge_pops
 from checks.registry import get_check
-from harness.model import Counts, Finding, Verdict
+from harness.model import Counts
 from mutants.registry import get_mutant
-from tests.checkrun import run_small
+from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates
 
 SMALL: dict[str, dict[str, int]] = {
     "ARIB-POP-001": {"trials": 3},
@@ -24,19 +24,13 @@ SMALL: dict[str, dict[str, int]] = {
 }
 
 
-def _run(check_id: str, mutant: str | None = None) -> Finding:
-    return run_small(check_id, SMALL[check_id], mutant)
-
-
 def item(name: str) -> dict[str, str]:
     return {"role": "user", "content": name}
 
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))
 def test_holds_on_the_reference(check_id: str) -> None:
-    finding = _run(check_id)
-    assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
-    assert finding.params["trials"] == SMALL[check_id]["trials"]
+    assert_holds_with_its_trials(check_id, SMALL[check_id])
 
 
 @pytest.mark.parametrize(("check_id", "mutant", "mode"), [
@@ -50,11 +44,7 @@ def test_holds_on_the_reference(check_id: str) -> None:
     ("ARIB-LIMIT-001", "reference_limit_window_from_stale_max", "torn_window"),
 ])
 def test_hand_written_mutant_is_violated(check_id: str, mutant: str, mode: str) -> None:
-    finding = _run(check_id, mutant)
-    assert finding.verdict is Verdict.VIOLATED
-    assert finding.violating_trials == finding.trials
-    assert mode in finding.modes
-    assert finding.ops and finding.replay and "--mutant" in finding.replay
+    assert_mutant_violates(check_id, SMALL[check_id], mutant, mode)
 
 
 def test_every_new_check_names_existing_mutants() -> None:
