@@ -461,13 +461,18 @@ class ServiceManager:
     # -- context management -------------------------------------------------------------
 
     def __enter__(self) -> ServiceManager:
+        """Stop the servers on SIGINT, SIGTERM and SIGHUP too.
+
+        Only a signal whose action is to end the process at once (SIG_DFL) gets a handler
+        here: one that a Python handler turns into an exception (SIGINT's KeyboardInterrupt,
+        harness.interrupts) unwinds through ``__exit__``, which stops the servers after the
+        run has killed its children and written its results.
+        """
         if self._handle_signals and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                previous = signal.getsignal(signum)
-                if previous is signal.SIG_IGN:
-                    continue
-                self._previous[signum] = previous
-                signal.signal(signum, self._on_signal)
+                if signal.getsignal(signum) is signal.SIG_DFL:
+                    self._previous[signum] = signal.SIG_DFL
+                    signal.signal(signum, self._on_signal)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -483,7 +488,7 @@ class ServiceManager:
         self._previous.clear()
 
     def _on_signal(self, signum: int, frame: types.FrameType | None) -> None:
-        """Stop every server, then act as the signal's previous handler would.
+        """Stop every server, then die of the signal as the process would have.
 
         A second signal that arrives while the servers are being stopped is ignored, so that
         the first stop runs to its end.
@@ -491,18 +496,12 @@ class ServiceManager:
         if self._in_signal:
             return
         self._in_signal = True
-        previous = self._previous.get(signum, signal.SIG_DFL)
         try:
             self.stop_all()  # a no-op in a forked child
         finally:
             self._restore_signals()
             self._in_signal = False
-        if callable(previous):
-            previous(signum, frame)  # default SIGINT handler raises KeyboardInterrupt
-        elif signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        else:
-            signal.raise_signal(signum)  # default action again: exit with 128 + signum
+        signal.raise_signal(signum)  # the default action again: the process ends
 
     # -- queries --------------------------------------------------------------------------
 

@@ -175,3 +175,4 @@ def test_a_stopped_bench_writes_what_it_measured_and_leaves_nothing(
     document = json.loads(result.read_text())
     assert document["parameters"]["complete"] is False
     assert [f["target"] for f in document["findings"]] == ["redis-from-url"]
+    assert sorted(document["services"]) == ["postgres", "redis"]  # recorded before the stop
