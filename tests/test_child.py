@@ -10,7 +10,6 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -132,16 +131,6 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The temporary folder of this test (what $TMPDIR would be)."""
-    base = tmp_path / "tmp"
-    base.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(base))
-    yield base
-    scratch.cleanup()
 
 
 def test_a_planted_symlink_at_the_old_stderr_path_is_not_followed(private_tmp: Path) -> None:

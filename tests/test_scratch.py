@@ -5,27 +5,14 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from harness import scratch
 
 
-@pytest.fixture
-def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The temporary folder of this test (what $TMPDIR would be)."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    yield folder
-    scratch.cleanup()
-
-
-def test_one_private_folder_per_process_removed_at_cleanup(base: Path) -> None:
+def test_one_private_folder_per_process_removed_at_cleanup(private_tmp: Path) -> None:
     made = scratch.folder()
-    assert made.parent == base and made.name.startswith(scratch.PREFIX)
+    assert made.parent == private_tmp and made.name.startswith(scratch.PREFIX)
     assert stat.S_IMODE(made.stat().st_mode) == 0o700
     assert scratch.folder() == made  # made once
     child = scratch.child_folder()
@@ -34,10 +21,10 @@ def test_one_private_folder_per_process_removed_at_cleanup(base: Path) -> None:
     scratch.remove_child(os.getpid())
     assert not child.exists() and made.exists()
     scratch.cleanup()
-    assert list(base.iterdir()) == []
+    assert list(private_tmp.iterdir()) == []
 
 
-def test_a_forked_child_works_inside_and_never_removes_its_parents_folder(base: Path) -> None:
+def test_a_forked_child_works_inside_and_leaves_its_parents_folder(private_tmp: Path) -> None:
     made = scratch.folder()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -62,7 +49,7 @@ def test_a_forked_child_works_inside_and_never_removes_its_parents_folder(base: 
     assert list(made.iterdir()) == []
 
 
-def test_parity_checks_report_folder_goes_with_the_run(base: Path, tmp_path: Path) -> None:
+def test_parity_checks_report_folder_goes_with_the_run(private_tmp: Path, tmp_path: Path) -> None:
     from harness.parity.gate import check
     from tests.test_parity_gate import options
 
@@ -70,4 +57,4 @@ def test_parity_checks_report_folder_goes_with_the_run(base: Path, tmp_path: Pat
     assert report["exit_code"] == 0
     assert folder.parent == scratch.folder() and (folder / "report.json").exists()
     scratch.cleanup()  # what the end of `python -m harness parity check` does
-    assert not folder.exists() and list(base.iterdir()) == []
+    assert not folder.exists() and list(private_tmp.iterdir()) == []
