@@ -31,7 +31,8 @@ from typing import Any
 
 import anyio
 
-from harness.child import quiet_fork
+from harness import interrupts
+from harness.child import die_with_parent, quiet_fork
 
 Body = Callable[["Channel"], Awaitable[None]]
 
@@ -102,25 +103,11 @@ class Worker:
         return f"exit status {os.WEXITSTATUS(self.status)}"
 
 
-def _die_with_parent(parent: int) -> None:
-    """Linux: SIGKILL this process when its parent dies (a harness timeout kills the trial's
-    process with SIGKILL, so its ``finally`` never runs); elsewhere the pipes' EOF ends it."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(0)
-
-
 def _child(body: Body, channel: Channel, keep: set[int], drop: list[int], parent: int) -> None:
     code = 0
     try:
-        _die_with_parent(parent)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        die_with_parent(parent)
+        interrupts.reset_in_child()  # in the lane child's process group: killed with it
         with contextlib.suppress(ValueError, OSError):
             signal.set_wakeup_fd(-1)  # the parent loop's self-pipe is not ours
         for fd in drop:

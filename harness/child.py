@@ -16,7 +16,6 @@ import pickle
 import select
 import signal
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -28,6 +27,8 @@ from typing import Any
 # Imported once here, in the parent, so that no child pays for them (each child would
 # otherwise import anyio's asyncio backend and the thread pool afresh, ~55 ms a child).
 import anyio._backends._asyncio  # noqa: F401
+
+from harness import interrupts, scratch
 
 # In a child: the pipe its result goes to (None in the parent).
 _RESULT_FD: int | None = None
@@ -178,17 +179,40 @@ def quiet_fork() -> int:
         return os.fork()
 
 
+def die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when its parent dies (also of SIGKILL, when no ``finally``
+    of the parent runs); elsewhere the parent's pipes reaching EOF end it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(0)
+
+
 def _fork(job: Callable[[], Any]) -> tuple[int, int]:
+    """Fork a child running ``job`` in a process group of its own (its pid): killing that
+    group also kills what the job forked (the check workers of checks._forked)."""
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = quiet_fork()
     if pid == 0:  # child
         os.close(read_fd)
         code = 0
         try:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.setpgid(0, 0)
+            interrupts.reset_in_child()
+            die_with_parent(parent)
+            # Every temporary file of the child goes to its folder inside the run's private
+            # folder, which the parent removes once the child is reaped (or killed).
+            private = scratch.enter_child()
             # What a backend or mutant prints (warnings, thread noise after a loop closed)
             # goes to a file; the parent shows its tail only when the child crashed.
-            err = os.open(_stderr_path(os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            err = os.open(private / "stderr",
+                          os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             os.dup2(err, 2)
             os.close(err)
             _child_main(job, write_fd)
@@ -197,37 +221,51 @@ def _fork(job: Callable[[], Any]) -> tuple[int, int]:
         finally:
             os._exit(code)
     os.close(write_fd)
+    with contextlib.suppress(OSError):  # also here: no race with the child's own setpgid
+        os.setpgid(pid, pid)
     return pid, read_fd
 
 
 def _stderr_path(pid: int) -> str:
-    return os.path.join(tempfile.gettempdir(), f"arib-child-{pid}.stderr")
+    return str(scratch.folder() / f"child-{pid}" / "stderr")
 
 
 def _stderr_tail(pid: int, limit: int = 1500) -> str:
     path = _stderr_path(pid)
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - limit))
             return handle.read().decode(errors="replace").strip()
     except OSError:
         return ""
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group of the child ``pid`` (the child and what it forked)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _reap(pid: int) -> int:
+    """Wait for the child, then kill what it left in its process group; the wait status."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        status = 0
+    _kill_group(pid)
+    return status
 
 
 def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
     duration = time.perf_counter() - run.started
     if timed_out:
-        try:
-            os.kill(run.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _, status = os.waitpid(run.pid, 0)
+        _kill_group(run.pid)
+    status = _reap(run.pid)
     os.close(run.fd)
     stderr = _stderr_tail(run.pid)
+    scratch.remove_child(run.pid)
     if timed_out:
         return ChildOutcome(ChildStatus.TIMEOUT, detail="killed after the hard timeout"
                             + (f"; stderr: {stderr}" if stderr else ""), duration_s=duration)
@@ -269,6 +307,7 @@ def run_jobs(
               else [float(t) for t in timeout_s])
     outcomes: list[ChildOutcome | None] = [None] * len(jobs)
     pending = list(range(len(jobs)))
+    scratch.prepare()  # made here, in the parent, which removes them; children work inside
     running: dict[int, _Running] = {}
     try:
         workers = max(1, workers)
@@ -304,14 +343,11 @@ def run_jobs(
                     if on_done:
                         on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
     finally:
-        for run in running.values():  # interrupted: leave no child behind
-            try:
-                os.kill(run.pid, signal.SIGKILL)
-                os.waitpid(run.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+        for run in running.values():  # interrupted: leave no child (nor grandchild) behind
+            _kill_group(run.pid)
+            _reap(run.pid)
             os.close(run.fd)
-            _stderr_tail(run.pid)
+            scratch.remove_child(run.pid)
     return [o for o in outcomes if o is not None]
 
 

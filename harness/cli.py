@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -199,27 +200,62 @@ def cmd_admit(args: argparse.Namespace) -> int:
     return int(ExitCode.OK if all_in else ExitCode.VIOLATED)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from harness.child import ChildStatus, run_one
-    from harness.execute import RunOptions, run_check
-    from harness.model import exit_code
+def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The check, lane, mutant and options of ``run``; refuses what does not fit together."""
+    from harness.execute import RunOptions
     from mutants.registry import get_mutant
     from targets.registry import get_target
 
     params = parse_params(args.param)
     (check,) = _select_checks(args.check, params)
+    foreign = sorted(set(params) - {check.id})
+    if foreign:
+        raise UsageError(
+            f"--param for check {foreign[0]!r} given to `run --check {check.id}`: the rule: run "
+            f"takes parameters of its own check only; fix: write --param {check.id}.NAME=VALUE "
+            f"or drop the parameter"
+        )
     lane = get_target(args.lane)
     mutant = get_mutant(args.mutant) if args.mutant else None
+    if mutant is not None and mutant.target != lane.name:
+        raise UsageError(
+            f"mutant {args.mutant!r} breaks lane {mutant.target!r}, not the lane {lane.name!r} "
+            f"given with --lane: the rule: a mutant runs on its own lane; fix: --lane "
+            f"{mutant.target} --mutant {args.mutant}, or pick a mutant of {lane.name!r}"
+        )
     opts = RunOptions(params=check.resolve_params(params.get(check.id)), run_seed=args.seed,
                       loop=_check_loop(args.loop),
                       trial_seeds=tuple(args.trial_seed) if args.trial_seed else None)
-    outcome = run_one(lambda: run_check(check, mutant and get_target(mutant.target) or lane,
-                                        opts, mutant), check.timeout_s + 15)
+    return check, lane, mutant, opts
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run one check on one lane (a replay), with the servers the lane needs."""
+    import dataclasses
+
+    from harness.child import ChildStatus, run_one
+    from harness.execute import run_check
+    from harness.lanes import prepare_lanes
+    from harness.model import exit_code
+    from harness.services import ServiceManager
+
+    check, lane, mutant, opts = _run_selection(args)
+    with ServiceManager() as manager:
+        prepared = prepare_lanes((lane,), manager)
+        if not prepared.lanes:
+            reason = next(n.reason for n in prepared.not_measured if n.name == lane.name)
+            print(f"{lane.name}: {reason}", file=sys.stderr)
+            return int(ExitCode.ERROR_OR_NOTHING)
+        opts = dataclasses.replace(opts, services=prepared.services)
+        outcome = run_one(lambda: run_check(check, lane, opts, mutant), check.timeout_s + 15)
     if outcome.status is not ChildStatus.OK:
         print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
               file=sys.stderr)
         return int(ExitCode.ERROR_OR_NOTHING)
     finding = outcome.value
+    if lane.service is not None:
+        finding = dataclasses.replace(finding,
+                                      service_version=prepared.versions.get(lane.service))
     print(json.dumps(finding.to_json(), indent=1, ensure_ascii=False))
     return int(exit_code([finding]))
 
@@ -442,15 +478,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: run a command, turning misuse into one clear line and an exit code."""
+    """Entry point: run a command, turning misuse into one clear line and an exit code.
+
+    SIGINT, SIGTERM and SIGHUP stop a command the same way (harness.interrupts): what was
+    measured is written, children and servers are stopped, and the exit status is 128 + the
+    signal's number.
+    """
+    from harness import interrupts, scratch
+
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        with interrupts.stops_raise():
+            try:
+                return int(args.func(args))
+            finally:
+                scratch.cleanup()
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
-        print("interrupted: results measured so far were written", file=sys.stderr)
-        return 130
+        signum = interrupts.received() or signal.SIGINT
+        print(f"interrupted by {signal.Signals(signum).name}: results measured so far were "
+              f"written", file=sys.stderr)
+        return interrupts.exit_status(signum)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import os
 import platform
 import shlex
 import shutil
@@ -30,6 +29,7 @@ from typing import Any
 import anyio
 
 from checks.base import CheckSpec, NotApplicable, TrialContext
+from harness import scratch
 from harness.child import Watchdog, finish_early, in_child
 from harness.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
@@ -58,9 +58,10 @@ def fast_tmpdir() -> str | None:
     """A tmpfs folder for admission and survey runs, where SQLite's fsync costs nothing.
 
     The invariants judged there are about concurrency, close and redelivery, not durability;
-    the bench itself measures on the default temporary folder (a real disk).
+    the bench itself measures on the default temporary folder (a real disk). Only the base:
+    ``run_check`` works in this run's private folder under it (harness.scratch).
     """
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    return scratch.fast_base()
 
 
 def derive_seed(run_seed: int, *parts: object) -> int:
@@ -276,7 +277,8 @@ def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             warnings.simplefilter("ignore", RuntimeWarning)
             mutant.apply()
         backend_options = {"use_uvloop": True} if opts.loop == "uvloop" else {}
-        with tempfile.TemporaryDirectory(prefix="arib-", dir=opts.tmpdir) as tmp:
+        private = scratch.child_folder(opts.tmpdir)  # removed by the parent, even if killed
+        with tempfile.TemporaryDirectory(prefix="arib-", dir=private) as tmp:
             return anyio.run(_judge_and_deliver, check, target, opts, mutant, Path(tmp),
                              backend="asyncio", backend_options=backend_options)
     except Exception as exc:  # noqa: BLE001 - never raise for what a run did

@@ -1,11 +1,16 @@
 """Real services for the lanes that need a server: throwaway redis-server and PostgreSQL.
 
-``ServiceManager`` starts each server on 127.0.0.1, on a free port, in a fresh temporary
-folder, waits until it answers, records its version, and stops it on exit -- also when the
-run fails or is interrupted by SIGINT/SIGTERM -- leaving no process and no folder behind.
-``REDIS_URL`` / ``POSTGRES_URL`` in the environment select an existing server instead; it is
-validated and probed, never started or stopped. A missing server binary or Python driver is
-reported as ``NotMeasured`` with its reason and fix; no fake ever stands in for a server.
+``ServiceManager`` starts each server on 127.0.0.1, on a free port, in a fresh private
+temporary folder (0700), with a random password made for this run (redis ``requirepass``
+from a config file in that folder; PostgreSQL ``scram-sha-256``, set through a password file
+there): the URL carries it, ``mask_url`` hides it wherever a URL is printed or stored, and no
+command line shows it. It waits until the server answers, records its version and which binary
+ran (harness.binaries: the system's, else the one shipped in the locked environment), and
+stops it on exit -- also when the run fails or is stopped by SIGINT, SIGTERM or SIGHUP --
+leaving no process and no folder behind. ``REDIS_URL`` / ``POSTGRES_URL`` in the environment
+select an existing server instead; it is validated and probed, never started or stopped. A
+missing server binary or Python driver is reported as ``NotMeasured`` with its reason and fix;
+no fake ever stands in for a server.
 """
 
 from __future__ import annotations
@@ -22,18 +27,19 @@ import shutil
 import signal
 import socket
 import ssl
-import stat
 import subprocess
 import tempfile
 import threading
 import time
 import types
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
+from harness import binaries
+from harness.binaries import ServerBinary
 from harness.errors import ServiceError, UnknownNameError
 
 SERVICES = ("redis", "postgres")
@@ -61,6 +67,13 @@ DRIVERS: dict[str, tuple[str, str]] = {
     "dapr": ("dapr", "dapr"),
 }
 _PORT_IN_USE = re.compile(r"address already in use", re.IGNORECASE)
+# The throwaway cluster's only access rules: a password over its private socket folder or
+# over 127.0.0.1 (no ::1, no other address, no trust).
+PG_HBA = (
+    "# written by the bench: scram-sha-256 only, unix socket (0700 folder) and 127.0.0.1\n"
+    "local all all scram-sha-256\n"
+    "host all all 127.0.0.1/32 scram-sha-256\n"
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,8 @@ class ServiceInfo:
     port: int = 0
     root: str | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+    # The program that runs it (None for a server named by REDIS_URL / POSTGRES_URL).
+    binary: ServerBinary | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +103,7 @@ class ServiceInfo:
             "port": self.port,
             "root": self.root,
             "settings": dict(self.settings),
+            "binary": self.binary.to_json() if self.binary is not None else None,
         }
 
 
@@ -334,6 +350,18 @@ def missing_python_driver(name: str) -> NotMeasured | None:
     return None
 
 
+def new_password() -> str:
+    """A random password for one throwaway server (URL-safe: no quoting in a URL)."""
+    return secrets.token_urlsafe(24)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Create ``path`` readable by its owner only; never through a planted file or link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
 def _log_tail(path: Path, lines: int = 15) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -341,23 +369,6 @@ def _log_tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
     tail = text.strip().splitlines()[-lines:]
     return " | ".join(tail) if tail else "(log is empty)"
-
-
-def _postgres_bin_dir() -> Path | None:
-    """The folder holding initdb and postgres: on PATH, or the newest /usr/lib/postgresql/N."""
-    initdb = shutil.which("initdb")
-    if initdb:
-        found = Path(initdb).resolve().parent  # a symlink on PATH: use the real bin folder
-        if (found / "postgres").exists():
-            return found
-    candidates = []
-    for path in Path("/usr/lib/postgresql").glob("*/bin"):
-        with contextlib.suppress(ValueError):
-            candidates.append((float(path.parent.name), path))
-    for _, path in sorted(candidates, reverse=True):
-        if (path / "initdb").exists() and (path / "postgres").exists():
-            return path
-    return None
 
 
 def _unprivileged_user() -> str | None:
@@ -374,34 +385,15 @@ def _unprivileged_user() -> str | None:
     )
 
 
-def _can_traverse(path: Path, user: str) -> bool:
-    """Whether ``user`` may enter ``path`` and every folder above it (by mode bits)."""
-    entry = pwd.getpwnam(user)
-    for folder in (path, *path.parents):
-        try:
-            st = folder.stat()
-        except OSError:
-            return False
-        if st.st_uid == entry.pw_uid:
-            bit = stat.S_IXUSR
-        elif st.st_gid == entry.pw_gid:
-            bit = stat.S_IXGRP
-        else:
-            bit = stat.S_IXOTH
-        if not st.st_mode & bit:
-            return False
-    return True
-
-
 def _postgres_base(user: str | None) -> str | None:
     """Where a throwaway cluster's folder goes: the temp folder, unless the server's user
     cannot reach it or its socket path would be too long (107 bytes); then /tmp."""
     base = Path(tempfile.gettempdir())
     short = len(str(base)) <= 60
-    if short and (user is None or _can_traverse(base, user)):
+    if short and (user is None or binaries.can_enter(base, user)):
         return None
     fallback = Path("/tmp")
-    if user is None or _can_traverse(fallback, user):
+    if user is None or binaries.can_enter(fallback, user):
         return str(fallback)
     raise ServiceError(
         f"the PostgreSQL server runs as {user!r}, who cannot enter the temporary folder "
@@ -432,8 +424,9 @@ class _Server:
 class ServiceManager:
     """Starts, tracks and stops the servers of one run; a context manager.
 
-    ``binaries`` overrides where a server is found ({"redis": path to redis-server,
-    "postgres": folder holding initdb and postgres}); ``environ`` replaces os.environ for
+    ``binaries`` names the server to run ({"redis": path to redis-server, "postgres": folder
+    holding initdb and postgres}); without it, each is looked for in ``sources`` in order
+    ("system", then "embedded": see harness.binaries). ``environ`` replaces os.environ for
     REDIS_URL / POSTGRES_URL; ``port_picker`` chooses ports (tests force a taken one).
     """
 
@@ -444,6 +437,7 @@ class ServiceManager:
         port_retries: int = 3,
         stop_timeout: float = 10.0,
         binaries: Mapping[str, str] | None = None,
+        sources: Sequence[str] = binaries.SOURCES,
         environ: Mapping[str, str] | None = None,
         port_picker: Callable[[], int] = free_port,
         handle_signals: bool = True,
@@ -452,6 +446,7 @@ class ServiceManager:
         self.port_retries = port_retries
         self.stop_timeout = stop_timeout
         self._binaries = dict(binaries or {})
+        self._sources = tuple(sources)
         self._environ = os.environ if environ is None else environ
         self._port_picker = port_picker
         self._handle_signals = handle_signals
@@ -461,17 +456,23 @@ class ServiceManager:
         # Folders made for a server not yet registered, with the pid of their maker.
         self._pending: dict[Path, int] = {}
         self._atexit = False
+        self._in_signal = False
 
     # -- context management -------------------------------------------------------------
 
     def __enter__(self) -> ServiceManager:
+        """Stop the servers on SIGINT, SIGTERM and SIGHUP too.
+
+        Only a signal whose action is to end the process at once (SIG_DFL) gets a handler
+        here: one that a Python handler turns into an exception (SIGINT's KeyboardInterrupt,
+        harness.interrupts) unwinds through ``__exit__``, which stops the servers after the
+        run has killed its children and written its results.
+        """
         if self._handle_signals and threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                previous = signal.getsignal(signum)
-                if previous is signal.SIG_IGN:
-                    continue
-                self._previous[signum] = previous
-                signal.signal(signum, self._on_signal)
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                if signal.getsignal(signum) is signal.SIG_DFL:
+                    self._previous[signum] = signal.SIG_DFL
+                    signal.signal(signum, self._on_signal)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -487,18 +488,20 @@ class ServiceManager:
         self._previous.clear()
 
     def _on_signal(self, signum: int, frame: types.FrameType | None) -> None:
-        """Stop every server, then act as the signal's previous handler would."""
-        previous = self._previous.get(signum, signal.SIG_DFL)
+        """Stop every server, then die of the signal as the process would have.
+
+        A second signal that arrives while the servers are being stopped is ignored, so that
+        the first stop runs to its end.
+        """
+        if self._in_signal:
+            return
+        self._in_signal = True
         try:
             self.stop_all()  # a no-op in a forked child
         finally:
             self._restore_signals()
-        if callable(previous):
-            previous(signum, frame)  # default SIGINT handler raises KeyboardInterrupt
-        elif signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        else:
-            signal.raise_signal(signum)  # default action again: exit with 128 + signum
+            self._in_signal = False
+        signal.raise_signal(signum)  # the default action again: the process ends
 
     # -- queries --------------------------------------------------------------------------
 
@@ -518,39 +521,29 @@ class ServiceManager:
                 f"use one of those names"
             )
 
-    def _redis_binary(self) -> str | None:
-        if "redis" in self._binaries:
-            path = self._binaries["redis"]
-            return path if os.access(path, os.X_OK) else None
-        return shutil.which("redis-server")
-
-    def _postgres_bin(self) -> Path | None:
-        if "postgres" in self._binaries:
-            path = Path(self._binaries["postgres"])
-            ok = all(os.access(path / tool, os.X_OK) for tool in ("initdb", "postgres"))
-            return path if ok else None
-        return _postgres_bin_dir()
+    def binary(self, name: str) -> ServerBinary | None:
+        """The server program ``name`` would run (see harness.binaries); None if none is found."""
+        self._check_name(name)
+        return binaries.find(name, self._binaries.get(name), self._sources)
 
     def availability(self, name: str) -> NotMeasured | None:
         """NotMeasured when ``name`` can neither be started here nor found in the environment."""
         self._check_name(name)
-        if self._environ.get(ENV_VARS[name]):
+        if self._environ.get(ENV_VARS[name]) or self.binary(name) is not None:
             return None
-        if name == "redis" and self._redis_binary() is None:
-            where = self._binaries.get("redis", "PATH")
+        where = binaries.looked_in(name, self._binaries.get(name), self._sources)
+        if name == "redis":
             return NotMeasured(
                 "redis",
-                f"not measured: redis-server not found (looked in {where}; "
-                f"apt-get install redis-server, or set REDIS_URL)",
+                f"not measured: redis-server not found (looked in {where}; install the locked "
+                f"environment, apt-get install redis-server, or set REDIS_URL)",
             )
-        if name == "postgres" and self._postgres_bin() is None:
-            where = self._binaries.get("postgres", "PATH and /usr/lib/postgresql/*/bin")
-            return NotMeasured(
-                "postgres",
-                f"not measured: PostgreSQL server binaries (initdb, postgres) not found "
-                f"(looked in {where}; apt-get install postgresql, or set POSTGRES_URL)",
-            )
-        return None
+        return NotMeasured(
+            "postgres",
+            f"not measured: PostgreSQL server binaries (initdb, postgres) not found (looked in "
+            f"{where}; install the locked environment, apt-get install postgresql, or set "
+            f"POSTGRES_URL)",
+        )
 
     @staticmethod
     def missing_python_driver(name: str) -> NotMeasured | None:
@@ -665,15 +658,19 @@ class ServiceManager:
             time.sleep(0.05)
 
     def _start_redis(self, port: int) -> ServiceInfo | None:
-        binary = self._redis_binary()
+        binary = self.binary("redis")
         assert binary is not None
         root = self._make_folder("arib-redis-")
-        argv = [
-            binary, "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
-            "--dir", str(root), "--daemonize", "no", "--protected-mode", "yes",
-        ]
-        server = self._spawn("redis", argv, root, port, signal.SIGTERM)
-        url = f"redis://{HOST}:{port}/0"
+        password = new_password()
+        # The settings, the password among them, go in a file of the private folder: a
+        # command line is visible to every user (ps).
+        config = root / "redis.conf"
+        _write_private(config, "".join(f"{key} {value}\n" for key, value in {
+            "port": port, "bind": HOST, "save": '""', "appendonly": "no", "dir": f'"{root}"',
+            "daemonize": "no", "protected-mode": "yes", "requirepass": password,
+        }.items()))
+        server = self._spawn("redis", [binary.path, str(config)], root, port, signal.SIGTERM)
+        url = f"redis://:{password}@{HOST}:{port}/0"
 
         def ready() -> str | None:
             fields = redis_probe(url, timeout=0.5)
@@ -687,29 +684,36 @@ class ServiceManager:
             return None
         return ServiceInfo(
             "redis", url, version, external=False, pid=server.process.pid, port=port,
-            root=str(root), settings={"save": "", "appendonly": "no"},
+            root=str(root), binary=binary,
+            settings={"save": "", "appendonly": "no", "auth": "requirepass (random per run)"},
         )
 
     def _start_postgres(self, port: int) -> ServiceInfo | None:
-        bin_dir = self._postgres_bin()
-        assert bin_dir is not None
+        binary = self.binary("postgres")
+        assert binary is not None
         user = _unprivileged_user()
         root = self._make_folder("arib-pg-", _postgres_base(user))
         data = root / "data"
-        if user is not None:
-            entry = pwd.getpwnam(user)
-            os.chown(root, entry.pw_uid, entry.pw_gid)
-        init_log = root / "initdb.log"
+        password = new_password()
+        pwfile = root / "pwfile"
+        _write_private(pwfile, password + "\n")
         run_as: dict[str, Any] = {}
         if user is not None:
-            run_as = dict(user=user, group=pwd.getpwnam(user).pw_gid, extra_groups=[])
+            entry = pwd.getpwnam(user)
+            for path in (root, pwfile):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+            run_as = dict(user=user, group=entry.pw_gid, extra_groups=[])
+        bin_dir = binaries.reachable_postgres(binary, user, root)
+        init_log = root / "initdb.log"
         with init_log.open("wb") as out:
             done = subprocess.run(  # noqa: S603
                 [str(bin_dir / "initdb"), "-D", str(data), "-U", PG_SUPERUSER,
-                 "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+                 "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C",
+                 "--no-sync"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=root,
                 check=False, timeout=max(self.ready_timeout, 60.0), **run_as,
             )
+        pwfile.unlink(missing_ok=True)
         if done.returncode != 0:
             tail = _log_tail(init_log)
             self._remove_folder(root)
@@ -717,13 +721,14 @@ class ServiceManager:
                 f"initdb ({bin_dir}) failed with code {done.returncode} for a throwaway "
                 f"PostgreSQL on {HOST}:{port}; log tail: {tail}"
             )
+        (data / "pg_hba.conf").write_text(PG_HBA)  # keeps the owner: the server's user
         argv = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port), "-k", str(root),
                 "-c", f"listen_addresses={HOST}"]
         for key, value in PG_SETTINGS.items():
             argv += ["-c", f"{key}={value}"]
         server = self._spawn("postgres", argv, root, port, signal.SIGINT, user=user)
         socket_path = root / f".s.PGSQL.{port}"
-        url = f"postgresql+asyncpg://{PG_SUPERUSER}@{HOST}:{port}/postgres"
+        url = f"postgresql+asyncpg://{PG_SUPERUSER}:{password}@{HOST}:{port}/postgres"
         isready = bin_dir / "pg_isready"
 
         def ready() -> str | None:
@@ -746,8 +751,9 @@ class ServiceManager:
             return None
         return ServiceInfo(
             "postgres", url, version, external=False, pid=server.process.pid, port=port,
-            root=str(root), settings={**PG_SETTINGS, "os_user": user or pwd.getpwuid(
-                os.geteuid()).pw_name},
+            root=str(root), binary=binary, settings={
+                **PG_SETTINGS, "auth": "scram-sha-256 (random password per run)",
+                "os_user": user or pwd.getpwuid(os.geteuid()).pw_name},
         )
 
     @staticmethod

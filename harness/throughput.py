@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import scratch
 from harness.results import atomic_write_text, environment, harness_commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,7 +250,7 @@ def run_mutmut(workers: int) -> ToolRun:
     """``mutmut run`` on a temporary copy of the module, with the same check as its test."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
-    with tempfile.TemporaryDirectory(prefix="arib-throughput-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="throughput-", dir=scratch.folder()) as tmp:
         project = Path(tmp)
         make_mutmut_project(project)
         env["ARIB_THROUGHPUT_LOG"] = str(project / "verdicts.jsonl")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,3 +16,15 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ARIB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The temporary folder of this test (what $TMPDIR would be); the run's folders go at end."""
+    from harness import scratch
+
+    base = tmp_path / "tmp"
+    base.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(base))
+    yield base
+    scratch.cleanup()

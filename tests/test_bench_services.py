@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -13,9 +15,11 @@ from harness.bench import BenchConfig, run_bench
 from harness.cache import AdmissionCache
 from harness.services import ServiceManager
 from targets.sdk import SQLITE_FILE
-from targets.services import REDIS_FROM_URL
+from targets.services import REDIS_FROM_URL, SQLALCHEMY_POSTGRES
 
 HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
+HAVE_POSTGRES = (ServiceManager(environ={}).availability("postgres") is None
+                 and importlib.util.find_spec("asyncpg") is not None)
 
 
 @pytest.mark.slow
@@ -42,3 +46,25 @@ def test_server_killed_mid_run_is_an_error_and_other_lanes_go_on(tmp_path):
     assert findings["redis-from-url"]["service_version"]
     assert int(outcome.code) == 4
     assert outcome.json_path.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (HAVE_REDIS and HAVE_POSTGRES), reason="redis-server or PostgreSQL missing")
+def test_the_servers_passwords_appear_in_no_result_and_no_output(tmp_path, capfd):
+    with ServiceManager(environ={}) as manager:
+        outcome = run_bench(BenchConfig(
+            lanes=(REDIS_FROM_URL, SQLALCHEMY_POSTGRES), checks=(get_check("ARIB-REPLAY-001"),),
+            reruns=1, out_dir=tmp_path, cache=AdmissionCache(None), manager=manager,
+        ))
+        passwords = [urlsplit(info.url).password for info in manager.infos.values()]
+    assert all(passwords) and len(passwords) == 2
+    assert {f["target"] for f in outcome.document["findings"]} == {
+        "redis-from-url", "sqlalchemy-postgres"}
+    written = outcome.json_path.read_text() + outcome.report_path.read_text()
+    services = outcome.document["services"]
+    assert {services[name]["binary"]["source"] for name in services} <= {"system", "embedded"}
+    assert all("***" in services[name]["url"] for name in services)
+    printed = capfd.readouterr()
+    for password in passwords:
+        assert password not in written
+        assert password not in printed.out + printed.err

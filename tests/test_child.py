@@ -5,8 +5,16 @@ from __future__ import annotations
 import ctypes
 import faulthandler
 import os
+import signal
+import stat
+import sys
+import tempfile
 import time
+from pathlib import Path
 
+import pytest
+
+from harness import scratch
 from harness.child import ChildStatus, Watchdog, run_jobs, run_one
 
 
@@ -106,3 +114,93 @@ def test_watchdog_cancelled_in_time_changes_nothing():
 def test_watchdog_outside_a_child_does_nothing():
     with Watchdog(0.0, lambda: 1 / 0):
         time.sleep(0.05)  # no timer thread exists, so nothing fires
+
+
+# --------------------------------------------------------------------------- temp files and groups
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    """True once ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_planted_symlink_at_the_old_stderr_path_is_not_followed(private_tmp: Path) -> None:
+    victim = private_tmp.parent / "victim.txt"
+    victim.write_text("precious")
+    last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+    planted = range(last + 1, last + 3000)
+    for pid in planted:  # where the child's stderr used to go: $TMPDIR/arib-child-<pid>.stderr
+        (private_tmp / f"arib-child-{pid}.stderr").symlink_to(victim)
+
+    def noisy() -> int:
+        print("noise from the child", file=sys.stderr, flush=True)
+        return os.getpid()
+
+    outcome = run_one(noisy, timeout_s=10)
+    assert outcome.status is ChildStatus.OK and outcome.value in planted  # a link was there
+    assert victim.read_text() == "precious"
+    (run_folder,) = private_tmp.glob("arib-run-*")
+    assert stat.S_IMODE(run_folder.stat().st_mode) == 0o700
+
+
+def test_a_killed_child_leaves_no_temporary_files(private_tmp: Path) -> None:
+    def litter_then_hang() -> None:
+        tempfile.mkdtemp(prefix="arib-")
+        with tempfile.NamedTemporaryFile(prefix="arib-", delete=False) as handle:
+            handle.write(b"x")
+        time.sleep(60)
+
+    outcome = run_one(litter_then_hang, timeout_s=1.5)
+    assert outcome.status is ChildStatus.TIMEOUT
+    (run_folder,) = private_tmp.glob("arib-run-*")
+    assert list(run_folder.iterdir()) == []  # the killed child's folder went with it
+    scratch.cleanup()
+    assert list(private_tmp.iterdir()) == []
+
+
+def _fork_grandchild_then_hang(pid_file: Path) -> None:
+    grandchild = os.fork()
+    if grandchild == 0:
+        time.sleep(60)
+        os._exit(0)
+    pid_file.write_text(str(grandchild))
+    time.sleep(60)
+
+
+def test_a_child_killed_at_its_timeout_takes_what_it_forked_along(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    outcome = run_one(lambda: _fork_grandchild_then_hang(pid_file), timeout_s=2)
+    assert outcome.status is ChildStatus.TIMEOUT
+    assert _gone(int(pid_file.read_text()))
+
+
+def test_an_interrupted_run_kills_children_and_grandchildren(tmp_path: Path,
+                                                               private_tmp: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    started: list[int] = []
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.5)
+        with pytest.raises(KeyboardInterrupt):
+            run_jobs([lambda: _fork_grandchild_then_hang(pid_file)], workers=1, timeout_s=30,
+                     on_start=lambda index: started.append(index))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert started == [0]
+    assert _gone(int(pid_file.read_text()))
+    (run_folder,) = private_tmp.glob("arib-run-*")
+    assert list(run_folder.iterdir()) == []

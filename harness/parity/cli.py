@@ -151,7 +151,8 @@ def summary_lines(report: Mapping[str, Any], where: Path) -> list[str]:
             if first["diff"]:
                 lines.append(f"first differing read of {mismatch['workflow']!r}:")
                 lines.extend("    " + x for x in first["diff"].splitlines()[:40])
-    lines.append(f"report: {where / 'report.json'}")
+    kept = "" if report["mode"] == "update" else " (removed at exit; --out FILE keeps a copy)"
+    lines.append(f"report: {where / 'report.json'}{kept}")
     return lines
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import results as _results
+from harness import scratch
 from harness.errors import UsageError
 from harness.model import ExitCode
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch, compare
@@ -822,7 +823,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
-    """Run the gate read-only: report and lane reports go to a fresh temporary folder only.
+    """Run the gate read-only: report and lane reports go to a fresh temporary folder only,
+    inside the run's private folder (harness.scratch), which is removed when the process ends.
 
     ``out``, when given, receives one more copy of the report; it must lie outside the results
     folder (only ``update`` writes there).
@@ -833,7 +835,7 @@ def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], P
             "is read-only there: use `parity update` to write results"
         )
     run = run_gate(opts, mode="check")
-    folder = Path(tempfile.mkdtemp(prefix="arib-parity-check-"))
+    folder = Path(tempfile.mkdtemp(prefix="parity-check-", dir=scratch.folder()))
     _write_run(run, folder, fresh_only=False)
     document = run.report.to_json()
     if out is not None:

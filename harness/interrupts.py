@@ -1,0 +1,78 @@
+"""SIGINT, SIGTERM and SIGHUP end a run the same way: as an ``Interrupted`` exception.
+
+``stops_raise()`` (entered by ``python -m harness``) turns each of those signals, in the
+process that entered it, into ``Interrupted``, a KeyboardInterrupt: every ``except
+KeyboardInterrupt`` and ``finally`` on the way up runs for all three, so measured results are
+written (marked incomplete), forked children are killed and servers are stopped. The exit
+status is 128 + the signal's number (130, 143, 129), as a shell reports a death by that
+signal. A forked child that inherited the handler dies of the signal instead, as by default.
+A signal that arrives while the first one is being handled is ignored, so the cleanup it
+started is not cut short. A signal ignored when the run starts (``nohup``) stays ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import types
+from collections.abc import Iterator
+from typing import Any
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+_received: list[int] = []
+
+
+def received() -> int | None:
+    """The first stop signal this process received inside ``stops_raise()``, if any."""
+    return _received[0] if _received else None
+
+
+def exit_status(signum: int) -> int:
+    """The exit status of a run stopped by ``signum``: 128 + its number."""
+    return 128 + int(signum)
+
+
+def reset_in_child() -> None:
+    """In a forked child: the stop signals act as by default again (the child just dies)."""
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def stops_raise() -> Iterator[None]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` in this process."""
+    owner = os.getpid()
+    previous: dict[signal.Signals, Any] = {}
+
+    def handler(signum: int, frame: types.FrameType | None) -> None:
+        if os.getpid() != owner:  # a forked child that did not reset its handlers
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        if _received:
+            return  # the first stop is being handled: let its cleanup finish
+        _received.append(signum)
+        raise Interrupted(signum)
+
+    _received.clear()
+    for stop in STOP_SIGNALS:
+        if signal.getsignal(stop) is signal.SIG_IGN:
+            continue
+        previous[stop] = signal.signal(stop, handler)
+    try:
+        yield
+    finally:
+        for stop, old in previous.items():
+            signal.signal(stop, old)
