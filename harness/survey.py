@@ -168,14 +168,15 @@ def _not_applicable(plan: _Plan, verified: str | None) -> None:
                 f"the session {how}; verified on the runtime object"))
 
 
-def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig,
-         limit: float) -> str:
+def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig) -> str:
+    # The rule that sets time limits, not one run's limit (it follows the clean run's time).
     return cache_key(
-        kind="survey", engine=SURVEY_ENGINE, lane=lane.name,
+        kind="survey", engine=SURVEY_ENGINE, lane=lane.name, waits=lane.waits_s,
         check=source_hash(check.module, "checks.base", "checks.common"),
         mutant=mutant.id, source=mutant.source, python=python_version(), sdk=sdk_version(),
         reruns=config.reruns, params=check.resolve_params(config.params.get(check.id)),
-        limit=round(limit, 1), harness=source_hash("harness.execute"), seed=config.run_seed,
+        limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
+        harness=source_hash("harness.execute"), seed=config.run_seed,
     )
 
 
@@ -277,7 +278,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) ->
                     continue
                 limit = mutant_timeout(dataclasses.replace(c, timeout_s=config.timeout_s),
                                        plan.clean[c.id].duration_s, plan.lane.waits_s)
-                hit = config.cache.get(_key(c, plan.lane, mutant, config, limit))
+                hit = config.cache.get(_key(c, plan.lane, mutant, config))
                 if hit is not None:
                     results[(plan.lane.name, c.id, mutant.id)] = dataclasses.replace(
                         hit, cached=True)
@@ -310,7 +311,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) ->
     for (plan, c, m, r, t), out in zip(jobs, outcomes, strict=True):
         found.setdefault((plan.lane.name, c.id, m.id), []).append(
             outcome_finding(c, plan.lane, options(c, r, True), out, t))
-    for plan, c, mutant, _, limit in jobs:
+    for plan, c, mutant, _, _ in jobs:
         key = (plan.lane.name, c.id, mutant.id)
         if key in results:
             continue
@@ -321,7 +322,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) ->
             tuple(f.verdict for f in findings), Verdict.VIOLATED, evidence(findings) or None,
             None if status is S.KILLED else mutant.diff(), share * len(findings))
         if status in (S.KILLED, S.SURVIVED, S.TIMEOUT):
-            config.cache.put(_key(c, plan.lane, mutant, config, limit), result)
+            config.cache.put(_key(c, plan.lane, mutant, config), result)
         results[key] = result
     return results
 

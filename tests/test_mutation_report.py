@@ -267,7 +267,8 @@ PROBE = """<script>
     }
     return out;
   };
-  const keys = ["totalMutants", "killed", "survived", "timeout", "ignored", "runtimeErrors"];
+  const keys = ["totalMutants", "killed", "survived", "timeout", "ignored", "runtimeErrors",
+                "noCoverage"];
   const probe = () => {
     const found = {};
     for (const key of keys) {

@@ -315,3 +315,54 @@ def test_a_hang_is_a_timeout_and_a_kill_only_where_the_invariant_is_no_hang(
     assert results[hang.id].status is S.KILLED  # "does not hang" is this check's invariant
     assert found.check_scores()[plain.id].count(S.TIMEOUT) >= 1
     assert found.check_scores()[plain.id].count(S.KILLED) == 0  # it sees nothing but hangs
+
+
+@pytest.mark.slow
+def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
+    import html
+    import re
+    import shutil
+
+    from harness.mutation_html import write_html
+    from harness.survey_lane import MutantOutcome
+    from tests.test_mutation_report import CHROMIUM, PROBE, chromium
+
+    if CHROMIUM is None or shutil.which("npm") is None:
+        pytest.skip("chromium or npm is not installed")
+    statuses = [S.KILLED, S.SURVIVED, S.FLAKY, S.TIMEOUT, S.ERROR, S.NO_COVERAGE, S.EQUIVALENT,
+                S.DUPLICATE, S.NOT_APPLICABLE, S.NOT_JUDGEABLE]
+    outcomes = tuple(MutantOutcome(m, s, "canned", frozenset({1}), {CHECK: s})
+                     for m, s in zip(POOL, statuses, strict=False))
+    import targets.reference
+    from harness.model import CleanBase
+
+    clean = {CHECK: CleanBase(CHECK, "reference", (Verdict.HELD, Verdict.VIOLATED), 0.1)}
+    lane = LaneSurvey("reference", REFERENCE.module, str(targets.reference.__file__),
+                      outcomes, 0, clean, {}, frozenset(), (), {})
+    report = survey_mutation_report([lane])
+    page = write_html(report, tmp_path / "html")
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    proc = chromium("--virtual-time-budget=5000", "--dump-dom", probe.as_uri(),
+                    profile=tmp_path / "profile")
+    found = re.search(r'<pre id="arib-probe">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"the viewer rendered no metrics table: {proc.stderr[-2000:]}"
+    shown = json.loads(html.unescape(found.group(1)))
+    assert shown["killed"] == 1
+    assert shown["survived"] == 2  # survived and flaky
+    assert shown["timeout"] == 1 and shown["runtimeErrors"] == 1
+    assert shown["noCoverage"] == 1
+    assert shown["ignored"] == 4  # equivalent, duplicate, not_applicable, not_judgeable
+
+
+def test_an_unchanged_pair_is_served_from_the_cache(tmp_path: Path) -> None:
+    params = {CHECK: {"writers": 2, "appends": 4, "trials": 1}}
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=params,
+                          quiet=True, cache=AdmissionCache(tmp_path / "cache"))
+    (first,) = survey(config)
+    (second,) = survey(config)
+    cacheable = sum(1 for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT))
+    assert cacheable > 0 and first.runs["cached"] == 0
+    assert second.runs["cached"] == cacheable  # the clean runs' times differ, the key does not
+    assert second.runs["run"] == first.runs["run"] - cacheable
+    assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
