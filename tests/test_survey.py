@@ -29,6 +29,7 @@ from targets.reference import REFERENCE
 S = MutantStatus
 CHECK = "ARIB-CONC-001"
 PARAMS = {CHECK: {"writers": 4, "appends": 10, "trials": 2}}
+SMALL = {CHECK: {"writers": 2, "appends": 4, "trials": 1}}
 POOL = generated_for_lane(REFERENCE.name).mutants
 
 
@@ -278,7 +279,7 @@ def test_a_failed_coverage_run_makes_its_lane_an_error_and_the_others_go_on(
 
     monkeypatch.setattr(harness.survey, "read_record", read)
     good, bad = survey(SurveyConfig(lanes=(REFERENCE, twin), checks=(get_check(CHECK),),
-                                    params=PARAMS, quiet=True, cache=AdmissionCache(None)))
+                                    params=SMALL, quiet=True, cache=AdmissionCache(None)))
     assert good.error is None and good.scores().count(S.KILLED) > 0
     assert bad.error is not None and "coverage of ARIB-CONC-001" in bad.error
     assert "could not start: test" in bad.error
@@ -356,8 +357,7 @@ def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
 
 
 def test_an_unchanged_pair_is_served_from_the_cache(tmp_path: Path) -> None:
-    params = {CHECK: {"writers": 2, "appends": 4, "trials": 1}}
-    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=params,
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
                           quiet=True, cache=AdmissionCache(tmp_path / "cache"))
     (first,) = survey(config)
     (second,) = survey(config)
