@@ -156,7 +156,7 @@ def _never_fires(lane: TargetSpec) -> bool:
 def _not_applicable(plan: _Plan, verified: str | None) -> None:
     """Mark the mutants that can only fire after a terminal close, once the claims hold."""
     lane = plan.lane
-    how = ("has no close()" if not lane.claims.has_close
+    how = ("the session has no close()" if not lane.claims.has_close
            else f"close() does not end the session ({lane.claims.close_note})")
     for mutant in plan.mutants:
         op = OPERATORS.get(mutant.operator)
@@ -165,7 +165,7 @@ def _not_applicable(plan: _Plan, verified: str | None) -> None:
         if verified is None:
             plan.ignored[mutant.id] = (S.NOT_APPLICABLE, (
                 f"{mutant.operator} changes only what a closed session does, and on this lane "
-                f"the session {how}; verified on the runtime object"))
+                f"{how}; verified on the runtime object"))
 
 
 def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig) -> str:

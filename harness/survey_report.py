@@ -120,8 +120,7 @@ def render_text(surveys: Sequence[LaneSurvey], show_diffs: int = 20) -> str:
             lines.append(f"  {check_id}: {check_scores.describe()}")
         for check_id, base in sorted(s.clean.items()):
             if base.abstains:
-                lines.append(f"  {check_id}: does not apply here ({base.describe()}: "
-                             f"{base.reason or 'abstained'})")
+                lines.append(f"  {check_id}: does not apply here ({base.describe()})")
             elif not base.judgeable:
                 lines.append(f"  {check_id}: NOT JUDGEABLE here, its mutants are not run "
                              f"under it: {base.describe()}")

@@ -314,3 +314,17 @@ def test_viewer_shows_every_mutant(report: dict[str, Any], tmp_path: Path) -> No
     assert shown["killed"] == statuses.count("Killed") == 2
     assert shown["survived"] == statuses.count("Survived") == 1
     assert shown["ignored"] == statuses.count("Ignored") == 1
+
+
+def test_a_relative_cache_folder_still_receives_the_tarball(report: dict[str, Any],
+                                                           tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # npm runs inside the cache folder: a relative destination would land one folder deeper.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ARIB_CACHE_DIR", "relative-cache")
+    monkeypatch.setenv("PATH", fake_npm(tmp_path, 'echo "$4" > "$ARIB_SEEN"; exit 1'))
+    monkeypatch.setenv("ARIB_SEEN", str(tmp_path / "seen"))
+    with pytest.raises(ViewerUnavailableError):
+        write_html(report, tmp_path / "out")
+    seen = Path((tmp_path / "seen").read_text().strip())
+    assert seen.is_absolute() and seen == tmp_path / "relative-cache" / "npm"
