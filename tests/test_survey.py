@@ -320,35 +320,21 @@ def test_a_hang_is_a_timeout_and_a_kill_only_where_the_invariant_is_no_hang(
 
 @pytest.mark.slow
 def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
-    import html
-    import re
-    import shutil
-
-    from harness.mutation_html import write_html
+    import targets.reference
+    from harness.model import CleanBase
     from harness.survey_lane import MutantOutcome
-    from tests.test_mutation_report import CHROMIUM, PROBE, chromium
+    from tests.test_mutation_report import NO_VIEWER, viewer_metrics
 
-    if CHROMIUM is None or shutil.which("npm") is None:
+    if NO_VIEWER:
         pytest.skip("chromium or npm is not installed")
     statuses = [S.KILLED, S.SURVIVED, S.FLAKY, S.TIMEOUT, S.ERROR, S.NO_COVERAGE, S.EQUIVALENT,
                 S.DUPLICATE, S.NOT_APPLICABLE, S.NOT_JUDGEABLE]
     outcomes = tuple(MutantOutcome(m, s, "canned", frozenset({1}), {CHECK: s})
                      for m, s in zip(POOL, statuses, strict=False))
-    import targets.reference
-    from harness.model import CleanBase
-
     clean = {CHECK: CleanBase(CHECK, "reference", (Verdict.HELD, Verdict.VIOLATED), 0.1)}
     lane = LaneSurvey("reference", REFERENCE.module, str(targets.reference.__file__),
                       outcomes, 0, clean, {}, frozenset(), (), {})
-    report = survey_mutation_report([lane])
-    page = write_html(report, tmp_path / "html")
-    probe = page.with_name("probe.html")
-    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    proc = chromium("--virtual-time-budget=5000", "--dump-dom", probe.as_uri(),
-                    profile=tmp_path / "profile")
-    found = re.search(r'<pre id="arib-probe">(.*?)</pre>', proc.stdout, re.S)
-    assert found, f"the viewer rendered no metrics table: {proc.stderr[-2000:]}"
-    shown = json.loads(html.unescape(found.group(1)))
+    shown = viewer_metrics(survey_mutation_report([lane]), tmp_path)
     assert shown["killed"] == 1
     assert shown["survived"] == 2  # survived and flaky
     assert shown["timeout"] == 1 and shown["runtimeErrors"] == 1
