@@ -3,10 +3,11 @@
 Per check, in forked children, ``reruns`` times each:
 1. sanity gate "clean": the check holds on the clean reference backend in every rerun;
 2. sanity gate "forced": the forced-broken reference mutant is violated;
-3. the clean base of every paired mutant of a real backend is run too: where it already
-   breaks the invariant on this SDK version, that mutant's kill would prove nothing, so it is
-   reported as not judgeable here (status ``error``, ``judgeable`` false, with the reason) and
-   counts neither for nor against admission;
+3. the clean base of every paired mutant of a real backend is run too (as often as the
+   mutants, at least 3 times): where it does not hold in every rerun on this SDK version, that
+   mutant's kill would prove nothing, so it is reported as not judgeable here (status
+   ``not_judgeable``, ``judgeable`` false, with the clean verdicts) and counts neither for
+   nor against admission;
 4. every judgeable paired mutant comes out as its expected verdict (``violated``, or for a
    claim mutant ``not_applicable`` / ``error``) in every rerun: ``killed``; and at least one
    hand-written and one generated mutant are killed on this version.
@@ -35,7 +36,16 @@ from harness.execute import (
     run_check,
     sdk_version,
 )
-from harness.model import Admission, Finding, MutantKind, MutantResult, MutantStatus, Verdict
+from harness.model import (
+    Admission,
+    CleanBase,
+    Finding,
+    MutantKind,
+    MutantResult,
+    MutantStatus,
+    Verdict,
+    mutant_status,
+)
 from harness.progress import Progress
 from mutants.base import MutantSpec
 from mutants.pool import schedule
@@ -52,6 +62,18 @@ MIN_MUTANT_TIMEOUT_S = 1.0
 # A mutant's child is killed this long after its time limit: a mutant can block the event
 # loop's cancellation (a shielded write waiting on a lock it will never get).
 MUTANT_GRACE_S = 1.0
+# A mutant's limit leaves room for the backend's own longest wait (TargetSpec.waits_s, e.g.
+# SQLite's busy timeout) plus the clean run plus this margin: a lock a mutant leaves held
+# then makes the next caller give up with an error (evidence) instead of hanging past it.
+WAIT_MARGIN_S = 2.0
+# A check's clean base runs at least this often on a lane (admission's own rerun count): a
+# base that breaks in 1 of 5 runs is seen with 3 runs about half the time, with 1 run 1 in 5.
+MIN_CLEAN_RERUNS = 3
+# The time-limit rule in words (recorded with survey results and in cache keys).
+TIME_RULE = (f"per run: {TIMEOUT_FACTOR:g} x the clean run of the same check on the same lane, "
+             f"at least {MIN_MUTANT_TIMEOUT_S:g} s, at most the check's timeout ({{cap}}); "
+             f"never less than the lane's own lock wait (waits_s) + the clean run + "
+             f"{WAIT_MARGIN_S:g} s")
 
 
 @dataclass(frozen=True)
@@ -88,9 +110,40 @@ def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool,
     )
 
 
-def mutant_timeout(check: CheckSpec, clean_s: float) -> float:
-    """A mutant's time limit: a multiple of the clean run, never above the check's own."""
-    return min(check.timeout_s, max(MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR * clean_s))
+def mutant_timeout(check: CheckSpec, clean_s: float, waits_s: float = 0.0) -> float:
+    """A mutant's time limit: a multiple of the clean run, at most the check's own timeout,
+    and never shorter than the backend's own wait ``waits_s`` plus the clean run plus a margin
+    (a limit below SQLite's busy timeout turns "database is locked" into a hang)."""
+    limit = min(check.timeout_s, max(MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR * clean_s))
+    if waits_s > 0:
+        limit = max(limit, waits_s + clean_s + WAIT_MARGIN_S)
+    return limit
+
+
+def clean_reruns(reruns: int) -> int:
+    """How often a check's clean base runs on a lane: as often as its mutants, at least 3."""
+    return max(MIN_CLEAN_RERUNS, reruns)
+
+
+def clean_base(check_id: str, lane: str, findings: Sequence[Finding]) -> CleanBase:
+    """The clean base of ``check_id`` on ``lane`` from its reruns' findings."""
+    bad = next((f for f in findings if f.verdict is not Verdict.HELD), None)
+    reason = None
+    if bad is not None:
+        reason = bad.reason or (bad.samples[0] if bad.samples else None)
+        if bad.verdict is Verdict.VIOLATED and bad.violating_trials:
+            reason = f"{bad.violating_trials}/{bad.trials} trials violated" + (
+                f": {reason}" if reason else "")
+    return CleanBase(check_id, lane, tuple(f.verdict for f in findings),
+                     max((f.duration_s for f in findings), default=0.0),
+                     reason[:300] if reason else None)
+
+
+def run_status(check: CheckSpec, expected: Verdict, findings: Sequence[Finding]) -> MutantStatus:
+    """A mutant's status from its reruns: a timeout is a kill only for a "does not hang" check."""
+    timeouts = sum(1 for f in findings if f.modes.get("timeout"))
+    return mutant_status([f.verdict for f in findings], expected, timeouts,
+                         hang_kills=check.hang_invariant)
 
 
 def _execute(job: _Job, config: AdmissionConfig) -> Finding:
@@ -104,16 +157,23 @@ def _execute(job: _Job, config: AdmissionConfig) -> Finding:
 
 
 def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Finding:
+    opts = _options(job.check, config, job.rerun, early=False)
+    return outcome_finding(job.check, job.target, opts, outcome,
+                           job.timeout_s or job.check.timeout_s)
+
+
+def outcome_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                    outcome: ChildOutcome, limit_s: float) -> Finding:
+    """The finding a child delivered, or an error finding saying why it delivered none (a
+    child killed at its hard time limit is marked as a timeout)."""
     if outcome.status is ChildStatus.OK:
         return outcome.value  # type: ignore[no-any-return]
-    opts = _options(job.check, config, job.rerun, early=False)
     reason = {
-        ChildStatus.TIMEOUT: "child killed at its hard time limit "
-                             f"({job.timeout_s or job.check.timeout_s:.1f}s + grace)",
+        ChildStatus.TIMEOUT: f"child killed at its hard time limit ({limit_s:.1f}s + grace)",
         ChildStatus.CRASH: f"child crashed: {outcome.detail}",
         ChildStatus.RAISED: "child raised out of the harness",
     }[outcome.status]
-    finding = error_finding(job.check, job.target, opts, reason, outcome.detail or None,
+    finding = error_finding(check, target, opts, reason, outcome.detail or None,
                             outcome.duration_s)
     if outcome.status is ChildStatus.TIMEOUT:
         object.__setattr__(finding, "modes", {"timeout": 1})
@@ -150,20 +210,12 @@ def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -
         reruns=config.reruns,
         seed=config.run_seed,
         params=check.resolve_params(config.params.get(check.id)),
+        limits=TIME_RULE,
     )
 
 
-def _status(mutant: MutantSpec, check: CheckSpec, findings: Sequence[Finding]) -> MutantStatus:
-    verdicts = [f.verdict for f in findings]
-    timeouts = sum(1 for f in findings if f.modes.get("timeout"))
-    if timeouts and check.hang_invariant and timeouts == len(findings):
-        return MutantStatus.KILLED
-    from harness.model import mutant_status
-
-    return mutant_status(verdicts, mutant.expected, timeouts)
-
-
-def _evidence(findings: Sequence[Finding]) -> str:
+def evidence(findings: Sequence[Finding]) -> str:
+    """One line of evidence from the first finding of a mutant's reruns."""
     parts = []
     for f in findings[:1]:
         parts.append(f"verdict {f.verdict.value}")
@@ -195,7 +247,8 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         jobs.append(_Job(check, REFERENCE, forced, 0, "forced"))
         bases = sorted({m.target for m in pairs[check.id]} - {REFERENCE.name})
         for name in bases:
-            jobs.append(_Job(check, get_target(name), None, 0, "base"))
+            for r in range(clean_reruns(config.reruns)):
+                jobs.append(_Job(check, get_target(name), None, r, "base"))
         for mutant in pairs[check.id]:
             if mutant.name in check.equivalent or mutant.id in check.equivalent:
                 continue
@@ -235,8 +288,8 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         if role in ("clean", "base"):
             clean_s[(check_id, name)] = max(f.duration_s for f in found)
     second = schedule([dataclasses.replace(job, timeout_s=mutant_timeout(
-        job.check, clean_s.get((job.check.id, job.target.name), job.check.timeout_s)))
-        for job in second], lambda job: job.mutant)
+        job.check, clean_s.get((job.check.id, job.target.name), job.check.timeout_s),
+        job.target.waits_s)) for job in second], lambda job: job.mutant)
     for job, outcome in zip(second, runner(second), strict=True):
         key = (job.check.id, job.role, _who(job.mutant) if job.mutant else job.target.name)
         by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
@@ -248,7 +301,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
             bad = next(f for f in clean if f.verdict is not Verdict.HELD)
             raise GateError(
                 f"sanity gate 'clean reference holds' failed for {check.id}: the unmutated "
-                f"reference backend gave {bad.verdict.value!r} ({_evidence([bad])}); fix the "
+                f"reference backend gave {bad.verdict.value!r} ({evidence([bad])}); fix the "
                 f"check or targets/reference.py before scoring anything"
             )
         forced_findings = by_role[(check.id, "forced", _who(forced))]
@@ -267,26 +320,30 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                                             mutant.expected, f"waived as equivalent: {waiver}",
                                             mutant.diff()))
                 continue
+            base = None if mutant.target == REFERENCE.name else clean_base(
+                check.id, mutant.target, by_role[(check.id, "base", mutant.target)])
             cached = results_by_key.get((check.id, mutant.target, mutant.id))
+            findings = by_role.get((check.id, "mutant", _who(mutant)), [])
+            if base is not None and not base.judgeable:
+                # Judged by this run's clean base, whether the mutant's own result is cached.
+                results.append(MutantResult(
+                    check.id, mutant.id, mutant.kind, mutant.target, mutant.description,
+                    MutantStatus.NOT_JUDGEABLE, tuple(f.verdict for f in findings),
+                    mutant.expected,
+                    f"not judgeable on openai-agents {sdk_version()}: the {base.describe()} "
+                    f"without the mutant, so a kill would prove nothing", mutant.diff(),
+                    sum(f.duration_s for f in findings), cached=cached is not None,
+                    judgeable=False))
+                continue
             if cached is not None:
                 results.append(MutantResult(**{**cached.__dict__, "cached": True}))
                 continue
-            findings = by_role[(check.id, "mutant", _who(mutant))]
-            status = _status(mutant, check, findings)
-            evidence = _evidence(findings)
-            judgeable = True
-            if mutant.target != REFERENCE.name:
-                base = by_role[(check.id, "base", mutant.target)][0]
-                if base.verdict is not Verdict.HELD:
-                    status, judgeable = MutantStatus.ERROR, False
-                    evidence = (f"not judgeable on openai-agents {sdk_version()}: the clean "
-                                f"base {mutant.target!r} gave {base.verdict.value!r} without "
-                                f"the mutant, so a kill would prove nothing")
+            status = run_status(check, mutant.expected, findings)
             result = MutantResult(
                 check.id, mutant.id, mutant.kind, mutant.target, mutant.description, status,
-                tuple(f.verdict for f in findings), mutant.expected, evidence,
+                tuple(f.verdict for f in findings), mutant.expected, evidence(findings),
                 None if status is MutantStatus.KILLED else mutant.diff(),
-                sum(f.duration_s for f in findings), judgeable=judgeable,
+                sum(f.duration_s for f in findings),
             )
             if status in (MutantStatus.KILLED, MutantStatus.SURVIVED):
                 config.cache.put(_mutant_key(check, mutant, config), result)

@@ -266,32 +266,36 @@ def cmd_survey(args: argparse.Namespace) -> int:
     from harness.lanes import prepare_lanes
     from harness.results import atomic_write_text
     from harness.services import ServiceManager
-    from harness.survey import (
-        SurveyConfig,
-        render_text,
-        survey,
-        survey_mutation_report,
-        write_survey,
-    )
+    from harness.survey import SurveyConfig, survey
+    from harness.survey_report import render_text, survey_mutation_report, write_survey
+    from harness.survey_scores import gate, parse_fail_under
+    from harness.survivors import load_survivors, survivors_path
     from targets.reference import REFERENCE
-    from targets.registry import REAL_TARGETS, parse_lanes
+    from targets.registry import ALL_TARGETS, REAL_TARGETS, parse_lanes
     from targets.sdk import LOCAL_TARGETS
 
     params = parse_params(args.param)
     checks = _select_checks(args.checks, params)
+    known = [t.name for t in ALL_TARGETS]
+    fail_under = parse_fail_under(args.fail_under, known)
+    entries = load_survivors(sdk_version(), known)
+    waivers = survivors_path(sdk_version())
     lanes = ((REFERENCE, *REAL_TARGETS) if args.lanes == "all" else parse_lanes(args.lanes)
              if args.lanes else (REFERENCE, *LOCAL_TARGETS))
     started = time.perf_counter()
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
-        for missing in prepared.not_measured:
-            print(f"{missing.name}: {missing.reason}")
+        asked = {lane.name for lane in lanes}
+        missing = [m for m in prepared.not_measured if m.name in asked]
+        for absent in prepared.not_measured:
+            print(f"{absent.name}: {absent.reason}")
         config = SurveyConfig(
             lanes=prepared.lanes, checks=checks, reruns=args.reruns, params=params,
             timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
             workers=args.workers or os.cpu_count() or 1,
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
-            services=prepared.services,
+            services=prepared.services, survivors=entries,
+            survivors_source=str(waivers) if waivers.is_file() else None,
         )
         surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
@@ -304,14 +308,25 @@ def cmd_survey(args: argparse.Namespace) -> int:
         if args.write:
             path = out / "mutation-report.json"
             atomic_write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-            print(f"wrote {path} (mutation-testing-report-schema v2)")
+            print(f"wrote {path} (mutation-testing-report-schema v2, one file per lane)")
         if args.html:
             from harness.mutation_html import write_html
 
             print(f"wrote {write_html(report, Path(args.html))}")
-    print(f"surveyed {sum(len(s.mutants) for s in surveys)} mutants on {len(surveys)} lanes "
-          f"in {time.perf_counter() - started:.1f}s")
-    return 0
+    print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
+          f"in {time.perf_counter() - started:.1f}s"
+          + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
+    errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
+    lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
+    for line in lines:
+        print(f"gate: {line.describe()}")
+    judged = sum(s.scores().covered for s in surveys if not s.error)
+    if errors or not judged:
+        print("error: " + ("; ".join(f"{lane}: {why}" for lane, why in errors.items())
+                           or "the survey judged no mutant: nothing was measured"),
+              file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
 
 
 def cmd_scaffold(args: argparse.Namespace) -> int:
@@ -446,6 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for --write")
     p.add_argument("--html", help="also write the mutation-testing-elements HTML report here")
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--fail-under", action="append", default=[], metavar="[LANE=]PCT",
+                   help="exit 1 when a lane's covered score is below PCT percent; PCT sets "
+                        "every lane, LANE=PCT one lane (repeatable), e.g. --fail-under 90 "
+                        "--fail-under redis-from-url=80")
     p.set_defaults(func=cmd_survey)
 
     p = sub.add_parser("scaffold", help="write a new check and its first mutant to fill in")

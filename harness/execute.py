@@ -161,15 +161,32 @@ def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Se
 async def _false_claim(check: CheckSpec, target: TargetSpec, opts: RunOptions,
                        workdir: Path) -> tuple[str, str | None] | None:
     """Verify the lane's claims both ways on a real instance: None, or (reason, traceback)."""
+    return await probe_claims(target, dict(opts.services), workdir,
+                              close_scope=check.requires_terminal_close)
+
+
+def lane_claims(target: TargetSpec, services: Mapping[str, str], tmpdir: str | None) -> (
+        str | None):
+    """In a child: every claim of ``target`` verified on a real instance, the scope of its
+    close() included; None when they are all true, else what is false."""
+    with tempfile.TemporaryDirectory(prefix="arib-claims-", dir=tmpdir) as tmp:
+        found = anyio.run(functools.partial(probe_claims, target, dict(services), Path(tmp),
+                                            close_scope=True), backend="asyncio")
+    return None if found is None else found[0]
+
+
+async def probe_claims(target: TargetSpec, services: dict[str, str], workdir: Path, *,
+                       close_scope: bool) -> tuple[str, str | None] | None:
+    """Build ``target`` once and verify its claims: None, or (what is false, traceback)."""
     probe_root = workdir / "claims"
     probe_root.mkdir()
     try:
-        handle = await target.build(BuildContext(probe_root, "arib-claims", dict(opts.services)))
+        handle = await target.build(BuildContext(probe_root, "arib-claims", services))
     except Exception as exc:  # noqa: BLE001
         return f"target {target.name!r} could not be built: {exc!r}", traceback.format_exc()
     try:
         false_claim = verify_claims(target, handle.session)
-        if false_claim is None and check.requires_terminal_close:
+        if false_claim is None and close_scope:
             false_claim = await verify_close_scope(target, handle.session)
     except Exception as exc:  # noqa: BLE001 - a claim probe the backend broke
         false_claim = f"claims of target {target.name!r} could not be verified: {exc!r}"

@@ -28,14 +28,30 @@ class MutantKind(str, enum.Enum):
 
 
 class MutantStatus(str, enum.Enum):
-    """The outcome of a paired mutant under a check, over all reruns."""
+    """The outcome of a mutant under a check (or on a lane, over every check), over reruns."""
 
+    # Every rerun gave the expected verdict (violated): the check sees the defect.
     KILLED = "killed"
+    # No rerun gave the expected verdict: the check does not see the defect.
     SURVIVED = "survived"
+    # Some reruns gave the expected verdict and some did not: a kill that does not repeat.
     FLAKY = "flaky"
+    # A rerun ran past its time limit and none was killed; a kill only for a check whose
+    # invariant is "does not hang" (CheckSpec.hang_invariant).
     TIMEOUT = "timeout"
+    # The harness could not judge the mutant (a crash, a target that could not be built).
     ERROR = "error"
+    # Bytecode-identical to the original, or waived by a written reason: nothing to detect.
     EQUIVALENT = "equivalent"
+    # Bytecode-identical to another mutant of the same unit: judged once, as that mutant.
+    DUPLICATE = "duplicate"
+    # No check executes the mutant's changed lines on that lane (measured): not run.
+    NO_COVERAGE = "no_coverage"
+    # The mutant can never fire on that lane, by the lane's verified claims: not run.
+    NOT_APPLICABLE = "not_applicable"
+    # The check's clean base already breaks (or cannot judge) the invariant there, so a
+    # kill would prove nothing: not run, counted neither for nor against the check.
+    NOT_JUDGEABLE = "not_judgeable"
 
 
 class ExitCode(enum.IntEnum):
@@ -214,8 +230,8 @@ class MutantResult:
     diff: str | None = None
     duration_s: float = 0.0
     cached: bool = False
-    # False when the mutant's clean backend already breaks the invariant on this SDK version:
-    # its kill would prove nothing, so it counts neither for nor against admission.
+    # False when the mutant's clean backend already breaks the invariant on this SDK version
+    # (status NOT_JUDGEABLE; kept for result files written before that status existed).
     judgeable: bool = True
 
     def to_json(self) -> dict[str, Any]:
@@ -252,6 +268,45 @@ class MutantResult:
             cached=bool(data.get("cached", False)),
             judgeable=bool(data.get("judgeable", True)),
         )
+
+
+@dataclass(frozen=True)
+class CleanBase:
+    """The clean runs of one check on one lane (no mutant): may its mutants be judged there?
+
+    Judgeable only when every rerun held: a check violated (or not judged) on the clean
+    backend in any rerun would "kill" every mutant with evidence the mutant did not cause.
+    """
+
+    check_id: str
+    lane: str
+    verdicts: tuple[Verdict, ...]
+    duration_s: float  # the longest rerun: the mutants' time limits scale from it
+    reason: str | None = None  # what the first rerun that did not hold said
+
+    @property
+    def judgeable(self) -> bool:
+        return bool(self.verdicts) and all(v is Verdict.HELD for v in self.verdicts)
+
+    @property
+    def abstains(self) -> bool:
+        """Every rerun abstained: the lane never offered the check's contract."""
+        return bool(self.verdicts) and all(v is Verdict.NOT_APPLICABLE for v in self.verdicts)
+
+    def describe(self) -> str:
+        """E.g. ``clean 'sqlite-file' gave held, violated, held (lost 2)``."""
+        text = f"clean {self.lane!r} gave {', '.join(v.value for v in self.verdicts)}"
+        return text + (f" ({self.reason})" if self.reason and not self.judgeable else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check_id": self.check_id,
+            "lane": self.lane,
+            "verdicts": [v.value for v in self.verdicts],
+            "judgeable": self.judgeable,
+            "duration_s": round(self.duration_s, 4),
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -298,19 +353,29 @@ def exit_code(findings: Iterable[Finding]) -> ExitCode:
 
 
 def mutant_status(
-    runs: Iterable[Verdict], expected: Verdict = Verdict.VIOLATED, timeouts: int = 0
+    runs: Iterable[Verdict], expected: Verdict = Verdict.VIOLATED, timeouts: int = 0,
+    hang_kills: bool = False,
 ) -> MutantStatus:
-    """Status of a mutant from its rerun verdicts: killed only when every rerun is expected."""
+    """Status of a mutant from its rerun verdicts: killed only when every rerun is expected.
+
+    ``timeouts`` of the ``runs`` ran past their time limit (their verdict is ``error``). A
+    timeout is its own status, never a kill, unless ``hang_kills`` (the check's invariant is
+    "does not hang") and the expected verdict is ``violated``: then a timeout is a violation.
+    """
     verdicts = list(runs)
-    if timeouts and timeouts == len(verdicts):
-        return MutantStatus.TIMEOUT
     if not verdicts:
         return MutantStatus.ERROR
     hits = sum(1 for v in verdicts if v is expected)
+    if expected is Verdict.ERROR:
+        hits -= timeouts  # a timeout is not the error a claim mutant is expected to give
+    if hang_kills and expected is Verdict.VIOLATED:
+        hits += timeouts
     if hits == len(verdicts):
         return MutantStatus.KILLED
+    if timeouts and hits <= 0:
+        return MutantStatus.TIMEOUT
     if expected is not Verdict.ERROR and all(v is Verdict.ERROR for v in verdicts):
         return MutantStatus.ERROR
-    if hits == 0:
+    if hits <= 0:
         return MutantStatus.SURVIVED
     return MutantStatus.FLAKY

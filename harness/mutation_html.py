@@ -71,7 +71,7 @@ def _npm_pack(cache: Path) -> None:
            "npm_config_audit": "false"}
     try:
         proc = subprocess.run(
-            [npm, "pack", spec, "--pack-destination", str(cache), "--silent"],
+            [npm, "pack", spec, "--pack-destination", str(cache.resolve()), "--silent"],
             cwd=cache, env=env, capture_output=True, text=True, timeout=NPM_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:

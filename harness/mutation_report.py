@@ -10,7 +10,12 @@ Status mapping (ours -> schema), and the status of a mutant judged by several ch
 precedence: ``killed`` -> Killed (any check killed it); ``survived`` -> Survived, and
 ``flaky`` -> Survived too (a kill that does not repeat does not count toward admission, so
 it is undetected; the reason starts ``flaky:``); ``timeout`` -> Timeout; ``error`` ->
-RuntimeError; ``equivalent`` -> Ignored (the reason is the author's waiver).
+RuntimeError; ``no_coverage`` -> NoCoverage; ``equivalent``, ``duplicate``,
+``not_applicable`` and ``not_judgeable`` -> Ignored, with the reason (the author's waiver,
+the mutant it duplicates, the claim that rules it out, the clean verdicts).
+
+The survey builds its own document (``harness.survey_report``) from ``mutant_entry``,
+``file_entry`` and ``report_document``, with one file per lane and module.
 
 Locations: a generated mutant is located at its ``original`` snippet inside the text of its
 qualified name's def, disambiguated by where the mutated source actually differs, and its
@@ -57,9 +62,13 @@ STATUS_MAP: dict[MutantStatus, str] = {
     MutantStatus.TIMEOUT: "Timeout",
     MutantStatus.ERROR: "RuntimeError",
     MutantStatus.EQUIVALENT: "Ignored",
+    MutantStatus.DUPLICATE: "Ignored",
+    MutantStatus.NOT_APPLICABLE: "Ignored",
+    MutantStatus.NOT_JUDGEABLE: "Ignored",
+    MutantStatus.NO_COVERAGE: "NoCoverage",
 }
 # Which schema status a mutant judged by several checks gets: the first one present.
-PRECEDENCE = ("Killed", "Survived", "Timeout", "RuntimeError", "Ignored")
+PRECEDENCE = ("Killed", "Survived", "Timeout", "RuntimeError", "NoCoverage", "Ignored")
 WAIVER_PREFIX = "waived as equivalent: "
 
 Span = tuple[int, int]
@@ -74,7 +83,7 @@ def module_path(module: str, origin: str | None = None) -> str:
 
 
 @dataclass
-class _Source:
+class SourceText:
     """A source text with offset <-> position conversion and def lookup by qualname."""
 
     text: str
@@ -136,7 +145,7 @@ def _common_prefix(a: str, b: str) -> int:
     return i
 
 
-def _changed_span(original: str, mutated: str) -> tuple[Span, int] | None:
+def changed_span(original: str, mutated: str) -> tuple[Span, int] | None:
     """The span of ``original`` that ``mutated`` replaces, and the length change."""
     if original == mutated:
         return None
@@ -155,7 +164,7 @@ def _snippet_pattern(snippet: str) -> re.Pattern[str] | None:
     return re.compile(re.escape(lines[0]) + rest)
 
 
-def _occurrences(src: _Source, snippet: str, scope: Span) -> Iterator[Span]:
+def _occurrences(src: SourceText, snippet: str, scope: Span) -> Iterator[Span]:
     pattern = _snippet_pattern(snippet)
     if pattern is None:
         return
@@ -174,11 +183,11 @@ def _closest(candidates: Sequence[Span], target: Span) -> Span:
     return min(candidates, key=key)
 
 
-def _line_span(src: _Source, offset: int) -> Span:
+def _line_span(src: SourceText, offset: int) -> Span:
     return (offset, max(src.line_end(offset), offset + 1) if offset < len(src.text) else offset)
 
 
-def _insertion_span(src: _Source, at: int) -> Span:
+def _insertion_span(src: SourceText, at: int) -> Span:
     """The line a pure insertion lands on (the line before, when that one is empty)."""
     start = src.text.rfind("\n", 0, at) + 1
     end = src.line_end(at)
@@ -187,20 +196,38 @@ def _insertion_span(src: _Source, at: int) -> Span:
     return (min(start, at), max(end, at))
 
 
-def _locate(src: _Source, spec: MutantSpec) -> tuple[Span, str]:
+def site_span(src: SourceText, spec: MutantSpec) -> Span | None:
+    """The span of the site node a generated mutant replaces (its ``original`` snippet).
+
+    Of the snippet's occurrences in the qualified name's def, the one where the mutated
+    source actually differs; None for a hand-written mutant, for a snippet found nowhere,
+    and for a snippet that is the whole def (``early_return`` inserts into it).
+    """
+    if spec.kind is MutantKind.HANDWRITTEN or spec.source is None:
+        return None
+    scope = src.def_span(spec.qualname)
+    changed = changed_span(src.text, spec.source)
+    found = list(_occurrences(src, spec.original, scope or (0, len(src.text))))
+    if changed is None or not found:
+        return None
+    best = _closest(found, changed[0])
+    if scope is not None and best[0] <= scope[0]:
+        return None
+    return best
+
+
+def _locate(src: SourceText, spec: MutantSpec) -> tuple[Span, str]:
     """The span of the original source a mutant changes, and the text that replaces it."""
     scope = src.def_span(spec.qualname)
     if spec.kind is MutantKind.HANDWRITTEN or spec.operator == "handwritten":
         return (scope or _line_span(src, 0)), spec.replacement
-    changed = _changed_span(src.text, spec.source) if spec.source is not None else None
+    changed = changed_span(src.text, spec.source) if spec.source is not None else None
     found = list(_occurrences(src, spec.original, scope or (0, len(src.text))))
     replacement = spec.replacement.strip("\n")
     if changed is not None:
         (lo, hi), delta = changed
         span = (lo, hi)
-        best = _closest(found, span) if found else None
-        if best is not None and scope is not None and best[0] <= scope[0]:
-            best = None  # the snippet is the whole def (early_return): show the change
+        best = site_span(src, spec)
         if best is not None:
             span = (min(best[0], lo), max(best[1], hi))
         elif lo == hi:
@@ -214,7 +241,8 @@ def _locate(src: _Source, spec: MutantSpec) -> tuple[Span, str]:
     return _line_span(src, 0), replacement
 
 
-def _reason(result: MutantResult) -> str:
+def reason_line(result: MutantResult) -> str:
+    """One line on a pair's status: the check, the status and its evidence."""
     evidence = result.evidence or ""
     if result.status is MutantStatus.EQUIVALENT:
         text = evidence.removeprefix(WAIVER_PREFIX) or "waived as equivalent"
@@ -228,28 +256,40 @@ def _reason(result: MutantResult) -> str:
     return f"{result.check_id}: {text}"
 
 
-def _mutant_entry(src: _Source, spec: MutantSpec, results: Sequence[MutantResult]) -> dict[
-        str, Any]:
+def mutant_entry(src: SourceText, spec: MutantSpec, *, status: str, reason: str,
+                 covered_by: Sequence[str], killed_by: Sequence[str], tests_completed: int,
+                 duration_s: float, report_id: str | None = None) -> dict[str, Any]:
+    """One schema mutant: ``spec`` located in ``src``, with its schema status and reason."""
     span, replacement = _locate(src, spec)
-    statuses = {STATUS_MAP[r.status] for r in results}
-    status = next(s for s in PRECEDENCE if s in statuses)
     mutator = f"handwritten:{spec.name or spec.id}" if spec.kind is MutantKind.HANDWRITTEN \
         else spec.operator
     return {
-        "id": spec.id,
+        "id": report_id or spec.id,
         "mutatorName": mutator,
         "replacement": replacement,
         "location": src.location(span),
         "status": status,
-        # Lanes built on one module share a mutant: each line says which lane it is about.
-        "statusReason": "\n".join(_reason(r) if len({x.target for x in results}) == 1
-                                  else f"[{r.target}] {_reason(r)}" for r in results),
+        "statusReason": reason,
         "description": spec.description,
-        "coveredBy": sorted({r.check_id for r in results}),
-        "killedBy": sorted({r.check_id for r in results if r.status is MutantStatus.KILLED}),
-        "testsCompleted": sum(len(r.runs) for r in results),
-        "duration": round(sum(r.duration_s for r in results) * 1000, 1),
+        "coveredBy": sorted(set(covered_by)),
+        "killedBy": sorted(set(killed_by)),
+        "testsCompleted": tests_completed,
+        "duration": round(duration_s * 1000, 1),
     }
+
+
+def _mutant_entry(src: SourceText, spec: MutantSpec, results: Sequence[MutantResult]) -> dict[
+        str, Any]:
+    statuses = {STATUS_MAP[r.status] for r in results}
+    return mutant_entry(
+        src, spec, status=next(s for s in PRECEDENCE if s in statuses),
+        # Lanes built on one module share a mutant: each line says which lane it is about.
+        reason="\n".join(reason_line(r) if len({x.target for x in results}) == 1
+                         else f"[{r.target}] {reason_line(r)}" for r in results),
+        covered_by=[r.check_id for r in results],
+        killed_by=[r.check_id for r in results if r.status is MutantStatus.KILLED],
+        tests_completed=sum(len(r.runs) for r in results),
+        duration_s=sum(r.duration_s for r in results))
 
 
 def _check_line(source: str) -> int:
@@ -325,25 +365,37 @@ def to_mutation_report(
                 f"mutants.registry, generated ones from mutants.generate)"
             )
         by_mutant.setdefault(result.mutant_id, []).append(result)
-    files: dict[str, tuple[str, _Source, list[dict[str, Any]]]] = {}
+    files: dict[str, tuple[str, SourceText, list[dict[str, Any]]]] = {}
     for mutant_id, group in by_mutant.items():
         spec = mutants[mutant_id]
         if spec.module not in files:
             origin, text = installed_source(spec.module)
-            files[spec.module] = (module_path(spec.module, origin), _Source(text), [])
+            files[spec.module] = (module_path(spec.module, origin), SourceText(text), [])
         _, src, entries = files[spec.module]
         entries.append(_mutant_entry(src, spec, group))
     report_files: dict[str, Any] = {}
     for path, src, entries in sorted(files.values(), key=lambda f: f[0]):
-        entries.sort(key=lambda m: (m["location"]["start"]["line"],
-                                    m["location"]["start"]["column"], m["id"]))
-        report_files[path] = {"language": "python", "source": src.text, "mutants": entries}
+        report_files[path] = file_entry(src, entries)
+    return report_document(report_files, [r.check_id for r in results], checks)
+
+
+def file_entry(src: SourceText, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """A schema file: its source and its mutants, sorted by where they are."""
+    entries.sort(key=lambda m: (m["location"]["start"]["line"],
+                                m["location"]["start"]["column"], m["id"]))
+    return {"language": "python", "source": src.text, "mutants": entries}
+
+
+def report_document(files: Mapping[str, Any], check_ids: Sequence[str],
+                    checks: Sequence[CheckSpec] | None = None,
+                    thresholds: Mapping[str, float] = THRESHOLDS) -> dict[str, Any]:
+    """A whole schema-version-2 document around its ``files``."""
     return {
         "$schema": SCHEMA_URL,
         "schemaVersion": SCHEMA_VERSION,
-        "thresholds": dict(THRESHOLDS),
-        "files": report_files,
-        "testFiles": _test_files([r.check_id for r in results], checks),
+        "thresholds": dict(thresholds),
+        "files": dict(files),
+        "testFiles": _test_files(check_ids, checks),
         "framework": _framework(),
         "system": _system(),
     }
@@ -354,7 +406,7 @@ def _semantic_errors(doc: Mapping[str, Any]) -> Iterator[str]:
     seen: set[str] = set()
     tests = {t["id"] for f in doc.get("testFiles", {}).values() for t in f["tests"]}
     for path, entry in doc["files"].items():
-        src = _Source(entry["source"])
+        src = SourceText(entry["source"])
         lines = len(src.line_starts)
         for mutant in entry["mutants"]:
             where = f"files/{path}/{mutant['id']}"

@@ -1,45 +1,75 @@
 """Survey: every check against every generated mutant of a lane's backend module.
 
-The map of what the suite cannot see yet: per lane and per check, how many generated mutants
-are killed, and the diff of every mutant that no check kills. A check is surveyed on a lane
-only where the clean backend holds it (a kill on an already broken backend means nothing).
+The map of what the suite cannot see yet. Per lane:
+
+1. the mutants are generated from the installed module; the compiler sorts out the
+   equivalent and duplicate ones (``mutants.equivalence``), and the lane's verified claims
+   the ones that can never fire there (``not_applicable``);
+2. each check's clean base runs ``max(3, reruns)`` times, each in a forked child that
+   records which lines of the module it executes (``harness.coverage``); a check that is
+   not ``held`` in every rerun is not judgeable there;
+3. each remaining mutant runs only under the judgeable checks that reach its lines, ``reruns``
+   times each; a mutant no check reaches is ``no_coverage`` and is not run;
+4. statuses and scores follow ``harness.survey_scores``; the survivors file's ``equivalent``
+   entries are applied, and every report lists the file's entries.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
+import importlib
 import os
+import shutil
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from checks.base import CheckSpec
-from harness.admission import MIN_MUTANT_TIMEOUT_S, MUTANT_GRACE_S, TIMEOUT_FACTOR, mutant_timeout
+from harness.admission import (
+    MUTANT_GRACE_S,
+    TIME_RULE,
+    clean_base,
+    clean_reruns,
+    evidence,
+    mutant_timeout,
+    outcome_finding,
+    run_status,
+)
 from harness.cache import AdmissionCache, cache_key, source_hash
 from harness.child import ChildOutcome, ChildStatus, run_jobs
+from harness.coverage import ModuleLines, covered_run, read_record
 from harness.execute import (
     RunOptions,
     derive_seed,
     fast_tmpdir,
+    lane_claims,
     python_version,
     run_check,
     sdk_version,
 )
-from harness.model import MutantResult, MutantStatus, Verdict, mutant_status
+from harness.model import CleanBase, Finding, MutantResult, MutantStatus, Verdict
 from harness.progress import Progress
-from harness.results import atomic_write_text, environment, harness_commit
+from harness.survey_lane import LaneSurvey, MutantOutcome
+from harness.survey_scores import lane_status
+from harness.survivors import Category, Entry, by_lane
 from mutants.base import MutantSpec
+from mutants.equivalence import Equivalence, classify
+from mutants.generate import GenerationReport
+from mutants.operators import OPERATORS
 from mutants.pool import generated_for_lane, schedule
 from targets.base import TargetSpec
+
+# The version of the survey's rules and of its lane files (recorded in each file as "engine").
+SURVEY_ENGINE = 2
+S = MutantStatus
 
 
 @dataclass(frozen=True)
 class SurveyConfig:
-    """What a survey runs: lanes, checks, reruns, parameters, time limit per run."""
+    """What a survey runs: lanes, checks, reruns, parameters, time limit per run, waivers."""
 
     lanes: tuple[TargetSpec, ...]
     checks: tuple[CheckSpec, ...]
@@ -52,90 +82,108 @@ class SurveyConfig:
     quiet: bool = False
     tmpdir: str | None = field(default_factory=fast_tmpdir)
     services: Mapping[str, str] = field(default_factory=dict)
+    survivors: tuple[Entry, ...] = ()
+    survivors_source: str | None = None  # the file the entries come from
 
     def to_json(self) -> dict[str, Any]:
         """How the survey ran, as recorded next to its results."""
         return {
             "run_seed": self.run_seed,
             "reruns": self.reruns,
+            "clean_reruns": clean_reruns(self.reruns),
             "workers": self.workers,
             "params": {c: dict(p) for c, p in sorted(self.params.items())},
-            "time_limit": TIME_RULE.format(cap=self.timeout_s),
+            "time_limit": TIME_RULE.format(cap=f"{self.timeout_s:g} s"),
             "stop_on_violation": True,
             "tmpdir": "tmpfs (/dev/shm)" if self.tmpdir else "system default",
             "services": sorted(self.services),
+            "survivors_file": self.survivors_source,
         }
 
 
-TIME_RULE = (f"per run: {TIMEOUT_FACTOR:g} x the clean run of the same check on the same lane, "
-             f"at least {MIN_MUTANT_TIMEOUT_S:g} s, at most {{cap:g}} s")
+@dataclass
+class _Plan:
+    """One lane being surveyed: its mutants, their lines and what is known before any run."""
+
+    lane: TargetSpec
+    report: GenerationReport | None = None
+    file: str = ""
+    lines: ModuleLines | None = None
+    ignored: dict[str, tuple[MutantStatus, str]] = field(default_factory=dict)
+    error: str | None = None
+    clean: dict[str, CleanBase] = field(default_factory=dict)
+    coverage: dict[str, frozenset[int]] = field(default_factory=dict)
+    mutant_lines: dict[str, frozenset[int] | None] = field(default_factory=dict)
+    duplicates: dict[str, Equivalence] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def mutants(self) -> tuple[MutantSpec, ...]:
+        return self.report.mutants if self.report is not None else ()
+
+    def fail(self, reason: str) -> None:
+        if self.error is None:
+            self.error = reason
 
 
-@dataclass(frozen=True)
-class LaneSurvey:
-    """The survey of one lane: each mutant's status under each applicable check."""
-
-    lane: str
-    module: str
-    mutants: tuple[MutantSpec, ...]
-    dropped_noncompiling: int
-    skipped_checks: Mapping[str, str]
-    results: tuple[MutantResult, ...]
-
-    def killed_by(self, mutant_id: str) -> tuple[str, ...]:
-        return tuple(r.check_id for r in self.results
-                     if r.mutant_id == mutant_id and r.status is MutantStatus.KILLED)
-
-    def score(self) -> float:
-        """Share of generated mutants killed by at least one check."""
-        if not self.mutants:
-            return 0.0
-        return sum(1 for m in self.mutants if self.killed_by(m.id)) / len(self.mutants)
-
-    def check_scores(self) -> dict[str, tuple[int, int]]:
-        """Per check: (killed, judged)."""
-        out: dict[str, tuple[int, int]] = {}
-        for r in self.results:
-            killed, judged = out.get(r.check_id, (0, 0))
-            out[r.check_id] = (killed + (r.status is MutantStatus.KILLED), judged + 1)
-        return out
-
-    def survivors(self) -> tuple[MutantSpec, ...]:
-        return tuple(m for m in self.mutants if not self.killed_by(m.id))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "lane": self.lane,
-            "module": self.module,
-            "mutants": len(self.mutants),
-            "dropped_noncompiling": self.dropped_noncompiling,
-            "score": round(self.score(), 4),
-            "checks": {c: {"killed": k, "judged": j} for c, (k, j) in
-                       sorted(self.check_scores().items())},
-            "skipped_checks": dict(self.skipped_checks),
-            "results": [r.to_json() for r in self.results],
-            "survivors": [{**m.to_json(), "diff": m.diff()} for m in self.survivors()],
-        }
+def _prepare(lane: TargetSpec) -> _Plan:
+    """Generate a lane's mutants and compare their compiled units (no child needed)."""
+    plan = _Plan(lane)
+    try:
+        plan.report = generated_for_lane(lane.name)
+        module = importlib.import_module(lane.module)  # imported before any child forks
+        plan.file = str(module.__file__)
+        with open(plan.file, encoding="utf-8") as handle:
+            source = handle.read()
+        plan.lines = ModuleLines(source, plan.file)
+    except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
+        plan.fail(f"its mutants could not be generated or mapped: {exc!r}")
+        return plan
+    for found in classify(source, plan.mutants, plan.file).values():
+        plan.ignored[found.mutant_id] = (found.status, found.reason)
+        if found.status is S.DUPLICATE:
+            plan.duplicates[found.mutant_id] = found
+    for mutant in plan.mutants:
+        plan.mutant_lines[mutant.id] = plan.lines.mutant_lines(mutant)
+    return plan
 
 
-def _run(check: CheckSpec, lane: TargetSpec, opts: RunOptions,
-         mutant: MutantSpec | None) -> Any:
-    return run_check(check, lane, opts, mutant)
+def _never_fires(lane: TargetSpec) -> bool:
+    """By its claims, close() is absent or does not end the session on ``lane``."""
+    return not (lane.claims.has_close and lane.claims.close_is_terminal)
+
+
+def _not_applicable(plan: _Plan, verified: str | None) -> None:
+    """Mark the mutants that can only fire after a terminal close, once the claims hold."""
+    lane = plan.lane
+    how = ("the session has no close()" if not lane.claims.has_close
+           else f"close() does not end the session ({lane.claims.close_note})")
+    for mutant in plan.mutants:
+        op = OPERATORS.get(mutant.operator)
+        if op is None or not op.requires_terminal_close or mutant.id in plan.ignored:
+            continue
+        if verified is None:
+            plan.ignored[mutant.id] = (S.NOT_APPLICABLE, (
+                f"{mutant.operator} changes only what a closed session does, and on this lane "
+                f"{how}; verified on the runtime object"))
 
 
 def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig) -> str:
+    # The rule that sets time limits, not one run's limit (it follows the clean run's time).
     return cache_key(
-        kind="survey", lane=lane.name,
+        kind="survey", engine=SURVEY_ENGINE, lane=lane.name, waits=lane.waits_s,
         check=source_hash(check.module, "checks.base", "checks.common"),
         mutant=mutant.id, source=mutant.source, python=python_version(), sdk=sdk_version(),
         reruns=config.reruns, params=check.resolve_params(config.params.get(check.id)),
-        timeout=TIME_RULE.format(cap=config.timeout_s), harness=source_hash("harness.execute"),
+        limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
+        harness=source_hash("harness.execute"), seed=config.run_seed,
     )
 
 
 def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
-    """Run the survey; each (check, mutant) is judged ``reruns`` times in forked children."""
+    """Run the survey; see the module docstring for its steps."""
     checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
+    plans = [_prepare(lane) for lane in config.lanes]
 
     def options(check: CheckSpec, rerun: int, early: bool) -> RunOptions:
         return RunOptions(params=check.resolve_params(config.params.get(check.id)),
@@ -144,129 +192,191 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
                           services=dict(config.services),
                           verify_claims=not early)  # mutants: verified on the clean base
 
-    # Clean bases first: which checks apply to which lane.
-    base_jobs = [(c, lane) for lane in config.lanes for c in checks]
-    base_out = run_jobs(
-        [functools.partial(_run, c, lane, options(c, 0, False), None) for c, lane in base_jobs],
-        workers=config.workers, timeout_s=config.timeout_s * 3 + 10)
-    applicable: dict[str, list[CheckSpec]] = {lane.name: [] for lane in config.lanes}
-    skipped: dict[str, dict[str, str]] = {lane.name: {} for lane in config.lanes}
-    limits: dict[tuple[str, str], float] = {}
-    for (c, lane), out in zip(base_jobs, base_out, strict=True):
-        verdict = out.value.verdict if out.status is ChildStatus.OK else Verdict.ERROR
-        if verdict is Verdict.HELD:
-            applicable[lane.name].append(c)
-            limits[(c.id, lane.name)] = mutant_timeout(c, out.value.duration_s)
-        else:
-            skipped[lane.name][c.id] = f"clean backend gave {verdict.value}"
+    records = tempfile.mkdtemp(prefix="arib-coverage-")
+    try:
+        _clean_phase(config, checks, [p for p in plans if p.error is None], options, records)
+    finally:
+        shutil.rmtree(records, ignore_errors=True)
+    runs = _mutant_phase(config, [p for p in plans if p.error is None], options)
+    by = by_lane(config.survivors)
+    return tuple(_assemble(plan, runs, by.get(plan.lane.name, {})) for plan in plans)
 
-    jobs: list[tuple[CheckSpec, TargetSpec, MutantSpec, int]] = []
-    # Keyed by lane too: lanes built on one module share its mutant ids.
-    cached: dict[tuple[str, str, str], MutantResult] = {}
-    reports = {lane.name: generated_for_lane(lane.name) for lane in config.lanes}
-    for lane in config.lanes:
-        for mutant in reports[lane.name].mutants:
-            for c in applicable[lane.name]:
-                hit = config.cache.get(_key(c, lane, mutant, config))
-                if hit is not None:
-                    cached[(lane.name, c.id, mutant.id)] = dataclasses.replace(hit, cached=True)
+
+def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Sequence[_Plan],
+                 options: Any, records: str) -> None:
+    """Clean bases with coverage, and a claims probe where claims decide applicability."""
+    jobs: list[tuple[_Plan, CheckSpec, int, str]] = []
+    for plan in plans:
+        for c in checks:
+            for r in range(clean_reruns(config.reruns)):
+                record = os.path.join(records, f"{plan.lane.name}.{c.id}.{r}.lines")
+                jobs.append((plan, c, r, record))
+    probes = [p for p in plans if _never_fires(p.lane) and any(
+        getattr(OPERATORS.get(m.operator), "requires_terminal_close", False) for m in p.mutants)]
+    progress = Progress("survey clean", len(jobs) + len(probes), quiet=config.quiet)
+
+    def done(index: int, outcome: ChildOutcome) -> None:
+        what = (f"{jobs[index][0].lane.name} {jobs[index][1].id} clean" if index < len(jobs)
+                else f"{probes[index - len(jobs)].lane.name} claims")
+        state = outcome.value.verdict.value if (
+            outcome.status is ChildStatus.OK and isinstance(outcome.value, Finding)) else (
+            outcome.status.value)
+        progress.advance(f"{what}: {state}")
+
+    calls: list[Callable[[], Any]] = [
+        functools.partial(covered_run, c, plan.lane, options(c, r, False), record, plan.file)
+        for plan, c, r, record in jobs]
+    calls += [functools.partial(lane_claims, p.lane, dict(config.services), config.tmpdir)
+              for p in probes]
+    limit = config.timeout_s * 3 + 10
+    outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done)
+    findings: dict[tuple[str, str], list[Finding]] = {}
+    for (plan, c, r, record), out in zip(jobs, outcomes[:len(jobs)], strict=True):
+        finding = outcome_finding(c, plan.lane, options(c, r, False), out, limit)
+        findings.setdefault((plan.lane.name, c.id), []).append(finding)
+        got = read_record(record, plan.file)
+        if got.error is not None:
+            plan.fail(f"coverage of {c.id} (clean rerun {r}) failed: {got.error}")
+        elif not got.lines and finding.verdict is Verdict.HELD:
+            plan.fail(f"coverage of {c.id} (clean rerun {r}) recorded no line of {plan.file} "
+                      f"although the check held there: the recorder did not see the module")
+        plan.coverage[c.id] = plan.coverage.get(c.id, frozenset()) | got.lines
+    for plan in plans:
+        for c in checks:
+            plan.clean[c.id] = clean_base(c.id, plan.lane.name,
+                                          findings[(plan.lane.name, c.id)])
+    for plan, out in zip(probes, outcomes[len(jobs):], strict=True):
+        verified = out.value if out.status is ChildStatus.OK else (
+            f"claims probe {out.status.value}: {out.detail[:200]}")
+        _not_applicable(plan, verified)
+
+
+def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
+    lines = plan.mutant_lines.get(mutant.id)
+    return lines is None or bool(lines & plan.coverage.get(check_id, frozenset()))
+
+
+Runs = dict[tuple[str, str, str], MutantResult]
+
+
+def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) -> Runs:
+    """Run each mutant under the judgeable checks that reach it; cached pairs are reused."""
+    by_id = {c.id: c for c in config.checks}
+    jobs: list[tuple[_Plan, CheckSpec, MutantSpec, int, float]] = []
+    results: Runs = {}
+    for plan in plans:
+        judgeable = [by_id[c] for c, base in plan.clean.items() if base.judgeable]
+        counts = {"run": 0, "cached": 0, "saved_by_coverage": 0, "saved_by_compiler_or_claims":
+                  0, "not_judgeable": 0}
+        for mutant in plan.mutants:
+            if mutant.id in plan.ignored:
+                counts["saved_by_compiler_or_claims"] += len(judgeable) * config.reruns
+                continue
+            for c in judgeable:
+                if not _reaches(plan, c.id, mutant):
+                    counts["saved_by_coverage"] += config.reruns
                     continue
-                jobs += [(c, lane, mutant, r) for r in range(config.reruns)]
+                limit = mutant_timeout(dataclasses.replace(c, timeout_s=config.timeout_s),
+                                       plan.clean[c.id].duration_s, plan.lane.waits_s)
+                hit = config.cache.get(_key(c, plan.lane, mutant, config))
+                if hit is not None:
+                    results[(plan.lane.name, c.id, mutant.id)] = dataclasses.replace(
+                        hit, cached=True)
+                    counts["cached"] += 1
+                    continue
+                jobs += [(plan, c, mutant, r, limit) for r in range(config.reruns)]
+                counts["run"] += config.reruns
+            counts["not_judgeable"] += sum(
+                1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
+                and _reaches(plan, c, mutant))
+        plan.counts = counts
     jobs = schedule(jobs, lambda job: job[2])
     progress = Progress("survey", len(jobs), quiet=config.quiet)
 
     def done(index: int, outcome: ChildOutcome) -> None:
-        c, lane, mutant, _ = jobs[index]
+        plan, c, mutant, _, _ = jobs[index]
         state = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
             outcome.status.value)
-        progress.advance(f"{lane.name} {mutant.operator} {mutant.qualname} x {c.id}: {state}")
+        progress.advance(f"{plan.lane.name} {mutant.operator} {mutant.qualname} x {c.id}: "
+                         f"{state}")
 
     started = time.perf_counter()
-    limit = [limits[(c.id, lane.name)] for c, lane, _, _ in jobs]
     outcomes = run_jobs(
-        [functools.partial(_run, dataclasses.replace(c, timeout_s=t), lane, options(c, r, True), m)
-         for (c, lane, m, r), t in zip(jobs, limit, strict=True)],
-        workers=config.workers, timeout_s=[t + MUTANT_GRACE_S for t in limit], on_done=done)
-    runs: dict[tuple[str, str, str], list[tuple[Verdict, bool, str]]] = {}
-    for (c, lane, mutant, _r), out in zip(jobs, outcomes, strict=True):
-        if out.status is ChildStatus.OK:
-            f = out.value
-            note = f.samples[0] if f.samples else (f.reason or "")
-            runs.setdefault((lane.name, c.id, mutant.id), []).append((f.verdict, False, note))
-        else:
-            runs.setdefault((lane.name, c.id, mutant.id), []).append(
-                (Verdict.ERROR, out.status is ChildStatus.TIMEOUT, out.detail[:200]))
-    elapsed = time.perf_counter() - started
-
-    surveys = []
-    for lane in config.lanes:
-        report = reports[lane.name]
-        results = []
-        for mutant in report.mutants:
-            for c in applicable[lane.name]:
-                if (lane.name, c.id, mutant.id) in cached:
-                    results.append(cached[(lane.name, c.id, mutant.id)])
-                    continue
-                got = runs[(lane.name, c.id, mutant.id)]
-                verdicts = [v for v, _, _ in got]
-                status = mutant_status(verdicts, Verdict.VIOLATED,
-                                       timeouts=sum(1 for _, t, _ in got if t))
-                result = MutantResult(
-                    c.id, mutant.id, mutant.kind, lane.name, mutant.description, status,
-                    tuple(verdicts), Verdict.VIOLATED, got[0][2][:300] or None,
-                    None if status is MutantStatus.KILLED else mutant.diff(),
-                    elapsed / max(len(jobs), 1))
-                if status in (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.TIMEOUT):
-                    config.cache.put(_key(c, lane, mutant, config), result)
-                results.append(result)
-        surveys.append(LaneSurvey(lane.name, report.module, report.mutants,
-                                  report.dropped_noncompiling, skipped[lane.name],
-                                  tuple(results)))
-    return tuple(surveys)
+        [functools.partial(run_check, dataclasses.replace(c, timeout_s=t), plan.lane,
+                           options(c, r, True), m) for plan, c, m, r, t in jobs],
+        workers=config.workers, timeout_s=[job[4] + MUTANT_GRACE_S for job in jobs],
+        on_done=done)
+    share = (time.perf_counter() - started) / max(len(jobs), 1)
+    found: dict[tuple[str, str, str], list[Finding]] = {}
+    for (plan, c, m, r, t), out in zip(jobs, outcomes, strict=True):
+        found.setdefault((plan.lane.name, c.id, m.id), []).append(
+            outcome_finding(c, plan.lane, options(c, r, True), out, t))
+    for plan, c, mutant, _, _ in jobs:
+        key = (plan.lane.name, c.id, mutant.id)
+        if key in results:
+            continue
+        findings = found[key]
+        status = run_status(c, Verdict.VIOLATED, findings)
+        result = MutantResult(
+            c.id, mutant.id, mutant.kind, plan.lane.name, mutant.description, status,
+            tuple(f.verdict for f in findings), Verdict.VIOLATED, evidence(findings) or None,
+            None if status is S.KILLED else mutant.diff(), share * len(findings))
+        if status in (S.KILLED, S.SURVIVED, S.TIMEOUT):
+            config.cache.put(_key(c, plan.lane, mutant, config), result)
+        results[key] = result
+    return results
 
 
-def write_survey(surveys: Sequence[LaneSurvey], out_dir: Path,
-                 config: SurveyConfig | None = None) -> list[Path]:
-    """One JSON file per lane under ``out_dir``, written atomically."""
-    paths = []
-    run = {"harness_commit": harness_commit(), "environment": environment(),
-           **(config.to_json() if config is not None else {})}
-    for s in surveys:
-        path = out_dir / f"{s.lane}.json"
-        doc = {"kind": "arib-survey", "sdk": sdk_version(), "python": python_version(),
-               "run": run, **s.to_json()}
-        atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-        paths.append(path)
-    return paths
+def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:
+    base = plan.clean[check_id]
+    if not _reaches(plan, check_id, mutant):
+        return S.NO_COVERAGE
+    if not base.judgeable:
+        return S.NOT_JUDGEABLE
+    return runs[(plan.lane.name, check_id, mutant.id)].status
 
 
-def survey_mutation_report(surveys: Sequence[LaneSurvey]) -> dict[str, Any]:
-    """The survey's kill matrix in the mutation-testing-report-schema (version 2)."""
-    from harness.mutation_report import to_mutation_report, validate_mutation_report
-
-    mutants = {m.id: m for s in surveys for m in s.mutants}
-    results = [r for s in surveys for r in s.results]
-    report = to_mutation_report(results, mutants)
-    validate_mutation_report(report)
-    return report
-
-
-def render_text(surveys: Sequence[LaneSurvey], show_diffs: int = 20) -> str:
-    """The survey as text: score per lane and per check, then survivors with diffs."""
-    lines = []
-    for s in surveys:
-        lines.append(f"{s.lane} ({s.module}): {len(s.mutants)} generated mutants "
-                     f"({s.dropped_noncompiling} dropped: did not compile); mutation score "
-                     f"{100 * s.score():.1f}%")
-        for check_id, (killed, judged) in sorted(s.check_scores().items()):
-            lines.append(f"  {check_id}: killed {killed}/{judged}")
-        for check_id, why in sorted(s.skipped_checks.items()):
-            lines.append(f"  {check_id}: not surveyed here ({why})")
-        survivors = s.survivors()
-        lines.append(f"  survivors: {len(survivors)}")
-        for m in survivors[:show_diffs]:
-            lines.append(f"  --- {m.id} {m.operator} in {m.qualname}")
-            lines.extend("    " + line for line in m.diff().rstrip().splitlines())
-        if len(survivors) > show_diffs:
-            lines.append(f"  ... {len(survivors) - show_diffs} more survivors in the JSON")
-    return "\n".join(lines)
+def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurvey:
+    """The lane's survey from its plan, the pairs that ran and the survivors file."""
+    lane = plan.lane
+    if plan.error is not None:
+        outcomes = tuple(MutantOutcome(m, S.ERROR, f"lane not surveyed: {plan.error}", None,
+                                       {}) for m in plan.mutants)
+        return LaneSurvey(lane.name, lane.module, plan.file, outcomes,
+                          plan.report.dropped_noncompiling if plan.report else 0,
+                          plan.clean, {}, frozenset(), (), {}, plan.error,
+                          tuple(waivers.values()))
+    applicable = [c for c, base in plan.clean.items() if not base.abstains]
+    outcomes_by_id: dict[str, MutantOutcome] = {}
+    for mutant in plan.mutants:
+        lines = plan.mutant_lines.get(mutant.id)
+        if mutant.id in plan.ignored:
+            status, reason = plan.ignored[mutant.id]
+            outcomes_by_id[mutant.id] = MutantOutcome(mutant, status, reason, lines, {})
+            continue
+        pairs = {c: _pair_status(plan, c, mutant, runs) for c in applicable}
+        status = lane_status(pairs.values())
+        killers = [c for c, s in pairs.items() if s is S.KILLED]
+        reason = (f"killed by {', '.join(killers)}" if killers else
+                  "no applicable check executes its lines" if status is S.NO_COVERAGE else
+                  f"{status.value} under every check that reaches it")
+        waiver = waivers.get(mutant.id)
+        if waiver is not None and waiver.category is Category.EQUIVALENT and status is not (
+                S.KILLED):
+            status, reason = S.EQUIVALENT, f"waived as equivalent ({waiver.where} of the " \
+                                           f"survivors file): {waiver.reason}"
+        outcomes_by_id[mutant.id] = MutantOutcome(mutant, status, reason, lines, pairs, waiver)
+    for mutant_id, dup in plan.duplicates.items():  # the representative's status is known now
+        first = outcomes_by_id.get(dup.of or "")
+        if first is not None:
+            outcomes_by_id[mutant_id] = dataclasses.replace(
+                outcomes_by_id[mutant_id], reason=f"{dup.reason} ({dup.of}: "
+                                                  f"{first.status.value})")
+    results = tuple(runs[(lane.name, c, m.id)] for m in plan.mutants for c in applicable
+                    if (lane.name, c, m.id) in runs)
+    assert plan.lines is not None
+    return LaneSurvey(lane.name, lane.module, plan.file,
+                      tuple(outcomes_by_id[m.id] for m in plan.mutants),
+                      plan.report.dropped_noncompiling if plan.report else 0, plan.clean,
+                      plan.coverage, plan.lines.executable, results, plan.counts, None,
+                      tuple(waivers.values()))

@@ -426,6 +426,10 @@ class Operator:
     # True when its mutants tend to block until their time limit (an open transaction that
     # the next writer waits on): runners start them first, so they do not end a run alone.
     may_hang: bool = False
+    # True when its mutants change only what a session does once close() has ended it: on a
+    # lane whose verified claims say close() is absent or does not end the session, they
+    # can never fire, and the survey reports them as not applicable there.
+    requires_terminal_close: bool = False
 
     @property
     def change(self) -> str:
@@ -462,7 +466,8 @@ OPERATORS: dict[str, Operator] = {
                  "a failed write is not rolled back, so a half-done transaction stays open "
                  "on the connection", may_hang=True),
         Operator("drop_closed_guard", drop_closed_guard,
-                 "the closed-state guard is gone, so a closed session keeps accepting calls"),
+                 "the closed-state guard is gone, so a closed session keeps accepting calls",
+                 requires_terminal_close=True),
         Operator("swap_order", swap_sql_order,
                  "a SQL ORDER BY runs the wrong way, so reads and pops see the wrong end of "
                  "the history"),

@@ -64,6 +64,12 @@ class TargetSpec:
     description: str
     service: str | None = None
     reference: bool = False
+    # The longest the backend itself waits before it gives up on a lock held by another
+    # connection, in seconds (SQLite's busy timeout is 5 s by default in sqlite3, aiosqlite
+    # and SQLAlchemy's pysqlite/aiosqlite dialects); 0 when it has no finite wait. A mutant's
+    # time limit leaves room for it (harness.admission.mutant_timeout), so a lock a mutant
+    # leaves held ends in "database is locked" (evidence), not in a timeout.
+    waits_s: float = 0.0
 
     def with_claims(self, claims: Claims) -> TargetSpec:
         """The same lane with other claims (used by claim mutants)."""
@@ -82,6 +88,7 @@ class TargetSpec:
             "description": self.description,
             "service": self.service,
             "reference": self.reference,
+            "waits_s": self.waits_s,
         }
 
 

@@ -233,4 +233,5 @@ REFERENCE = TargetSpec(
     build=_build,
     description="the bench's own reference store: keeps every invariant (see targets.reference)",
     reference=True,
+    waits_s=BUSY_DEADLINE_S,  # it retries a busy database for this long, then raises
 )

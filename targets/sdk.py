@@ -88,6 +88,16 @@ def sqlalchemy_builder(url_for: Callable[[BuildContext], str]) -> Callable[[Buil
     return build
 
 
+# The busy timeout of every SQLite connection these lanes open, in seconds. openai-agents
+# 0.24.0 source: SQLiteSession (and AdvancedSQLiteSession, its subclass) calls
+# sqlite3.connect(str(self.db_path), check_same_thread=False) and AsyncSQLiteSession calls
+# aiosqlite.connect(str(self.db_path)), which passes its keywords on to sqlite3.connect: no
+# timeout argument, so sqlite3's default of 5.0 s applies; SQLAlchemySession sets
+# "PRAGMA busy_timeout = {_SQLITE_BUSY_TIMEOUT_MS}" (5000) on each SQLite connection.
+# tests/test_waits.py checks the connect calls and reads PRAGMA busy_timeout.
+SQLITE_BUSY_TIMEOUT_S = 5.0
+
+
 SQLITE_FILE = TargetSpec(
     name="sqlite-file",
     backend="SQLiteSession",
@@ -95,6 +105,7 @@ SQLITE_FILE = TargetSpec(
     claims=Claims(has_close=True, close_is_async=False),
     build=_file_builder(_sqlite),
     description="SQLiteSession on a file; work runs in asyncio.to_thread; sync close()",
+    waits_s=SQLITE_BUSY_TIMEOUT_S,
 )
 
 ASYNC_SQLITE_FILE = TargetSpec(
@@ -104,6 +115,7 @@ ASYNC_SQLITE_FILE = TargetSpec(
     claims=Claims(has_close=True, close_is_async=True),
     build=_file_builder(_async_sqlite),
     description="AsyncSQLiteSession (aiosqlite) on a file; async close()",
+    waits_s=SQLITE_BUSY_TIMEOUT_S,
 )
 
 ADVANCED_SQLITE_FILE = TargetSpec(
@@ -113,6 +125,7 @@ ADVANCED_SQLITE_FILE = TargetSpec(
     claims=Claims(has_close=True, close_is_async=False),
     build=_file_builder(_advanced_sqlite),
     description="AdvancedSQLiteSession(create_tables=True) on a file; sync close()",
+    waits_s=SQLITE_BUSY_TIMEOUT_S,
 )
 
 SQLALCHEMY_SQLITE_FILE = TargetSpec(
@@ -122,6 +135,7 @@ SQLALCHEMY_SQLITE_FILE = TargetSpec(
     claims=Claims(has_close=False),
     build=sqlalchemy_builder(lambda ctx: f"sqlite+aiosqlite:///{ctx.root / 'store.db'}"),
     description="SQLAlchemySession.from_url(sqlite+aiosqlite, file); no close(), engine disposed",
+    waits_s=SQLITE_BUSY_TIMEOUT_S,
 )
 
 LOCAL_TARGETS = (SQLITE_FILE, ASYNC_SQLITE_FILE, ADVANCED_SQLITE_FILE, SQLALCHEMY_SQLITE_FILE)

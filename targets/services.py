@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from harness.errors import ServiceError
 from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
 from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.sdk import SQLITE_BUSY_TIMEOUT_S
 
 REDIS_MODULE = "agents.extensions.memory.redis_session"
 SQLALCHEMY_MODULE = "agents.extensions.memory.sqlalchemy_session"
@@ -40,6 +41,13 @@ TEST_ENCRYPTION_KEY = base64.urlsafe_b64encode(b"arib-fixed-test-key-not-secret!
 ENCRYPTION_TTL_S = 3600
 # Distinguishes this process's stores from those of earlier runs on an external server.
 _RUN_TOKEN = secrets.token_hex(4)
+# The stores under the encrypted lanes are SQLite files: SQLiteSession's connections and
+# SQLAlchemySession's set a 5 s busy timeout (see targets.sdk.SQLITE_BUSY_TIMEOUT_S). Redis
+# commands never wait for a lock, and PostgreSQL waits for a row lock without limit
+# (lock_timeout = 0 by default, and the SDK sets no lock_timeout or command_timeout), so
+# those lanes have no finite wait: a transaction a mutant leaves open hangs the next writer
+# until the mutant's time limit, and that is reported as a timeout.
+ENCRYPTED_WAITS_S = SQLITE_BUSY_TIMEOUT_S
 
 
 # --------------------------------------------------------------------------- helpers
@@ -269,6 +277,7 @@ ENCRYPTED_SQLITE = TargetSpec(
     build=_build_encrypted_sqlite,
     description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over SQLiteSession "
                 f"on a file; close() is the wrapped SQLiteSession's (sync), forwarded",
+    waits_s=ENCRYPTED_WAITS_S,
 )
 
 ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
@@ -279,6 +288,7 @@ ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
     build=_build_encrypted_sqlalchemy,
     description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over "
                 f"SQLAlchemySession(sqlite+aiosqlite file); no close(), engine disposed",
+    waits_s=ENCRYPTED_WAITS_S,
 )
 
 SERVICE_TARGETS: tuple[TargetSpec, ...] = (

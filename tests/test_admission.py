@@ -94,8 +94,31 @@ def test_broken_clean_base_makes_a_kill_meaningless(tmp_path):
     (a,) = admit([check], config(tmp_path, reruns=1))
     assert a.admitted, a.reasons
     bad = [r for r in a.results if not r.judgeable]
-    assert len(bad) == 1 and bad[0].status is MutantStatus.ERROR
-    assert "not judgeable" in (bad[0].evidence or "") and "'sqlite-file'" in bad[0].evidence
+    assert len(bad) == 1 and bad[0].status is MutantStatus.NOT_JUDGEABLE
+    assert "not judgeable" in (bad[0].evidence or "")
+    # The clean base ran as often as the survey's: at least 3 times, even with 1 rerun.
+    assert "clean 'sqlite-file' gave violated, violated, violated" in (bad[0].evidence or "")
+
+
+def test_a_clean_base_violated_in_one_rerun_only_is_not_judgeable(tmp_path):
+    from harness.execute import derive_seed
+
+    base = small_conc_003()
+    last = derive_seed(0, "admission", 2)  # the run seed of the third rerun
+    seeds = {derive_seed(last, base.id, "sqlite-file", i) for i in range(5)}
+    real = base.run_trial
+
+    async def trial(ctx):  # type: ignore[no-untyped-def]
+        if ctx.target.name == "sqlite-file" and ctx.seed in seeds:
+            return Trial(ctx.index, ctx.seed, True, sample="clean base broke once")
+        return await real(ctx)
+
+    check = dataclasses.replace(base, run_trial=trial, mutants=(
+        "reference_silent_drop_after_close", "sqlite_silent_drop_after_close"))
+    (a,) = admit([check], handwritten_only(tmp_path, reruns=1))
+    (sqlite,) = [r for r in a.results if r.target == "sqlite-file"]
+    assert sqlite.status is MutantStatus.NOT_JUDGEABLE and not sqlite.judgeable
+    assert "gave held, held, violated" in (sqlite.evidence or "")
 
 
 def test_only_unjudgeable_hand_written_mutants_do_not_admit(tmp_path):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from harness import model
 from harness.model import (
+    CleanBase,
     Counts,
     ExitCode,
     Finding,
@@ -65,6 +69,45 @@ def test_mutant_status(runs, expected, status):
 
 def test_timeouts_give_timeout_status():
     assert mutant_status([E, E], V, timeouts=2) is MutantStatus.TIMEOUT
+
+
+@pytest.mark.parametrize("runs, timeouts, hang_kills, status", [
+    ([E, E, E], 3, False, MutantStatus.TIMEOUT),  # a hang is its own status
+    ([E, E, E], 3, True, MutantStatus.KILLED),  # unless "does not hang" is the invariant
+    ([V, E, V], 1, True, MutantStatus.KILLED),
+    ([V, E, V], 1, False, MutantStatus.FLAKY),  # a kill that did not repeat
+    ([H, E, H], 1, False, MutantStatus.TIMEOUT),  # a hang seen, nothing killed
+    ([H, E, H], 1, True, MutantStatus.FLAKY),
+    ([E, E, E], 0, True, MutantStatus.ERROR),  # errors are never timeouts or kills
+])
+def test_a_timeout_is_a_kill_only_for_a_hang_invariant(runs, timeouts, hang_kills, status):
+    assert mutant_status(runs, V, timeouts, hang_kills=hang_kills) is status
+
+
+def test_a_claim_mutant_expecting_an_error_is_not_killed_by_a_timeout():
+    assert mutant_status([E, E], E, timeouts=2) is MutantStatus.TIMEOUT
+    assert mutant_status([E, E], E, timeouts=1) is MutantStatus.FLAKY
+
+
+def test_clean_base_is_judgeable_only_when_every_rerun_held():
+    held = CleanBase("ARIB-X-001", "sqlite-file", (H, H, H), 0.5)
+    assert held.judgeable and not held.abstains
+    flaky = CleanBase("ARIB-X-001", "sqlite-file", (H, V, H), 0.5, "1/10 trials violated")
+    assert not flaky.judgeable
+    assert flaky.describe() == ("clean 'sqlite-file' gave held, violated, held "
+                                "(1/10 trials violated)")
+    assert flaky.to_json()["judgeable"] is False
+    abstains = CleanBase("ARIB-X-001", "sqlite-file", (N, N, N), 0.1)
+    assert abstains.abstains and not abstains.judgeable
+    assert not CleanBase("ARIB-X-001", "sqlite-file", (), 0.0).judgeable
+
+
+def test_every_status_is_documented():
+    source = Path(model.__file__).read_text()
+    block = source[source.index("class MutantStatus"):source.index("class ExitCode")]
+    for status in MutantStatus:
+        before = block[:block.index(f"    {status.name} = ")].rstrip().splitlines()[-1]
+        assert before.strip().startswith("#"), f"{status.name} has no comment"
 
 
 def test_counts_add_and_total():

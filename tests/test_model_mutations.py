@@ -204,9 +204,12 @@ def test_one_rerun_without_timeouts(runs, status):
     assert mutant_status(runs) is status
 
 
-def test_some_timeouts_are_not_a_timeout_status():
-    assert mutant_status([E, E], V, timeouts=1) is MutantStatus.ERROR
+def test_a_timeout_is_never_an_error_nor_a_kill():
     assert mutant_status([E], V, timeouts=1) is MutantStatus.TIMEOUT
+    assert mutant_status([E, E], V, timeouts=1) is MutantStatus.TIMEOUT  # a hang was seen
+    assert mutant_status([E, H], V, timeouts=1) is MutantStatus.TIMEOUT
+    assert mutant_status([E, V], V, timeouts=1) is MutantStatus.FLAKY  # a kill, not repeated
+    assert mutant_status([E, E], V, timeouts=0) is MutantStatus.ERROR
 
 
 # --- admission: pure parts --------------------------------------------------------------
@@ -354,27 +357,26 @@ def timed_out() -> Finding:
 
 
 def test_status_of_timeouts(conc):
-    mutant = get_mutant("reference_lost_update")
     hang = dataclasses.replace(conc, hang_invariant=True)
-    assert admission._status(mutant, hang, [timed_out(), timed_out()]) is MutantStatus.KILLED
-    assert admission._status(mutant, conc, [timed_out(), timed_out()]) is MutantStatus.TIMEOUT
-    assert admission._status(mutant, hang, [timed_out(), full_finding(verdict=E)]) is (
+    assert admission.run_status(hang, V, [timed_out(), timed_out()]) is MutantStatus.KILLED
+    assert admission.run_status(conc, V, [timed_out(), timed_out()]) is MutantStatus.TIMEOUT
+    assert admission.run_status(hang, V, [timed_out(), full_finding(verdict=E)]) is (
         MutantStatus.ERROR)
-    assert admission._status(mutant, hang, [full_finding(), full_finding()]) is (
+    assert admission.run_status(hang, V, [timed_out(), full_finding()]) is MutantStatus.KILLED
+    assert admission.run_status(hang, V, [full_finding(), full_finding()]) is (
         MutantStatus.KILLED)
 
 
 def test_status_uses_the_mutants_expected_verdict(conc):
-    claim = dataclasses.replace(get_mutant("reference_lost_update"), expected=N)
     na = full_finding(verdict=N)
-    assert admission._status(claim, conc, [na, na]) is MutantStatus.KILLED
-    assert admission._status(claim, conc, [full_finding(), full_finding()]) is (
+    assert admission.run_status(conc, N, [na, na]) is MutantStatus.KILLED
+    assert admission.run_status(conc, N, [full_finding(), full_finding()]) is (
         MutantStatus.SURVIVED)
 
 
 def test_evidence_of_the_first_finding():
     first = full_finding(samples=("s1", "s2"))
-    text = admission._evidence([first, full_finding(reason="second")])
+    text = admission.evidence([first, full_finding(reason="second")])
     assert text == ("verdict violated; 2/3 trials violated; lost 1, duplicated 2, foreign 3, "
                     "errors 4; modes lossy=2, exact=1; why; s1")
 
@@ -382,15 +384,15 @@ def test_evidence_of_the_first_finding():
 def test_evidence_leaves_out_what_is_empty():
     quiet = full_finding(verdict=H, violating_trials=0, counts=Counts(duplicated=2), modes={},
                          reason=None, samples=())
-    assert admission._evidence([quiet]) == "verdict held; duplicated 2"
+    assert admission.evidence([quiet]) == "verdict held; duplicated 2"
     bare = full_finding(verdict=H, violating_trials=0, counts=Counts(), modes={"exact": 3},
                         reason=None, samples=())
-    assert admission._evidence([bare]) == "verdict held; modes exact=3"
-    assert admission._evidence([]) == ""
+    assert admission.evidence([bare]) == "verdict held; modes exact=3"
+    assert admission.evidence([]) == ""
 
 
 def test_evidence_is_capped_at_600_characters():
-    text = admission._evidence([full_finding(reason=None, samples=("x" * 1000,))])
+    text = admission.evidence([full_finding(reason=None, samples=("x" * 1000,))])
     assert len(text) == 600 and text.startswith("verdict violated; ")
 
 

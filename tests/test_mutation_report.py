@@ -131,7 +131,9 @@ def test_each_status_maps_to_a_schema_status(status: MutantStatus,
     validate_mutation_report(doc)
     (mutant,) = doc["files"][SQLITE_PATH]["mutants"]
     expected = {"killed": "Killed", "survived": "Survived", "flaky": "Survived",
-                "timeout": "Timeout", "error": "RuntimeError", "equivalent": "Ignored"}
+                "timeout": "Timeout", "error": "RuntimeError", "equivalent": "Ignored",
+                "duplicate": "Ignored", "not_applicable": "Ignored", "not_judgeable": "Ignored",
+                "no_coverage": "NoCoverage"}
     assert mutant["status"] == STATUS_MAP[status] == expected[status.value]
     assert mutant["killedBy"] == (["ARIB-CONC-001"] if status is MutantStatus.KILLED else [])
 
@@ -265,7 +267,8 @@ PROBE = """<script>
     }
     return out;
   };
-  const keys = ["totalMutants", "killed", "survived", "timeout", "ignored", "runtimeErrors"];
+  const keys = ["totalMutants", "killed", "survived", "timeout", "ignored", "runtimeErrors",
+                "noCoverage"];
   const probe = () => {
     const found = {};
     for (const key of keys) {
@@ -293,10 +296,8 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
-def test_viewer_shows_every_mutant(report: dict[str, Any], tmp_path: Path) -> None:
+def viewer_metrics(report: dict[str, Any], tmp_path: Path) -> dict[str, int]:
+    """The numbers the viewer's metrics table shows for ``report`` (rendered in Chromium)."""
     page = write_html(report, tmp_path / "html")
     assert (page.parent / mutation_html.BUNDLE_NAME).stat().st_size > 100_000
     probe = page.with_name("probe.html")
@@ -305,9 +306,32 @@ def test_viewer_shows_every_mutant(report: dict[str, Any], tmp_path: Path) -> No
                     profile=tmp_path / "profile")
     found = re.search(r'<pre id="arib-probe">(.*?)</pre>', proc.stdout, re.S)
     assert found, f"the viewer rendered no metrics table: {proc.stderr[-2000:]}"
-    shown = json.loads(html.unescape(found.group(1)))
+    return json.loads(html.unescape(found.group(1)))  # type: ignore[no-any-return]
+
+
+NO_VIEWER = CHROMIUM is None or shutil.which("npm") is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_VIEWER, reason="chromium or npm is not installed")
+def test_viewer_shows_every_mutant(report: dict[str, Any], tmp_path: Path) -> None:
+    shown = viewer_metrics(report, tmp_path)
     statuses = [m["status"] for f in report["files"].values() for m in f["mutants"]]
     assert shown["totalMutants"] == len(statuses) == 4
     assert shown["killed"] == statuses.count("Killed") == 2
     assert shown["survived"] == statuses.count("Survived") == 1
     assert shown["ignored"] == statuses.count("Ignored") == 1
+
+
+def test_a_relative_cache_folder_still_receives_the_tarball(report: dict[str, Any],
+                                                           tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # npm runs inside the cache folder: a relative destination would land one folder deeper.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ARIB_CACHE_DIR", "relative-cache")
+    monkeypatch.setenv("PATH", fake_npm(tmp_path, 'echo "$4" > "$ARIB_SEEN"; exit 1'))
+    monkeypatch.setenv("ARIB_SEEN", str(tmp_path / "seen"))
+    with pytest.raises(ViewerUnavailableError):
+        write_html(report, tmp_path / "out")
+    seen = Path((tmp_path / "seen").read_text().strip())
+    assert seen.is_absolute() and seen == tmp_path / "relative-cache" / "npm"

@@ -1,124 +1,354 @@
-"""The survey: every applicable check against every generated mutant of a lane."""
+"""The survey: coverage selection, statuses, clean bases, claims, waivers, reports, lanes apart."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from checks.registry import get_check
 from harness.cache import AdmissionCache
-from harness.model import MutantStatus, Verdict
-from harness.survey import (
-    LaneSurvey,
-    SurveyConfig,
-    render_text,
-    survey,
-    survey_mutation_report,
-    write_survey,
-)
+from harness.coverage import ModuleLines, Record
+from harness.model import MutantStatus, Trial, Verdict
+from harness.mutation_report import validate_mutation_report
+from harness.survey import SURVEY_ENGINE, SurveyConfig, survey
+from harness.survey_lane import LaneSurvey
+from harness.survey_report import render_text, survey_mutation_report, write_survey
+from harness.survivors import disagreements, parse_survivors
+from mutants.base import MutantSpec
+from mutants.equivalence import Equivalence
+from mutants.generate import generate
 from mutants.pool import generated_for_lane
+from targets.base import Claims, Handle, TargetSpec
 from targets.reference import REFERENCE
 
+S = MutantStatus
 CHECK = "ARIB-CONC-001"
 PARAMS = {CHECK: {"writers": 4, "appends": 10, "trials": 2}}
+SMALL = {CHECK: {"writers": 2, "appends": 4, "trials": 1}}
+POOL = generated_for_lane(REFERENCE.name).mutants
 
 
-@pytest.fixture(scope="module")
-def config() -> SurveyConfig:
-    return SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=PARAMS,
-                        quiet=True, cache=AdmissionCache(None))
-
-
-@pytest.fixture(scope="module")
-def lane(config: SurveyConfig) -> LaneSurvey:
-    (found,) = survey(config)
+def pick(qualname: str, operator: str, pool: tuple[MutantSpec, ...] = POOL) -> MutantSpec:
+    (found,) = [m for m in pool if (m.qualname, m.operator) == (qualname, operator)]
     return found
 
 
-def _status(lane: LaneSurvey, qualname: str, operator: str) -> MutantStatus:
-    (mutant,) = [m for m in lane.mutants if (m.qualname, m.operator) == (qualname, operator)]
-    (result,) = [r for r in lane.results if r.mutant_id == mutant.id]
-    return result.status
+class _OpenAfterClose:
+    """A reference session whose close() does nothing: it stays usable, as documented for
+    RedisSession with an injected client."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def close(self) -> None:
+        return None
 
 
-def test_every_generated_mutant_is_judged_by_the_applicable_check(lane: LaneSurvey) -> None:
-    pool = generated_for_lane(REFERENCE.name).mutants
-    assert [m.id for m in lane.mutants] == [m.id for m in pool]
-    assert sorted(r.mutant_id for r in lane.results) == sorted(m.id for m in pool)
+async def _build_open_close(ctx: Any) -> Handle:
+    handle = await REFERENCE.build(ctx)
+
+    async def reopen() -> Handle:
+        return await _build_open_close(ctx)
+
+    return Handle(_OpenAfterClose(handle.session), reopen, handle.dispose)
+
+
+OPEN_CLOSE = dataclasses.replace(
+    REFERENCE, name="reference-open-close", build=_build_open_close,
+    claims=Claims(has_close=True, close_is_async=True, close_is_terminal=False,
+                  close_note="test lane: close() is a no-op"))
+
+
+def twins(monkeypatch: pytest.MonkeyPatch, *lanes: TargetSpec) -> None:
+    """Lanes the registry does not know, generated from their own spec."""
+    import harness.survey
+
+    by_name = {lane.name: lane for lane in (REFERENCE, *lanes)}
+    monkeypatch.setattr(harness.survey, "generated_for_lane",
+                        lambda name: generate(by_name[name]))
+
+
+WAIVED = pick("ReferenceSession.get_items", "drop_lock")  # survives CONC-001
+KILLED = pick("ReferenceSession.add_items", "early_return")
+UNMAPPED = pick("ReferenceSession.add_items", "drop_await")
+EQUIVALENT = pick("ReferenceSession.close", "early_return")
+DUPLICATE = pick("ReferenceSession.close", "flip_comparison")
+
+
+@pytest.fixture(scope="module")
+def surveyed() -> tuple[SurveyConfig, tuple[LaneSurvey, ...]]:
+    """One survey of two lanes with an equivalence, a duplicate, an unmapped mutant and
+    survivors-file entries, run once for the tests below."""
+    import harness.survey
+
+    entries = parse_survivors(
+        f"reference {WAIVED.id} equivalent the read lock only orders reads with one writer\n"
+        f"reference {KILLED.id} blind-spot listed, but killed\n"
+        f"reference m-000000000000 dead never generated\n",
+        [REFERENCE.name, OPEN_CLOSE.name])
+    config = SurveyConfig(lanes=(REFERENCE, OPEN_CLOSE), checks=(get_check(CHECK),),
+                          params=PARAMS, quiet=True, cache=AdmissionCache(None),
+                          survivors=entries)
+    original = ModuleLines.mutant_lines
+    with pytest.MonkeyPatch.context() as patch:
+        twins(patch, OPEN_CLOSE)
+        patch.setattr(harness.survey, "classify", lambda *a: {
+            EQUIVALENT.id: Equivalence(EQUIVALENT.id, S.EQUIVALENT, "bytecode-identical: test"),
+            DUPLICATE.id: Equivalence(DUPLICATE.id, S.DUPLICATE,
+                                      f"bytecode-identical to {KILLED.id}: test", of=KILLED.id),
+        })
+        patch.setattr(ModuleLines, "mutant_lines", lambda self, spec: None
+                      if spec.id == UNMAPPED.id else original(self, spec))
+        found = survey(config)
+    return config, found
+
+
+@pytest.fixture(scope="module")
+def lane(surveyed: tuple[SurveyConfig, tuple[LaneSurvey, ...]]) -> LaneSurvey:
+    return surveyed[1][0]
+
+
+def status(lane: LaneSurvey, mutant: MutantSpec) -> MutantStatus:
+    found = lane.outcome(mutant.id)
+    assert found is not None
+    return found.status
+
+
+def test_every_generated_mutant_has_one_outcome(lane: LaneSurvey) -> None:
+    assert [o.mutant.id for o in lane.outcomes] == [m.id for m in POOL]
     assert {r.check_id for r in lane.results} == {CHECK}
+    assert all(r.target == lane.lane and len(r.runs) == 1 for r in lane.results)
 
 
-def test_known_defects_are_killed_and_unreached_code_survives(lane: LaneSurvey) -> None:
-    # An append that returns before writing, or never awaits its write, loses the appends.
-    assert _status(lane, "ReferenceSession.add_items", "early_return") is MutantStatus.KILLED
-    assert _status(lane, "ReferenceSession.add_items", "drop_await") is MutantStatus.KILLED
-    # A write never committed is rolled back when the connection closes.
-    assert _status(lane, "ReferenceSession._transact", "drop_commit") is MutantStatus.KILLED
-    # Concurrent appends never pop: a pop mutant is invisible to this check.
-    assert _status(lane, "ReferenceSession.pop_item", "early_return") is MutantStatus.SURVIVED
+def test_known_defects_are_killed_and_unreached_code_is_not_run(lane: LaneSurvey) -> None:
+    assert status(lane, KILLED) is S.KILLED
+    assert status(lane, pick("ReferenceSession._transact", "drop_commit")) is S.KILLED
+    # Concurrent appends never pop: measured, so the pop mutant is not run at all.
+    pop = pick("ReferenceSession.pop_item", "early_return")
+    assert status(lane, pop) is S.NO_COVERAGE
+    assert not [r for r in lane.results if r.mutant_id == pop.id]
+    outcome = lane.outcome(pop.id)
+    assert outcome is not None and outcome.lines and not outcome.lines & lane.coverage[CHECK]
 
 
-def test_score_and_survivors_agree_with_the_results(lane: LaneSurvey) -> None:
-    killed = {r.mutant_id for r in lane.results if r.status is MutantStatus.KILLED}
-    assert lane.score() == len(killed) / len(lane.mutants)
-    assert 0 < lane.score() < 1
-    assert {m.id for m in lane.survivors()} == {m.id for m in lane.mutants} - killed
-    assert lane.check_scores() == {CHECK: (len(killed), len(lane.mutants))}
-    text = render_text([lane], show_diffs=1)
-    assert f"{CHECK}: killed {len(killed)}/{len(lane.mutants)}" in text
-    assert "--- a/targets.reference" in text  # a survivor's diff
+def test_the_clean_base_runs_as_often_as_admission(lane: LaneSurvey) -> None:
+    assert lane.clean[CHECK].verdicts == (Verdict.HELD,) * 3
+    assert lane.clean[CHECK].judgeable
 
 
-def test_written_results_record_how_they_were_obtained(lane: LaneSurvey, config: SurveyConfig,
-                                                       tmp_path: Path) -> None:
-    (path,) = write_survey([lane], tmp_path, config)
-    doc = json.loads(path.read_text())
-    assert doc["kind"] == "arib-survey" and doc["lane"] == REFERENCE.name
-    assert doc["run"]["run_seed"] == 0 and doc["run"]["reruns"] == 1
+def test_coverage_selection_is_counted(lane: LaneSurvey) -> None:
+    ignored = sum(1 for o in lane.outcomes if o.status in (S.EQUIVALENT, S.DUPLICATE,
+                                                          S.NOT_APPLICABLE) and not o.waiver)
+    assert lane.runs["run"] == len(lane.results)  # one check, one rerun each
+    assert lane.runs["run"] + lane.runs["saved_by_coverage"] == len(POOL) - ignored
+    assert lane.runs["saved_by_coverage"] == sum(
+        1 for o in lane.outcomes if o.status is S.NO_COVERAGE)
+    assert lane.runs["saved_by_compiler_or_claims"] == ignored == 2
+
+
+def test_compiler_equivalents_and_duplicates_are_not_run(lane: LaneSurvey) -> None:
+    run = {r.mutant_id for r in lane.results}
+    assert status(lane, EQUIVALENT) is S.EQUIVALENT and EQUIVALENT.id not in run
+    assert status(lane, DUPLICATE) is S.DUPLICATE and DUPLICATE.id not in run
+    duplicate = lane.outcome(DUPLICATE.id)
+    assert duplicate is not None and f"({KILLED.id}: killed)" in duplicate.reason
+
+
+def test_an_unmapped_mutant_is_judged_by_every_check_and_marked(lane: LaneSurvey) -> None:
+    assert [r.check_id for r in lane.results if r.mutant_id == UNMAPPED.id] == [CHECK]
+    assert [o.mutant.id for o in lane.unmapped()] == [UNMAPPED.id]
+    assert f"unmapped (judged by every check): {UNMAPPED.id}" in render_text([lane])
+
+
+def test_the_survivors_file_is_applied_and_checked(lane: LaneSurvey) -> None:
+    waived = lane.outcome(WAIVED.id)
+    assert waived is not None and waived.status is S.EQUIVALENT
+    assert "waived as equivalent (line 1 of the survivors file)" in waived.reason
+    assert waived.checks[CHECK] is S.SURVIVED  # it ran, and it did survive
+    problems = lane.survivors_problems()
+    assert any(p.startswith(f"line 2: reference {KILLED.id} is no longer a survivor")
+               for p in problems)
+    assert any(p.startswith("line 3: reference m-000000000000 is no longer generated")
+               for p in problems)
+    unlisted = {o.mutant.id for o in lane.survivors()}
+    assert sum(1 for p in problems if "is not listed" in p) == len(unlisted) > 0
+
+
+def test_scores_agree_with_the_outcomes(lane: LaneSurvey) -> None:
+    scores = lane.scores()
+    killed = sum(1 for o in lane.outcomes if o.status is S.KILLED)
+    judged = sum(1 for o in lane.outcomes if o.status in (S.KILLED, S.SURVIVED, S.FLAKY,
+                                                          S.TIMEOUT))
+    assert scores.count(S.KILLED) == killed and scores.covered == judged
+    assert scores.score_covered == killed / judged
+    assert scores.score_all == killed / (len(POOL) - 3)  # the waiver, equivalent, duplicate
+    assert lane.check_scores()[CHECK].count(S.KILLED) == killed
+
+
+def test_a_lane_whose_close_never_ends_the_session_rules_out_closed_guards(
+        surveyed: tuple[SurveyConfig, tuple[LaneSurvey, ...]]) -> None:
+    reference, open_close = surveyed[1]
+    guards = [m for m in POOL if m.operator == "drop_closed_guard"]
+    assert guards
+    for guard in guards:
+        assert status(open_close, guard) is S.NOT_APPLICABLE
+        assert status(reference, guard) is not S.NOT_APPLICABLE
+        found = open_close.outcome(guard.id)
+        assert found is not None and "does not end the session" in found.reason
+        assert "verified on the runtime object" in found.reason
+
+
+def test_written_results_record_how_they_were_obtained(
+        surveyed: tuple[SurveyConfig, tuple[LaneSurvey, ...]], tmp_path: Path) -> None:
+    config, lanes = surveyed
+    paths = write_survey(lanes, tmp_path, config)
+    doc = json.loads(paths[0].read_text())
+    assert doc["kind"] == "arib-survey" and doc["engine"] == SURVEY_ENGINE
+    assert doc["lane"] == REFERENCE.name and doc["status"] == "ok"
+    assert doc["run"]["reruns"] == 1 and doc["run"]["clean_reruns"] == 3
     assert doc["run"]["params"] == PARAMS
     assert "10 x the clean run" in doc["run"]["time_limit"]
-    assert len(doc["results"]) == len(lane.results)
-    report = survey_mutation_report([lane])
-    files = report["files"]
-    assert sum(len(f["mutants"]) for f in files.values()) == len(lane.mutants)
+    assert doc["coverage"]["checks"][CHECK]  # line ranges per check
+    assert doc["coverage"]["unmapped"] == [UNMAPPED.id]
+    assert doc["scores"]["killed"] == lanes[0].scores().count(S.KILLED)
+    assert doc["clean"][CHECK]["verdicts"] == ["held"] * 3
+    # What the committed-file test reads from a lane file gives the same disagreements.
+    outcomes = {o["id"]: (o["status"], o["status"] == "equivalent"
+                          and o["survivors_file"] is not None) for o in doc["outcomes"]}
+    assert disagreements(doc["lane"], config.survivors, outcomes) == \
+        lanes[0].survivors_problems() == tuple(doc["survivors_file"]["problems"])
 
 
-def test_a_check_the_clean_lane_fails_is_not_surveyed_there() -> None:
+def test_the_mutation_report_keeps_lanes_apart(
+        surveyed: tuple[SurveyConfig, tuple[LaneSurvey, ...]]) -> None:
+    _, lanes = surveyed
+    report = survey_mutation_report(lanes)
+    validate_mutation_report(report)
+    assert sorted(report["files"]) == ["reference-open-close/targets/reference.py",
+                                       "reference/targets/reference.py"]
+    entries = {m["id"]: m for f in report["files"].values() for m in f["mutants"]}
+    assert len(entries) == 2 * len(POOL)
+    pop = pick("ReferenceSession.pop_item", "early_return")
+    assert entries[f"{pop.id}@reference"]["status"] == "NoCoverage"
+    assert entries[f"{pop.id}@reference"]["coveredBy"] == []
+    assert entries[f"{KILLED.id}@reference"]["killedBy"] == [CHECK]
+    for ignored in (EQUIVALENT, DUPLICATE, WAIVED):
+        assert entries[f"{ignored.id}@reference"]["status"] == "Ignored"
+    guard = next(m for m in POOL if m.operator == "drop_closed_guard")
+    assert entries[f"{guard.id}@reference-open-close"]["status"] == "Ignored"
+    assert "could not be mapped" in entries[f"{UNMAPPED.id}@reference"]["statusReason"]
+
+
+def test_a_check_the_clean_lane_fails_is_not_judgeable_there() -> None:
     async def always_violated(ctx):  # type: ignore[no-untyped-def]
-        from harness.model import Trial
-
         return Trial(ctx.index, ctx.seed, True, sample="forced")
-
-    import dataclasses
 
     broken = dataclasses.replace(get_check(CHECK), run_trial=always_violated)
     (found,) = survey(SurveyConfig(lanes=(REFERENCE,), checks=(broken,), params=PARAMS,
                                    quiet=True, cache=AdmissionCache(None)))
     assert found.results == ()
-    assert found.skipped_checks == {CHECK: f"clean backend gave {Verdict.VIOLATED.value}"}
+    assert found.runs["run"] == 0
+    assert found.clean[CHECK].verdicts == (Verdict.VIOLATED,) * 3
+    assert {o.status for o in found.outcomes} <= {S.NOT_JUDGEABLE, S.NO_COVERAGE}
+    assert found.scores().count(S.KILLED) == 0
+    assert (f"{CHECK}: NOT JUDGEABLE here, its mutants are not run under it: clean "
+            f"'reference' gave violated, violated, violated") in render_text([found])
 
 
-def test_lanes_built_on_one_module_are_judged_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Like SQLAlchemy on SQLite and on PostgreSQL: one module, so the same mutant ids.
-    import dataclasses
-
+def test_a_failed_coverage_run_makes_its_lane_an_error_and_the_others_go_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import harness.survey
-    from mutants.generate import generate
 
     twin = dataclasses.replace(REFERENCE, name="reference-twin")
-    lanes = {lane.name: lane for lane in (REFERENCE, twin)}
-    monkeypatch.setattr(harness.survey, "generated_for_lane", lambda name: generate(lanes[name]))
-    first, second = survey(SurveyConfig(lanes=(REFERENCE, twin), checks=(get_check(CHECK),),
-                                        params=PARAMS, quiet=True, cache=AdmissionCache(None)))
-    assert [m.id for m in first.mutants] == [m.id for m in second.mutants]
-    for found in (first, second):
-        assert len(found.results) == len(found.mutants)
-        assert {r.target for r in found.results} == {found.lane}
-        assert all(len(r.runs) == 1 for r in found.results)  # one rerun, never both lanes'
-    report = survey_mutation_report([first, second])
-    (entry,) = [m for f in report["files"].values() for m in f["mutants"]
-                if m["id"] == first.mutants[0].id]
-    assert "[reference] " in entry["statusReason"]
-    assert "[reference-twin] " in entry["statusReason"]
+    twins(monkeypatch, twin)
+    real = harness.survey.read_record
+
+    def read(path: str, filename: str) -> Record:
+        if ".reference-twin." in str(path) or str(path).rsplit("/", 1)[-1].startswith(
+                "reference-twin."):
+            return Record(frozenset(), "the line recorder could not start: test")
+        return real(path, filename)
+
+    monkeypatch.setattr(harness.survey, "read_record", read)
+    good, bad = survey(SurveyConfig(lanes=(REFERENCE, twin), checks=(get_check(CHECK),),
+                                    params=SMALL, quiet=True, cache=AdmissionCache(None)))
+    assert good.error is None and good.scores().count(S.KILLED) > 0
+    assert bad.error is not None and "coverage of ARIB-CONC-001" in bad.error
+    assert "could not start: test" in bad.error
+    assert {o.status for o in bad.outcomes} == {S.ERROR} and bad.results == ()
+    assert "ERROR: not surveyed" in render_text([bad])
+
+
+def _hang_on_lost_append(hang_kills: bool) -> Any:
+    async def trial(ctx):  # type: ignore[no-untyped-def]
+        handle = await ctx.open()
+        await handle.session.add_items([{"role": "user", "content": "kept?"}])
+        if not await handle.session.get_items():
+            await anyio.sleep(3600)  # the lost append shows only as a hang
+        return Trial(ctx.index, ctx.seed, False)
+
+    base = get_check(CHECK)
+    return dataclasses.replace(base, id=f"ARIB-HANG-{int(hang_kills)}", run_trial=trial,
+                               hang_invariant=hang_kills)
+
+
+@pytest.mark.slow
+def test_a_hang_is_a_timeout_and_a_kill_only_where_the_invariant_is_no_hang(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = dataclasses.replace(REFERENCE, name="reference-nowait", waits_s=0.0)
+    twins(monkeypatch, fast)
+    plain, hang = _hang_on_lost_append(False), _hang_on_lost_append(True)
+    params = {c.id: {"trials": 1} for c in (plain, hang)}
+    (found,) = survey(SurveyConfig(lanes=(fast,), checks=(plain, hang), params=params,
+                                   quiet=True, cache=AdmissionCache(None)))
+    pool = generate(fast).mutants
+    lost = pick("ReferenceSession.add_items", "early_return", pool)
+    results = {r.check_id: r for r in found.results if r.mutant_id == lost.id}
+    assert results[plain.id].status is S.TIMEOUT  # its own status, never error or kill
+    assert results[hang.id].status is S.KILLED  # "does not hang" is this check's invariant
+    assert found.check_scores()[plain.id].count(S.TIMEOUT) >= 1
+    assert found.check_scores()[plain.id].count(S.KILLED) == 0  # it sees nothing but hangs
+
+
+@pytest.mark.slow
+def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
+    import targets.reference
+    from harness.model import CleanBase
+    from harness.survey_lane import MutantOutcome
+    from tests.test_mutation_report import NO_VIEWER, viewer_metrics
+
+    if NO_VIEWER:
+        pytest.skip("chromium or npm is not installed")
+    statuses = [S.KILLED, S.SURVIVED, S.FLAKY, S.TIMEOUT, S.ERROR, S.NO_COVERAGE, S.EQUIVALENT,
+                S.DUPLICATE, S.NOT_APPLICABLE, S.NOT_JUDGEABLE]
+    outcomes = tuple(MutantOutcome(m, s, "canned", frozenset({1}), {CHECK: s})
+                     for m, s in zip(POOL, statuses, strict=False))
+    clean = {CHECK: CleanBase(CHECK, "reference", (Verdict.HELD, Verdict.VIOLATED), 0.1)}
+    lane = LaneSurvey("reference", REFERENCE.module, str(targets.reference.__file__),
+                      outcomes, 0, clean, {}, frozenset(), (), {})
+    shown = viewer_metrics(survey_mutation_report([lane]), tmp_path)
+    assert shown["killed"] == 1
+    assert shown["survived"] == 2  # survived and flaky
+    assert shown["timeout"] == 1 and shown["runtimeErrors"] == 1
+    assert shown["noCoverage"] == 1
+    assert shown["ignored"] == 4  # equivalent, duplicate, not_applicable, not_judgeable
+
+
+def test_an_unchanged_pair_is_served_from_the_cache(tmp_path: Path) -> None:
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
+                          quiet=True, cache=AdmissionCache(tmp_path / "cache"))
+    (first,) = survey(config)
+    (second,) = survey(config)
+    cacheable = sum(1 for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT))
+    assert cacheable > 0 and first.runs["cached"] == 0
+    assert second.runs["cached"] == cacheable  # the clean runs' times differ, the key does not
+    assert second.runs["run"] == first.runs["run"] - cacheable
+    assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
