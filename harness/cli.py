@@ -49,22 +49,19 @@ def _select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type:
 
 def _expect_sdk(requested: str | None) -> None:
     from harness.execute import sdk_version
-    from harness.results import LOCK_DIR
+    from harness.noxsupport import unlocked_version_error
 
     if requested is None:
         return
-    locked = sorted(p.name[len("openai-agents-"):-4] for p in LOCK_DIR.glob("openai-agents-*.txt"))
-    if requested not in locked:
-        raise UsageError(
-            f"unavailable SDK version {requested!r}: the bench has lock files for "
-            f"{', '.join(locked)}; add one with `nox -s lock -- {requested}`"
-        )
+    unlocked = unlocked_version_error(requested)
+    if unlocked is not None:
+        raise UsageError(unlocked)
     installed = sdk_version()
     if installed != requested:
         raise UsageError(
             f"SDK version {requested!r} requested but this environment has openai-agents "
             f"{installed}; each version runs in its own environment: "
-            f"`nox -s \"bench(sdk='{requested}')\"`"
+            f"`nox -s bench -- --versions {requested}`"
         )
 
 
