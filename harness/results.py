@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import secrets
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -38,6 +39,9 @@ def atomic_write_text(path: Path, text: str, *, replace: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp makes the file 0600: keep the mode of the file replaced, else 0644 (results
+        # and baselines are shared and committed, never secret).
+        os.fchmod(fd, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

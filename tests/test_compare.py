@@ -85,3 +85,14 @@ def test_cross_version_report_lists_changes_with_both_sides(run_dir, tmp_path):
 def test_accept_without_runs_is_a_clear_error(tmp_path, capsys):
     assert main(["accept", "--sdk", "0.19.2", "--out", str(tmp_path)]) == 4
     assert "no run of openai-agents '0.19.2'" in capsys.readouterr().err
+
+
+def test_cross_version_report_does_not_call_an_unmeasured_lane_gone(run_dir, tmp_path):
+    doc = json.loads(only_run(run_dir).read_text())
+    older = json.loads(json.dumps(doc))
+    older["sdk"]["version"] = "0.0.1"
+    older["findings"].append({**doc["findings"][0], "target": "redis-from-url"})
+    (tmp_path / "old.json").write_text(json.dumps(older))
+    text = cross_version_markdown(load_runs([tmp_path / "old.json", only_run(run_dir)]))
+    assert "(gone)" not in text
+    assert f"0.0.1 -> {doc['sdk']['version']}: 1 cell(s) not compared" in text
