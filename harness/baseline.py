@@ -134,12 +134,9 @@ def merge(previous: Mapping[str, Any] | None, document: Mapping[str, Any],
     return merged
 
 
-def accept(run: Path, out_dir: Path, partial: bool = False) -> Accepted:
-    """Make a run the accepted baseline of its SDK version, cell by cell (the one update).
-
-    A partial run (a subset of lanes or checks, or interrupted) is refused unless
-    ``partial``; then, as always, only the cells it measured change.
-    """
+def refuse_partial(run: Path, partial: bool = False) -> dict[str, Any]:
+    """The run's document, once it may be accepted: a partial run (a subset of lanes or
+    checks, or interrupted) raises UsageError unless ``partial``."""
     document = read_results(run)
     coverage = coverage_of(document)
     sdk = document["sdk"]["version"]
@@ -149,7 +146,17 @@ def accept(run: Path, out_dir: Path, partial: bool = False) -> Accepted:
             f"accepting it would stand for the whole baseline of openai-agents {sdk}; "
             f"accept only the cells it measured with `python -m harness accept --partial "
             f"{run}`, or accept a whole run (`nox -s bench -- --versions {sdk}`)")
-    target = baseline_path(out_dir, sdk)
+    return document
+
+
+def accept(run: Path, out_dir: Path, partial: bool = False) -> Accepted:
+    """Make a run the accepted baseline of its SDK version, cell by cell (the one update).
+
+    A partial run is refused unless ``partial`` (see refuse_partial); then, as always, only
+    the cells it measured change.
+    """
+    document = refuse_partial(run, partial)
+    target = baseline_path(out_dir, document["sdk"]["version"])
     with folder_lock(target.parent):
         previous = read_results(target) if target.exists() else None
         merged = merge(previous, document, run.name)

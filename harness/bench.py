@@ -16,7 +16,7 @@ from checks.base import CheckSpec
 from harness.admission import GRACE_S, AdmissionConfig, admit
 from harness.cache import AdmissionCache
 from harness.child import ChildOutcome, ChildStatus, run_jobs
-from harness.coverage import Coverage, known_selection
+from harness.coverage import Coverage, known_selection, not_admitted
 from harness.execute import RunOptions, error_finding, run_check, sdk_version
 from harness.lanes import PreparedLanes, prepare_lanes, service_failure
 from harness.model import Admission, ExitCode, Finding, Verdict, exit_code
@@ -86,10 +86,11 @@ def result_paths(out_dir: Path, sdk: str, started: dt.datetime,
     return out_dir / f"{stem}.json", out_dir / f"{stem}.md"
 
 
-def _coverage(config: BenchConfig, prepared: PreparedLanes, admitted: set[str],
-              complete: bool) -> Coverage:
+def _coverage(config: BenchConfig, prepared: PreparedLanes,
+              admissions: tuple[Admission, ...], complete: bool) -> Coverage:
     lanes = [lane.name for lane in config.lanes]
     checks = [c.id for c in config.checks]
+    admitted = {a.check_id for a in admissions if a.admitted}
     all_lanes, all_checks = known_selection()
     return Coverage(
         lanes_selected=tuple(lanes),
@@ -100,6 +101,8 @@ def _coverage(config: BenchConfig, prepared: PreparedLanes, admitted: set[str],
         every_check=all_checks <= set(checks),
         complete=complete,
         lanes_not_measured={n.name: n.reason for n in prepared.not_measured},
+        checks_not_measured={a.check_id: not_admitted(a.reasons) for a in admissions
+                             if not a.admitted},
     )
 
 
@@ -187,7 +190,7 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         duration_s=time.perf_counter() - t0,
     )
     document["run_id"] = run_id
-    document["coverage"] = _coverage(config, prepared, admitted, not interrupted).to_json()
+    document["coverage"] = _coverage(config, prepared, admissions, not interrupted).to_json()
     document["lanes"] = [lane.to_json() for lane in prepared.lanes]
     document["services"] = {name: info.to_json() for name, info in (
         config.manager.infos.items() if config.manager is not None else ())}

@@ -147,13 +147,15 @@ def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from harness.baseline import accept, latest_run
+    from harness.baseline import accept, latest_run, refuse_partial
 
     out = Path(args.out)
     versions = [v.strip() for v in args.sdk.split(",") if v.strip()] if args.sdk else []
     paths = [Path(p) for p in args.result] + [latest_run(out, v) for v in versions]
     if not paths:
         raise UsageError("accept needs result files or --sdk VERSION[,VERSION]")
+    for path in paths:  # every run is checked before any baseline changes
+        refuse_partial(path, args.partial)
     for path in paths:
         print(f"accepted {path} as {accept(path, out, args.partial).describe()}")
     return 0

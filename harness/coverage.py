@@ -7,7 +7,7 @@ unless told `--partial`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ class Coverage:
     every_check: bool  # ... and every check
     complete: bool  # False when the run was interrupted
     lanes_not_measured: Mapping[str, str] = field(default_factory=dict)  # lane -> reason
+    checks_not_measured: Mapping[str, str] = field(default_factory=dict)  # check -> reason
 
     @property
     def partial(self) -> bool:
@@ -52,7 +53,7 @@ class Coverage:
         check, lane = cell
         return check in self.checks_selected and lane in self.lanes_measured
 
-    def why_not_measured(self, cell: Cell, measured: Iterable[Cell] = ()) -> str | None:
+    def why_not_measured(self, cell: Cell, measured: Collection[Cell] = ()) -> str | None:
         """Why the run has no finding for ``cell`` without that being a change, or None.
 
         None means the run should have measured the cell: a cell of the baseline that is then
@@ -63,7 +64,7 @@ class Coverage:
             return self.lanes_not_measured.get(lane) or NOT_SELECTED_LANE
         if check not in self.checks_selected:
             return NOT_SELECTED_CHECK
-        if not self.complete and cell not in set(measured):
+        if not self.complete and cell not in measured:
             return INTERRUPTED
         return None
 
@@ -74,6 +75,7 @@ class Coverage:
             "lanes_not_measured": dict(self.lanes_not_measured),
             "checks_selected": list(self.checks_selected),
             "checks_admitted": list(self.checks_admitted),
+            "checks_not_measured": dict(self.checks_not_measured),
             "every_lane": self.every_lane,
             "every_check": self.every_check,
             "complete": self.complete,
@@ -91,6 +93,7 @@ class Coverage:
             every_check=bool(data["every_check"]),
             complete=bool(data["complete"]),
             lanes_not_measured=dict(data.get("lanes_not_measured", {})),
+            checks_not_measured=dict(data.get("checks_not_measured", {})),
         )
 
 
@@ -123,4 +126,11 @@ def coverage_of(document: Mapping[str, Any]) -> Coverage:
         checks_admitted=tuple(a["check_id"] for a in document["admission"] if a["admitted"]),
         every_lane=lanes <= set(selected), every_check=check_ids <= set(checks),
         complete=bool(parameters["complete"]), lanes_not_measured=missing,
+        checks_not_measured={a["check_id"]: not_admitted(a["reasons"])
+                             for a in document["admission"] if not a["admitted"]},
     )
+
+
+def not_admitted(reasons: Sequence[str]) -> str:
+    """Why a selected check was not measured: it was not admitted, for these reasons."""
+    return "not admitted: " + ("; ".join(reasons) or "see the admission table")

@@ -16,6 +16,7 @@ from checks.registry import get_check
 from harness.baseline import accept, baseline_path, latest_run, merge, newest_whole_runs
 from harness.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
 from harness.cache import AdmissionCache
+from harness.cli import main
 from harness.compare import ChangeKind, gate
 from harness.coverage import INTERRUPTED, NOT_SELECTED_CHECK, NOT_SELECTED_LANE, coverage_of
 from harness.errors import UsageError
@@ -68,6 +69,7 @@ def test_the_document_records_what_the_run_covered(no_redis_run):
     assert coverage.lanes_measured == ("sqlite-file",)
     assert "redis-server not found" in coverage.lanes_not_measured["redis-from-url"]
     assert coverage.checks_selected == (REPLAY,) and coverage.checks_admitted == (REPLAY,)
+    assert coverage.checks_not_measured == {}
     assert coverage.partial and not coverage.every_lane and not coverage.every_check
     assert document["coverage"]["partial"] is True
     assert len(document["run_id"]) == 8 and document["run_id"] in no_redis_run.json_path.name
@@ -209,3 +211,21 @@ def test_an_interrupted_run_is_written_marked_and_accepted_only_as_partial(tmp_p
     with pytest.raises(UsageError, match="interrupted"):
         accept(json_path, tmp_path)
     assert accept(json_path, tmp_path, partial=True).updated == 1
+
+
+def test_a_check_not_admitted_is_recorded_with_its_reasons(no_redis_run):
+    older = copy.deepcopy(no_redis_run.document)  # as an older document, without coverage
+    del older["coverage"]
+    older["admission"][0].update(admitted=False, reasons=["mutant m-1 survived"])
+    coverage = coverage_of(older)
+    assert coverage.checks_not_measured == {REPLAY: "not admitted: mutant m-1 survived"}
+    assert coverage.lanes_not_measured["redis-from-url"].startswith("not measured: redis")
+
+
+def test_accept_checks_every_run_before_changing_any_baseline(no_redis_run, tmp_path):
+    whole = copy.deepcopy(no_redis_run.document)
+    whole["coverage"].update(every_lane=True, every_check=True, partial=False)
+    whole["sdk"]["version"] = "0.19.2"
+    first = write(tmp_path / "2026-12-01T000000Z-0000abcd-openai-agents-0.19.2.json", whole)
+    code = main(["accept", str(first), str(no_redis_run.json_path), "--out", str(tmp_path)])
+    assert code == 2 and not (tmp_path / "baselines").exists()
