@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import json
 import shutil
-import subprocess
-import sys
+import threading
 import time
 from pathlib import Path
 
@@ -144,14 +144,26 @@ def test_merge_keeps_nothing_of_a_cell_that_is_gone_for_real(no_redis_run):
 
 def test_accept_waits_for_the_lock_and_writes_atomically(no_redis_run, tmp_path, monkeypatch):
     target = baseline_path(tmp_path, "0.24.0")
-    code = ("import sys; from pathlib import Path; from harness.baseline import accept; "
-            "accept(Path(sys.argv[1]), Path(sys.argv[2]), partial=True)")
-    with folder_lock(target.parent):
-        child = subprocess.Popen([sys.executable, "-c", code, str(no_redis_run.json_path),
-                                  str(tmp_path)], cwd=ROOT)
-        time.sleep(3)
-        assert child.poll() is None and not target.exists()  # blocked on the lock
-    assert child.wait(timeout=60) == 0 and read_results(target)["accepted"]["updated"] == 1
+    asking = threading.Event()
+    real_flock = fcntl.flock
+
+    def flock(fd, operation):
+        if operation == fcntl.LOCK_EX and threading.current_thread() is not main_thread:
+            asking.set()
+        return real_flock(fd, operation)
+
+    main_thread = threading.current_thread()
+    monkeypatch.setattr(fcntl, "flock", flock)
+    done = []
+    with folder_lock(target.parent):  # another run holds the lock ...
+        worker = threading.Thread(target=lambda: done.append(
+            accept(no_redis_run.json_path, tmp_path, partial=True)))
+        worker.start()
+        assert asking.wait(timeout=60)
+        time.sleep(0.3)
+        assert worker.is_alive() and not target.exists()  # ... so accept waits for it
+    worker.join(timeout=60)
+    assert done and read_results(target)["accepted"]["updated"] == 1
 
     before = target.read_text()
 
