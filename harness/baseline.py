@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.compare import GateResult, cells, gate, version_key
-from harness.coverage import coverage_of
 from harness.errors import ResultsError, UsageError
 from harness.results import RUN_GLOB, atomic_write_text, folder_lock, read_results
+from harness.run_coverage import coverage_of
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from checks.base import CheckSpec
 from harness.admission import GRACE_S, AdmissionConfig, admit
 from harness.cache import AdmissionCache
 from harness.child import ChildOutcome, ChildStatus, run_jobs
-from harness.coverage import Coverage, known_selection, not_admitted
 from harness.execute import RunOptions, error_finding, run_check, sdk_version
 from harness.lanes import PreparedLanes, prepare_lanes, service_failure
 from harness.model import Admission, ExitCode, Finding, Verdict, exit_code
@@ -30,6 +29,7 @@ from harness.results import (
     validate,
     writable_folder,
 )
+from harness.run_coverage import RunCoverage, known_selection, not_admitted
 from harness.services import ServiceManager
 from targets.base import TargetSpec
 
@@ -87,12 +87,12 @@ def result_paths(out_dir: Path, sdk: str, started: dt.datetime,
 
 
 def _coverage(config: BenchConfig, prepared: PreparedLanes,
-              admissions: tuple[Admission, ...], complete: bool) -> Coverage:
+              admissions: tuple[Admission, ...], complete: bool) -> RunCoverage:
     lanes = [lane.name for lane in config.lanes]
     checks = [c.id for c in config.checks]
     admitted = {a.check_id for a in admissions if a.admitted}
     all_lanes, all_checks = known_selection()
-    return Coverage(
+    return RunCoverage(
         lanes_selected=tuple(lanes),
         lanes_measured=tuple(lane.name for lane in prepared.lanes),
         checks_selected=tuple(checks),

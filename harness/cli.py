@@ -82,8 +82,8 @@ def _at_least(value: int, least: int, option: str, why: str) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import BenchConfig, run_bench
     from harness.cache import AdmissionCache
-    from harness.coverage import known_selection
     from harness.results import writable_folder
+    from harness.run_coverage import known_selection
     from harness.services import ServiceManager
     from targets.registry import parse_lanes
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.coverage import Cell, coverage_of
 from harness.results import read_results
+from harness.run_coverage import Cell, coverage_of
 
 
 class ChangeKind(str, enum.Enum):

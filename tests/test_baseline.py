@@ -1,4 +1,4 @@
-"""Coverage, the regression gate and accept: only measured cells compared, nothing overwritten."""
+"""Run coverage, the regression gate and accept: measured cells compared, nothing overwritten."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from harness.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
 from harness.cache import AdmissionCache
 from harness.cli import main
 from harness.compare import ChangeKind, gate
-from harness.coverage import INTERRUPTED, NOT_SELECTED_CHECK, NOT_SELECTED_LANE, coverage_of
 from harness.errors import UsageError
 from harness.results import atomic_write_text, folder_lock, read_results, validate
+from harness.run_coverage import INTERRUPTED, NOT_SELECTED_CHECK, NOT_SELECTED_LANE, coverage_of
 from harness.services import ServiceManager
 from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 from targets.services import REDIS_FROM_URL

@@ -19,7 +19,7 @@ INTERRUPTED = "the run was interrupted before this cell was measured"
 
 
 @dataclass(frozen=True)
-class Coverage:
+class RunCoverage:
     """The lanes and checks a run selected and measured, and the reason for each one it did not."""
 
     lanes_selected: tuple[str, ...]
@@ -83,7 +83,7 @@ class Coverage:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Coverage:
+    def from_json(cls, data: Mapping[str, Any]) -> RunCoverage:
         return cls(
             lanes_selected=tuple(data["lanes_selected"]),
             lanes_measured=tuple(data["lanes_measured"]),
@@ -106,7 +106,7 @@ def known_selection() -> tuple[frozenset[str], frozenset[str]]:
             frozenset(c.id for c in load_checks()))
 
 
-def coverage_of(document: Mapping[str, Any]) -> Coverage:
+def coverage_of(document: Mapping[str, Any]) -> RunCoverage:
     """The coverage of a run document; older documents without one are read conservatively.
 
     An older document (before coverage was recorded) lists only the lanes it measured and the
@@ -114,14 +114,14 @@ def coverage_of(document: Mapping[str, Any]) -> Coverage:
     parameters every check the harness knows now.
     """
     if "coverage" in document:
-        return Coverage.from_json(document["coverage"])
+        return RunCoverage.from_json(document["coverage"])
     parameters = document["parameters"]
     missing = {n["name"]: n["reason"] for n in document.get("not_measured", [])}
     measured = tuple(parameters["lanes"])
     selected = (*measured, *(name for name in missing if name not in measured))
     checks = tuple(parameters["checks"])
     lanes, check_ids = known_selection()
-    return Coverage(
+    return RunCoverage(
         lanes_selected=selected, lanes_measured=measured, checks_selected=checks,
         checks_admitted=tuple(a["check_id"] for a in document["admission"] if a["admitted"]),
         every_lane=lanes <= set(selected), every_check=check_ids <= set(checks),
