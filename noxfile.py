@@ -5,36 +5,59 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import nox
 
+ROOT = Path(__file__).parent
+sys.path.insert(0, str(ROOT))
+from harness.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
+    find_python,
+    find_uv,
+    link_pythons,
+    missing_python_fix,
+    split_versions,
+    unlocked_version_error,
+)
+
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["selftest"]
+# A session whose Python cannot be found fails (exit 1), on CI and off it: never "skipped".
+nox.options.error_on_missing_interpreters = True
+nox.options.download_python = "never"
 
-ROOT = Path(__file__).parent
 PYTHONS = ["3.10", "3.12", "3.13"]
 BENCH_PYTHON = "3.12"
 DEFAULT_SDKS = ["0.19.2", "0.24.0"]
 LONG_SDKS = ["0.19.2", "0.19.4", "0.20.0", "0.22.3", "0.23.1", "0.24.0"]
 PINNED_SDK = "0.24.0"
 LOCKS = ROOT / "harness" / "locks"
+UV = find_uv() or "uv"
+
+# The interpreters, found where .ci/run finds them (pyenv's versions folder, `uv python find`,
+# PATH) and linked by name into a folder put first on PATH, so that nox uses the full path of
+# each one whether or not pyenv's shims are on PATH or PYENV_VERSION is set. A missing one is
+# named once here with its fix; its sessions then fail (error_on_missing_interpreters).
+INTERPRETERS = {v: find_python(v, uv=UV) for v in sorted({*PYTHONS, BENCH_PYTHON})}
+for _version, _path in INTERPRETERS.items():
+    if _path is None:
+        print(f"nox > {missing_python_fix(_version)}", file=sys.stderr, flush=True)
+_links = link_pythons(INTERPRETERS, ROOT / ".nox" / "pythons")
+os.environ["PATH"] = os.pathsep.join([str(_links), os.environ.get("PATH", "")])
 
 
 def lock_file(session: nox.Session, sdk: str) -> Path:
     """The lock file of one SDK version; a version without one stops the session with the fix."""
-    lock = LOCKS / f"openai-agents-{sdk}.txt"
-    if not lock.exists():
-        known = ", ".join(sorted(p.stem.removeprefix("openai-agents-")
-                                 for p in LOCKS.glob("*.txt")))
-        session.error(f"unavailable SDK version {sdk!r}: the bench has lock files for {known}; "
-                      f"create one with `nox -s lock -- {sdk}`")
-    return lock
+    error = unlocked_version_error(sdk, LOCKS)
+    if error is not None:
+        session.error(error)
+    return LOCKS / f"openai-agents-{sdk}.txt"
 
 
 def install(session: nox.Session, sdk: str) -> None:
@@ -70,22 +93,6 @@ def slowtest(session: nox.Session) -> None:
     session.run("pytest", "-m", "slow", *session.posargs)
 
 
-def _split_versions(args: list[str]) -> tuple[list[str], list[str]]:
-    """Take `--versions a,b` (or `all`) out of the posargs; the rest go to the bench."""
-    rest, versions = [], DEFAULT_SDKS
-    it = iter(args)
-    for arg in it:
-        if arg == "--versions":
-            value = next(it, "")
-            versions = LONG_SDKS if value == "all" else [v for v in value.split(",") if v]
-        elif arg.startswith("--versions="):
-            value = arg.split("=", 1)[1]
-            versions = LONG_SDKS if value == "all" else [v for v in value.split(",") if v]
-        else:
-            rest.append(arg)
-    return versions, rest
-
-
 def sdk_env(session: nox.Session, sdk: str) -> Path:
     """The environment of one SDK version: created once, then reused (incremental runs)."""
     lock = lock_file(session, sdk)
@@ -94,11 +101,14 @@ def sdk_env(session: nox.Session, sdk: str) -> Path:
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
     if not stamp.exists() or stamp.read_text() != digest:
         started = time.perf_counter()
-        session.run("uv", "venv", "-q", "--allow-existing", "-p", f"python{BENCH_PYTHON}",
-                    str(env), external=True)
-        session.run("uv", "pip", "install", "-q", "-p", str(env / "bin" / "python"),
+        python = INTERPRETERS[BENCH_PYTHON]
+        if python is None:
+            session.error(missing_python_fix(BENCH_PYTHON))
+        session.run(UV, "venv", "-q", "--allow-existing", "-p", str(python), str(env),
+                    external=True)
+        session.run(UV, "pip", "install", "-q", "-p", str(env / "bin" / "python"),
                     "-r", str(lock), external=True)
-        session.run("uv", "pip", "install", "-q", "-p", str(env / "bin" / "python"),
+        session.run(UV, "pip", "install", "-q", "-p", str(env / "bin" / "python"),
                     "--no-deps", "-e", str(ROOT), external=True)
         stamp.write_text(digest)
         session.log(f"environment of openai-agents {sdk} built in "
@@ -109,7 +119,10 @@ def sdk_env(session: nox.Session, sdk: str) -> Path:
 @nox.session(python=BENCH_PYTHON)
 def bench(session: nox.Session) -> None:
     """Admit the checks, measure every lane per SDK version (`-- --versions all`), compare."""
-    versions, rest = _split_versions(list(session.posargs))
+    # Every version is checked against the lock files before anything is measured.
+    versions, rest, error = split_versions(session.posargs, DEFAULT_SDKS, LONG_SDKS, LOCKS)
+    if error is not None:
+        session.error(error)
     install(session, PINNED_SDK)
     failed = []
     for sdk in versions:
@@ -171,7 +184,7 @@ def lock(session: nox.Session) -> None:
         source = LOCKS / f".requirements-{sdk}.in"
         source.write_text(template.replace("{sdk}", sdk))
         try:
-            session.run("uv", "pip", "compile", "--universal", "--python-version", "3.10",
+            session.run(UV, "pip", "compile", "--universal", "--python-version", "3.10",
                         "--no-header", "--no-annotate", "-q", str(source),
                         "-o", str(LOCKS / f"openai-agents-{sdk}.txt"), external=True)
         finally:

@@ -40,6 +40,19 @@ def validate_module(module: ModuleType) -> CheckSpec:
     return spec
 
 
+def _import_check(name: str) -> ModuleType:
+    """Import a check module; any failure (a syntax error, a missing name) is a
+    CheckDefinitionError naming the module and the cause, never a raw traceback."""
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:
+        raise CheckDefinitionError(
+            f"check module {name!r} cannot be imported: {type(exc).__name__}: {exc}; "
+            f"fix it (`python -c 'import {name}'` shows the traceback) or move it out of "
+            f"{name.rpartition('.')[0]}/"
+        ) from None
+
+
 def load_checks(package: str = "checks") -> tuple[CheckSpec, ...]:
     """Every check in ``package``, sorted by id; two checks with one id is an error."""
     pkg = importlib.import_module(package)
@@ -47,7 +60,7 @@ def load_checks(package: str = "checks") -> tuple[CheckSpec, ...]:
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         if info.name in INFRASTRUCTURE or info.name.startswith("_"):
             continue
-        spec = validate_module(importlib.import_module(f"{package}.{info.name}"))
+        spec = validate_module(_import_check(f"{package}.{info.name}"))
         if spec.id in found:
             raise CheckDefinitionError(
                 f"two checks have id {spec.id!r}: {found[spec.id].module!r} and "

@@ -21,7 +21,15 @@ from harness.lanes import PreparedLanes, prepare_lanes, service_failure
 from harness.model import Admission, ExitCode, Finding, Verdict, exit_code
 from harness.progress import Progress
 from harness.report import render_markdown
-from harness.results import atomic_write_text, run_document, validate
+from harness.results import (
+    atomic_write_text,
+    new_run_id,
+    run_document,
+    run_stem,
+    validate,
+    writable_folder,
+)
+from harness.run_coverage import RunCoverage, known_selection, not_admitted
 from harness.services import ServiceManager
 from targets.base import TargetSpec
 
@@ -63,15 +71,50 @@ def _judge(check: CheckSpec, lane: TargetSpec, opts: RunOptions) -> Finding:
     return run_check(check, lane, opts)
 
 
-def result_paths(out_dir: Path, sdk: str, day: str) -> tuple[Path, Path]:
-    """Where the JSON result and its Markdown report go."""
-    stem = f"{day}-openai-agents-{sdk}"
+class BenchInterrupted(KeyboardInterrupt):
+    """The run was interrupted; ``written`` names the files of what it had measured."""
+
+    def __init__(self, written: tuple[Path, ...]) -> None:
+        super().__init__()
+        self.written = written
+
+
+def result_paths(out_dir: Path, sdk: str, started: dt.datetime,
+                 run_id: str) -> tuple[Path, Path]:
+    """Where the JSON result and its Markdown report go: named by start time and run id."""
+    stem = run_stem(started, run_id, sdk)
     return out_dir / f"{stem}.json", out_dir / f"{stem}.md"
 
 
+def _coverage(config: BenchConfig, prepared: PreparedLanes,
+              admissions: tuple[Admission, ...], complete: bool) -> RunCoverage:
+    lanes = [lane.name for lane in config.lanes]
+    checks = [c.id for c in config.checks]
+    admitted = {a.check_id for a in admissions if a.admitted}
+    all_lanes, all_checks = known_selection()
+    return RunCoverage(
+        lanes_selected=tuple(lanes),
+        lanes_measured=tuple(lane.name for lane in prepared.lanes),
+        checks_selected=tuple(checks),
+        checks_admitted=tuple(c for c in checks if c in admitted),
+        every_lane=all_lanes <= set(lanes),
+        every_check=all_checks <= set(checks),
+        complete=complete,
+        lanes_not_measured={n.name: n.reason for n in prepared.not_measured},
+        checks_not_measured={a.check_id: not_admitted(a.reasons) for a in admissions
+                             if not a.admitted},
+    )
+
+
 def run_bench(config: BenchConfig) -> BenchOutcome:
-    """Admit, measure, write; results are written even when the run is interrupted."""
+    """Admit, measure, write; what was measured is written even when the run is interrupted.
+
+    The results folder is checked to be writable first; a run's files are named by its start
+    time and run id and never replace another run's.
+    """
+    writable_folder(config.out_dir)
     started = dt.datetime.now(dt.timezone.utc)
+    run_id = new_run_id()
     t0 = time.perf_counter()
     sdk = sdk_version()
     admissions: tuple[Admission, ...] = admit(
@@ -146,14 +189,24 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         started=started.isoformat(timespec="seconds"),
         duration_s=time.perf_counter() - t0,
     )
+    document["run_id"] = run_id
+    document["coverage"] = _coverage(config, prepared, admissions, not interrupted).to_json()
     document["lanes"] = [lane.to_json() for lane in prepared.lanes]
     document["services"] = {name: info.to_json() for name, info in (
         config.manager.infos.items() if config.manager is not None else ())}
     document["checks"] = [c.to_json() for c in config.checks]
     validate(document)
-    json_path, report_path = result_paths(config.out_dir, sdk, started.date().isoformat())
-    atomic_write_text(json_path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
-    atomic_write_text(report_path, render_markdown(document))
+    json_path, report_path = result_paths(config.out_dir, sdk, started, run_id)
+    if interrupted and not measured:
+        raise BenchInterrupted(())
+    written: list[Path] = []
+    try:
+        for path, text in ((json_path, json.dumps(document, indent=1, ensure_ascii=False)
+                            + "\n"), (report_path, render_markdown(document))):
+            atomic_write_text(path, text, replace=False)
+            written.append(path)
+    except KeyboardInterrupt:  # a second interrupt while writing: say what was written
+        raise BenchInterrupted(tuple(written)) from None
     if interrupted:
-        raise KeyboardInterrupt
+        raise BenchInterrupted(tuple(written))
     return BenchOutcome(document, json_path, report_path, exit_code(measured))

@@ -50,22 +50,19 @@ def _select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type:
 
 def _expect_sdk(requested: str | None) -> None:
     from harness.execute import sdk_version
-    from harness.results import LOCK_DIR
+    from harness.noxsupport import unlocked_version_error
 
     if requested is None:
         return
-    locked = sorted(p.name[len("openai-agents-"):-4] for p in LOCK_DIR.glob("openai-agents-*.txt"))
-    if requested not in locked:
-        raise UsageError(
-            f"unavailable SDK version {requested!r}: the bench has lock files for "
-            f"{', '.join(locked)}; add one with `nox -s lock -- {requested}`"
-        )
+    unlocked = unlocked_version_error(requested)
+    if unlocked is not None:
+        raise UsageError(unlocked)
     installed = sdk_version()
     if installed != requested:
         raise UsageError(
             f"SDK version {requested!r} requested but this environment has openai-agents "
             f"{installed}; each version runs in its own environment: "
-            f"`nox -s \"bench(sdk='{requested}')\"`"
+            f"`nox -s bench -- --versions {requested}`"
         )
 
 
@@ -75,21 +72,41 @@ def _check_loop(loop: str) -> str:
     return loop
 
 
+def _at_least(value: int, least: int, option: str, why: str) -> int:
+    """``value`` when it is at least ``least``; else UsageError naming it, the rule and why."""
+    if value < least:
+        raise UsageError(f"{option} {value!r} is below {least}: {why}; pass {option} {least} "
+                         f"or more")
+    return value
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import BenchConfig, run_bench
     from harness.cache import AdmissionCache
+    from harness.results import writable_folder
+    from harness.run_coverage import known_selection
     from harness.services import ServiceManager
     from targets.registry import parse_lanes
 
     _expect_sdk(args.sdk)
+    _at_least(args.reruns, 1, "--reruns", "admission needs every paired mutant killed in at "
+                                          "least one rerun")
+    _at_least(args.workers, 1, "--workers", "lanes are measured by at least one worker")
     params = parse_params(args.param)
     checks = _select_checks(args.checks, params)
     lanes = parse_lanes(args.lanes)
+    loop = _check_loop(args.loop)
+    all_lanes, all_checks = known_selection()
+    subset = not (all_lanes <= {t.name for t in lanes} and all_checks <= {c.id for c in checks})
+    if args.accept and subset and not args.partial:
+        raise UsageError("--accept with a subset of lanes or checks would accept a partial "
+                         "run as the whole baseline; add --partial to accept only the cells "
+                         "this run measures, or drop --lanes/--checks")
+    out = writable_folder(Path(args.out))  # before anything is measured
     with ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
             lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
-            workers=args.workers, params=params, loop=_check_loop(args.loop),
-            out_dir=Path(args.out),
+            workers=args.workers, params=params, loop=loop, out_dir=out,
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
             quiet=args.quiet, manager=manager,
         ))
@@ -100,67 +117,67 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"{len(outcome.document['findings'])} findings: "
           + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
           + f"; {outcome.document['duration_s']:.1f}s")
-    return _regression_gate(outcome.json_path, outcome.document, Path(args.out), args.accept,
-                            outcome.code)
+    if args.accept:
+        from harness.baseline import accept
+
+        accepted = accept(outcome.json_path, out, args.partial)
+        print(f"accepted as the baseline: {accepted.describe()}")
+        return int(outcome.code)
+    return _regression_gate(outcome.document, out, outcome.code)
 
 
-def _regression_gate(path: Path, document: dict, out: Path, accept_run: bool,
-                     code: ExitCode) -> int:
-    """Compare a run with its version's accepted baseline; exit 3 naming changed cells."""
-    from harness.compare import GATING, accept, regressions
+def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
+    """Compare a run's measured cells with its version's baseline; exit 3 naming changes."""
+    from harness.baseline import regressions
+    from harness.compare import render_gate
 
     sdk = document["sdk"]["version"]
-    if accept_run:
-        print(f"accepted as the baseline of openai-agents {sdk}: {accept(path, out)}")
-        return int(code)
-    found = regressions(document, out)
-    if found is None:
+    result = regressions(document, out)
+    if result is None:
         print(f"no accepted baseline for openai-agents {sdk} yet; accept this run with "
               f"`python -m harness accept --sdk {sdk}`")
         return int(code)
-    for change in (c for c in found if c.kind not in GATING):
-        print(f"regression gate, informational: {change.describe()}")
-    changes = [c for c in found if c.kind in GATING]
-    if not changes:
-        print(f"regression gate: every verdict equals the accepted baseline of {sdk}")
+    info, failures = render_gate(result, sdk)
+    print("\n".join(info))
+    if not failures:
         return int(code)
-    print(f"regression gate: {len(changes)} cell(s) differ from the accepted baseline of "
-          f"openai-agents {sdk}:", file=sys.stderr)
-    for change in changes:
-        print(f"  {change.kind.value}: {change.describe()}", file=sys.stderr)
-    print(f"if the change is real, accept it: `python -m harness accept --sdk {sdk}` "
-          f"and commit results/baselines/", file=sys.stderr)
+    print("\n".join(failures), file=sys.stderr)
     if code is ExitCode.ERROR_OR_NOTHING:
         return int(code)
     return int(ExitCode.REGRESSION)
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from harness.compare import accept, latest_run
+    from harness.baseline import accept, latest_run, refuse_partial
 
     out = Path(args.out)
-    versions = [v.strip() for v in args.sdk.split(",")] if args.sdk else []
+    versions = [v.strip() for v in args.sdk.split(",") if v.strip()] if args.sdk else []
     paths = [Path(p) for p in args.result] + [latest_run(out, v) for v in versions]
     if not paths:
         raise UsageError("accept needs result files or --sdk VERSION[,VERSION]")
+    for path in paths:  # every run is checked before any baseline changes
+        refuse_partial(path, args.partial)
     for path in paths:
-        print(f"accepted {path} as {accept(path, out)}")
+        print(f"accepted {path} as {accept(path, out, args.partial).describe()}")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.baseline import newest_whole_runs
     from harness.compare import cross_version_markdown, load_runs
     from harness.results import atomic_write_text
 
     out = Path(args.out)
-    paths = [Path(p) for p in args.result] or sorted(
-        p for p in out.glob("*-openai-agents-*.json"))
-    latest: dict[str, Path] = {}
-    for path in paths:  # the newest run per version when a folder is compared
-        latest[path.name.split("-openai-agents-")[-1][:-5]] = path
-    docs = load_runs(sorted(latest.values()))
+    if args.result:
+        docs = load_runs([Path(p) for p in args.result])
+    else:  # the newest whole run per version when a folder is compared
+        paths, left_out = newest_whole_runs(out)
+        for run in left_out:
+            print(f"left out {run.path}: a partial run of openai-agents {run.sdk}")
+        docs = load_runs(paths)
     if not docs:
-        raise UsageError(f"no result files to compare in {str(out)!r}")
+        raise UsageError(f"no whole run to compare in {str(out)!r}: run `nox -s bench` (a "
+                         f"partial run, with --lanes or --checks, is never compared)")
     target = Path(args.report or out / "cross-version.md")
     atomic_write_text(target, cross_version_markdown(docs))
     print(f"wrote {target} ({len(docs)} versions)")
@@ -174,6 +191,9 @@ def cmd_admit(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     if not args.all and not args.check:
         raise UsageError("admit needs a check id (e.g. `admit ARIB-CONC-001`) or --all")
+    _at_least(args.reruns, 1, "--reruns", "a mutant is killed only when violated in every "
+                                          "rerun, and there must be one")
+    _at_least(args.workers, 0, "--workers", "0 means one per core")
     checks = _select_checks(None if args.all else ",".join(args.check), params)
     started = time.perf_counter()
     admissions = admit(checks, AdmissionConfig(
@@ -416,12 +436,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="ignore the admission cache")
     p.add_argument("--accept", action="store_true",
                    help="accept this run as the version's baseline (regression gate)")
+    p.add_argument("--partial", action="store_true",
+                   help="with --accept and --lanes/--checks: accept only the measured cells")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("accept", help="accept runs as the baselines of the regression gate")
     p.add_argument("result", nargs="*", help="run files to accept")
     p.add_argument("--sdk", help="accept the newest run of these versions (comma-separated)")
     p.add_argument("--out", default="results", help="results folder (default results/)")
+    p.add_argument("--partial", action="store_true",
+                   help="accept a partial run (subset of lanes or checks, or interrupted): "
+                        "only the cells it measured change")
     p.set_defaults(func=cmd_accept)
 
     p = sub.add_parser("compare", help="cross-version report from result files")
@@ -501,7 +526,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     SIGINT, SIGTERM and SIGHUP stop a command the same way (harness.interrupts): what was
     measured is written, children and servers are stopped, and the exit status is 128 + the
-    signal's number.
+    signal's number. A harness crash (an exception no command expects) exits 4 with one
+    line and its traceback, never 1, which means "violated".
     """
     from harness import interrupts, scratch
 
@@ -517,8 +543,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         signum = interrupts.received() or signal.SIGINT
-        print(f"interrupted by {signal.Signals(signum).name}: results measured so far were "
-              f"written", file=sys.stderr)
+        written = getattr(exc, "written", ())
+        what = (f"the results measured so far were written, marked complete: false: "
+                f"{', '.join(str(p) for p in written)}" if written else "nothing was written")
+        print(f"interrupted by {signal.Signals(signum).name}: {what}", file=sys.stderr)
         return interrupts.exit_status(signum)
+    except Exception as exc:  # the harness's own crash: exit 4, never 1 ("violated")
+        import traceback
+
+        print(f"error: the harness crashed in `{args.command}` with {type(exc).__name__}: "
+              f"{exc}; this is a bug of the harness, not a finding (traceback below)",
+              file=sys.stderr)
+        traceback.print_exc()
+        return int(ExitCode.ERROR_OR_NOTHING)

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import enum
 import json
-import shutil
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ResultsError
 from harness.results import read_results
-
-Cell = tuple[str, str]  # (invariant id, lane)
+from harness.run_coverage import Cell, coverage_of
 
 
 class ChangeKind(str, enum.Enum):
@@ -66,11 +63,17 @@ def cells(document: Mapping[str, Any]) -> dict[Cell, Mapping[str, Any]]:
     return {(f["invariant_id"], f["target"]): f for f in document["findings"]}
 
 
-def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[CellChange]:
-    """Every cell whose verdict, violating trials or counts differ, plus new and gone cells."""
+def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
+              scope: Callable[[Cell], bool] | None = None) -> list[CellChange]:
+    """Every cell whose verdict, violating trials or counts differ, plus new and gone cells.
+
+    With ``scope``, only the cells it accepts are compared (the cells both runs measured).
+    """
     old, new = cells(before), cells(after)
     changes = []
     for key in sorted(set(old) | set(new)):
+        if scope is not None and not scope(key):
+            continue
         a, b = old.get(key), new.get(key)
         if a is None:
             kind = ChangeKind.NEW
@@ -88,35 +91,76 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[CellC
     return changes
 
 
-def baseline_path(out_dir: Path, sdk: str) -> Path:
-    """Where the accepted results of an SDK version live."""
-    return out_dir / "baselines" / f"openai-agents-{sdk}.json"
+def not_measured_in(document: Mapping[str, Any]) -> Callable[[Cell], str | None]:
+    """For a cell, why ``document`` has no finding without that being a change, or None.
+
+    None for a cell the run measured or should have: a cell of a lane it did not measure
+    (not selected, or its server missing), of a check it did not select, or left by an
+    interruption is not measured, never "gone".
+    """
+    coverage = coverage_of(document)
+    measured = set(cells(document))
+
+    def reason(cell: Cell) -> str | None:
+        return None if cell in measured else coverage.why_not_measured(cell, measured)
+
+    return reason
 
 
-def regressions(document: Mapping[str, Any], out_dir: Path) -> list[CellChange] | None:
-    """Changes against the accepted baseline of the run's SDK version; None if none exists."""
-    path = baseline_path(out_dir, document["sdk"]["version"])
-    if not path.exists():
-        return None
-    return diff_runs(read_results(path), document)
+@dataclass(frozen=True)
+class GateResult:
+    """A run against its accepted baseline: the changed cells and the ones not compared."""
+
+    changes: tuple[CellChange, ...]
+    compared: int
+    # reason -> cells of the baseline that this run did not measure, so did not compare
+    not_compared: Mapping[str, tuple[Cell, ...]] = field(default_factory=dict)
 
 
-def accept(run: Path, out_dir: Path) -> Path:
-    """Make a run file the accepted baseline of its SDK version (the one explicit update)."""
-    document = read_results(run)
-    target = baseline_path(out_dir, document["sdk"]["version"])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(run, target)
-    return target
+def gate(baseline: Mapping[str, Any], document: Mapping[str, Any]) -> GateResult:
+    """Compare only the cells the run measured; list the baseline's others with the reason."""
+    reason_of = not_measured_in(document)
+    skipped: dict[str, list[Cell]] = {}
+
+    def scope(cell: Cell) -> bool:
+        reason = reason_of(cell)
+        if reason is not None:
+            skipped.setdefault(reason, []).append(cell)
+        return reason is None
+
+    changes = diff_runs(baseline, document, scope)
+    compared = len({*cells(baseline), *cells(document)}) - sum(map(len, skipped.values()))
+    return GateResult(tuple(changes), compared,
+                      {reason: tuple(found) for reason, found in skipped.items()})
 
 
-def latest_run(out_dir: Path, sdk: str) -> Path:
-    """The newest dated run file of an SDK version."""
-    runs = sorted(out_dir.glob(f"*-openai-agents-{sdk}.json"))
-    if not runs:
-        raise ResultsError(f"no run of openai-agents {sdk!r} in {str(out_dir)!r}; run "
-                           f"`nox -s bench -- --versions {sdk}` first")
-    return runs[-1]
+def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
+    """The gate in lines: what was not compared and why, informational changes, the verdict;
+    and, apart, the lines of the changes that fail it (empty when it passes)."""
+    info = []
+    if result.not_compared:
+        total = sum(map(len, result.not_compared.values()))
+        info.append(f"regression gate: {total} cell(s) of the accepted baseline of {sdk} "
+                    f"not measured in this run, so not compared:")
+        for reason, skipped in sorted(result.not_compared.items()):
+            lanes = sorted({lane for _, lane in skipped})
+            checks = sorted({check for check, _ in skipped})
+            names = (f"checks {', '.join(checks)}" if len(checks) < len(lanes)
+                     else f"lanes {', '.join(lanes)}")
+            info.append(f"  {len(skipped)} cell(s) of {names}: {reason}")
+    gating = [c for c in result.changes if c.kind in GATING]
+    info += [f"regression gate, informational: {c.describe()}"
+             for c in result.changes if c.kind not in GATING]
+    if not gating:
+        info.append(f"regression gate: every measured verdict equals the accepted baseline of "
+                    f"{sdk} ({result.compared} cell(s) compared)")
+        return info, []
+    failures = [f"regression gate: {len(gating)} of {result.compared} compared cell(s) differ "
+                f"from the accepted baseline of openai-agents {sdk}:"]
+    failures += [f"  {c.kind.value}: {c.describe()}" for c in gating]
+    failures.append(f"if the change is real, accept it: `python -m harness accept --sdk {sdk}` "
+                    f"and commit results/baselines/")
+    return info, failures
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -158,8 +202,13 @@ def cross_version_markdown(documents: Sequence[Mapping[str, Any]]) -> str:
     lines += ["", "## What changed", ""]
     any_change = False
     for prev, cur in zip(docs, docs[1:], strict=False):
-        changes = diff_runs(prev, cur)
+        before, after = not_measured_in(prev), not_measured_in(cur)
+        skipped = {c for c in {*cells(prev), *cells(cur)} if before(c) or after(c)}
+        changes = [c for c in diff_runs(prev, cur) if (c.check, c.lane) not in skipped]
         a, b = prev["sdk"]["version"], cur["sdk"]["version"]
+        if skipped:
+            lines.append(f"- {a} -> {b}: {len(skipped)} cell(s) not compared, measured in "
+                         f"only one of the two runs (see each run's coverage).")
         if not changes:
             lines.append(f"- {a} -> {b}: no verdict or count changed.")
             continue

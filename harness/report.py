@@ -113,6 +113,19 @@ def _seed_comparison(findings: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines + [""]
 
 
+def _coverage_line(doc: Mapping[str, Any]) -> list[str]:
+    """One line on a partial run (a subset of lanes or checks), from its recorded coverage."""
+    coverage = doc.get("coverage")
+    if not coverage or coverage["every_lane"] and coverage["every_check"]:
+        return []
+    parts = []
+    if not coverage["every_lane"]:
+        parts.append("lanes " + ", ".join(f"`{n}`" for n in coverage["lanes_selected"]))
+    if not coverage["every_check"]:
+        parts.append("checks " + ", ".join(coverage["checks_selected"]))
+    return [f"- **partial run**: selected only {'; '.join(parts)}"]
+
+
 def render_markdown(doc: Mapping[str, Any]) -> str:
     """The report of one run: the backends x invariants table and the evidence behind it."""
     findings = doc["findings"]
@@ -131,6 +144,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         f"- Python {env['python']} on {env['platform']}; run seed "
         f"{doc['parameters']['run_seed']}; event loop {doc['parameters']['loop']}"
         + ("" if doc["parameters"]["complete"] else "; **run interrupted: partial results**"),
+        *_coverage_line(doc),
         f"- {len(findings)} findings: " + ", ".join(
             f"{tally.get(v, 0)} {v}" for v in ("held", "violated", "not_applicable", "error")),
         "",

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
 import platform
+import secrets
+import stat
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ResultsError
+from harness.errors import ResultsError, UsageError
 from harness.model import Admission, Finding
 
 SCHEMA_VERSION = 1
+LOCK_NAME = ".arib.lock"
+RUN_GLOB = "*-openai-agents-*.json"  # run files, day-named (older) or time-and-id-named
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 LOCK_DIR = Path(__file__).parent / "locks"
 PACKAGES = ("openai-agents", "openai", "pydantic", "sqlalchemy", "aiosqlite", "anyio",
@@ -24,19 +31,77 @@ PACKAGES = ("openai-agents", "openai", "pydantic", "sqlalchemy", "aiosqlite", "a
             "cryptography")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new, never half."""
+def atomic_write_text(path: Path, text: str, *, replace: bool = True) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new, never half.
+
+    With ``replace=False`` an existing file is never overwritten: FileExistsError instead.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp makes the file 0600: keep the mode of the file replaced, else 0644 (results
+        # and baselines are shared and committed, never secret).
+        os.fchmod(fd, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # atomic, and fails if the name is taken
+            os.unlink(tmp)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (fcntl.flock on its ``.arib.lock``) for a
+    read-modify-write, so that two runs in one checkout never lose each other's update."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_NAME, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def writable_folder(folder: Path, option: str = "--out") -> Path:
+    """``folder``, created if need be, once a file could be made in it; UsageError if not.
+
+    Checked before anything is measured, so that no result is lost at the end of a run.
+    """
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(f"{str(folder)!r} is a file")
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".arib-write-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        cause = exc.strerror or str(exc)
+        if exc.filename and str(exc.filename) != str(folder):
+            cause += f": {str(exc.filename)!r}"
+        raise UsageError(
+            f"{option} {str(folder)!r} is not a writable folder ({cause}): the results are "
+            f"written there; pass a folder you can write to, e.g. {option} results"
+        ) from None
+    return folder
+
+
+def run_stem(started: dt.datetime, run_id: str, sdk: str) -> str:
+    """The name of a run's files: its start time (UTC) and run id, never only the day, so a
+    run never replaces another: ``2026-11-30T101502Z-3f9a1c2e-openai-agents-0.24.0``."""
+    utc = started.astimezone(dt.timezone.utc)
+    return f"{utc:%Y-%m-%dT%H%M%SZ}-{run_id}-openai-agents-{sdk}"
+
+
+def new_run_id() -> str:
+    """A short random id that tells apart two runs started in the same second."""
+    return secrets.token_hex(4)
 
 
 def harness_commit() -> str:

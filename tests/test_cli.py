@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import sys
 
 import pytest
 
+import checks.registry
+from harness.bench import run_bench
 from harness.cli import main, parse_params
 from harness.errors import ParameterError
 from harness.services import ServiceManager
 
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
                    for name in ("redis", "postgres"))
+
+QUICK = ["bench", "--lanes", "sqlite-file,sqlalchemy-sqlite-file", "--checks",
+         "ARIB-REPLAY-001", "--param", "ARIB-REPLAY-001.trials=1", "--reruns", "1", "--quiet"]
 
 
 def run(capsys, *argv):
@@ -29,6 +37,10 @@ def run(capsys, *argv):
     (["bench", "--param", "ARIB-CONC-001.writers=many"], "non-integer value 'many'"),
     (["bench", "--param", "ARIB-NOPE-001.trials=1"], "unknown check id"),
     (["bench", "--loop", "trio"], "unknown event loop 'trio'"),
+    (["bench", "--reruns", "0"], "--reruns 0 is below 1"),
+    (["bench", "--workers", "0"], "--workers 0 is below 1"),
+    (["admit", "--all", "--reruns", "0"], "--reruns 0 is below 1"),
+    (["bench", "--lanes", "sqlite-file", "--accept"], "add --partial"),
     (["run", "--check", "ARIB-CONC-001", "--lane", "nope"], "unknown backend lane 'nope'"),
     (["admit"], "admit needs a check id"),
     (["report", "missing.json"], "cannot read result file"),
@@ -192,3 +204,89 @@ def test_a_lane_in_error_fails_the_survey(capsys, monkeypatch):
     assert code == 4
     assert "ERROR: not surveyed: coverage of ARIB-CONC-001 failed: test" in out
     assert "reference: lane error: coverage of ARIB-CONC-001 failed: test" in err
+
+
+def unwritable_folder(tmp_path):
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o500)
+        return folder
+    if os.access("/sys", os.W_OK) and not os.path.ismount("/sys"):
+        pytest.skip("no folder is unwritable for root here")
+    return "/sys"  # sysfs refuses new files, even to root
+
+
+@pytest.mark.parametrize("make_out", [
+    lambda tmp: tmp / "a-file",
+    lambda tmp: tmp / "a-file" / "below",
+    unwritable_folder,
+], ids=["a-file", "below-a-file", "unwritable"])
+def test_unusable_out_is_refused_before_anything_is_measured(capsys, tmp_path, monkeypatch,
+                                                             make_out):
+    (tmp_path / "a-file").write_text("not a folder")
+    out = make_out(tmp_path)
+    measured = []
+    monkeypatch.setattr("harness.bench.admit", lambda *a, **k: measured.append(a) or ())
+    code, _, err = run(capsys, *QUICK, "--out", str(out))
+    assert code == 2 and measured == []
+    assert f"--out {str(out)!r} is not a writable folder" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_check_module_that_cannot_be_imported_is_a_usage_error(capsys, tmp_path, monkeypatch):
+    package = tmp_path / "brokenchecks"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "oops_001.py").write_text("CHECK = (\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(checks.registry, "load_checks",
+                        functools.partial(checks.registry.load_checks, "brokenchecks"))
+    code, _, err = run(capsys, *QUICK, "--out", str(tmp_path / "r"))
+    assert code == 2
+    assert "check module 'brokenchecks.oops_001' cannot be imported: SyntaxError" in err
+    assert "oops_001.py, line 1" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+    sys.modules.pop("brokenchecks", None)
+
+
+def test_a_harness_crash_exits_4_with_one_line_and_the_traceback(capsys, monkeypatch):
+    def crash(*_args, **_kwargs):
+        raise RuntimeError("registry exploded")
+
+    monkeypatch.setattr(checks.registry, "load_checks", crash)
+    code, _, err = run(capsys, "list")
+    assert code == 4
+    first, *rest = err.strip().splitlines()
+    assert first.startswith("error: the harness crashed in `list` with RuntimeError: "
+                            "registry exploded")
+    assert rest[0] == "Traceback (most recent call last):"
+
+
+def test_interrupted_bench_says_what_was_written(capsys, tmp_path, monkeypatch):
+    def interrupted_at_second_lane(config):
+        def stop(check, lane):
+            if lane.name == "sqlalchemy-sqlite-file":
+                raise KeyboardInterrupt
+
+        import dataclasses
+
+        return run_bench(dataclasses.replace(config, on_lane_start=stop))
+
+    monkeypatch.setattr("harness.bench.run_bench", interrupted_at_second_lane)
+    code, _, err = run(capsys, *QUICK, "--out", str(tmp_path))
+    assert code == 130
+    (written,) = tmp_path.glob("*-openai-agents-*.json")
+    assert err.startswith("interrupted") and "the results measured so far were written" in err
+    assert str(written) in err and '"complete": false' in written.read_text()
+
+
+def test_interrupted_before_any_result_says_nothing_was_written(capsys, tmp_path, monkeypatch):
+    def interrupt(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("harness.bench.admit", interrupt)
+    code, _, err = run(capsys, *QUICK, "--out", str(tmp_path))
+    assert code == 130 and err.startswith("interrupted")
+    assert err.strip().endswith("nothing was written") and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.glob("*.json")) == []

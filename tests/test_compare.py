@@ -21,15 +21,22 @@ def run_dir(tmp_path_factory):
 
 
 def only_run(out):
-    (path,) = sorted(out.glob("*-openai-agents-*.json"))
-    return path
+    """The fixture's run: the oldest file (every later run has a file of its own)."""
+    return sorted(out.glob("*-openai-agents-*.json"))[0]
 
 
-def test_no_baseline_then_accept_then_gate_passes(run_dir, capsys):
-    assert main(["accept", "--sdk", json.loads(only_run(run_dir).read_text())["sdk"]["version"],
-                 "--out", str(run_dir)]) == 0
+def test_no_baseline_then_partial_accept_then_gate_passes(run_dir, capsys):
+    sdk = json.loads(only_run(run_dir).read_text())["sdk"]["version"]
+    # A run of one lane and one check is partial: refused as the whole baseline ...
+    assert main(["accept", "--sdk", sdk, "--out", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "is a partial run (lanes selected: sqlite-file; checks selected: ARIB-REPLAY-001)" in err
+    assert "--partial" in err and not (run_dir / "baselines").exists()
+    # ... and accepted cell by cell when told so.
+    assert main(["accept", "--partial", "--sdk", sdk, "--out", str(run_dir)]) == 0
+    assert "1 cell(s) from the run, 0 kept" in capsys.readouterr().out
     assert main([*SMALL, "--out", str(run_dir)]) == 1
-    assert "equals the accepted baseline" in capsys.readouterr().out
+    assert "every measured verdict equals the accepted baseline" in capsys.readouterr().out
 
 
 def test_changed_cell_fails_with_exit_3_naming_it(run_dir, capsys):
@@ -78,3 +85,14 @@ def test_cross_version_report_lists_changes_with_both_sides(run_dir, tmp_path):
 def test_accept_without_runs_is_a_clear_error(tmp_path, capsys):
     assert main(["accept", "--sdk", "0.19.2", "--out", str(tmp_path)]) == 4
     assert "no run of openai-agents '0.19.2'" in capsys.readouterr().err
+
+
+def test_cross_version_report_does_not_call_an_unmeasured_lane_gone(run_dir, tmp_path):
+    doc = json.loads(only_run(run_dir).read_text())
+    older = json.loads(json.dumps(doc))
+    older["sdk"]["version"] = "0.0.1"
+    older["findings"].append({**doc["findings"][0], "target": "redis-from-url"})
+    (tmp_path / "old.json").write_text(json.dumps(older))
+    text = cross_version_markdown(load_runs([tmp_path / "old.json", only_run(run_dir)]))
+    assert "(gone)" not in text
+    assert f"0.0.1 -> {doc['sdk']['version']}: 1 cell(s) not compared" in text

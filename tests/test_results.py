@@ -83,3 +83,14 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
         atomic_write_text(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_atomic_write_keeps_the_mode_and_makes_new_files_readable(tmp_path):
+    fresh = tmp_path / "fresh.json"
+    atomic_write_text(fresh, "new")
+    assert fresh.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    kept = tmp_path / "kept.json"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    atomic_write_text(kept, "new")
+    assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_text() == "new"

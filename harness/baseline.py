@@ -1,0 +1,165 @@
+"""Run files and accepted baselines: finding the newest run, accepting a run cell by cell.
+
+Each run has its own files (named by start time and run id), so two runs at once never write
+the same file. A baseline is read, merged and written under a lock (fcntl.flock on
+``baselines/.arib.lock``), atomically, so two `accept`s at once never lose an update.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.compare import GateResult, cells, gate, version_key
+from harness.errors import ResultsError, UsageError
+from harness.results import RUN_GLOB, atomic_write_text, folder_lock, read_results
+from harness.run_coverage import coverage_of
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """A run file in a results folder, with what is needed to order and choose it."""
+
+    path: Path
+    sdk: str
+    started: dt.datetime
+    partial: bool
+
+
+def _started(text: str) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def run_files(out_dir: Path, sdk: str | None = None) -> list[RunFile]:
+    """The run files of ``out_dir`` (day-named older ones too), oldest first by start time."""
+    found = []
+    for path in out_dir.glob(RUN_GLOB if sdk is None else f"*-openai-agents-{sdk}.json"):
+        document = read_results(path)
+        found.append(RunFile(path, document["sdk"]["version"], _started(document["started"]),
+                             coverage_of(document).partial))
+    return sorted(found, key=lambda r: (r.started, r.path.name))
+
+
+def latest_run(out_dir: Path, sdk: str) -> Path:
+    """The newest run file of an SDK version, whole or partial."""
+    runs = run_files(out_dir, sdk)
+    if not runs:
+        raise ResultsError(f"no run of openai-agents {sdk!r} in {str(out_dir)!r}; run "
+                           f"`nox -s bench -- --versions {sdk}` first")
+    return runs[-1].path
+
+
+def newest_whole_runs(out_dir: Path) -> tuple[list[Path], list[RunFile]]:
+    """The newest whole (not partial) run per version, by version; and the partial runs
+    newer than it, which a comparison across versions leaves out."""
+    newest: dict[str, RunFile] = {}
+    for run in run_files(out_dir):
+        if not run.partial:
+            newest[run.sdk] = run
+    left_out = [r for r in run_files(out_dir) if r.partial
+                and (r.sdk not in newest or r.started > newest[r.sdk].started)]
+    chosen = sorted(newest.values(), key=lambda r: version_key(r.sdk))
+    return [r.path for r in chosen], left_out
+
+
+def baseline_path(out_dir: Path, sdk: str) -> Path:
+    """Where the accepted results of an SDK version live."""
+    return out_dir / "baselines" / f"openai-agents-{sdk}.json"
+
+
+def regressions(document: Mapping[str, Any], out_dir: Path) -> GateResult | None:
+    """The run against the accepted baseline of its SDK version; None if none exists."""
+    path = baseline_path(out_dir, document["sdk"]["version"])
+    if not path.exists():
+        return None
+    return gate(read_results(path), document)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What `accept` did to a baseline."""
+
+    path: Path
+    updated: int  # cells the run measured, now the accepted verdicts
+    kept: int  # cells of the previous baseline the run did not measure, kept as they were
+    removed: int  # cells of the previous baseline the run should have measured and has not
+
+    def describe(self) -> str:
+        return (f"{self.path}: {self.updated} cell(s) from the run, {self.kept} kept from the "
+                f"previous baseline (not measured in this run), {self.removed} removed")
+
+
+def merge(previous: Mapping[str, Any] | None, document: Mapping[str, Any],
+          source: str) -> dict[str, Any]:
+    """The new baseline: the run's cells, and the previous baseline's cells it did not measure.
+
+    A cell of the previous baseline is kept when the run did not measure it (a lane not
+    selected or whose server was missing, a check not selected, an interruption); it is
+    removed when the run measured its lane and selected its check but has no finding for it,
+    or (in a whole run) when its lane or check no longer exists. What was done is recorded
+    under ``accepted``.
+    """
+    coverage = coverage_of(document)
+    run = cells(document)
+    kept, removed = [], 0
+    for cell, finding in (cells(previous) if previous is not None else {}).items():
+        if cell in run:
+            continue
+        check, lane = cell
+        stale = not coverage.partial and (lane not in coverage.lanes_selected
+                                          or check not in coverage.checks_selected)
+        if stale or coverage.why_not_measured(cell, run) is None:
+            removed += 1
+        else:
+            kept.append(finding)
+    merged = json.loads(json.dumps(document))
+    merged["findings"] = sorted([*kept, *document["findings"]],
+                                key=lambda f: (f["invariant_id"], f["target"]))
+    merged["accepted"] = {
+        "run": source,
+        "run_id": document.get("run_id"),
+        "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "partial": coverage.partial,
+        "updated": len(run),
+        "kept": len(kept),
+        "removed": removed,
+        "kept_from": None if previous is None else (
+            (previous.get("accepted") or {}).get("run") or previous.get("started")),
+    }
+    return merged
+
+
+def refuse_partial(run: Path, partial: bool = False) -> dict[str, Any]:
+    """The run's document, once it may be accepted: a partial run (a subset of lanes or
+    checks, or interrupted) raises UsageError unless ``partial``."""
+    document = read_results(run)
+    coverage = coverage_of(document)
+    sdk = document["sdk"]["version"]
+    if coverage.partial and not partial:
+        raise UsageError(
+            f"{str(run)!r} is a partial run ({'; '.join(coverage.partial_reasons())}): "
+            f"accepting it would stand for the whole baseline of openai-agents {sdk}; "
+            f"accept only the cells it measured with `python -m harness accept --partial "
+            f"{run}`, or accept a whole run (`nox -s bench -- --versions {sdk}`)")
+    return document
+
+
+def accept(run: Path, out_dir: Path, partial: bool = False) -> Accepted:
+    """Make a run the accepted baseline of its SDK version, cell by cell (the one update).
+
+    A partial run is refused unless ``partial`` (see refuse_partial); then, as always, only
+    the cells it measured change.
+    """
+    document = refuse_partial(run, partial)
+    target = baseline_path(out_dir, document["sdk"]["version"])
+    with folder_lock(target.parent):
+        previous = read_results(target) if target.exists() else None
+        merged = merge(previous, document, run.name)
+        atomic_write_text(target, json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
+    done = merged["accepted"]
+    return Accepted(target, done["updated"], done["kept"], done["removed"])
