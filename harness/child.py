@@ -90,8 +90,30 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) * _CLOCK_TICK_S
 
 
+def _runnable(pid: int) -> bool:
+    """True when a thread of the process is running or waiting for a CPU (state R, Linux).
+
+    On a loaded machine a computing child gets little CPU but stays runnable; a child that
+    waits on a lock or a socket sleeps. Unknown (no /proc) counts as runnable.
+    """
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state == b"R":
+            return True
+    return False
+
+
 def _sample_stall(run: _Running, now: float, limit_s: float) -> None:
-    """Mark ``run`` stalled when it used almost no CPU over the last sampling window."""
+    """Mark ``run`` stalled when it used almost no CPU over the last sampling window and no
+    thread of it is runnable now (a child starved of CPU by load is computing, not waiting)."""
     if (now - run.started < max(STALL_AFTER_S, STALL_AFTER_SHARE * limit_s)
             or now - run.sampled_at < STALL_WINDOW_S):
         return
@@ -99,7 +121,8 @@ def _sample_stall(run: _Running, now: float, limit_s: float) -> None:
     if cpu is None:
         return
     if run.cpu_s is not None:
-        run.stalled = (cpu - run.cpu_s) <= STALL_MAX_CPU_SHARE * (now - run.sampled_at)
+        idle = (cpu - run.cpu_s) <= STALL_MAX_CPU_SHARE * (now - run.sampled_at)
+        run.stalled = idle and not _runnable(run.pid)
     run.cpu_s, run.sampled_at = cpu, now
 
 

@@ -7,6 +7,7 @@ import faulthandler
 import os
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -87,6 +88,22 @@ def test_a_busy_child_keeps_its_worker():
     run_jobs([spin, lambda: 1], workers=1, timeout_s=2,
              on_done=lambda index, outcome: finished.append(index))
     assert finished == [0, 1]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_runnable_tells_a_computing_process_from_a_sleeping_one():
+    from harness.child import _runnable
+
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        deadline = time.monotonic() + 5
+        while _runnable(sleeper.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not _runnable(sleeper.pid)  # asleep in nanosleep: waiting, not computing
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert _runnable(os.getpid())  # this thread is running while it asks
 
 
 def test_watchdog_delivers_its_value_when_the_job_cannot_end():
