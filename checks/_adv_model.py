@@ -91,6 +91,13 @@ class Catalogue:
                        "tools": [], "status": "completed"},
                       "tool_search_output", "tool_search", False)]
 
+    def lone_search_output(self) -> Entry:
+        """A tool search's output without its call in the turn (a hosted search): it stands
+        for the call, so it counts once."""
+        return Entry({"type": "tool_search_output", "id": f"tso_{self._next()}",
+                      "call_id": f"tsc_{self.serial}", "tools": [], "status": "completed"},
+                     "tool_search_output", "tool_search", False)
+
     def reasoning(self) -> Entry:
         return Entry({"type": "reasoning", "id": f"rs_{self._next()}", "summary": []},
                      "reasoning")
@@ -117,7 +124,7 @@ class Catalogue:
             elif pick == 6:
                 found.append(self.reasoning())
             else:
-                found += self.function_call(name)
+                found.append(self.lone_search_output())
         return [*found, self.assistant(f"{self.tag} answer {self.serial}")]
 
 
@@ -174,7 +181,7 @@ class Model:
     def append(self, branch: str, entries: Sequence[Entry]) -> None:
         for entry in entries:
             self.serial += 1
-            self.branches[branch].append((self.serial, entry))
+            self.branches.setdefault(branch, []).append((self.serial, entry))
 
     def pop(self, branch: str) -> Entry | None:
         rows = self.branches.get(branch, [])
@@ -193,7 +200,7 @@ class Model:
         self.append(name, kept)
 
     def delete(self, name: str) -> None:
-        del self.branches[name]
+        self.branches.pop(name, None)
         self.usage = {k: v for k, v in self.usage.items() if k[0] != name}
 
     def clear(self) -> None:
@@ -242,9 +249,12 @@ class Model:
                                                        strict=True) if e.user]
 
     def tool_usage(self, branch: str) -> Counter[tuple[str | None, int]]:
-        """Calls per (tool, turn): each tool call once."""
-        return Counter((e.tool, t) for e, t in zip(self.entries(branch), self.turns(branch),
-                                                   strict=True) if e.call)
+        """Calls per (tool, turn): each tool call once; a tool search's output stands for
+        its call when the call is not in that turn."""
+        pairs = list(zip(self.entries(branch), self.turns(branch), strict=True))
+        searched = {t for e, t in pairs if e.kind == "tool_search_call"}
+        return Counter((e.tool, t) for e, t in pairs
+                       if e.call or (e.kind == "tool_search_output" and t not in searched))
 
     def by_turns(self, branch: str) -> dict[int, list[tuple[str, str | None]]]:
         grouped: dict[int, list[tuple[str, str | None]]] = {}

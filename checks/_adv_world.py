@@ -1,13 +1,14 @@
 """The store every advanced-API check starts from: a peer session with branches and usage.
 
-Before the session under test writes anything, a peer session on the same store (id
+Opened before the session under test (so its rows come first in every table, where a query
+that ignores the session id finds them first), a peer session on the same store (id
 ``X + "-peer"``, so ``X`` is a prefix of it) writes seven turns on ``main`` with usage, a
 branch ``alt`` from turn 3 with four more turns and usage (the same branch name, turn numbers
 and tool names the session under test will use), and a branch ``peer-only`` that the session
-under test does not have; the peer is left on ``alt``. Its rows come first in every table,
-and it is never cleared while the session under test is (so the two sessions' clear
-generations differ). At the end ``check_peer`` verifies that nothing the session under test
-did reached the peer: items, branches, current branch, turns, usage and tool usage.
+under test does not have; the peer is left on ``alt``. It is never cleared while the session
+under test is (so the two sessions' clear generations differ). At the end ``check_peer``
+verifies that nothing the session under test did reached the peer: items, branches, current
+branch, turns, usage and tool usage.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from checks._adv_probe import (
     check_tools,
     check_turns,
     check_usage,
+    require,
     run_result,
 )
-from checks.base import TrialContext
+from checks.base import TrialContext, describe
 from checks.iso_001 import open_peer
+from targets.base import Handle
 
 TOOLS = ("lookup", "ns", "weather")
 PEER_ONLY = "peer-only"
@@ -59,33 +62,53 @@ class Peer:
 
     session: Any
     model: Model
-    current: str
+    current: str = MAIN
 
 
-async def peer_world(ctx: TrialContext, rec: Recorder, cat: Catalogue, rng: Random,
-                     terms: tuple[str, ...] = ()) -> Peer:
-    """Open the peer and write its branches, turns and usage (see the module docstring)."""
+async def open_peer_first(ctx: TrialContext, api: tuple[str, ...]) -> Peer:
+    """Open the peer before the session under test (so its rows come first in every table);
+    abstain if the runtime object lacks ``api``."""
     handle = await open_peer(ctx, ctx.build.session_id + "-peer")
-    peer, model = handle.session, Model()
-    ctx.log(f"peer session {ctx.build.session_id + '-peer'!r} on the same store")
+    require(handle.session, api)
+    ctx.log(f"peer session {ctx.build.session_id + '-peer'!r} opened first on the store")
+    return Peer(handle.session, Model())
+
+
+async def fill_peer(rec: Recorder, peer: Peer, cat: Catalogue, rng: Random,
+                    terms: tuple[str, ...] = ()) -> None:
+    """Write the peer's branches, turns and usage (see the module docstring)."""
+    session, model = peer.session, peer.model
 
     async def turns(branch: str, count: int, first: int) -> None:
         for n in range(first, first + count):
             text = f"{cat.tag} peer {branch} q{n} {' '.join(terms)}"
-            await write_turn(rec, peer, "P", model, branch,
+            await write_turn(rec, session, "P", model, branch,
                              [cat.user(text), *cat.responses(rng, TOOLS)], split=n % 2 == 0)
-            await store_usage(rec, peer, "P", model, branch, Figures.draw(rng))
+            await store_usage(rec, session, "P", model, branch, Figures.draw(rng))
 
     await turns(MAIN, 7, 1)
     for name, turn, more in (("alt", 3, 4), (PEER_ONLY, 2, 1)):
         if await rec.call(f"P.create_branch_from_turn({turn}, {name!r})",
-                          peer.create_branch_from_turn, turn, name) is not FAILED:
+                          session.create_branch_from_turn, turn, name) is not FAILED:
             model.create(MAIN, turn, name)
         await turns(name, more, turn)
         if name == "alt":
-            await rec.call("P.switch_to_branch('main')", peer.switch_to_branch, MAIN)
-    await rec.call("P.switch_to_branch('alt')", peer.switch_to_branch, "alt")
-    return Peer(peer, model, "alt")
+            await rec.call("P.switch_to_branch('main')", session.switch_to_branch, MAIN)
+    if await rec.call("P.switch_to_branch('alt')", session.switch_to_branch,
+                      "alt") is not FAILED:
+        peer.current = "alt"
+
+
+async def reopen(ctx: TrialContext, rec: Recorder, handle: Handle, who: str) -> Any:
+    """Another instance of the session on the store; an open that raises is evidence."""
+    ctx.log(f"{who} = a new instance of the session")
+    try:
+        return (await ctx.reopen(handle)).session
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be reopened is evidence
+        rec.errors += 1
+        rec.fail("open_raised", f"opening {who} on the store raised {describe(exc)}")
+        rec.wedged = True
+        return FAILED
 
 
 async def check_peer(rec: Recorder, peer: Peer) -> None:

@@ -36,9 +36,8 @@ from checks._adv_probe import (
     check_by_turns,
     check_search,
     check_turns,
-    require,
 )
-from checks._adv_world import TOOLS, check_peer, peer_world
+from checks._adv_world import TOOLS, check_peer, fill_peer, open_peer_first, reopen
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext
 from checks.common import canonical, label, read_items, trials_param
 from harness.model import Trial
@@ -76,16 +75,18 @@ def merge_problem(observed: Sequence[Any], batches: dict[str, list[list[Any]]]) 
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    peer = await open_peer_first(ctx, (*BRANCH_API, *TURNS_API))
     handle = await ctx.open()
     s = handle.session
-    require(s, (*BRANCH_API, *TURNS_API))
     rec, rng, cat = Recorder(ctx), ctx.rng, Catalogue(f"{ctx.seed:016x}")
-    peer = await peer_world(ctx, rec, cat, rng, terms=TERMS)
+    await fill_peer(rec, peer, cat, rng, terms=TERMS)
     texts = phrases(cat.tag)
     rng.shuffle(texts)
     await rec.call("S.add_items([first turn])", s.add_items, [cat.user(f"{cat.tag} opening").item])
-    writers = {"S": s, "S2": (await ctx.reopen(handle)).session,
-               "S3": (await ctx.reopen(handle)).session}
+    writers = {"S": s, "S2": await reopen(ctx, rec, handle, "S2"),
+               "S3": await reopen(ctx, rec, handle, "S3")}
+    if FAILED in writers.values():
+        return rec.trial()
     plan: dict[str, list[list[Entry]]] = {}
     for w, name in enumerate(writers):
         plan[name] = []
