@@ -40,12 +40,13 @@ from checks._adv_probe import (
     require,
     run_result,
 )
-from checks._adv_world import TOOLS, write_turn
+from checks._adv_world import TOOLS, reopen, write_turn
 from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import label, trials_param
 from harness.model import Trial
 
 Start = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[None]]
+SIDE = "side"
 
 
 async def queue_writes(ctx: TrialContext, rec: Recorder, s: Any, m: Model, branch: str,
@@ -111,7 +112,15 @@ async def run_trial(ctx: TrialContext) -> Trial:
                           2, name) is not FAILED:
             m.create(MAIN, 2, name)
             cur = name
-    if len(m.branches) < 3:
+    # A second long-lived instance works on a branch of its own ("side"): its large appends
+    # hold the store while this instance's writes pile up behind them.
+    s2 = await reopen(ctx, rec, handle, "S2")
+    if s2 is FAILED:
+        return rec.trial()
+    if await rec.call("S2.create_branch_from_turn(2, 'side')", s2.create_branch_from_turn, 2,
+                      "side") is not FAILED:
+        m.create(MAIN, 2, SIDE)
+    if len(m.branches) < 4:
         return rec.trial()  # the branches to race on could not be made: already evidence
     for r in range(ctx.params["rounds"]):
         async with anyio.create_task_group() as tg:
@@ -124,6 +133,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 await anyio.sleep(0)  # it runs until its first suspension: it has been called
 
             source = cur
+            if ctx.params["batch"]:
+                bulk = [cat.assistant(f"{cat.tag} side {r}.{n}")
+                        for n in range(ctx.params["batch"])]
+                m.append(SIDE, bulk)
+                rows = [e.item for e in bulk]
+                await start(f"S2.add_items([{len(bulk)} answers]) on 'side'",
+                            lambda rows=rows: s2.add_items(rows))  # type: ignore[misc]
             # Turns that exist before this round's writes stay put while they are in flight.
             stable = [t for t, _ in m.user_turns(source) if t >= 2]
             await queue_writes(ctx, rec, s, m, source, cat, start, ctx.params["writes"])
@@ -135,11 +151,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
                     m.create(source, turn, name)
                     cur = name
             else:
-                target = rng.choice([b for b in m.branches if b != source])
+                target = rng.choice([b for b in m.branches if b not in (source, SIDE)])
                 if await rec.call(f"S.switch_to_branch({target!r})", s.switch_to_branch,
                                   target) is not FAILED:
                     cur = target
-                if move == 2 and source != MAIN and len(m.branches) > 3:
+                if move == 2 and source != MAIN and len(m.branches) > 4:
                     if await rec.call(f"S.delete_branch({source!r}) with its writes in flight",
                                       s.delete_branch, source) is not FAILED:
                         m.delete(source)
@@ -159,11 +175,14 @@ CHECK = CheckSpec(
     "create_branch_from_turn or delete_branch runs while they are in flight; a deleted branch "
     "stays deleted; every call returns",
     fault="rounds of seeded writes (turns, answers, pops, usage) started one after another on "
-    "one instance and left in flight while a switch, a branch creation, or a switch and the "
-    "deletion of the branch they write to is awaited; then more writes on the new branch",
+    "one instance, behind a large append by a second instance on its own branch, and left in "
+    "flight while a switch, a branch creation, or a switch and the deletion of the branch "
+    "they write to is awaited; then more writes on the new branch",
     params=(
         Param("rounds", 5, 1, 50, "rounds of writes and a branch operation"),
         Param("writes", 6, 1, 50, "writes started before each branch operation"),
+        Param("batch", 40, 0, 5000, "items a second instance appends on its own branch as "
+              "each round starts (0: none)"),
         trials_param(3),
     ),
     run_trial=run_trial,

@@ -122,9 +122,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return rec.trial()
     if await rec.call("S.clear_session()", s.clear_session) is not FAILED:
         m.clear()
-    await check_usage(rec, s, m, MAIN, "S", branches=(MAIN,))
+    await check_usage(rec, s2, m, MAIN, "S2", branches=(MAIN,))
 
-    # 6. another instance writes a turn; this one stores its usage
+    # 6. another instance writes a turn; this one (which has not used the store since its
+    # clear) stores its usage
     await write_turn(rec, s2, "S2", m, MAIN, [cat.user(f"{cat.tag} S2 after clear"),
                                               *cat.responses(rng, TOOLS)], split=False)
     await store_usage(rec, s, "S", m, MAIN, Figures.draw(rng))
