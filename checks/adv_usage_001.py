@@ -206,7 +206,7 @@ CHECK = CheckSpec(
     ),
     generated=(
         Selector("reference", "ReferenceSession.add_items", "early_return"),
-        Selector("advanced-sqlite-file", "AdvancedSQLiteSession.store_run_usage*",
+        Selector("advanced-sqlite-file", "AdvancedSQLiteSession.store_run_usage",
                  "early_return"),
         Selector("advanced-sqlite-file", "AdvancedSQLiteSession.get_session_usage*",
                  "widen_session_filter"),
