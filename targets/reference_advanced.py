@@ -23,9 +23,11 @@ The model, kept simple on purpose:
   store_run_usage act on the branch that was current when they were called, unless the
   session was cleared meanwhile (every instance is back on ``main`` after a clear).
 - Every check-then-act is one SQLite transaction through the class's ``_transact`` (busy
-  retries, durable commits). ``clear_session`` is two transactions: branches, usage and the
-  clear generation first, then ``main`` through the class's own clear; an instance's later
+  retries, durable commits). ``clear_session`` is two transactions: ``main`` through the
+  class's own clear first, then branches, usage and the clear generation; an instance's later
   operations never see the state between them, another instance's reads may.
+- While an instance is on ``main``, its protocol operations are the class's own, unchanged
+  (so every invariant of the class, and every defect of it, shows exactly as before).
 """
 
 from __future__ import annotations
@@ -167,7 +169,10 @@ class BranchingMixin:
                 branch = self._adv_refresh(conn) if branch_id is None else branch_id
                 return REDIRECT if branch == MAIN else self._adv_rows(conn, branch)[1]
 
-            found = await self._adv_run(read, write=False)
+            # On main (a clear only ever moves an instance to main) the class's own read
+            # answers alone.
+            on_main = (branch_id or self._adv_state[0]) == MAIN
+            found = REDIRECT if on_main else await self._adv_run(read, write=False)
             if isinstance(found, _Main):
                 return await self._main_get_items(limit)  # type: ignore[no-any-return]
         return turns.window(found, self._window(limit))
@@ -211,7 +216,9 @@ class BranchingMixin:
             return await self._main_pop_item()
 
     async def clear_session(self) -> None:
-        """Remove every branch, item and usage of the session; every instance is on main."""
+        """Remove every branch, item and usage of the session; every instance is on main.
+
+        The class's own clear goes first and decides how a closed session answers."""
         async with self._adv_lock:
             def clear(conn: sqlite3.Connection) -> int:
                 for table in ("adv_items", "adv_usage"):
@@ -224,8 +231,9 @@ class BranchingMixin:
                 self._adv_refresh(conn)
                 return 0
 
-            await self._adv_run(clear, write=True)
             await self._main_clear_session()
+            if not getattr(self, "_closed", False):
+                await self._adv_run(clear, write=True)
 
     # --- branches --------------------------------------------------------------------------
 
