@@ -101,6 +101,9 @@ async def fill_peer(rec: Recorder, peer: Peer, cat: Catalogue, rng: Random,
 
 async def reopen(ctx: TrialContext, rec: Recorder, handle: Handle, who: str) -> Any:
     """Another instance of the session on the store; an open that raises is evidence."""
+    if rec.wedged:
+        ctx.log(f"{who} not opened: the store is locked")
+        return FAILED
     ctx.log(f"{who} = a new instance of the session")
     try:
         return (await ctx.reopen(handle)).session
