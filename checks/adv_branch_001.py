@@ -18,8 +18,9 @@ uses (``checks._adv_world``; same branch name ``alt``, more turns, a branch ``pe
 6. list_branches, through both instances, reports every branch with its message and user
    turn counts and the instance's current branch;
 7. delete_branch refuses ``main``, the current branch without force, unknown and the peer's
-   branches; deleting ``alt`` removes it alone and its id stays used; force-deleting the
-   current branch returns to ``main``;
+   branches; the other instance deletes ``alt`` (this one's current branch): it is gone
+   alone, its id stays used, and this instance's forced delete of it is refused without
+   moving the instance; force-deleting the current branch returns to ``main``;
 8. clear_session, then a new turn: the other instance (still on ``keep``) now reads ``main``;
 9. the peer is untouched, and a fresh instance reads the same branches.
 
@@ -148,10 +149,15 @@ async def run_trial(ctx: TrialContext) -> Trial:
                         (PEER_ONLY, False), ("", False)):
         await rec.refused(f"S.delete_branch({name!r}, force={force})", s.delete_branch, name,
                           force)
+    # S2 deletes S's current branch: S's forced delete of it is refused and moves S nowhere
+    if await rec.call("S2.delete_branch('alt')", s2.delete_branch, "alt") is not FAILED:
+        m.delete("alt")
+    await rec.refused("S.delete_branch('alt', force=True) after S2 deleted it",
+                      s.delete_branch, "alt", True)
+    rec.items("S.get_items() on its deleted branch", [],
+              await rec.call("S.get_items()", s.get_items))
     await switch("S", s, MAIN)
     cur = MAIN
-    if await rec.call("S.delete_branch('alt')", s.delete_branch, "alt") is not FAILED:
-        m.delete("alt")
     rec.items("S.get_items(branch_id='alt') after its delete", [],
               await rec.call("S.get_items(branch_id='alt')", s.get_items, branch_id="alt"))
     await rec.refused("S.create_branch_from_turn(1, 'alt') after its delete",
