@@ -197,8 +197,8 @@ CHECK = CheckSpec(
     "and changes nothing; no call hangs",
     fault="a store a peer session already uses (same branch names, more turns); branches "
     "created from turn and from content, written, popped into the copied turns, switched on "
-    "two instances, deleted (plain and forced), misused, then the session cleared; every "
-    "limit edge read; a fresh instance reads the result",
+    "two instances, deleted (plain, forced, and under the other instance), misused, then the "
+    "session cleared; every limit edge read; a fresh instance reads the result",
     params=(trials_param(2),),
     run_trial=run_trial,
     mutants=(
