@@ -19,10 +19,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import pkgutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import checks as checks_package
 from checks.base import CheckSpec
 from harness.cache import AdmissionCache, cache_key, source_hash
 from harness.child import ChildOutcome, ChildStatus, run_jobs
@@ -198,13 +200,21 @@ def _who(mutant: MutantSpec) -> str:
     return f"{mutant.target}:{mutant.id}"
 
 
+# Helper modules checks share (checks/_*.py): a change to one must not reuse cached verdicts.
+CHECK_HELPERS = tuple(sorted(
+    f"checks.{info.name}" for info in pkgutil.iter_modules(checks_package.__path__)
+    if info.name.startswith("_")))
+
+
 def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -> str:
     return cache_key(
-        check=source_hash(check.module, "checks.base", "checks.common", "harness.execute"),
+        check=source_hash(check.module, "checks.base", "checks.common", "harness.execute",
+                          *CHECK_HELPERS),
         mutant=mutant.id,
         lane=mutant.target,
         mutant_source=mutant.replacement if mutant.source is None else mutant.source,
-        target=source_hash(mutant.module, "targets.base", "targets.sdk", "targets.reference"),
+        target=source_hash(mutant.module, "targets.base", "targets.sdk", "targets.reference",
+                           "targets.reference_advanced", "targets.reference_turns"),
         python=python_version(),
         sdk=sdk_version(),
         reruns=config.reruns,

@@ -239,3 +239,9 @@ def reference_forced_broken() -> None:
 
     for name in ("get_items", "add_items", "pop_item", "clear_session", "close"):
         setattr(cls, name, broken)
+    # The advanced API (targets/reference_advanced.py) raises too.
+    for name in ("create_branch_from_turn", "create_branch_from_content", "switch_to_branch",
+                 "delete_branch", "list_branches", "store_run_usage", "get_session_usage",
+                 "get_turn_usage", "get_tool_usage", "get_conversation_turns",
+                 "find_turns_by_content", "get_conversation_by_turns"):
+        setattr(cls, name, broken)

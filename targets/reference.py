@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.reference_advanced import with_branches
 
 T = TypeVar("T")
 
@@ -82,6 +83,7 @@ def _connect(db_path: str) -> sqlite3.Connection:
         attempt += 1
 
 
+@with_branches  # branches, usage and turns: targets/reference_advanced.py
 class ReferenceSession:
     """A session that keeps every invariant of the bench; see the module docstring."""
 
