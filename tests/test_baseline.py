@@ -20,7 +20,13 @@ from harness.cli import main
 from harness.compare import ChangeKind, gate
 from harness.errors import UsageError
 from harness.results import atomic_write_text, folder_lock, read_results, validate
-from harness.run_coverage import INTERRUPTED, NOT_SELECTED_CHECK, NOT_SELECTED_LANE, coverage_of
+from harness.run_coverage import (
+    INTERRUPTED,
+    NOT_SELECTED_CHECK,
+    NOT_SELECTED_LANE,
+    coverage_of,
+    known_selection,
+)
 from harness.services import ServiceManager
 from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 from targets.services import REDIS_FROM_URL
@@ -195,8 +201,16 @@ def test_result_files_are_named_by_time_and_run_id_and_never_overwritten(no_redi
 
 def test_latest_run_and_compare_choose_by_start_time_and_skip_partial_runs(no_redis_run,
                                                                            tmp_path):
-    legacy = tmp_path / LEGACY.name  # an older, day-named whole run
-    shutil.copyfile(LEGACY, legacy)
+    # An older, day-named run, written before coverage was recorded. Such a document counts as
+    # whole only when its parameters name every check the harness knows now, so the copy names
+    # them all (checks added since it was written would otherwise make it partial).
+    legacy = tmp_path / LEGACY.name
+    document = json.loads(LEGACY.read_text())
+    assert "coverage" not in document
+    checks = document["parameters"]["checks"]
+    for check_id in sorted(known_selection()[1] - set(checks)):
+        checks[check_id] = {"trials": 1}
+    legacy.write_text(json.dumps(document))
     partial = tmp_path / no_redis_run.json_path.name  # a newer partial run of 0.24.0
     shutil.copyfile(no_redis_run.json_path, partial)
     assert not coverage_of(read_results(legacy)).partial
