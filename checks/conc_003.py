@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from checks._stores import require_shared_store
 from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
@@ -68,6 +69,8 @@ def _write(session: Any, op: str, after: Any) -> Callable[[], Awaitable[Any]]:
 
 async def run_trial(ctx: TrialContext) -> Trial:
     handle = await ctx.open()
+    require_shared_store(handle, "ARIB-CONC-003", "a fresh instance that reads the store "
+                         "after the session is closed")
     session = handle.session
     before = [{"role": "user", "content": f"{ctx.seed:x} written before close #{n}"}
               for n in (1, 2)]

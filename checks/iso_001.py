@@ -24,19 +24,10 @@ from typing import Any
 
 import anyio
 
+from checks._stores import PEER_SUFFIX, open_peer, require_shared_store
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
 from harness.model import Counts, Trial
-from targets.base import Handle
-
-PEER_SUFFIX = "-peer"
-
-
-async def open_peer(ctx: TrialContext, session_id: str) -> Handle:
-    """Another instance on this trial's store as ``session_id``, disposed with the trial."""
-    handle = await ctx.target.build(dataclasses.replace(ctx.build, session_id=session_id))
-    ctx._handles.append(handle)  # disposed in reverse order, like ctx.open()'s handles
-    return handle
 
 
 @dataclasses.dataclass
@@ -245,6 +236,8 @@ async def one_round(ctx: TrialContext, j: Judge, x: Side, y: Side, r: int) -> No
 
 async def run_trial(ctx: TrialContext) -> Trial:
     first = await ctx.open()
+    require_shared_store(first, "ARIB-ISO-001", "a second instance, as another session id, on "
+                         "the same store")
     peer_id = ctx.build.session_id + PEER_SUFFIX
     ctx.log(f"two instances on one store: A={ctx.build.session_id!r}, B={peer_id!r}")
     peer = await open_peer(ctx, peer_id)

@@ -31,13 +31,37 @@ class Claims:
         }
 
 
+class NotApplicable(Exception):
+    """Raised when the runtime object shows a contract was never offered (a check abstains).
+
+    The message names what was found on the object (e.g. a store that lives in process
+    memory, which no other process can reopen); the finding is ``not_applicable``. Raised by
+    a trial, or by a builder or ``Handle.reopen()`` asked for a second instance on a store
+    that no second instance can open (re-exported by ``checks.base``).
+    """
+
+
 @dataclass
 class Handle:
-    """A built backend instance, plus how to open another instance on the same store."""
+    """A built backend instance, plus how to open another instance on the same store.
+
+    The store rule, which every adapter keeps: ``reopen()`` (and another build with the
+    same ``BuildContext`` root, e.g. as a peer session id) returns an instance on the SAME
+    store, never a new, empty one, so that a check reading "through a fresh instance" reads
+    what was written. For a store that lives in process memory, that is an instance sharing
+    it (a new ``SQLAlchemySession`` on the same ``StaticPool`` engine); where no second
+    instance can exist (``SQLiteSession(":memory:")`` keeps its store in the one connection
+    of one object) ``reopen()`` raises ``NotApplicable`` naming what it found on the object,
+    and ``private_store`` says so up front, so that a check abstains before its fault rather
+    than misreading an empty store as lost items.
+    """
 
     session: Any
     reopen: Callable[[], Awaitable[Handle]]
     dispose: Callable[[], Awaitable[None]]
+    # Why no second instance can open this store (verified on the runtime object), or None
+    # when reopen() and another build on the same root reach the same store.
+    private_store: str | None = None
 
 
 @dataclass(frozen=True)
