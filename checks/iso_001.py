@@ -1,9 +1,12 @@
 """ARIB-ISO-001: two session ids on one store never see, take or remove each other's items.
 
 Two instances on the same store, as session ``X`` and as ``X + "-peer"`` (``X`` is a prefix
-of the other, so a prefix match is caught too), are first used one after the other (a race between
-two instances' first use, such as both switching the file to WAL, is ARIB-MULTI-001's), then
-run two rounds with the roles swapped. Each round:
+of the other, so a prefix match is caught too), are first used one after the other (a race
+between two instances' first use, such as both switching the file to WAL, is
+ARIB-MULTI-001's). Then, one call after the other, X appends, the peer appends two items, X
+clears, and the peer pops (it must take its newest item, not answer None because X's clear
+removed its session record) and clears (it must empty the peer). Then two rounds run with the
+roles swapped. Each round:
 1. both sessions append concurrently while a reader on each side reads;
 2. the peer appends a marker (now the newest row of the store), then the session pops while the
    peer keeps appending: a pop that ignores the session id takes the peer's marker;
@@ -131,6 +134,10 @@ class Judge:
             return
         if popped is None:
             return
+        await self.took(side, other, popped, where)
+
+    async def took(self, side: Side, other: Side, popped: Any, where: str) -> None:
+        """Judge an item ``side``'s pop returned: its own (now gone), else foreign."""
         if canonical(popped) in side.owned:
             side.forget(popped)
             return
@@ -234,6 +241,39 @@ async def one_round(ctx: TrialContext, j: Judge, x: Side, y: Side, r: int) -> No
     await j.verify(y, x, where)
 
 
+async def clear_then_peer(ctx: TrialContext, j: Judge, x: Side, y: Side) -> None:
+    """One after the other: x appends, y appends two, x clears; then y's pop must take y's
+    newest item and y's clear must empty y (a clear that drops y's session record makes
+    y's pop answer None, and y's clear do nothing, with y's items stored)."""
+    where = "clear, then the peer"
+    ctx.log(f"{where}: {x.name}.add_items([1 item]); {y.name}.add_items([2 items]); "
+            f"{x.name}.clear_session(); {y.name}.pop_item()  # {y.name}'s newest; "
+            f"{y.name}.clear_session(); both get_items()")
+    await j.add(x, "c0-", where)
+    await j.add(y, "c1-", where)
+    await j.add(y, "c2-", where)
+    await clearer(j, x, where)()
+    newest = y.expected[-1] if y.expected else None
+    try:
+        popped = await y.session.pop_item()
+    except Exception as exc:  # noqa: BLE001 - a pop that raises is evidence
+        j.error(f"{where}: {y.name}.pop_item()", exc)
+        popped = newest = None
+    if popped is None and newest is not None:
+        j.errors += 1
+        j.note("peer_pop_none", f"{where}: {y.name}.pop_item() returned None after "
+                                f"{x.name}'s clear, with {len(y.expected)} of its items stored")
+    elif popped is not None:
+        if newest is not None and canonical(popped) != canonical(newest):
+            j.errors += 1
+            j.note("peer_pop_wrong", f"{where}: {y.name}.pop_item() returned "
+                                     f"{canonical(popped)[:60]}, not its newest item")
+        await j.took(y, x, popped, where)
+    await clearer(j, y, where)()
+    await j.verify(x, y, where)
+    await j.verify(y, x, where)
+
+
 async def run_trial(ctx: TrialContext) -> Trial:
     first = await ctx.open()
     require_shared_store(first, "ARIB-ISO-001", "a second instance, as another session id, on "
@@ -248,11 +288,14 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("A.get_items(); B.get_items()  # sequential first use")
     await j.read(a, b, "first use")
     await j.read(b, a, "first use")
+    await clear_then_peer(ctx, j, a, b)
     await one_round(ctx, j, a, b, 1)
     await one_round(ctx, j, b, a, 2)
     counts = Counts(lost=j.lost, duplicated=j.duplicated, foreign=j.foreign, errors=j.errors)
     if counts.total == 0:
         mode = "isolated"
+    elif j.kinds["peer_pop_none"] or j.kinds["peer_pop_wrong"]:
+        mode = "peer_blocked"
     elif j.foreign or j.lost or j.duplicated:
         mode = "leaky"
     else:
@@ -269,9 +312,10 @@ CHECK = CheckSpec(
     id="ARIB-ISO-001",
     invariant="two session ids on one store never see, take or remove each other's items, "
     "even under concurrent writes, pops and clears: 0 foreign, 0 lost, 0 errors",
-    fault="two instances on one store (ids X and X-peer) in two rounds, roles swapped: "
-    "concurrent appends on both with reads; pops on one while the other appends after its "
-    "newest marker; a clear on one while the other appends and pops",
+    fault="two instances on one store (ids X and X-peer): X clears, then the peer pops and "
+    "clears; then two rounds, roles swapped: concurrent appends on both with reads; pops on "
+    "one while the other appends after its newest marker; a clear on one while the other "
+    "appends and pops",
     params=(
         Param("writers", 2, 1, 16, "concurrent writer tasks per session"),
         Param("appends", 4, 1, 200, "appends per writer task"),
@@ -286,12 +330,17 @@ CHECK = CheckSpec(
         "reference_reads_by_prefix",
         "sqlite_clear_ignores_session",
         "async_sqlite_pop_ignores_session",
+        "sqlalchemy_clear_drops_every_session_record",
     ),
     generated=(
         Selector("reference", "ReferenceSession.pop_item*", "widen_session_filter"),
         Selector("reference", "ReferenceSession.clear_session*", "widen_session_filter"),
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.get_items", "drop_session_where"),
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.*pop_item", "drop_session_where"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession._clear_session",
+                 "drop_session_where"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession._clear_session",
+                 "flip_comparison"),
     ),
     timeout_s=60.0,
 )
