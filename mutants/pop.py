@@ -122,3 +122,28 @@ def async_sqlite_pop_selects_then_deletes() -> None:
         return json.loads(row[1])
 
     cls.pop_item = pop_item
+
+
+@handwritten(
+    target="async-sqlite-file",
+    module=ASYNC_SQLITE,
+    qualname="AsyncSQLiteSession.pop_item",
+    defect="unsettled pop: the removal is never committed, so the popping session sees the "
+    "item gone while every other instance on the store still reads it",
+)
+def async_sqlite_pop_left_uncommitted() -> None:
+    cls = load_class(ASYNC_SQLITE, "AsyncSQLiteSession")
+
+    async def pop_item(self: Any) -> Any:
+        async with self._locked_connection() as conn:
+            cursor = await conn.execute(
+                f"DELETE FROM {self.messages_table} WHERE id = (SELECT id FROM "
+                f"{self.messages_table} WHERE session_id = ? ORDER BY id DESC LIMIT 1) "
+                "RETURNING message_data",
+                (self.session_id,),
+            )
+            row = await cursor.fetchone()
+            await cursor.close()
+        return None if row is None else json.loads(row[0])
+
+    cls.pop_item = pop_item
