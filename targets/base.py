@@ -62,6 +62,10 @@ class Handle:
     # Why no second instance can open this store (verified on the runtime object), or None
     # when reopen() and another build on the same root reach the same store.
     private_store: str | None = None
+    # Stores the n-th kind of row this session cannot decode, as another writer would leave
+    # it (bypassing the session), and says what it stored; None where the adapter has no
+    # way to reach the store besides the session (see targets.rows).
+    write_undecodable: Callable[[int], Awaitable[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ Cancellation (ARIB-CANCEL-001): no transaction spans an ``await``; a call can be
 while it waits for the lock or for a retry, when nothing of it is written. A cancelled write is
 therefore wholly absent, and the caller can tell by reading; a write that returned is committed.
 
+Rows another writer left that do not decode as JSON (ARIB-CORRUPT-001) are skipped by every
+read and pop and are not counted by a limit; they stay in place.
+
 Durability (ARIB-DUR-001): commits run with ``synchronous=FULL`` in WAL mode, so an
 acknowledged write survives the death of its process (and, on a disk that honours fsync, of
 the machine); a transaction cut off by a kill is never half-visible.
@@ -37,6 +40,7 @@ from typing import Any, TypeVar
 import anyio
 
 from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.rows import sqlite_row_writer
 
 T = TypeVar("T")
 
@@ -48,6 +52,17 @@ BACKOFF_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02)
 
 class SessionClosedError(RuntimeError):
     """Raised by every operation on a closed ReferenceSession."""
+
+
+UNDECODABLE = object()  # what _decode returns for a row that is not JSON
+
+
+def _decode(body: Any) -> Any:
+    """The item a stored body holds, or UNDECODABLE (a row another writer left broken)."""
+    try:
+        return json.loads(body)
+    except (TypeError, ValueError):
+        return UNDECODABLE
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -137,25 +152,22 @@ class ReferenceSession:
         return getattr(self.session_settings, "limit", None) if limit is None else limit
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The latest ``limit`` items (all when None), oldest first."""
+        """The latest ``limit`` items (all when None or negative, none for 0), oldest first.
+
+        A row that does not decode (left by another writer) is skipped and not counted.
+        """
         limit = self._window(limit)
-        if limit is None:
-            sql = "SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC"
-            args: tuple[Any, ...] = (self.session_id,)
-            newest_first = False
-        else:
-            sql = "SELECT body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
-            args = (self.session_id, limit)
-            newest_first = True
 
         def read(conn: sqlite3.Connection) -> list[Any]:
-            return conn.execute(sql, args).fetchall()
+            return conn.execute("SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC",
+                                (self.session_id,)).fetchall()
 
         async with self._lock:
             rows = await self._transact(read, write=False)
-        if newest_first:
-            rows = rows[::-1]
-        return [json.loads(body) for (body,) in rows]
+        items = [item for (body,) in rows if (item := _decode(body)) is not UNDECODABLE]
+        if limit is None or limit < 0:
+            return items
+        return items[max(len(items) - limit, 0):] if limit > 0 else []
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items atomically; an item whose ``id`` is already stored is skipped."""
@@ -170,21 +182,21 @@ class ReferenceSession:
             await self._transact(append, write=True)
 
     async def pop_item(self) -> Any | None:
-        """Remove and return the newest item, or None when empty."""
+        """Remove and return the newest item, or None when there is none (rows that do not
+        decode are skipped and left in place)."""
 
         def pop(conn: sqlite3.Connection) -> Any | None:
-            row = conn.execute(
-                "SELECT seq, body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-                (self.session_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("DELETE FROM items WHERE seq = ?", (row[0],))
-            return row[1]
+            rows = conn.execute("SELECT seq, body FROM items WHERE session_id = ? "
+                                "ORDER BY seq DESC", (self.session_id,)).fetchall()
+            for seq, body in rows:
+                item = _decode(body)
+                if item is not UNDECODABLE:
+                    conn.execute("DELETE FROM items WHERE seq = ?", (seq,))
+                    return item
+            return None
 
         async with self._lock:
-            body = await self._transact(pop, write=True)
-        return None if body is None else json.loads(body)
+            return await self._transact(pop, write=True)
 
     async def clear_session(self) -> None:
         """Remove every item of this session."""
@@ -222,7 +234,9 @@ async def _build(ctx: BuildContext) -> Handle:
             except Exception:  # noqa: BLE001 - disposal after the trial is not evidence
                 pass
 
-    return Handle(session=session, reopen=reopen, dispose=dispose)
+    return Handle(session=session, reopen=reopen, dispose=dispose,
+                  write_undecodable=sqlite_row_writer(ctx.root / "reference.db", "items",
+                                                      ("session_id", "body"), ctx.session_id))
 
 
 REFERENCE = TargetSpec(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from targets.base import BuildContext, Claims, Handle, NotApplicable, TargetSpec
+from targets.rows import NOT_JSON, RowWriter, sqlite_row_writer
 
 SQLITE_MODULE = "agents.memory.sqlite_session"
 ASYNC_SQLITE_MODULE = "agents.extensions.memory.async_sqlite_session"
@@ -38,7 +39,14 @@ async def _quiet_close(session: Any) -> None:
             await result
 
 
-def _file_builder(make: Callable[[BuildContext], Any]) -> Callable[[BuildContext], Any]:
+def _messages_writer(ctx: BuildContext) -> RowWriter:
+    """Undecodable rows in the SDK's default messages table of the trial's store file."""
+    return sqlite_row_writer(ctx.root / "store.db", "agent_messages",
+                             ("session_id", "message_data"), ctx.session_id)
+
+
+def _file_builder(make: Callable[[BuildContext], Any], raw_rows: bool = True
+                  ) -> Callable[[BuildContext], Any]:
     """A builder for a backend that keeps its store in one file under the trial root."""
 
     async def build(ctx: BuildContext) -> Handle:
@@ -50,7 +58,8 @@ def _file_builder(make: Callable[[BuildContext], Any]) -> Callable[[BuildContext
         async def dispose() -> None:
             await _quiet_close(session)
 
-        return Handle(session=session, reopen=reopen, dispose=dispose)
+        return Handle(session=session, reopen=reopen, dispose=dispose,
+                      write_undecodable=_messages_writer(ctx) if raw_rows else None)
 
     return build
 
@@ -77,8 +86,12 @@ def _advanced_sqlite(ctx: BuildContext) -> Any:
     )
 
 
-def sqlalchemy_builder(url_for: Callable[[BuildContext], str]) -> Callable[[BuildContext], Any]:
-    """A builder for SQLAlchemySession.from_url; the caller disposes the engine it owns."""
+def sqlalchemy_builder(url_for: Callable[[BuildContext], str], raw_rows: bool = False
+                       ) -> Callable[[BuildContext], Any]:
+    """A builder for SQLAlchemySession.from_url; the caller disposes the engine it owns.
+
+    ``raw_rows``: the URL is the trial's ``store.db`` file, so undecodable rows can be written
+    to it by another connection."""
 
     async def build(ctx: BuildContext) -> Handle:
         from agents.extensions.memory import sqlalchemy_session
@@ -96,7 +109,8 @@ def sqlalchemy_builder(url_for: Callable[[BuildContext], str]) -> Callable[[Buil
                 with contextlib.suppress(Exception):
                     await engine.dispose()
 
-        return Handle(session=session, reopen=reopen, dispose=dispose)
+        return Handle(session=session, reopen=reopen, dispose=dispose,
+                      write_undecodable=_messages_writer(ctx) if raw_rows else None)
 
     return build
 
@@ -124,7 +138,7 @@ ADVANCED_SQLITE_FILE = TargetSpec(
     backend="AdvancedSQLiteSession",
     module=ADVANCED_SQLITE_MODULE,
     claims=Claims(has_close=True, close_is_async=False),
-    build=_file_builder(_advanced_sqlite),
+    build=_file_builder(_advanced_sqlite, raw_rows=False),  # its rows span several tables
     description="AdvancedSQLiteSession(create_tables=True) on a file; sync close()",
 )
 
@@ -133,7 +147,8 @@ SQLALCHEMY_SQLITE_FILE = TargetSpec(
     backend="SQLAlchemySession",
     module=SQLALCHEMY_MODULE,
     claims=Claims(has_close=False),
-    build=sqlalchemy_builder(lambda ctx: f"sqlite+aiosqlite:///{ctx.root / 'store.db'}"),
+    build=sqlalchemy_builder(lambda ctx: f"sqlite+aiosqlite:///{ctx.root / 'store.db'}",
+                             raw_rows=True),
     description="SQLAlchemySession.from_url(sqlite+aiosqlite, file); no close(), engine disposed",
 )
 
@@ -238,7 +253,18 @@ async def _build_sqlalchemy_memory(ctx: BuildContext) -> Handle:
             with contextlib.suppress(Exception):
                 await shared.engine.dispose()
 
-    return Handle(session=session, reopen=reopen, dispose=dispose)
+    async def write_undecodable(n: int) -> str:
+        from sqlalchemy import text
+
+        row = NOT_JSON[n % len(NOT_JSON)]
+        async with shared.engine.begin() as conn:  # the engine's one connection, in turn
+            await conn.execute(text("INSERT INTO agent_messages (session_id, message_data) "
+                                    "VALUES (:sid, :data)"),
+                               {"sid": ctx.session_id, "data": row})
+        return f"a row {row!r} written to agent_messages through the shared engine"
+
+    return Handle(session=session, reopen=reopen, dispose=dispose,
+                  write_undecodable=write_undecodable)
 
 
 SQLITE_MEMORY = TargetSpec(
