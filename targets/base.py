@@ -21,6 +21,11 @@ class Claims:
     # refuses use" then abstain: the runtime never offered that contract.
     close_is_terminal: bool = True
     close_note: str = ""
+    # True when the backend itself retries SQLite's transient "database is locked" (retry_note
+    # cites where); ARIB-RETRY-001 then holds it to letting none reach the caller, so a false
+    # claim shows as that check's violation.
+    retries_lock_errors: bool = False
+    retry_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -28,6 +33,8 @@ class Claims:
             "close_is_async": self.close_is_async,
             "close_is_terminal": self.close_is_terminal,
             "close_note": self.close_note,
+            "retries_lock_errors": self.retries_lock_errors,
+            "retry_note": self.retry_note,
         }
 
 

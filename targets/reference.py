@@ -118,6 +118,15 @@ class ReferenceSession:
         key = item.get("id") if isinstance(item, dict) else None
         return key if isinstance(key, str) and key else None
 
+    def _roll_back(self, conn: sqlite3.Connection) -> None:
+        """Roll back; a connection that cannot is closed (which discards its transaction) and
+        replaced, so no failed transaction outlives the call (ARIB-RETRY-001)."""
+        try:
+            conn.rollback()
+        except sqlite3.Error:
+            conn.close()
+            self._conn = _connect(self.db_path)
+
     async def _transact(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
         """Run ``work`` in one transaction, retrying while another connection holds the lock.
 
@@ -134,7 +143,7 @@ class ReferenceSession:
                     result = work(conn)
                     conn.commit()
                 except BaseException:
-                    conn.rollback()
+                    self._roll_back(conn)
                     raise
                 return result
             except sqlite3.OperationalError as exc:
@@ -243,7 +252,9 @@ REFERENCE = TargetSpec(
     name="reference",
     backend="ReferenceSession",
     module="targets.reference",
-    claims=Claims(has_close=True, close_is_async=True),
+    claims=Claims(has_close=True, close_is_async=True, retries_lock_errors=True,
+                  retry_note="targets.reference: a transaction that meets a lock is retried "
+                             "for up to BUSY_DEADLINE_S"),
     build=_build,
     description="the bench's own reference store: keeps every invariant (see targets.reference)",
     reference=True,

@@ -142,11 +142,16 @@ ADVANCED_SQLITE_FILE = TargetSpec(
     description="AdvancedSQLiteSession(create_tables=True) on a file; sync close()",
 )
 
+SQLALCHEMY_RETRY_NOTE = (
+    "SQLAlchemySession._run_sqlite_write_with_retry (openai-agents 0.24.0), around add_items, "
+    "pop_item and clear_session on SQLite: 'Retry transient SQLite write lock failures with "
+    "bounded backoff'")
+
 SQLALCHEMY_SQLITE_FILE = TargetSpec(
     name="sqlalchemy-sqlite-file",
     backend="SQLAlchemySession",
     module=SQLALCHEMY_MODULE,
-    claims=Claims(has_close=False),
+    claims=Claims(has_close=False, retries_lock_errors=True, retry_note=SQLALCHEMY_RETRY_NOTE),
     build=sqlalchemy_builder(lambda ctx: f"sqlite+aiosqlite:///{ctx.root / 'store.db'}",
                              raw_rows=True),
     description="SQLAlchemySession.from_url(sqlite+aiosqlite, file); no close(), engine disposed",
@@ -281,7 +286,7 @@ SQLALCHEMY_SQLITE_MEMORY = TargetSpec(
     name="sqlalchemy-sqlite-memory",
     backend="SQLAlchemySession",
     module=SQLALCHEMY_MODULE,
-    claims=Claims(has_close=False),
+    claims=Claims(has_close=False, retries_lock_errors=True, retry_note=SQLALCHEMY_RETRY_NOTE),
     build=_build_sqlalchemy_memory,
     description="SQLAlchemySession on sqlite+aiosqlite:// in memory (StaticPool: one "
                 "connection); instances on one trial root share the engine, so the store",

@@ -30,6 +30,7 @@ from harness.errors import ServiceError
 from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
 from targets.base import BuildContext, Claims, Handle, TargetSpec
 from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, sqlite_row_writer
+from targets.sdk import SQLALCHEMY_RETRY_NOTE
 
 REDIS_MODULE = "agents.extensions.memory.redis_session"
 SQLALCHEMY_MODULE = "agents.extensions.memory.sqlalchemy_session"
@@ -286,7 +287,9 @@ ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
     name="encrypted-sqlalchemy-sqlite",
     backend="EncryptedSession",
     module=ENCRYPT_MODULE,
-    claims=Claims(has_close=False),
+    claims=Claims(has_close=False, retries_lock_errors=True,
+                  retry_note="EncryptedSession forwards every write to the wrapped "
+                             "SQLAlchemySession, which retries: " + SQLALCHEMY_RETRY_NOTE),
     build=_build_encrypted_sqlalchemy,
     description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over "
                 f"SQLAlchemySession(sqlite+aiosqlite file); no close(), engine disposed",
