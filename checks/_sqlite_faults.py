@@ -65,6 +65,24 @@ class SqliteWatch:
             arming, self._arming = self._arming, None
         return arming
 
+    def lock_holder(self) -> str | None:
+        """The store file whose write lock some connection holds right now, or None: a raw
+        connection of our own (not wrapped, no busy wait) tries ``BEGIN IMMEDIATE`` on each
+        file the backend opened, and gives the lock back at once."""
+        connect = self._original or sqlite3.connect
+        for path in dict.fromkeys(self.opened):
+            conn = connect(path, timeout=0, isolation_level=None)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+                    return path
+                raise
+            finally:
+                conn.close()
+        return None
+
     # -- called by the wrapped connections and cursors, from any thread
 
     def statement(self) -> None:

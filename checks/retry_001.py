@@ -13,7 +13,9 @@ fresh instance (where one can open the store) and through the session itself:
 - a call that returned did its work exactly once (a pop returned the newest item and removed
   it; an append stored its batch once; a clear emptied the session);
 - a call that raised did none of it, and a call raised only when the fault fired;
-- the session's own read equals the fresh instance's (no write half-kept on its connection);
+- the session's own read equals the fresh instance's (no write half-kept on its connection),
+  and no connection holds the store's write lock once the call has returned or raised (a
+  transaction left open blocks every other writer);
 - a backend that claims to retry lock errors (``Claims.retries_lock_errors``: SQLAlchemySession
   on SQLite, the reference) lets none reach the caller (the rollback's own I/O error may).
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from checks._sqlite_faults import LOCKED, SqliteWatch
@@ -69,9 +72,15 @@ def expected_after(op: str, before: list[Any], batch: list[Any]) -> list[Any]:
 
 def judge_call(op: str, before: list[Any], batch: list[Any], returned: Any,
                raised: BaseException | None, fired: bool, retries: bool, store: list[Any],
-               own: list[Any], v: Verdicts, where: str) -> list[Any]:
-    """Judge one armed call; returns what the store holds now (as read)."""
+               own: list[Any], v: Verdicts, where: str, locked: str | None = None
+               ) -> list[Any]:
+    """Judge one call (``locked``: a store file still write-locked after it); returns what
+    the store holds now (as read)."""
     after = expected_after(op, before, batch)
+    if locked is not None:
+        v.errors += 1
+        v.add("lock_kept", f"{where}: after the call, {Path(locked).name} is still "
+                           f"write-locked: a transaction of the session was left open")
     if _keys(own) != _keys(store):
         v.errors += 1
         v.add("divergent_view", f"{where}: the session reads {len(own)} items, a fresh "
@@ -148,12 +157,16 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
         for op in OPS:
             batch = batch_of(2)
             start = watch.statements
-            await call(op, batch)()
+            answer = await call(op, batch)()
             spent[op] = watch.statements - start
-            store = expected_after(op, store, batch)
+            store = judge_call(op, store, batch, answer, None, False, retries,
+                               *(await _reads(session, probe)), v, f"a clean {op}",
+                               watch.lock_holder())
+            if v.problems:
+                return _trial(ctx, v)
     except Exception as exc:  # noqa: BLE001 - a backend that fails without any fault
         v.errors += 1
-        v.add("setup_failed", f"a clean call raised {describe(exc)}")
+        v.add("setup_failed", f"a clean call or read raised {describe(exc)}")
         return _trial(ctx, v)
     ctx.log(f"add_items([3 items]); a clean add_items, pop_item and clear_session make "
             f"{spent} statements")
@@ -180,14 +193,14 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
                 arming = watch.disarm()
                 fired = bool(arming and arming.fired)
                 try:
-                    now = await read_items(probe)
-                    own = now if probe is session else await read_items(session)
+                    locked = watch.lock_holder()
+                    now, own = await _reads(session, probe)
                 except Exception as exc:  # noqa: BLE001 - a store that cannot be read
                     v.errors += 1
                     v.add("read_raised", f"{where}: the read after it raised {describe(exc)}")
                     return _trial(ctx, v)
                 store = judge_call(op, store, batch, returned, raised, fired, retries, now, own,
-                                   v, where)
+                                   v, where, locked)
                 if v.problems:  # later calls would only wait on what this one left behind
                     return _trial(ctx, v)
     ctx.log("add_items([one more]); get_items()  # the session still works")
@@ -203,6 +216,12 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
     return _trial(ctx, v)
 
 
+async def _reads(session: Any, probe: Any) -> tuple[list[Any], list[Any]]:
+    """What a fresh instance reads, and what the session itself reads."""
+    store = await read_items(probe)
+    return store, store if probe is session else await read_items(session)
+
+
 def _trial(ctx: TrialContext, v: Verdicts) -> Trial:
     counts = Counts(lost=v.lost, duplicated=v.duplicated, foreign=v.foreign, errors=v.errors)
     mode = v.problems[0][0] if v.problems else "all_or_nothing"
@@ -215,8 +234,8 @@ CHECK = CheckSpec(
     id=CHECK_ID,
     invariant="a 'database is locked' error on any statement of add_items, pop_item or "
     "clear_session (once, twice, or with its rollback failing) leaves the write all or "
-    "nothing and the session usable, and a backend that retries lock errors lets none reach "
-    "the caller",
+    "nothing, no transaction open and the session usable, and a backend that retries lock "
+    "errors lets none reach the caller",
     fault="sqlite3.OperationalError('database is locked') raised by the driver at the k-th "
     "statement or commit of one call (k a seeded sample of the statements a clean call makes), "
     "once, twice in a row, or with the rollback after it failing (disk I/O error); each call "
