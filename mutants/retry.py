@@ -1,4 +1,4 @@
-"""Hand-written mutants about lock errors inside a write (paired with ARIB-RETRY-001)."""
+"""Hand-written mutants about lock errors (paired with ARIB-RETRY-001 and ARIB-LOCK-001)."""
 
 from __future__ import annotations
 
@@ -39,3 +39,30 @@ def reference_keeps_failed_transaction() -> None:
             await anyio.sleep(0.001)
 
     cls._transact = _transact
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="_connect",
+    defect="no wait at open: switching a store another connection is writing to WAL fails "
+    "at once with 'database is locked', and the error reaches the caller",
+)
+def reference_open_gives_up_on_lock() -> None:
+    import importlib
+
+    module = importlib.import_module(REF)
+
+    def _connect(db_path: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(db_path, timeout=0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
+            "UNIQUE (session_id, item_key))"
+        )
+        conn.commit()
+        return conn
+
+    vars(module)["_connect"] = _connect
