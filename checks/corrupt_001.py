@@ -12,7 +12,9 @@ lane's adapter through a connection of its own (``Handle.write_undecodable``, se
 A trial, on a fresh store with a seeded plan:
 
 1. batches of items (``add_items``) interleaved with undecodable rows, the newest rows of the
-   session being undecodable too, so a limited read must look past them;
+   session being undecodable too, so a limited read must look past them; then (where the
+   store admits a second instance) a peer session id appends the store's newest rows, which a
+   read or pop that looks past a bad row must not reach;
 2. ``get_items()`` is exactly the items in order; ``get_items(limit=k)`` for k = 1, 2, n and
    n + 2 is the newest k items; ``get_items(limit=0)`` is empty;
 3. ``pop_item()`` twice: each takes the newest item, past the undecodable rows above it;
@@ -20,7 +22,8 @@ A trial, on a fresh store with a seeded plan:
    session must hold: a pop that was not committed is still there for everyone else;
 5. one more item is appended and popped: the session still works past the bad rows.
 
-A read or pop that raises lets the bad row reach the caller: a violation with the exception.
+A read or pop that raises lets the bad row reach the caller: a violation with the exception;
+one that never returns (a skip loop that cannot end) is too (``hang_invariant``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from checks._stores import PEER_SUFFIX, open_peer
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, tally, trials_param
 from harness.model import Counts, Trial
@@ -112,7 +116,17 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), errors=1),
                      mode="setup_failed", sample=f"filling the store raised {describe(exc)}",
                      ops=tuple(ctx.ops))
-    probe = None if handle.private_store else (await ctx.reopen(handle)).session
+    probe = None
+    if not handle.private_store:
+        probe = (await ctx.reopen(handle)).session
+        peer = await open_peer(ctx, ctx.build.session_id + PEER_SUFFIX)
+        ctx.log("a peer session on the same store: add_items([2 items])  # the newest rows")
+        try:
+            await peer.session.add_items([{"role": "user", "content": f"{tag} peer {n}"}
+                                          for n in (0, 1)])
+        except Exception as exc:  # noqa: BLE001 - a store shared by two ids must serve both
+            ledger.errors += 1
+            ledger.problem("peer_failed", f"the peer's add_items raised {describe(exc)}")
     left = await _reads_and_pops(ctx, session, probe, items, ledger)
     final: list[Any] = []
     try:
@@ -185,10 +199,11 @@ CHECK = CheckSpec(
     id=CHECK_ID,
     invariant="rows another writer left that the session cannot decode are skipped: "
     "get_items() and get_items(limit=k) return the newest k items that were written, in order, "
-    "pop_item() takes the newest of them, and none is lost, duplicated or replaced",
+    "pop_item() returns the newest of them, and none is lost, duplicated or replaced",
     fault="seeded batches of add_items() interleaved with undecodable rows written by another "
     "connection (cut-off JSON, text, nothing; for EncryptedSession also plaintext items), the "
-    "newest rows undecodable; then full, limited (1, 2, n, n + 2, 0) reads, two pops, one "
+    "session's newest rows undecodable and a peer session's rows newer still; then full, "
+    "limited (1, 2, n, n + 2, 0) reads, two pops, one "
     "more append and pop; a fresh instance reads after each pop",
     params=(
         Param("batches", 4, 1, 50, "batches of items between runs of undecodable rows"),
@@ -209,4 +224,5 @@ CHECK = CheckSpec(
         Selector("async-sqlite-file", "AsyncSQLiteSession.pop_item", "drop_commit"),
     ),
     timeout_s=60.0,
+    hang_invariant=True,
 )

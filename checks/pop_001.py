@@ -16,6 +16,9 @@ serial order of them, so after each round (M being the items that round started 
 - a fresh instance on the store (where one can open it) reads exactly what the popping session
   reads: a popped item is not back for anyone else (an uncommitted pop is).
 
+The first calls on the fresh store are ``clear_session()`` and ``pop_item()``: the pop answers
+None (a backend that creates its tables lazily must do so for these calls too).
+
 In the first trial the M items are stored in two ``add_items()`` calls on either side of a
 wall-clock second: SQLite's ``CURRENT_TIMESTAMP`` has one-second resolution, and a pop must
 take the newest item also when the history spans a clock second.
@@ -172,6 +175,19 @@ async def run_trial(ctx: TrialContext) -> Trial:
     session = handle.session
     tag = f"{ctx.seed:016x}"
     items = [{"role": "user", "content": f"{tag}-item-{i}"} for i in range(size)]
+    ctx.log("first calls on the fresh store: clear_session(); pop_item()  # answers None")
+    try:
+        await session.clear_session()
+        first_pop = await session.pop_item()
+    except Exception as exc:  # noqa: BLE001 - a fresh store must serve any first call
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="pop_raised",
+                     sample=f"a first call on a fresh store raised {describe(exc)}",
+                     ops=tuple(ctx.ops))
+    if first_pop is not None:
+        what = label(first_pop) if is_item(first_pop) else type(first_pop).__name__
+        return Trial(ctx.index, ctx.seed, True, Counts(foreign=1), mode="foreign",
+                     sample=f"pop_item() on a fresh, empty store returned {what}, not None",
+                     ops=tuple(ctx.ops))
     try:
         await fill(ctx, session, items)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence

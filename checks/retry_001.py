@@ -12,12 +12,16 @@ through a fresh instance (where one can open the store) and through the session 
 
 - a call that returned did its work exactly once (a pop returned the newest item and removed
   it; an append stored its batch once; a clear emptied the session);
-- a call that raised did none of it, and a call raised only when the fault fired;
+- a call that raised did none of it, raised only when the fault fired, and its error says
+  what happened (the database was locked, or could not roll back), not a failure of its own;
 - the session's own read equals the fresh instance's (no write half-kept on its connection),
   and no connection holds the store's write lock once the call has returned or raised (a
   transaction left open blocks every other writer);
 - a backend that claims to retry lock errors (``Claims.retries_lock_errors``: SQLAlchemySession
   on SQLite, the reference) lets none reach the caller (the rollback's own I/O error may).
+
+The clean calls that count the statements are judged the same way, and so is a pop of the
+emptied session (it answers None and, like every call, keeps no transaction open).
 
 k sweeps a seeded sample of at most ``points`` of the statements a clean call of the same kind
 makes, so faults land between the statements of a multi-statement write and on its commit. A
@@ -33,13 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checks._sqlite_faults import LOCKED, SqliteWatch
+from checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
 from harness.model import Counts, Trial
 
 CHECK_ID = "ARIB-RETRY-001"
 OPS = ("add", "pop", "clear")
+CAUSES = (LOCKED, ROLLBACK_FAILED)  # what a refused call's error must say
 # (mode, times the fault fires in a row, the rollback after it fails, the calls it is tried on)
 MODES = (("once", 1, False, OPS), ("rollback fails", 1, True, OPS), ("twice", 2, False, ("add",)))
 
@@ -95,6 +100,10 @@ def judge_call(op: str, before: list[Any], batch: list[Any], returned: Any,
             v.errors += 1
             v.add("lock_error_escaped", f"{where}: raised {describe(raised)}, though the "
                                         f"backend retries lock errors")
+        elif not any(cause.lower() in str(raised).lower() for cause in CAUSES):
+            v.errors += 1
+            v.add("cause_hidden", f"{where}: raised {describe(raised)}, which does not say "
+                                  f"that the database was locked (or could not roll back)")
         if _keys(store) != _keys(before):
             v.add("raised_but_applied", f"{where}: raised {describe(raised)}, yet the store "
                                         f"went from {len(before)} to {len(store)} items")
@@ -165,6 +174,13 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
                                watch.lock_holder())
             if v.problems:
                 return _trial(ctx, v)
+        ctx.log("pop_item() on the emptied session  # answers None, keeps no transaction open")
+        answer = await session.pop_item()
+        store = judge_call("pop", store, [], answer, None, False, retries,
+                           *(await _reads(session, probe)), v, "a pop of the emptied session",
+                           watch.lock_holder())
+        if v.problems:
+            return _trial(ctx, v)
     except Exception as exc:  # noqa: BLE001 - a backend that fails without any fault
         v.errors += 1
         v.add("setup_failed", f"a clean call or read raised {describe(exc)}")
