@@ -128,6 +128,9 @@ class SqliteWatch:
     # -- the patch
 
     def _under_root(self, database: Any) -> bool:
+        name = str(database)
+        if name in ("", ":memory:") or name.startswith("file:"):
+            return False  # an in-memory database, or a URI: never a file of the store
         try:
             return Path(str(database)).resolve().is_relative_to(self.root.resolve())
         except (OSError, ValueError):
