@@ -342,8 +342,9 @@ CHECK = CheckSpec(
         "async_sqlite_negative_limit_drops_oldest",
     ),
     generated=(
-        Selector("reference", "ReferenceSession.get_items", "swap_order"),
+        Selector("reference", "ReferenceSession.get_items*", "swap_order"),
         Selector("reference", "ReferenceSession.get_items", "flip_comparison"),
+        Selector("reference", "_newest", "flip_comparison"),
         Selector("sqlite-file", "SQLiteSession.get_items", "early_return"),
         Selector("async-sqlite-file", "AsyncSQLiteSession.get_items", "early_return"),
         Selector("advanced-sqlite-file", "AdvancedSQLiteSession.get_items", "early_return"),
@@ -354,7 +355,7 @@ CHECK = CheckSpec(
         Selector("sqlite-file", "SQLiteSession.get_items.*._get_items_sync",
                  "widen_session_filter"),
         Selector("async-sqlite-file", "AsyncSQLiteSession.get_items", "widen_session_filter"),
-        Selector("reference", "ReferenceSession.get_items", "widen_session_filter"),
+        Selector("reference", "ReferenceSession.get_items*", "widen_session_filter"),
     ),
     timeout_s=60.0,
 )

@@ -65,6 +65,13 @@ def _decode(body: Any) -> Any:
         return UNDECODABLE
 
 
+def _newest(items: list[Any], limit: int | None) -> list[Any]:
+    """The newest ``limit`` of ``items`` (all when None or negative, none for 0), in order."""
+    if limit is None or limit < 0:
+        return items
+    return items[len(items) - min(limit, len(items)):]
+
+
 def _is_busy(exc: BaseException) -> bool:
     """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock; worth a retry."""
     text = str(exc).lower()
@@ -173,10 +180,8 @@ class ReferenceSession:
 
         async with self._lock:
             rows = await self._transact(read, write=False)
-        items = [item for (body,) in rows if (item := _decode(body)) is not UNDECODABLE]
-        if limit is None or limit < 0:
-            return items
-        return items[max(len(items) - limit, 0):] if limit > 0 else []
+        return _newest([item for (body,) in rows if (item := _decode(body)) is not UNDECODABLE],
+                       limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items atomically; an item whose ``id`` is already stored is skipped."""
