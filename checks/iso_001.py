@@ -247,12 +247,13 @@ async def clear_then_peer(ctx: TrialContext, j: Judge, x: Side, y: Side) -> None
     y's pop answer None, and y's clear do nothing, with y's items stored)."""
     where = "clear, then the peer"
     ctx.log(f"{where}: {x.name}.add_items([1 item]); {y.name}.add_items([2 items]); "
-            f"{x.name}.clear_session(); {y.name}.pop_item()  # {y.name}'s newest; "
+            f"{x.name}.clear_session(); {y.name}.get_items(); {y.name}.pop_item()  # its newest; "
             f"{y.name}.clear_session(); both get_items()")
     await j.add(x, "c0-", where)
     await j.add(y, "c1-", where)
     await j.add(y, "c2-", where)
     await clearer(j, x, where)()
+    await j.verify(y, x, where)  # a clear that took y's items too is leaky, counted here
     newest = y.expected[-1] if y.expected else None
     try:
         popped = await y.session.pop_item()
@@ -294,10 +295,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     counts = Counts(lost=j.lost, duplicated=j.duplicated, foreign=j.foreign, errors=j.errors)
     if counts.total == 0:
         mode = "isolated"
-    elif j.kinds["peer_pop_none"] or j.kinds["peer_pop_wrong"]:
-        mode = "peer_blocked"
     elif j.foreign or j.lost or j.duplicated:
         mode = "leaky"
+    elif j.kinds["peer_pop_none"] or j.kinds["peer_pop_wrong"]:
+        mode = "peer_blocked"
     else:
         mode = "op_raised"
     sample = None
