@@ -175,16 +175,6 @@ def judge_limit(history: Sequence[Any], expected: Sequence[Any], appended: dict[
         if problem:
             mode = "peer_items_read" if _any_of(got, peer) else "wrong_window"
             return LimitJudgement(counts, mode, problem)
-    for edge in edges:
-        problem = edge_problem(edge, history)
-        if problem:
-            return LimitJudgement(counts, "wrong_edge", problem)
-    for read in peer_reads:
-        problem = (edge_problem(read, peer, "the peer's ") if read.k <= 0 or read.items is None
-                   else final_problem(read.k, read.items, peer, "the peer's "))
-        if problem:
-            mode = "peer_window_wrong" if read.k > 0 else "wrong_edge"
-            return LimitJudgement(counts, mode, problem)
     prefix: list[tuple[Window, int]] = []
     for window in windows:
         j, problem = window_problem(window, history, appended)
@@ -198,6 +188,16 @@ def judge_limit(history: Sequence[Any], expected: Sequence[Any], appended: dict[
                                       f"reader {late.reader}'s read (t={late.when.invoked}) "
                                       f"shows {j_late} items, fewer than the {j_early} of a "
                                       f"read that returned at t={early.when.returned}")
+    for edge in edges:
+        problem = edge_problem(edge, history)
+        if problem:
+            return LimitJudgement(counts, "wrong_edge", problem)
+    for read in peer_reads:
+        problem = (edge_problem(read, peer, "the peer's ") if read.k <= 0 or read.items is None
+                   else final_problem(read.k, read.items, peer, "the peer's "))
+        if problem:
+            mode = "peer_window_wrong" if read.k > 0 else "wrong_edge"
+            return LimitJudgement(counts, mode, problem)
     return LimitJudgement(counts, "consistent", None)
 
 
