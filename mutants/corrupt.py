@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from mutants.base import handwritten, load_class
+from mutants.pop import claim_tail
 
 REF = "targets.reference"
 SQLITE = "agents.memory.sqlite_session"
@@ -83,14 +84,7 @@ def async_sqlite_pop_gives_up_at_undecodable_row() -> None:
 
     async def pop_item(self: Any) -> Any:
         async with self._write_connection() as conn:
-            cursor = await conn.execute(
-                f"DELETE FROM {self.messages_table} WHERE id = (SELECT id FROM "
-                f"{self.messages_table} WHERE session_id = ? ORDER BY id DESC LIMIT 1) "
-                "RETURNING message_data",
-                (self.session_id,),
-            )
-            row = await cursor.fetchone()
-            await cursor.close()
+            row = await claim_tail(self, conn)
             await conn.commit()
         if row is None:
             return None

@@ -136,14 +136,20 @@ def async_sqlite_pop_left_uncommitted() -> None:
 
     async def pop_item(self: Any) -> Any:
         async with self._locked_connection() as conn:
-            cursor = await conn.execute(
-                f"DELETE FROM {self.messages_table} WHERE id = (SELECT id FROM "
-                f"{self.messages_table} WHERE session_id = ? ORDER BY id DESC LIMIT 1) "
-                "RETURNING message_data",
-                (self.session_id,),
-            )
-            row = await cursor.fetchone()
-            await cursor.close()
+            row = await claim_tail(self, conn)
         return None if row is None else json.loads(row[0])
 
     cls.pop_item = pop_item
+
+
+async def claim_tail(session: Any, conn: Any) -> Any:
+    """AsyncSQLiteSession's claim of its newest row (DELETE ... RETURNING), not committed."""
+    table = session.messages_table
+    cursor = await conn.execute(
+        f"DELETE FROM {table} WHERE id = (SELECT id FROM {table} WHERE session_id = ? "
+        "ORDER BY id DESC LIMIT 1) RETURNING message_data",
+        (session.session_id,),
+    )
+    row = await cursor.fetchone()
+    await cursor.close()
+    return row

@@ -57,11 +57,7 @@ def reference_open_gives_up_on_lock() -> None:
         conn = sqlite3.connect(db_path, timeout=0)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
-            "UNIQUE (session_id, item_key))"
-        )
+        conn.execute(module.SCHEMA)
         conn.commit()
         return conn
 

@@ -54,6 +54,9 @@ class SessionClosedError(RuntimeError):
     """Raised by every operation on a closed ReferenceSession."""
 
 
+SCHEMA = ("CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+          "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
+          "UNIQUE (session_id, item_key))")
 UNDECODABLE = object()  # what _decode returns for a row that is not JSON
 
 
@@ -87,11 +90,7 @@ def _connect(db_path: str) -> sqlite3.Connection:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-                "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
-                "UNIQUE (session_id, item_key))"
-            )
+            conn.execute(SCHEMA)
             conn.commit()
             return conn
         except sqlite3.OperationalError as exc:
