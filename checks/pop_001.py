@@ -16,8 +16,10 @@ serial order of them, so after each round (M being the items that round started 
 - a fresh instance on the store (where one can open it) reads exactly what the popping session
   reads: a popped item is not back for anyone else (an uncommitted pop is).
 
-The first calls on the fresh store are ``clear_session()`` and ``pop_item()``: the pop answers
-None (a backend that creates its tables lazily must do so for these calls too).
+The first calls on the fresh store are ``pop_item()``, which answers None, and
+``clear_session()`` (a backend that creates its tables lazily must do so for these calls too).
+A pop that never returns (a claim loop that cannot end) breaks the invariant too
+(``hang_invariant``).
 
 In the first trial the M items are stored in two ``add_items()`` calls on either side of a
 wall-clock second: SQLite's ``CURRENT_TIMESTAMP`` has one-second resolution, and a pop must
@@ -175,10 +177,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     session = handle.session
     tag = f"{ctx.seed:016x}"
     items = [{"role": "user", "content": f"{tag}-item-{i}"} for i in range(size)]
-    ctx.log("first calls on the fresh store: clear_session(); pop_item()  # answers None")
+    ctx.log("first calls on the fresh store: pop_item()  # answers None; clear_session()")
     try:
-        await session.clear_session()
         first_pop = await session.pop_item()
+        await session.clear_session()
     except Exception as exc:  # noqa: BLE001 - a fresh store must serve any first call
         return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="pop_raised",
                      sample=f"a first call on a fresh store raised {describe(exc)}",
@@ -241,6 +243,8 @@ CHECK = CheckSpec(
         Selector("async-sqlite-file", "AsyncSQLiteSession.pop_item", "early_return"),
         Selector("advanced-sqlite-file", "AdvancedSQLiteSession.pop_item*", "swap_order"),
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession._pop_item", "swap_order_method"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.pop_item", "drop_await"),
     ),
     timeout_s=60.0,
+    hang_invariant=True,
 )
