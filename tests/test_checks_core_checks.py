@@ -86,6 +86,15 @@ def test_abstains_where_the_object_cannot_offer_the_fault(check_id: str, lane: s
     assert reason in (finding.reason or "")
 
 
+def test_a_write_after_close_on_a_private_store_is_judged_by_its_refusal() -> None:
+    lane = get_target("sqlite-memory")
+    assert run_small("ARIB-CONC-003", {"trials": 1}, lane=lane).verdict is Verdict.HELD
+    finding = run_small("ARIB-CONC-003", {"trials": 1}, "sqlite_empty_add_skips_closed_check",
+                        lane=lane)
+    assert finding.verdict is Verdict.VIOLATED
+    assert "add([])=silent_drop" in " ".join(finding.modes), finding.modes
+
+
 # --- ARIB-LIMIT-001 edges and peers --------------------------------------------------------
 
 HISTORY = [item(f"h{n}") for n in range(4)]
