@@ -14,14 +14,7 @@ import anyio.to_thread
 from harness.errors import ParameterError
 from harness.model import Trial
 from targets.base import BuildContext, Handle, TargetSpec, close_session
-
-
-class NotApplicable(Exception):
-    """Raised by a trial when the runtime object shows the contract was never offered.
-
-    The message names what was found on the object (e.g. a store that lives in process
-    memory, which no other process can reopen); the finding is ``not_applicable``.
-    """
+from targets.base import NotApplicable as NotApplicable  # re-exported: trials raise it
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,13 @@ from typing import Any
 
 import anyio
 
+from checks._stores import require_shared_store
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
 from targets.base import BuildContext, Handle
 
+CHECK_ID = "ARIB-CANCEL-001"
 OP_TIMEOUT_S = 5.0
 HELD_MODES = ("returned_then_once", "absent_then_once", "present_then_once")
 
@@ -150,6 +152,8 @@ async def _point(ctx: TrialContext, k: int, size: int, notes: list[str],
         except Exception as exc:  # noqa: BLE001
             notes.append(f"k={k}: setup raised {describe(exc)}")
             return "setup_failed", Counts(errors=1)
+        require_shared_store(handle, CHECK_ID, "a fresh instance that reads the store beside "
+                             "the caller")
         outcome = await _cancelled_call(session, batch, k)
         spent[k] = outcome.suspensions
         what = {"returned": "returned", "cancelled": "raised CancelledError",
@@ -259,7 +263,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
 
 CHECK = CheckSpec(
-    id="ARIB-CANCEL-001",
+    id=CHECK_ID,
     invariant="a cancelled add_items() leaves its batch wholly present or wholly absent, the "
     "same for every reader at once, and a retry decided on that read stores it exactly once",
     fault="add_items() cancelled at its k-th suspension, for every k up to the suspensions "

@@ -27,6 +27,11 @@ telling the caller it is closed, which is the whole of what this invariant forbi
 caller, told nothing, goes on writing to a dead session). Only ``loud_refusal`` keeps the
 invariant, and the items written before close must all still be there at the end (when they
 are not, although every write was refused, the trial's mode is ``lost_before_close``).
+
+Where no second instance can open the store (``SQLiteSession(":memory:")``: the store lives in
+the session's own connection, so close() ends it, as ``Handle.private_store`` says), nothing
+can change or read the store after close; each write is then judged by whether it raised
+(``loud_refusal``) or returned (``silent_drop``).
 """
 
 from __future__ import annotations
@@ -66,6 +71,26 @@ def _write(session: Any, op: str, after: Any) -> Callable[[], Awaitable[Any]]:
     return session.clear_session  # type: ignore[no-any-return]
 
 
+async def _private_store_trial(ctx: TrialContext, session: Any, after: Any) -> Trial:
+    """A store that lives in the closed instance's own connection ends with it (nothing can
+    change it any more, nothing can read it): each write is judged by whether it raised."""
+    per_op: dict[str, str] = {}
+    notes: list[str] = []
+    for op in OPS:
+        ctx.log(f"{op} on the closed session  # its private store ended with close()")
+        try:
+            returned = await _write(session, op, after)()
+        except Exception:  # noqa: BLE001 - refusal is the expected outcome
+            per_op[op] = "loud_refusal"
+            continue
+        per_op[op] = "silent_drop"
+        notes.append(f"{op} returned {canonical(returned)[:60]}")
+    mode = trial_mode(per_op)
+    sample = f"{mode}: " + "; ".join(notes) if notes else None
+    return Trial(ctx.index, ctx.seed, mode != "loud_refusal", Counts(), mode=mode,
+                 sample=sample[:400] if sample else None, ops=tuple(ctx.ops))
+
+
 async def run_trial(ctx: TrialContext) -> Trial:
     handle = await ctx.open()
     session = handle.session
@@ -80,6 +105,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
                      sample=f"write or close before the probe raised {describe(exc)}",
                      ops=tuple(ctx.ops))
+    if handle.private_store:
+        ctx.log(f"no fresh instance: {handle.private_store}")
+        return await _private_store_trial(ctx, session, after)
     per_op: dict[str, str] = {}
     notes: list[str] = []
     foreign = 0
@@ -157,6 +185,7 @@ CHECK = CheckSpec(
         Selector("reference", "ReferenceSession.clear_session", "early_return"),
         Selector("sqlite-file", "SQLiteSession.clear_session", "early_return"),
         Selector("sqlite-file", "SQLiteSession._get_connection", "drop_closed_guard"),
+        Selector("sqlite-memory", "SQLiteSession.add_items", "drop_closed_guard"),
     ),
     requires_close=True,
     requires_terminal_close=True,

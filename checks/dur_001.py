@@ -11,9 +11,8 @@ flight wholly present or wholly absent, and every stored item equal to one that 
 
 Only a store that outlives the process can keep this contract. For a backend whose store
 lives in process memory (SQLite ':memory:', an in-memory SQLAlchemy URL) the check abstains:
-the fresh instance is inspected and the trial raises ``NotApplicable`` naming what it found.
-The harness has no per-trial abstention yet, so that surfaces as an ``error`` finding with
-the reason (never as ``held``); every lane the bench measures keeps a persistent store.
+the fresh instance is inspected (or its builder finds the store in the writer's memory) and
+the trial raises ``NotApplicable`` naming what it found: the finding is ``not_applicable``.
 """
 
 from __future__ import annotations
@@ -22,27 +21,13 @@ import time
 from typing import Any
 
 from checks import _forked
+from checks._stores import process_local_store
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
 
 READY_TIMEOUT_S = 20.0
 ACK_TIMEOUT_S = 20.0
-
-
-def process_local_store(session: Any) -> str | None:
-    """Why ``session`` keeps its store in process memory (verified on the object), or None."""
-    db_path = getattr(session, "db_path", None)  # EncryptedSession forwards to the wrapped one
-    if db_path is not None and (str(db_path) in ("", ":memory:")
-                                or str(db_path).startswith("file::memory:")
-                                or "mode=memory" in str(db_path)):
-        return f"{type(session).__name__}.db_path is {str(db_path)!r}: an in-process store"
-    engine = getattr(session, "engine", None) or getattr(session, "_engine", None)
-    url = getattr(engine, "url", None)
-    if url is not None and str(getattr(url, "drivername", "")).startswith("sqlite") and (
-            getattr(url, "database", None) in (None, "", ":memory:")):
-        return f"{type(session).__name__} engine URL {url!s} is an in-memory SQLite database"
-    return None
 
 
 def _key(item: Any) -> str:
@@ -138,6 +123,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("fresh instance on the same store: get_items()")
     try:
         probe = await ctx.open()
+    except NotApplicable:
+        raise  # the store was the writer's own (in its memory): verified by the builder
     except Exception as exc:  # noqa: BLE001 - the store could not be reopened after the kill
         return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), errors=1),
                      mode="reopen_failed", sample=f"reopening raised {describe(exc)}",

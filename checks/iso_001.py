@@ -1,9 +1,12 @@
 """ARIB-ISO-001: two session ids on one store never see, take or remove each other's items.
 
 Two instances on the same store, as session ``X`` and as ``X + "-peer"`` (``X`` is a prefix
-of the other, so a prefix match is caught too), are first used one after the other (a race between
-two instances' first use, such as both switching the file to WAL, is ARIB-MULTI-001's), then
-run two rounds with the roles swapped. Each round:
+of the other, so a prefix match is caught too), are first used one after the other (a race
+between two instances' first use, such as both switching the file to WAL, is
+ARIB-MULTI-001's). Then, one call after the other, X appends, the peer appends two items, X
+clears, and the peer pops (it must take its newest item, not answer None because X's clear
+removed its session record) and clears (it must empty the peer). Then two rounds run with the
+roles swapped. Each round:
 1. both sessions append concurrently while a reader on each side reads;
 2. the peer appends a marker (now the newest row of the store), then the session pops while the
    peer keeps appending: a pop that ignores the session id takes the peer's marker;
@@ -24,19 +27,10 @@ from typing import Any
 
 import anyio
 
+from checks._stores import PEER_SUFFIX, open_peer, require_shared_store
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
 from harness.model import Counts, Trial
-from targets.base import Handle
-
-PEER_SUFFIX = "-peer"
-
-
-async def open_peer(ctx: TrialContext, session_id: str) -> Handle:
-    """Another instance on this trial's store as ``session_id``, disposed with the trial."""
-    handle = await ctx.target.build(dataclasses.replace(ctx.build, session_id=session_id))
-    ctx._handles.append(handle)  # disposed in reverse order, like ctx.open()'s handles
-    return handle
 
 
 @dataclasses.dataclass
@@ -140,6 +134,10 @@ class Judge:
             return
         if popped is None:
             return
+        await self.took(side, other, popped, where)
+
+    async def took(self, side: Side, other: Side, popped: Any, where: str) -> None:
+        """Judge an item ``side``'s pop returned: its own (now gone), else foreign."""
         if canonical(popped) in side.owned:
             side.forget(popped)
             return
@@ -243,8 +241,44 @@ async def one_round(ctx: TrialContext, j: Judge, x: Side, y: Side, r: int) -> No
     await j.verify(y, x, where)
 
 
+async def clear_then_peer(ctx: TrialContext, j: Judge, x: Side, y: Side) -> None:
+    """One after the other: x appends, y appends two, x clears; then y's pop must take y's
+    newest item and y's clear must empty y (a clear that drops y's session record makes
+    y's pop answer None, and y's clear do nothing, with y's items stored)."""
+    where = "clear, then the peer"
+    ctx.log(f"{where}: {x.name}.add_items([1 item]); {y.name}.add_items([2 items]); "
+            f"{x.name}.clear_session(); {y.name}.get_items(); {y.name}.pop_item()  # its newest; "
+            f"{y.name}.clear_session(); both get_items()")
+    await j.add(x, "c0-", where)
+    await j.add(y, "c1-", where)
+    await j.add(y, "c2-", where)
+    await clearer(j, x, where)()
+    await j.verify(y, x, where)  # a clear that took y's items too is leaky, counted here
+    newest = y.expected[-1] if y.expected else None
+    try:
+        popped = await y.session.pop_item()
+    except Exception as exc:  # noqa: BLE001 - a pop that raises is evidence
+        j.error(f"{where}: {y.name}.pop_item()", exc)
+        popped = newest = None
+    if popped is None and newest is not None:
+        j.errors += 1
+        j.note("peer_pop_none", f"{where}: {y.name}.pop_item() returned None after "
+                                f"{x.name}'s clear, with {len(y.expected)} of its items stored")
+    elif popped is not None:
+        if newest is not None and canonical(popped) != canonical(newest):
+            j.errors += 1
+            j.note("peer_pop_wrong", f"{where}: {y.name}.pop_item() returned "
+                                     f"{canonical(popped)[:60]}, not its newest item")
+        await j.took(y, x, popped, where)
+    await clearer(j, y, where)()
+    await j.verify(x, y, where)
+    await j.verify(y, x, where)
+
+
 async def run_trial(ctx: TrialContext) -> Trial:
     first = await ctx.open()
+    require_shared_store(first, "ARIB-ISO-001", "a second instance, as another session id, on "
+                         "the same store")
     peer_id = ctx.build.session_id + PEER_SUFFIX
     ctx.log(f"two instances on one store: A={ctx.build.session_id!r}, B={peer_id!r}")
     peer = await open_peer(ctx, peer_id)
@@ -255,6 +289,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("A.get_items(); B.get_items()  # sequential first use")
     await j.read(a, b, "first use")
     await j.read(b, a, "first use")
+    await clear_then_peer(ctx, j, a, b)
     await one_round(ctx, j, a, b, 1)
     await one_round(ctx, j, b, a, 2)
     counts = Counts(lost=j.lost, duplicated=j.duplicated, foreign=j.foreign, errors=j.errors)
@@ -262,6 +297,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         mode = "isolated"
     elif j.foreign or j.lost or j.duplicated:
         mode = "leaky"
+    elif j.kinds["peer_pop_none"] or j.kinds["peer_pop_wrong"]:
+        mode = "peer_blocked"
     else:
         mode = "op_raised"
     sample = None
@@ -276,9 +313,10 @@ CHECK = CheckSpec(
     id="ARIB-ISO-001",
     invariant="two session ids on one store never see, take or remove each other's items, "
     "even under concurrent writes, pops and clears: 0 foreign, 0 lost, 0 errors",
-    fault="two instances on one store (ids X and X-peer) in two rounds, roles swapped: "
-    "concurrent appends on both with reads; pops on one while the other appends after its "
-    "newest marker; a clear on one while the other appends and pops",
+    fault="two instances on one store (ids X and X-peer): X clears, then the peer pops and "
+    "clears; then two rounds, roles swapped: concurrent appends on both with reads; pops on "
+    "one while the other appends after its newest marker; a clear on one while the other "
+    "appends and pops",
     params=(
         Param("writers", 2, 1, 16, "concurrent writer tasks per session"),
         Param("appends", 4, 1, 200, "appends per writer task"),
@@ -293,12 +331,17 @@ CHECK = CheckSpec(
         "reference_reads_by_prefix",
         "sqlite_clear_ignores_session",
         "async_sqlite_pop_ignores_session",
+        "sqlalchemy_clear_drops_every_session_record",
     ),
     generated=(
         Selector("reference", "ReferenceSession.pop_item*", "widen_session_filter"),
         Selector("reference", "ReferenceSession.clear_session*", "widen_session_filter"),
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.get_items", "drop_session_where"),
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.*pop_item", "drop_session_where"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession._clear_session",
+                 "drop_session_where"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession._clear_session",
+                 "flip_comparison"),
     ),
     timeout_s=60.0,
 )

@@ -10,6 +10,10 @@ every process shares): the workers by a go message naming it, the local writers 
 Each writer appends ``appends`` single-item batches. A fresh instance then reads the store:
 every append must be there exactly once, and no append may have raised (a "database is
 locked" that reaches the caller is the classic failure of a store shared between processes).
+
+A store no second instance can open (``SQLiteSession(":memory:")``), or one in process memory
+when worker processes are asked for, makes the check abstain, with the reason read on the
+setup instance; with ``processes=0`` an in-memory store shared by instances is measured.
 """
 
 from __future__ import annotations
@@ -20,11 +24,21 @@ from typing import Any
 import anyio
 
 from checks import _forked
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks._stores import process_local_store, require_cross_process_store, require_shared_store
+from checks.base import (
+    Barrier,
+    CheckSpec,
+    NotApplicable,
+    Param,
+    Selector,
+    TrialContext,
+    describe,
+)
 from checks.common import first_differences, read_items, tally, trials_param
 from harness.model import Counts, Trial
 from targets.base import Handle
 
+CHECK_ID = "ARIB-MULTI-001"
 READY_TIMEOUT_S = 20.0
 DONE_TIMEOUT_S = 30.0
 START_DELAY_S = 0.02  # every process starts writing at one instant, this far after the go
@@ -120,10 +134,20 @@ async def run_trial(ctx: TrialContext) -> Trial:
         ctx.log("create the store: open one instance, get_items(), close it")
         try:
             setup = await ctx.target.build(ctx.build)
+            keep = process_local_store(setup.session) is not None  # it holds the store
+            if keep:
+                ctx._handles.append(setup)  # disposed with the trial
             try:
+                require_shared_store(setup, CHECK_ID, "several instances on one store")
+                if processes:
+                    require_cross_process_store(setup.session, CHECK_ID,
+                                                "worker processes on the same store")
                 await read_items(setup.session)
             finally:
-                await setup.dispose()
+                if not keep:
+                    await setup.dispose()
+        except NotApplicable:
+            raise  # verified on the object: the workers are reaped below
         except Exception as exc:  # noqa: BLE001
             return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
                          sample=f"creating the store raised {describe(exc)}",
@@ -217,7 +241,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
 
 CHECK = CheckSpec(
-    id="ARIB-MULTI-001",
+    id=CHECK_ID,
     invariant="appends through several instances, in one process and in several, on one store "
     "and session id are all kept: none lost or duplicated, and no lock error reaches the caller",
     fault="instances x (processes + 1) writers, each on its own instance of the same store and "

@@ -12,11 +12,24 @@ serial order of them, so after each round (M being the items that round started 
 - every returned or remaining item is one of the M (foreign otherwise);
 - returned + remaining is exactly the M items (lost otherwise);
 - the returned items are the newest ``min(N, M)`` and the remaining ones are the oldest,
-  in their original order (pop removes the most recent item, whichever pop runs first).
+  in their original order (pop removes the most recent item, whichever pop runs first);
+- a fresh instance on the store (where one can open it) reads exactly what the popping session
+  reads: a popped item is not back for anyone else (an uncommitted pop is).
+
+The first calls on the fresh store are ``pop_item()``, which answers None, and
+``clear_session()`` (a backend that creates its tables lazily must do so for these calls too).
+A pop that never returns (a claim loop that cannot end) breaks the invariant too
+(``hang_invariant``).
+
+In the first trial the M items are stored in two ``add_items()`` calls on either side of a
+wall-clock second: SQLite's ``CURRENT_TIMESTAMP`` has one-second resolution, and a pop must
+take the newest item also when the history spans a clock second.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +40,8 @@ import anyio
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, first_differences, label, read_items, tally, trials_param
 from harness.model import Counts, Trial
+
+SECOND_MARGIN_S = 0.02  # past the second boundary, so the second batch is in the next second
 
 
 @dataclass(frozen=True)
@@ -88,7 +103,7 @@ def is_item(value: Any) -> bool:
 
 
 async def pop_race(ctx: TrialContext, session: Any, before: list[Any],
-                   name: str) -> PopJudgement:
+                   name: str, probe: Any = None) -> PopJudgement:
     """Release ``poppers`` pops together on a store holding ``before``; judge what is left."""
     poppers = ctx.params["poppers"]
     order = list(range(poppers))
@@ -117,15 +132,43 @@ async def pop_race(ctx: TrialContext, session: Any, before: list[Any],
     got = [returned[p] for p in sorted(returned)]
     ctx.log(f"{name}: pops returned {[None if r is None else label(r) for r in got]}; "
             f"{len(errors)} raised")
-    ctx.log(f"{name}: get_items()")
+    ctx.log(f"{name}: get_items()" + ("; a fresh instance on the store: get_items()"
+                                      if probe is not None else ""))
     try:
         remaining = await read_items(session)
-        if not all(is_item(r) for r in remaining):
+        settled = remaining if probe is None else await read_items(probe)
+        if not all(is_item(r) for r in [*remaining, *settled]):
             raise TypeError("get_items() returned a value that is not a JSON item")
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
         return PopJudgement(Counts(lost=len(before), errors=len(errors) + 1), "read_raised",
                             f"get_items raised {describe(exc)}")
-    return judge_pops(before, poppers, got, remaining, [errors[p] for p in sorted(errors)])
+    verdict = judge_pops(before, poppers, got, remaining, [errors[p] for p in sorted(errors)])
+    if verdict.violated or [canonical(i) for i in settled] == [canonical(i) for i in remaining]:
+        return verdict
+    left = {canonical(r) for r in remaining}
+    back = [label(i) for i in settled if canonical(i) not in left]
+    gone = sum(1 for k in left if k not in {canonical(i) for i in settled})
+    return PopJudgement(Counts(lost=gone, duplicated=len(back)), "not_settled",
+                        f"the popping session shows {len(remaining)} items left, a fresh "
+                        f"instance on the store {len(settled)}; popped but still stored: "
+                        f"{back[:3]}")
+
+
+async def fill(ctx: TrialContext, session: Any, items: list[Any]) -> None:
+    """Store ``items``; in the first trial in two add_items() calls on either side of a
+    wall-clock second (SQLite's CURRENT_TIMESTAMP has one-second resolution), so a store
+    that orders by that timestamp before its insertion order must still pop the newest."""
+    if ctx.index != 0 or len(items) < 2:
+        ctx.log(f"add_items([{len(items)} items])")
+        await session.add_items(items)
+        return
+    half = len(items) // 2 + 1
+    ctx.log(f"add_items([items 0..{half - 1}]); wait for the next wall-clock second; "
+            f"add_items([items {half}..{len(items) - 1}])")
+    await session.add_items(items[:half])
+    now = time.time()
+    await anyio.sleep(math.floor(now) + 1 - now + SECOND_MARGIN_S)
+    await session.add_items(items[half:])
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -134,20 +177,37 @@ async def run_trial(ctx: TrialContext) -> Trial:
     session = handle.session
     tag = f"{ctx.seed:016x}"
     items = [{"role": "user", "content": f"{tag}-item-{i}"} for i in range(size)]
-    ctx.log(f"add_items([{size} items])")
+    ctx.log("first calls on the fresh store: pop_item()  # answers None; clear_session()")
     try:
-        await session.add_items(items)
+        first_pop = await session.pop_item()
+        await session.clear_session()
+    except Exception as exc:  # noqa: BLE001 - a fresh store must serve any first call
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="pop_raised",
+                     sample=f"a first call on a fresh store raised {describe(exc)}",
+                     ops=tuple(ctx.ops))
+    if first_pop is not None:
+        what = label(first_pop) if is_item(first_pop) else type(first_pop).__name__
+        return Trial(ctx.index, ctx.seed, True, Counts(foreign=1), mode="foreign",
+                     sample=f"pop_item() on a fresh, empty store returned {what}, not None",
+                     ops=tuple(ctx.ops))
+    try:
+        await fill(ctx, session, items)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
         return Trial(ctx.index, ctx.seed, True, Counts(lost=size, errors=1), mode="setup_failed",
                      sample=f"add_items raised {describe(exc)}", ops=tuple(ctx.ops))
+    probe = None
+    if handle.private_store:
+        ctx.log(f"no fresh instance to read the store: {handle.private_store}")
+    else:
+        probe = (await ctx.reopen(handle)).session
     # Round 1 takes the newest items from a fuller store; round 2 races the pops against
     # the store running empty (fewer items than pops).
-    first = await pop_race(ctx, session, items, "round 1")
+    first = await pop_race(ctx, session, items, "round 1", probe)
     if first.violated:
         return Trial(ctx.index, ctx.seed, True, first.counts, mode=first.mode,
                      sample=f"round 1: {first.sample}", ops=tuple(ctx.ops))
     rest = items[: max(size - ctx.params["poppers"], 0)]
-    second = await pop_race(ctx, session, rest, "round 2")
+    second = await pop_race(ctx, session, rest, "round 2", probe)
     return Trial(ctx.index, ctx.seed, second.violated, second.counts, mode=second.mode,
                  sample=f"round 2: {second.sample}" if second.sample else None,
                  ops=tuple(ctx.ops))
@@ -156,10 +216,12 @@ async def run_trial(ctx: TrialContext) -> Trial:
 CHECK = CheckSpec(
     id="ARIB-POP-001",
     invariant="N concurrent pop_item() calls on M items return the newest min(N, M) items, "
-    "each once, raise nothing, and leave exactly the others in order",
+    "each once, raise nothing, and leave exactly the others in order, for the popping session "
+    "and for a fresh instance on the store",
     fault="poppers x pop_item() released together from one barrier on a store of items "
-    "items, then again on what is left (fewer items than pops, so pops race an emptying "
-    "store)",
+    "items (in the first trial written on either side of a wall-clock second), then again on "
+    "what is left (fewer items than pops, so pops race an emptying store); each round read by "
+    "the popping session and by a fresh instance",
     params=(
         Param("poppers", 8, 1, 64, "concurrent pop_item() calls"),
         Param("items", 13, 0, 1000, "items stored before the first race of pops"),
@@ -171,6 +233,7 @@ CHECK = CheckSpec(
         "reference_pop_gives_up_when_busy",
         "sqlite_pop_selects_then_deletes",
         "async_sqlite_pop_selects_then_deletes",
+        "async_sqlite_pop_left_uncommitted",
     ),
     generated=(
         Selector("reference", "ReferenceSession.pop_item", "early_return"),
@@ -179,6 +242,9 @@ CHECK = CheckSpec(
         Selector("sqlite-file", "SQLiteSession.pop_item", "early_return"),
         Selector("async-sqlite-file", "AsyncSQLiteSession.pop_item", "early_return"),
         Selector("advanced-sqlite-file", "AdvancedSQLiteSession.pop_item*", "swap_order"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession._pop_item", "swap_order_method"),
+        Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.pop_item", "drop_await"),
     ),
     timeout_s=60.0,
+    hang_invariant=True,
 )

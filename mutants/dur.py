@@ -44,22 +44,26 @@ def reference_commit_on_close() -> None:
     target="reference",
     module=REF,
     qualname="ReferenceSession.add_items",
-    defect="torn tail: an append stores the first half of each item's JSON and writes the "
-    "rest only when the next append arrives, so the newest acknowledged items are half-written",
+    defect="torn tail: an append stores each item with the first half of its content and "
+    "writes the rest only when the next append arrives, so the newest items are half-written",
 )
 def reference_torn_tail() -> None:
     cls = load_class(REF, "ReferenceSession")
 
     async def add_items(self: Any, items: list[Any]) -> None:
         bodies = [json.dumps(item) for item in items]
+        # Still JSON, so a reader that skips undecodable rows shows the half-written item.
+        halves = [json.dumps({**item, "content": item["content"][: len(item["content"]) // 2]})
+                  if isinstance(item.get("content"), str) else body[: len(body) // 2]
+                  for item, body in zip(items, bodies, strict=True)]
 
         def write(conn: Any) -> None:
             conn.executemany("UPDATE items SET body = ? WHERE seq = ?",
                              self.__dict__.pop("_arib_pending", []))
             pending = []
-            for item, body in zip(items, bodies, strict=True):
+            for item, body, half in zip(items, bodies, halves, strict=True):
                 seq = conn.execute(INSERT, (self.session_id, self._key(item),
-                                            body[: len(body) // 2])).lastrowid
+                                            half)).lastrowid
                 pending.append((body, seq))
             self._arib_pending = pending
 

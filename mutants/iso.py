@@ -121,3 +121,32 @@ def async_sqlite_pop_ignores_session() -> None:
         return None if row is None else json.loads(row[0])
 
     cls.pop_item = pop_item
+
+
+SQLALCHEMY = "agents.extensions.memory.sqlalchemy_session"
+
+
+@handwritten(
+    target="sqlalchemy-sqlite-file",
+    module=SQLALCHEMY,
+    qualname="SQLAlchemySession._clear_session",
+    defect="unscoped session record: clear_session deletes its own items but the session "
+    "record of every session, so a peer's pop_item() answers None and its clear does nothing "
+    "while its items are stored",
+)
+def sqlalchemy_clear_drops_every_session_record() -> None:
+    from sqlalchemy import delete
+
+    cls = load_class(SQLALCHEMY, "SQLAlchemySession")
+
+    async def _clear_session(self: Any) -> None:
+        async with self._session() as sess:
+            async with sess.begin():
+                if not await self._lock_session(sess):
+                    return
+                await sess.execute(
+                    delete(self._messages).where(self._messages.c.session_id == self.session_id)
+                )
+                await sess.execute(delete(self._sessions))
+
+    cls._clear_session = _clear_session

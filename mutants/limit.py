@@ -134,3 +134,61 @@ def sqlalchemy_limit_off_by_one() -> None:
         return list(await original(self, None if limit is None else limit + 1))
 
     cls.get_items = get_items
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.get_items",
+    defect="widened window: a limited read takes the newest k rows of the whole store, so a "
+    "peer session's newer items fill this session's window",
+)
+def reference_limit_reads_every_session() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        if limit is None:
+            return list(await original(self))
+        async with self._lock:
+            rows = self._live().execute(
+                "SELECT body FROM items ORDER BY seq DESC LIMIT ?", (limit,)
+            ).fetchall()
+        return [json.loads(body) for (body,) in rows[::-1]]
+
+    cls.get_items = get_items
+
+
+@handwritten(
+    target="sqlite-file",
+    module=SQLITE,
+    qualname="SQLiteSession.get_items",
+    defect="falsy limit: get_items(limit=0) is taken as no limit (`if not limit`) and returns "
+    "the whole history instead of nothing",
+)
+def sqlite_zero_limit_means_all() -> None:
+    cls = load_class(SQLITE, "SQLiteSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        return list(await original(self, limit or None))
+
+    cls.get_items = get_items
+
+
+@handwritten(
+    target="async-sqlite-file",
+    module=ASYNC_SQLITE,
+    qualname="AsyncSQLiteSession.get_items",
+    defect="negative limit as a window: get_items(limit=-1) keeps `items[-limit:]` of the "
+    "whole history and so drops its oldest item",
+)
+def async_sqlite_negative_limit_drops_oldest() -> None:
+    cls = load_class(ASYNC_SQLITE, "AsyncSQLiteSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        items = list(await original(self, limit))
+        return items[-limit:] if limit is not None and limit < 0 else items
+
+    cls.get_items = get_items

@@ -122,3 +122,34 @@ def async_sqlite_pop_selects_then_deletes() -> None:
         return json.loads(row[1])
 
     cls.pop_item = pop_item
+
+
+@handwritten(
+    target="async-sqlite-file",
+    module=ASYNC_SQLITE,
+    qualname="AsyncSQLiteSession.pop_item",
+    defect="unsettled pop: the removal is never committed, so the popping session sees the "
+    "item gone while every other instance on the store still reads it",
+)
+def async_sqlite_pop_left_uncommitted() -> None:
+    cls = load_class(ASYNC_SQLITE, "AsyncSQLiteSession")
+
+    async def pop_item(self: Any) -> Any:
+        async with self._locked_connection() as conn:
+            row = await claim_tail(self, conn)
+        return None if row is None else json.loads(row[0])
+
+    cls.pop_item = pop_item
+
+
+async def claim_tail(session: Any, conn: Any) -> Any:
+    """AsyncSQLiteSession's claim of its newest row (DELETE ... RETURNING), not committed."""
+    table = session.messages_table
+    cursor = await conn.execute(
+        f"DELETE FROM {table} WHERE id = (SELECT id FROM {table} WHERE session_id = ? "
+        "ORDER BY id DESC LIMIT 1) RETURNING message_data",
+        (session.session_id,),
+    )
+    row = await cursor.fetchone()
+    await cursor.close()
+    return row

@@ -21,6 +21,11 @@ class Claims:
     # refuses use" then abstain: the runtime never offered that contract.
     close_is_terminal: bool = True
     close_note: str = ""
+    # True when the backend itself retries SQLite's transient "database is locked" (retry_note
+    # cites where); ARIB-RETRY-001 then holds it to letting none reach the caller, so a false
+    # claim shows as that check's violation.
+    retries_lock_errors: bool = False
+    retry_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -28,16 +33,46 @@ class Claims:
             "close_is_async": self.close_is_async,
             "close_is_terminal": self.close_is_terminal,
             "close_note": self.close_note,
+            "retries_lock_errors": self.retries_lock_errors,
+            "retry_note": self.retry_note,
         }
+
+
+class NotApplicable(Exception):
+    """Raised when the runtime object shows a contract was never offered (a check abstains).
+
+    The message names what was found on the object (e.g. a store that lives in process
+    memory, which no other process can reopen); the finding is ``not_applicable``. Raised by
+    a trial, or by a builder or ``Handle.reopen()`` asked for a second instance on a store
+    that no second instance can open (re-exported by ``checks.base``).
+    """
 
 
 @dataclass
 class Handle:
-    """A built backend instance, plus how to open another instance on the same store."""
+    """A built backend instance, plus how to open another instance on the same store.
+
+    The store rule, which every adapter keeps: ``reopen()`` (and another build with the
+    same ``BuildContext`` root, e.g. as a peer session id) returns an instance on the SAME
+    store, never a new, empty one, so that a check reading "through a fresh instance" reads
+    what was written. For a store that lives in process memory, that is an instance sharing
+    it (a new ``SQLAlchemySession`` on the same ``StaticPool`` engine); where no second
+    instance can exist (``SQLiteSession(":memory:")`` keeps its store in the one connection
+    of one object) ``reopen()`` raises ``NotApplicable`` naming what it found on the object,
+    and ``private_store`` says so up front, so that a check abstains before its fault rather
+    than misreading an empty store as lost items.
+    """
 
     session: Any
     reopen: Callable[[], Awaitable[Handle]]
     dispose: Callable[[], Awaitable[None]]
+    # Why no second instance can open this store (verified on the runtime object), or None
+    # when reopen() and another build on the same root reach the same store.
+    private_store: str | None = None
+    # Stores the n-th kind of row this session cannot decode, as another writer would leave
+    # it (bypassing the session), and says what it stored; None where the adapter has no
+    # way to reach the store besides the session (see targets.rows).
+    write_undecodable: Callable[[int], Awaitable[str]] | None = None
 
 
 @dataclass(frozen=True)

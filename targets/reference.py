@@ -20,6 +20,9 @@ Cancellation (ARIB-CANCEL-001): no transaction spans an ``await``; a call can be
 while it waits for the lock or for a retry, when nothing of it is written. A cancelled write is
 therefore wholly absent, and the caller can tell by reading; a write that returned is committed.
 
+Rows another writer left that do not decode as JSON (ARIB-CORRUPT-001) are skipped by every
+read and pop and are not counted by a limit; they stay in place.
+
 Durability (ARIB-DUR-001): commits run with ``synchronous=FULL`` in WAL mode, so an
 acknowledged write survives the death of its process (and, on a disk that honours fsync, of
 the machine); a transaction cut off by a kill is never half-visible.
@@ -38,6 +41,7 @@ import anyio
 
 from targets.base import BuildContext, Claims, Handle, TargetSpec
 from targets.reference_advanced import with_branches
+from targets.rows import sqlite_row_writer
 
 T = TypeVar("T")
 
@@ -49,6 +53,27 @@ BACKOFF_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02)
 
 class SessionClosedError(RuntimeError):
     """Raised by every operation on a closed ReferenceSession."""
+
+
+SCHEMA = ("CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+          "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
+          "UNIQUE (session_id, item_key))")
+UNDECODABLE = object()  # what _decode returns for a row that is not JSON
+
+
+def _decode(body: Any) -> Any:
+    """The item a stored body holds, or UNDECODABLE (a row another writer left broken)."""
+    try:
+        return json.loads(body)
+    except (TypeError, ValueError):
+        return UNDECODABLE
+
+
+def _newest(items: list[Any], limit: int | None) -> list[Any]:
+    """The newest ``limit`` of ``items`` (all when None or negative, none for 0), in order."""
+    if limit is None or limit < 0:
+        return items
+    return items[len(items) - min(limit, len(items)):]
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -66,11 +91,7 @@ def _connect(db_path: str) -> sqlite3.Connection:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-                "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
-                "UNIQUE (session_id, item_key))"
-            )
+            conn.execute(SCHEMA)
             conn.commit()
             return conn
         except sqlite3.OperationalError as exc:
@@ -105,6 +126,15 @@ class ReferenceSession:
         key = item.get("id") if isinstance(item, dict) else None
         return key if isinstance(key, str) and key else None
 
+    def _roll_back(self, conn: sqlite3.Connection) -> None:
+        """Roll back; a connection that cannot is closed (which discards its transaction) and
+        replaced, so no failed transaction outlives the call (ARIB-RETRY-001)."""
+        try:
+            conn.rollback()
+        except sqlite3.Error:
+            conn.close()
+            self._conn = _connect(self.db_path)
+
     async def _transact(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
         """Run ``work`` in one transaction, retrying while another connection holds the lock.
 
@@ -121,7 +151,7 @@ class ReferenceSession:
                     result = work(conn)
                     conn.commit()
                 except BaseException:
-                    conn.rollback()
+                    self._roll_back(conn)
                     raise
                 return result
             except sqlite3.OperationalError as exc:
@@ -139,25 +169,20 @@ class ReferenceSession:
         return getattr(self.session_settings, "limit", None) if limit is None else limit
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The latest ``limit`` items (all when None), oldest first."""
+        """The latest ``limit`` items (all when None or negative, none for 0), oldest first.
+
+        A row that does not decode (left by another writer) is skipped and not counted.
+        """
         limit = self._window(limit)
-        if limit is None:
-            sql = "SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC"
-            args: tuple[Any, ...] = (self.session_id,)
-            newest_first = False
-        else:
-            sql = "SELECT body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
-            args = (self.session_id, limit)
-            newest_first = True
 
         def read(conn: sqlite3.Connection) -> list[Any]:
-            return conn.execute(sql, args).fetchall()
+            return conn.execute("SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC",
+                                (self.session_id,)).fetchall()
 
         async with self._lock:
             rows = await self._transact(read, write=False)
-        if newest_first:
-            rows = rows[::-1]
-        return [json.loads(body) for (body,) in rows]
+        return _newest([item for (body,) in rows if (item := _decode(body)) is not UNDECODABLE],
+                       limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items atomically; an item whose ``id`` is already stored is skipped."""
@@ -172,21 +197,21 @@ class ReferenceSession:
             await self._transact(append, write=True)
 
     async def pop_item(self) -> Any | None:
-        """Remove and return the newest item, or None when empty."""
+        """Remove and return the newest item, or None when there is none (rows that do not
+        decode are skipped and left in place)."""
 
         def pop(conn: sqlite3.Connection) -> Any | None:
-            row = conn.execute(
-                "SELECT seq, body FROM items WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-                (self.session_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("DELETE FROM items WHERE seq = ?", (row[0],))
-            return row[1]
+            rows = conn.execute("SELECT seq, body FROM items WHERE session_id = ? "
+                                "ORDER BY seq DESC", (self.session_id,)).fetchall()
+            for seq, body in rows:
+                item = _decode(body)
+                if item is not UNDECODABLE:
+                    conn.execute("DELETE FROM items WHERE seq = ?", (seq,))
+                    return item
+            return None
 
         async with self._lock:
-            body = await self._transact(pop, write=True)
-        return None if body is None else json.loads(body)
+            return await self._transact(pop, write=True)
 
     async def clear_session(self) -> None:
         """Remove every item of this session."""
@@ -224,14 +249,18 @@ async def _build(ctx: BuildContext) -> Handle:
             except Exception:  # noqa: BLE001 - disposal after the trial is not evidence
                 pass
 
-    return Handle(session=session, reopen=reopen, dispose=dispose)
+    return Handle(session=session, reopen=reopen, dispose=dispose,
+                  write_undecodable=sqlite_row_writer(ctx.root / "reference.db", "items",
+                                                      ("session_id", "body"), ctx.session_id))
 
 
 REFERENCE = TargetSpec(
     name="reference",
     backend="ReferenceSession",
     module="targets.reference",
-    claims=Claims(has_close=True, close_is_async=True),
+    claims=Claims(has_close=True, close_is_async=True, retries_lock_errors=True,
+                  retry_note="targets.reference: a transaction that meets a lock is retried "
+                             "for up to BUSY_DEADLINE_S"),
     build=_build,
     description="the bench's own reference store: keeps every invariant (see targets.reference)",
     reference=True,

@@ -29,7 +29,8 @@ from urllib.parse import urlsplit
 from harness.errors import ServiceError
 from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
 from targets.base import BuildContext, Claims, Handle, TargetSpec
-from targets.sdk import SQLITE_BUSY_TIMEOUT_S
+from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, sqlite_row_writer
+from targets.sdk import SQLALCHEMY_RETRY_NOTE, SQLITE_BUSY_TIMEOUT_S
 
 REDIS_MODULE = "agents.extensions.memory.redis_session"
 SQLALCHEMY_MODULE = "agents.extensions.memory.sqlalchemy_session"
@@ -125,11 +126,21 @@ def _handle(
     session: Any,
     build: Callable[[BuildContext], Awaitable[Handle]],
     dispose: Callable[[], Awaitable[None]],
+    write_undecodable: RowWriter | None = None,
 ) -> Handle:
     async def reopen() -> Handle:
         return await build(ctx)
 
-    return Handle(session=session, reopen=reopen, dispose=dispose)
+    return Handle(session=session, reopen=reopen, dispose=dispose,
+                  write_undecodable=write_undecodable)
+
+
+def _encrypted_rows(ctx: BuildContext) -> RowWriter:
+    """Rows EncryptedSession skips, in the wrapped session's table of the trial's store file:
+    plaintext items (no envelope) and rows that are not JSON at all."""
+    return sqlite_row_writer(ctx.root / "store.db", "agent_messages",
+                             ("session_id", "message_data"), ctx.session_id,
+                             kinds=(*PLAINTEXT, *NOT_JSON))
 
 
 # --------------------------------------------------------------------------- builders
@@ -209,7 +220,7 @@ async def _build_encrypted_sqlite(ctx: BuildContext) -> Handle:
     async def dispose() -> None:
         await _close_quietly(inner)
 
-    return _handle(ctx, session, _build_encrypted_sqlite, dispose)
+    return _handle(ctx, session, _build_encrypted_sqlite, dispose, _encrypted_rows(ctx))
 
 
 async def _build_encrypted_sqlalchemy(ctx: BuildContext) -> Handle:
@@ -225,7 +236,7 @@ async def _build_encrypted_sqlalchemy(ctx: BuildContext) -> Handle:
     async def dispose() -> None:
         await _dispose_engine(inner)
 
-    return _handle(ctx, session, _build_encrypted_sqlalchemy, dispose)
+    return _handle(ctx, session, _build_encrypted_sqlalchemy, dispose, _encrypted_rows(ctx))
 
 
 # --------------------------------------------------------------------------- the lanes
@@ -284,7 +295,9 @@ ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
     name="encrypted-sqlalchemy-sqlite",
     backend="EncryptedSession",
     module=ENCRYPT_MODULE,
-    claims=Claims(has_close=False),
+    claims=Claims(has_close=False, retries_lock_errors=True,
+                  retry_note="EncryptedSession forwards every write to the wrapped "
+                             "SQLAlchemySession, which retries: " + SQLALCHEMY_RETRY_NOTE),
     build=_build_encrypted_sqlalchemy,
     description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over "
                 f"SQLAlchemySession(sqlite+aiosqlite file); no close(), engine disposed",

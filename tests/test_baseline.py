@@ -202,13 +202,17 @@ def test_result_files_are_named_by_time_and_run_id_and_never_overwritten(no_redi
 def test_latest_run_and_compare_choose_by_start_time_and_skip_partial_runs(no_redis_run,
                                                                            tmp_path):
     # An older, day-named run, written before coverage was recorded. Such a document counts as
-    # whole only when its parameters name every check the harness knows now, so the copy names
-    # them all (checks added since it was written would otherwise make it partial).
+    # whole only when it names every lane and check the harness knows now, so the copy names
+    # them all (lanes and checks added since it was written would otherwise make it partial).
     legacy = tmp_path / LEGACY.name
     document = json.loads(LEGACY.read_text())
     assert "coverage" not in document
+    lanes, check_ids = known_selection()
+    named = set(document["parameters"]["lanes"]) | {n["name"] for n in document["not_measured"]}
+    for lane in sorted(lanes - named):
+        document["not_measured"].append({"name": lane, "reason": "lane added since"})
     checks = document["parameters"]["checks"]
-    for check_id in sorted(known_selection()[1] - set(checks)):
+    for check_id in sorted(check_ids - set(checks)):
         checks[check_id] = {"trials": 1}
     legacy.write_text(json.dumps(document))
     partial = tmp_path / no_redis_run.json_path.name  # a newer partial run of 0.24.0

@@ -1,17 +1,15 @@
 """Parity lanes: a backend target run under one event loop.
 
-The local targets come from ``targets.sdk`` and ``targets.reference``; this module adds the
-lane variants only the parity gate uses: ``SQLiteSession(":memory:")``, ``SQLAlchemySession``
-on an in-memory ``sqlite+aiosqlite://`` engine (one connection kept by a ``StaticPool``, else
-every pooled connection would see its own empty database), and ``EncryptedSession`` over a file
-``SQLiteSession`` with a ttl long enough that nothing expires during a run. Service lanes
-(Redis, PostgreSQL, ...) join when their ``TargetSpec`` is passed in; this module never starts
-a service.
+The local targets come from ``targets.sdk``, ``targets.services`` and ``targets.reference``,
+the ``:memory:`` lanes included (``SQLiteSession(":memory:")`` and ``SQLAlchemySession`` on an
+in-memory ``sqlite+aiosqlite://`` engine with a ``StaticPool``), so the gate and the checks run
+the same configurations. Service lanes (Redis, PostgreSQL, ...) join when their
+``TargetSpec`` is passed in; this module never starts a service.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import enum
 import importlib
 import importlib.util
@@ -20,15 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UnknownNameError, UsageError
-from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.base import TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import (
     ADVANCED_SQLITE_FILE,
     ASYNC_SQLITE_FILE,
-    SQLALCHEMY_MODULE,
     SQLALCHEMY_SQLITE_FILE,
+    SQLALCHEMY_SQLITE_MEMORY,
     SQLITE_FILE,
-    SQLITE_MODULE,
+    SQLITE_MEMORY,
 )
 from targets.services import ENCRYPTED_SQLALCHEMY_SQLITE, ENCRYPTED_SQLITE
 
@@ -44,61 +42,10 @@ class Loop(str, enum.Enum):
         return {"use_uvloop": True} if self is Loop.UVLOOP else {}
 
 
-async def _quiet(awaitable_or_none: Any) -> None:
-    with contextlib.suppress(Exception):
-        if hasattr(awaitable_or_none, "__await__"):
-            await awaitable_or_none
+# The in-memory lanes are the bench's own (targets.sdk); the parity history keys the
+# SQLAlchemy one by the name it had before it became a check lane.
+SQLALCHEMY_MEMORY = dataclasses.replace(SQLALCHEMY_SQLITE_MEMORY, name="sqlalchemy-memory")
 
-
-async def _build_sqlite_memory(ctx: BuildContext) -> Handle:
-    module = importlib.import_module(SQLITE_MODULE)
-    session = module.SQLiteSession(ctx.session_id)
-
-    async def reopen() -> Handle:
-        raise UsageError("an in-memory SQLiteSession cannot be reopened: its store is private")
-
-    async def dispose() -> None:
-        with contextlib.suppress(Exception):
-            session.close()
-
-    return Handle(session=session, reopen=reopen, dispose=dispose)
-
-
-async def _build_sqlalchemy_memory(ctx: BuildContext) -> Handle:
-    from sqlalchemy.ext.asyncio import create_async_engine
-    from sqlalchemy.pool import StaticPool
-
-    module = importlib.import_module(SQLALCHEMY_MODULE)
-    engine = create_async_engine("sqlite+aiosqlite://", poolclass=StaticPool)
-    session = module.SQLAlchemySession(ctx.session_id, engine=engine, create_tables=True)
-
-    async def reopen() -> Handle:
-        raise UsageError("an in-memory SQLAlchemySession cannot be reopened by a new engine")
-
-    async def dispose() -> None:
-        with contextlib.suppress(Exception):
-            await engine.dispose()
-
-    return Handle(session=session, reopen=reopen, dispose=dispose)
-
-
-SQLITE_MEMORY = TargetSpec(
-    name="sqlite-memory",
-    backend="SQLiteSession",
-    module=SQLITE_MODULE,
-    claims=Claims(has_close=True, close_is_async=False),
-    build=_build_sqlite_memory,
-    description='SQLiteSession(db_path=":memory:"): one shared connection, work in to_thread',
-)
-
-SQLALCHEMY_MEMORY = TargetSpec(
-    name="sqlalchemy-memory",
-    backend="SQLAlchemySession",
-    module=SQLALCHEMY_MODULE,
-    claims=Claims(has_close=False),
-    build=_build_sqlalchemy_memory,
-    description="SQLAlchemySession on sqlite+aiosqlite:// in memory (StaticPool, one connection)",
-)
 
 @dataclass(frozen=True)
 class NotMeasured:
