@@ -245,6 +245,11 @@ def cmd_survey(args: argparse.Namespace) -> int:
     checks = _select_checks(args.checks, params)
     lanes = ((REFERENCE, *REAL_TARGETS) if args.lanes == "all" else parse_lanes(args.lanes)
              if args.lanes else (REFERENCE, *LOCAL_TARGETS))
+    if args.html:  # fail in seconds, not after the survey, when the viewer cannot be had
+        from harness.mutation_html import check_out_dir, fetch_viewer
+
+        check_out_dir(Path(args.html))
+        fetch_viewer()
     started = time.perf_counter()
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
@@ -275,6 +280,15 @@ def cmd_survey(args: argparse.Namespace) -> int:
             print(f"wrote {write_html(report, Path(args.html))}")
     print(f"surveyed {sum(len(s.mutants) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s")
+    return 0
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    """The HTML kill matrix from a mutation-report JSON that ``survey --write`` wrote."""
+    from harness.mutation_html import check_out_dir, write_html_from_file
+
+    check_out_dir(Path(args.out))
+    print(f"wrote {write_html_from_file(Path(args.report), Path(args.out))}")
     return 0
 
 
@@ -411,6 +425,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", help="also write the mutation-testing-elements HTML report here")
     p.add_argument("--no-cache", action="store_true")
     p.set_defaults(func=cmd_survey)
+
+    p = sub.add_parser("html", help="build the HTML kill matrix from a survey's "
+                                    "mutation-report.json (the viewer is fetched from npm once)")
+    p.add_argument("report", help="a mutation-report.json written by survey --write")
+    p.add_argument("--out", required=True, help="folder for report.html and the viewer bundle")
+    p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("scaffold", help="write a new check and its first mutant to fill in")
     p.add_argument("check_id", help="e.g. ARIB-POP-001")
