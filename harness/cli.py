@@ -341,18 +341,24 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    """The parity gate, with the service lanes whose servers can run here."""
+    """The parity gate, with the service lanes whose servers can run here.
+
+    Every argument is checked before any server starts (a usage error costs no server), and
+    only the servers of the lanes the selection names are started.
+    """
     from harness.lanes import prepare_lanes
-    from harness.parity.cli import handle
+    from harness.parity.cli import handle, validate_args
     from harness.services import ServiceManager
     from targets.services import SERVICE_TARGETS
 
     service_lanes = tuple(t for t in SERVICE_TARGETS if t.service is not None)
+    _, wanted = validate_args(args, service_lanes)
     with ServiceManager() as manager:
-        prepared = prepare_lanes(service_lanes, manager)
+        prepared = prepare_lanes(wanted, manager)
         for missing in prepared.not_measured:
             print(f"{missing.name}: {missing.reason}")
-        return handle(args, prepared.lanes, prepared.services)
+        unavailable = [(m.name, m.reason) for m in prepared.not_measured]
+        return handle(args, prepared.lanes, prepared.services, unavailable)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import enum
 import json
-import math
-import os
 import tempfile
 import time
 import traceback
@@ -42,19 +40,28 @@ from typing import Any
 
 from harness import results as _results
 from harness.errors import UsageError
+from harness.execute import fast_tmpdir
 from harness.model import ExitCode
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch, compare
+from harness.parity.fault_workflows import GATE_WORKFLOWS
 from harness.parity.generative import (
     DEFAULT_CASES,
     GeneratedCase,
     generate,
     replay_command,
 )
+from harness.parity.history import (
+    HISTORY_WINDOW,
+    HistoryEntry,
+    append_history,
+    p95,
+    read_history,
+)
 from harness.parity.lanes import REFERENCE_LANE, LaneSpec, Loop, NotMeasured, select_lanes
 from harness.parity.mutants import ParityMutant, get_parity_mutant
 from harness.parity.normalize import rules_table
+from harness.parity.retained import lane_report_path, load_retained, parity_dir
 from harness.parity.runner import (
-    LANE_KIND,
     LANE_TIMEOUT_S,
     LaneReport,
     LaneStatus,
@@ -64,16 +71,14 @@ from harness.parity.runner import (
     run_lane,
     sdk_version,
 )
-from harness.parity.workflows import REFERENCE_WORKFLOWS, Workflow, domains
+from harness.parity.workflows import Workflow, domains
 from targets.base import TargetSpec
 
 KIND = "arib/agent-session-parity-v1"
-HISTORY_KIND = "arib/agent-session-parity-history-v1"
 SCHEMA = "parity-report.schema.json"
 SCHEMA_VERSION = 1
 DEFAULT_BUDGET_MS = 60_000.0
 DEFAULT_P95_MIN_SAMPLES = 8
-HISTORY_WINDOW = 100
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
 
 
@@ -112,7 +117,11 @@ class GateOptions:
     services: Mapping[str, str] = field(default_factory=dict)
     results_dir: Path = RESULTS_DIR
     lane_timeout_s: float = LANE_TIMEOUT_S
-    workflows: tuple[Workflow, ...] = REFERENCE_WORKFLOWS
+    workflows: tuple[Workflow, ...] = GATE_WORKFLOWS
+    # Lanes whose service could not be had here (the CLI's service manager says why).
+    unavailable: tuple[NotMeasured, ...] = ()
+    # Where each lane's temporary stores live: tmpfs when there is one (see run_lane).
+    tmpdir: str | None = field(default_factory=fast_tmpdir)
 
     def validate(self) -> None:
         """Raise UsageError naming the first bad value."""
@@ -147,163 +156,8 @@ class GateOptions:
             "extra_targets": [t.name for t in self.extra_targets],
             "services": sorted(self.services),
             "lane_timeout_s": self.lane_timeout_s,
+            "tmpdir": f"tmpfs ({self.tmpdir})" if self.tmpdir else "system default",
         }
-
-
-# ---------------------------------------------------------------------------------------------
-# History.
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One sample of the gate's elapsed time, from a fresh run that held."""
-
-    at: str
-    elapsed_ms: float
-    sdk: str
-    harness_commit: str
-    lock_hash: str
-    lanes: tuple[str, ...]
-    cases: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": HISTORY_KIND,
-            "at": self.at,
-            "elapsed_ms": round(self.elapsed_ms, 3),
-            "sdk": self.sdk,
-            "harness_commit": self.harness_commit,
-            "lock_hash": self.lock_hash,
-            "lanes": list(self.lanes),
-            "cases": self.cases,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> HistoryEntry:
-        return cls(
-            at=str(data["at"]),
-            elapsed_ms=float(data["elapsed_ms"]),
-            sdk=str(data["sdk"]),
-            harness_commit=str(data["harness_commit"]),
-            lock_hash=str(data["lock_hash"]),
-            lanes=tuple(str(x) for x in data["lanes"]),
-            cases=int(data["cases"]),
-        )
-
-
-@dataclass(frozen=True)
-class HistoryRead:
-    """The valid entries of a history file, or the problem that makes it untrustworthy."""
-
-    entries: tuple[HistoryEntry, ...]
-    problem: str | None = None
-
-
-def read_history(path: Path) -> HistoryRead:
-    """Parse ``history.jsonl``; any corrupt or foreign line makes the whole file a problem."""
-    if not path.exists():
-        return HistoryRead(())
-    entries: list[HistoryEntry] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        return HistoryRead((), f"history file {str(path)!r} cannot be read: {exc}")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            return HistoryRead(
-                (),
-                f"history file {str(path)!r} line {number} is corrupt (not JSON: {exc}); "
-                "repair or remove it, then run `python -m harness parity update`",
-            )
-        if not isinstance(data, dict) or data.get("kind") != HISTORY_KIND:
-            kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
-            return HistoryRead(
-                (),
-                f"history file {str(path)!r} line {number} is foreign (kind {kind!r}, "
-                f"expected {HISTORY_KIND!r}); it was not written by the parity producer",
-            )
-        try:
-            entries.append(HistoryEntry.from_json(data))
-        except (KeyError, TypeError, ValueError) as exc:
-            return HistoryRead(
-                (), f"history file {str(path)!r} line {number} is corrupt (bad field: {exc!r})"
-            )
-    return HistoryRead(tuple(entries))
-
-
-def p95(samples: Sequence[float]) -> float | None:
-    """Nearest-rank 95th percentile, or None without samples."""
-    if not samples:
-        return None
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
-
-
-def append_history(path: Path, entry: HistoryEntry) -> None:
-    """Append one JSON line (the producer is the only caller)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(entry.to_json(), sort_keys=True, ensure_ascii=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-# ---------------------------------------------------------------------------------------------
-# Retained lane reports.
-
-
-def parity_dir(results_dir: Path, sdk: str) -> Path:
-    return results_dir / "parity" / sdk
-
-
-def lane_report_path(base: Path, lane: str) -> Path:
-    return base / "lanes" / f"{lane}.json"
-
-
-@dataclass(frozen=True)
-class Retained:
-    """The outcome of looking for a reusable retained lane report."""
-
-    report: LaneReport | None = None
-    note: str | None = None
-    failure: str | None = None
-
-
-def load_retained(path: Path, binding: Mapping[str, Any]) -> Retained:
-    """A reusable report at ``path`` for ``binding``, or why there is none."""
-    if not path.exists():
-        return Retained(note=f"no retained report at {str(path)!r}; ran fresh")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return Retained(failure=f"retained lane report {str(path)!r} is corrupt: {exc}")
-    if not isinstance(data, dict) or data.get("kind") != LANE_KIND:
-        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
-        return Retained(
-            failure=f"retained lane report {str(path)!r} is foreign (kind {kind!r}, expected "
-            f"{LANE_KIND!r})"
-        )
-    try:
-        report = LaneReport.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        return Retained(failure=f"retained lane report {str(path)!r} is corrupt: {exc!r}")
-    for key in sorted(set(binding) | set(report.binding)):
-        have, want = report.binding.get(key), binding.get(key)
-        if have != want:
-            return Retained(
-                failure=f"retained lane report {str(path)!r} is bound to {key} {have!r}, this "
-                f"run has {want!r}; refresh it with `python -m harness parity update`"
-            )
-    if not report.ok:
-        return Retained(note=f"retained report {str(path)!r} was not ok; ran fresh")
-    return Retained(report=report.as_reused())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,8 +175,10 @@ class LaneSummary:
     ok: bool
     reused: bool
     elapsed_ms: float
+    cpu_ms: float | None
     workflows_ok: int
     workflows_total: int
+    workflows_abstained: int
     cases_ok: int
     cases_total: int
     error: str | None
@@ -339,8 +195,10 @@ class LaneSummary:
             "ok": self.ok,
             "reused": self.reused,
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "cpu_ms": None if self.cpu_ms is None else round(self.cpu_ms, 3),
             "workflows_ok": self.workflows_ok,
             "workflows_total": self.workflows_total,
+            "workflows_abstained": self.workflows_abstained,
             "cases_ok": self.cases_ok,
             "cases_total": self.cases_total,
             "error": self.error,
@@ -387,6 +245,7 @@ class GateReport:
     seed: int
     mutant: ParityMutant | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
+    abstained: Mapping[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def workflow_count(self) -> int:
@@ -430,6 +289,10 @@ class GateReport:
             "fail_reasons": [r.text for r in self.fail_reasons],
             "failures": [r.to_json() for r in self.fail_reasons],
             "missing_workflows": {k: list(v) for k, v in self.missing_workflows.items()},
+            "abstained_workflows": {
+                lane: [{"workflow": name, "reason": reason} for name, reason in entries]
+                for lane, entries in self.abstained.items()
+            },
             "failed_workflows": {k: list(v) for k, v in self.failed_workflows.items()},
             "workflow_mismatches": [m.to_json() for m in self.workflow_mismatches],
             "domain_mismatches": [m.to_json() for m in self.domain_mismatches],
@@ -493,6 +356,8 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
     opts.validate()
     mutant = get_parity_mutant(opts.mutant) if opts.mutant else None
     lanes, not_measured = select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
+    known = {m.lane for m in not_measured}
+    not_measured = (*not_measured, *(m for m in opts.unavailable if m.lane not in known))
     started_at = now_iso()
     started = time.perf_counter()
     try:
@@ -602,6 +467,7 @@ def _run_gate(
                 binding=binding,
                 mutant=mutant,
                 timeout_s=opts.lane_timeout_s,
+                tmpdir=opts.tmpdir,
             )
         )
 
@@ -702,6 +568,7 @@ def _run_gate(
         cases=generated,
         case_mismatches=case_cmp.mismatches,
         missing_cases=case_cmp.missing,
+        abstained=wf_cmp.abstained,
         seed=opts.seed,
         mutant=mutant,
         environment=_results.environment(),
@@ -714,6 +581,14 @@ def _comparison_reasons(
 ) -> list[FailReason]:
     broken = {r.lane for r in reports if r.status is LaneStatus.ERROR}
     out: list[FailReason] = []
+    for name, reason in cmp.abstained.get(reference_lane, []):
+        out.append(
+            FailReason(
+                FailKind.STEP,
+                f"the reference lane {reference_lane!r} abstained from {what} {name!r} "
+                f"({reason}); the reference backend must offer every contract",
+            )
+        )
     for lane, names in cmp.missing.items():
         if lane in broken:
             continue  # the lane's own failure is already named
@@ -784,8 +659,10 @@ def _summary(report: LaneReport, notes: Sequence[str]) -> LaneSummary:
         ok=report.ok,
         reused=report.reused,
         elapsed_ms=report.elapsed_ms,
+        cpu_ms=report.cpu_ms,
         workflows_ok=sum(1 for w in report.workflows if w.ok),
         workflows_total=len(report.workflows),
+        workflows_abstained=sum(1 for w in report.workflows if w.abstained is not None),
         cases_ok=sum(1 for c in report.cases if c.ok),
         cases_total=len(report.cases),
         error=report.error.splitlines()[0] if report.error else None,
@@ -821,17 +698,23 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
+def out_inside_results(out: Path, results_dir: Path) -> None:
+    """UsageError when ``out`` lies inside the results folder (check is read-only there)."""
+    if _inside(out, results_dir):
+        raise UsageError(
+            f"--out {str(out)!r} is inside the results folder {str(results_dir)!r}; check "
+            "is read-only there: use `parity update` to write results"
+        )
+
+
 def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
     """Run the gate read-only: report and lane reports go to a fresh temporary folder only.
 
     ``out``, when given, receives one more copy of the report; it must lie outside the results
     folder (only ``update`` writes there).
     """
-    if out is not None and _inside(out, opts.results_dir):
-        raise UsageError(
-            f"--out {str(out)!r} is inside the results folder {str(opts.results_dir)!r}; check "
-            "is read-only there: use `parity update` to write results"
-        )
+    if out is not None:
+        out_inside_results(out, opts.results_dir)
     run = run_gate(opts, mode="check")
     folder = Path(tempfile.mkdtemp(prefix="arib-parity-check-"))
     _write_run(run, folder, fresh_only=False)

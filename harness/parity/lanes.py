@@ -179,6 +179,15 @@ def parse_loops(text: str | None) -> tuple[Loop, ...]:
     return tuple(loops)
 
 
+def named_targets(names: str | Sequence[str] | None) -> set[str] | None:
+    """The target names a ``--lanes`` selection names (None: every lane)."""
+    if isinstance(names, str):
+        names = [p.strip() for p in names.split(",") if p.strip()]
+    if not names:
+        return None
+    return {name.partition("@")[0] for name in names}
+
+
 def select_lanes(
     names: str | Sequence[str] | None,
     loops: Sequence[Loop],
@@ -214,6 +223,7 @@ def select_lanes(
     else:
         for name in names:
             target_name, _, loop_name = name.partition("@")
+            lane_loops = parse_loops(loop_name) if loop_name else tuple(loops)
             if target_name not in known:
                 gone = [m for m in missing if m.lane == target_name]
                 if gone:
@@ -222,7 +232,6 @@ def select_lanes(
                     f"unknown parity lane {name!r}: use one of {', '.join(known)} "
                     f"(optionally with @asyncio or @uvloop)"
                 )
-            lane_loops = parse_loops(loop_name) if loop_name else tuple(loops)
             wanted.extend(LaneSpec(known[target_name], loop) for loop in lane_loops)
     lanes: list[LaneSpec] = [REFERENCE_LANE]
     for lane in wanted:
