@@ -280,7 +280,11 @@ def run_lane(
     tmpdir: str | None = None,
 ) -> LaneReport:
     """Run one lane in a forked child; a crash or hang there becomes an ERROR lane report."""
-    applied = mutant if mutant is not None and mutant.target == lane.target.name else None
+    applied = (
+        mutant
+        if mutant is not None and mutant.applies_to(lane.target.name, lane.loop.value)
+        else None
+    )
 
     def job() -> LaneReport:
         cpu = time.process_time()
