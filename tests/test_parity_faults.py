@@ -157,7 +157,8 @@ def test_a_lane_without_close_abstains_from_the_close_workflows(tmp_path: Path) 
     workflows = tuple(w for w in FAULT_WORKFLOWS if w.domain == "fault:close")
     report = gate(tmp_path, "no-close", workflows=workflows, extra_targets=(NO_CLOSE,))
     assert report["ok"], report["fail_reasons"]
-    reasons = {a["workflow"]: a["reason"] for a in report["abstained_workflows"]["no-close@asyncio"]}
+    listed = report["abstained_workflows"]["no-close@asyncio"]
+    reasons = {a["workflow"]: a["reason"] for a in listed}
     assert set(reasons) == {w.name for w in workflows}
     assert all("has no close(): the runtime never offered one" in r for r in reasons.values())
 
