@@ -51,6 +51,7 @@ def gate_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         (["--case-seed", "-3"], "case_seed"),
         (["--p95-min-samples", "0"], "p95_min_samples"),
         (["--lane-timeout-s", "0"], "lane_timeout_s"),
+        (["--workers", "0"], "workers"),
         (["--mutant", "nope"], "'nope'"),
         (["--out", "results/parity/x.json"], "inside the results folder"),
     ],

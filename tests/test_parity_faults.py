@@ -185,3 +185,14 @@ def test_a_reference_lane_that_abstains_is_a_failed_step(
         for r in report["fail_reasons"]
     )
     assert REFERENCE.claims.has_close  # the real reference offers every contract
+
+
+def test_lanes_run_two_at_a_time_give_the_same_records_as_one_at_a_time(tmp_path: Path) -> None:
+    # Each lane has its own process and temporary root (and, for a service lane, its own Redis
+    # key prefix and PostgreSQL tables): running two at once must not change a single record.
+    workflows = tuple(w for w in FAULT_WORKFLOWS if w.domain == "fault:concurrency")
+    one = gate(tmp_path / "one", "sqlite-file,async-sqlite-file", workflows=workflows, workers=1)
+    two = gate(tmp_path / "two", "sqlite-file,async-sqlite-file", workflows=workflows, workers=2)
+    assert one["parameters"]["workers"] == 1 and two["parameters"]["workers"] == 2
+    assert one["ok"] and two["ok"], (one["fail_reasons"], two["fail_reasons"])
+    assert [lane["name"] for lane in one["lanes"]] == [lane["name"] for lane in two["lanes"]]

@@ -43,6 +43,12 @@ def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
         "--lane-timeout-s", type=float, help="hard timeout of one lane's child (default 300)"
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        help="lanes run at once, each in its own process and temporary root (default 2 on two "
+        "or more cores; 1 runs them one after the other)",
+    )
+    parser.add_argument(
         "--out",
         help="also write the report JSON to this file"
         + ("" if producer else " (never inside the results folder)"),
@@ -86,6 +92,7 @@ def options_from_args(
         DEFAULT_P95_MIN_SAMPLES,
         RESULTS_DIR,
         GateOptions,
+        default_workers,
     )
     from harness.parity.lanes import NotMeasured, parse_loops
     from harness.parity.runner import LANE_TIMEOUT_S
@@ -109,6 +116,7 @@ def options_from_args(
         services=dict(services or {}),
         results_dir=Path(args.results) if args.results else RESULTS_DIR,
         lane_timeout_s=LANE_TIMEOUT_S if args.lane_timeout_s is None else args.lane_timeout_s,
+        workers=default_workers() if args.workers is None else args.workers,
         workflows=GATE_WORKFLOWS,
         unavailable=tuple(NotMeasured(lane, reason) for lane, reason in unavailable),
     )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import tempfile
 import time
 import traceback
@@ -68,7 +69,7 @@ from harness.parity.runner import (
     definitions_digest,
     now_iso,
     preload,
-    run_lane,
+    run_lanes,
     sdk_version,
 )
 from harness.parity.workflows import Workflow, domains
@@ -80,6 +81,11 @@ SCHEMA_VERSION = 1
 DEFAULT_BUDGET_MS = 60_000.0
 DEFAULT_P95_MIN_SAMPLES = 8
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
+
+
+def default_workers() -> int:
+    """Lanes run at once by default: two where there are two cores, else one."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
 class FailKind(str, enum.Enum):
@@ -120,8 +126,10 @@ class GateOptions:
     workflows: tuple[Workflow, ...] = GATE_WORKFLOWS
     # Lanes whose service could not be had here (the CLI's service manager says why).
     unavailable: tuple[NotMeasured, ...] = ()
-    # Where each lane's temporary stores live: tmpfs when there is one (see run_lane).
+    # Where each lane's temporary stores live: tmpfs when there is one (see run_lane_async).
     tmpdir: str | None = field(default_factory=fast_tmpdir)
+    # Lanes run at once, each in its own process and temporary root (see run_lanes).
+    workers: int = field(default_factory=default_workers)
 
     def validate(self) -> None:
         """Raise UsageError naming the first bad value."""
@@ -137,6 +145,11 @@ class GateOptions:
             raise UsageError(f"lane_timeout_s must be > 0, got {self.lane_timeout_s!r}")
         if not self.loops:
             raise UsageError("at least one event loop is needed (asyncio, uvloop)")
+        if self.workers < 1:
+            raise UsageError(
+                f"workers must be >= 1 (lanes run at once), got {self.workers!r}; use 1 to "
+                "run the lanes one after the other"
+            )
 
     def parameters(self) -> dict[str, Any]:
         return {
@@ -157,6 +170,7 @@ class GateOptions:
             "services": sorted(self.services),
             "lane_timeout_s": self.lane_timeout_s,
             "tmpdir": f"tmpfs ({self.tmpdir})" if self.tmpdir else "system default",
+            "workers": self.workers,
         }
 
 
@@ -435,13 +449,13 @@ def _run_gate(
     preload()
 
     started = time.perf_counter()
-    reports: list[LaneReport] = []
     notes: dict[str, list[str]] = {}
     clean_tree = commit != "unknown" and not commit.endswith("-dirty")
+    kept: dict[str, LaneReport] = {}
+    fresh: list[tuple[LaneSpec, dict[str, Any]]] = []
     for lane in lanes:
         binding = _binding(lane, opts, sdk, commit, lock, defs)
         lane_notes = notes.setdefault(lane.name, [])
-        reused: LaneReport | None = None
         if opts.reuse and mutant is None:
             if not clean_tree:
                 lane_notes.append(
@@ -454,22 +468,22 @@ def _run_gate(
                     reasons.append(FailReason(FailKind.STEP, found.failure))
                 if found.note:
                     lane_notes.append(found.note)
-                reused = found.report
-        if reused is not None:
-            reports.append(reused)
-            continue
-        reports.append(
-            run_lane(
-                lane,
-                opts.workflows,
-                case_workflows,
-                services=opts.services,
-                binding=binding,
-                mutant=mutant,
-                timeout_s=opts.lane_timeout_s,
-                tmpdir=opts.tmpdir,
-            )
-        )
+                if found.report is not None:
+                    kept[lane.name] = found.report
+                    continue
+        fresh.append((lane, binding))
+    ran = run_lanes(
+        fresh,
+        opts.workflows,
+        case_workflows,
+        services=opts.services,
+        mutant=mutant,
+        timeout_s=opts.lane_timeout_s,
+        tmpdir=opts.tmpdir,
+        workers=opts.workers,
+    )
+    kept.update((r.lane, r) for r in ran)
+    reports = [kept[lane.name] for lane in lanes]
 
     reference = next(r for r in reports if r.lane == REFERENCE_LANE.name)
     others = [r for r in reports if r.lane != REFERENCE_LANE.name]
@@ -518,10 +532,13 @@ def _run_gate(
     samples = [
         e.elapsed_ms
         for e in history.entries
-        if e.sdk == sdk and e.lanes == lane_names and e.cases == len(case_workflows)
+        if e.sdk == sdk
+        and e.lanes == lane_names
+        and e.cases == len(case_workflows)
+        and e.workers == opts.workers
     ][-HISTORY_WINDOW:]
-    fresh = all(not r.reused for r in reports) and mutant is None
-    sample_ok = fresh and not reasons and history.problem is None
+    all_fresh = all(not r.reused for r in reports) and mutant is None
+    sample_ok = all_fresh and not reasons and history.problem is None
     if sample_ok:
         samples.append(elapsed_ms)
     p95_ms = p95(samples)
@@ -752,6 +769,7 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
                     lock_hash=report.lock_hash,
                     lanes=tuple(sorted(lane.lane for lane in run.lane_reports)),
                     cases=len(report.cases),
+                    workers=opts.workers,
                 ),
             )
             appended = True

@@ -30,6 +30,8 @@ class HistoryEntry:
     lock_hash: str
     lanes: tuple[str, ...]
     cases: int
+    # Lanes run at once; entries written before lanes could run together were sequential.
+    workers: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,6 +43,7 @@ class HistoryEntry:
             "lock_hash": self.lock_hash,
             "lanes": list(self.lanes),
             "cases": self.cases,
+            "workers": self.workers,
         }
 
     @classmethod
@@ -53,6 +56,7 @@ class HistoryEntry:
             lock_hash=str(data["lock_hash"]),
             lanes=tuple(str(x) for x in data["lanes"]),
             cases=int(data["cases"]),
+            workers=int(data.get("workers", 1)),
         )
 
 

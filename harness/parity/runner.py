@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from harness.child import ChildStatus, run_one
+from harness.child import ChildStatus, run_jobs
 from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
 from harness.parity.mutants import ParityMutant
@@ -268,24 +268,15 @@ async def run_lane_async(
     )
 
 
-def run_lane(
+def _lane_job(
     lane: LaneSpec,
     workflows: Sequence[Workflow],
     cases: Sequence[tuple[int, Workflow]],
-    *,
     services: Mapping[str, str],
     binding: Mapping[str, Any],
-    mutant: ParityMutant | None = None,
-    timeout_s: float = LANE_TIMEOUT_S,
-    tmpdir: str | None = None,
-) -> LaneReport:
-    """Run one lane in a forked child; a crash or hang there becomes an ERROR lane report."""
-    applied = (
-        mutant
-        if mutant is not None and mutant.applies_to(lane.target.name, lane.loop.value)
-        else None
-    )
-
+    applied: ParityMutant | None,
+    tmpdir: str | None,
+) -> Callable[[], LaneReport]:
     def job() -> LaneReport:
         cpu = time.process_time()
         os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
@@ -305,23 +296,80 @@ def run_lane(
         )
         return replace(report, cpu_ms=(time.process_time() - cpu) * 1000.0)
 
-    started = time.perf_counter()
-    outcome = run_one(job, timeout_s=timeout_s)
-    wall_ms = (time.perf_counter() - started) * 1000.0
-    if outcome.status is ChildStatus.OK and isinstance(outcome.value, LaneReport):
-        return replace(outcome.value, elapsed_ms=wall_ms)
-    detail = outcome.detail.strip() or "no detail"
-    return LaneReport(
-        lane=lane.name,
-        target=lane.target.name,
-        loop=lane.loop.value,
-        status=LaneStatus.ERROR,
-        binding=binding,
-        elapsed_ms=wall_ms,
-        started=now_iso(),
-        error=f"lane {lane.name!r} child ended with {outcome.status.value!r}: {detail}",
-        mutant=applied.name if applied else None,
-    )
+    return job
+
+
+def run_lanes(
+    lanes: Sequence[tuple[LaneSpec, Mapping[str, Any]]],
+    workflows: Sequence[Workflow],
+    cases: Sequence[tuple[int, Workflow]],
+    *,
+    services: Mapping[str, str],
+    mutant: ParityMutant | None = None,
+    timeout_s: float = LANE_TIMEOUT_S,
+    tmpdir: str | None = None,
+    workers: int = 1,
+) -> list[LaneReport]:
+    """Run each (lane, binding) in its own forked child, ``workers`` at a time; the reports
+    come back in the order given. A crash or hang of a child becomes an ERROR lane report.
+
+    Lanes share nothing but the servers: each has its own process and temporary root, and the
+    service targets derive their Redis key prefix and PostgreSQL tables from that root.
+    """
+    applied = [
+        mutant if mutant is not None and mutant.applies_to(lane.target.name, lane.loop.value)
+        else None
+        for lane, _ in lanes
+    ]
+    jobs = [
+        _lane_job(lane, workflows, cases, services, binding, mutant_, tmpdir)
+        for (lane, binding), mutant_ in zip(lanes, applied, strict=True)
+    ]
+    outcomes = run_jobs(jobs, workers=workers, timeout_s=timeout_s, stalled_per_worker=0)
+    reports = []
+    for (lane, binding), mutant_, outcome in zip(lanes, applied, outcomes, strict=True):
+        wall_ms = outcome.duration_s * 1000.0
+        if outcome.status is ChildStatus.OK and isinstance(outcome.value, LaneReport):
+            reports.append(replace(outcome.value, elapsed_ms=wall_ms))
+            continue
+        detail = outcome.detail.strip() or "no detail"
+        reports.append(
+            LaneReport(
+                lane=lane.name,
+                target=lane.target.name,
+                loop=lane.loop.value,
+                status=LaneStatus.ERROR,
+                binding=binding,
+                elapsed_ms=wall_ms,
+                started=now_iso(),
+                error=f"lane {lane.name!r} child ended with {outcome.status.value!r}: {detail}",
+                mutant=mutant_.name if mutant_ else None,
+            )
+        )
+    return reports
+
+
+def run_lane(
+    lane: LaneSpec,
+    workflows: Sequence[Workflow],
+    cases: Sequence[tuple[int, Workflow]],
+    *,
+    services: Mapping[str, str],
+    binding: Mapping[str, Any],
+    mutant: ParityMutant | None = None,
+    timeout_s: float = LANE_TIMEOUT_S,
+    tmpdir: str | None = None,
+) -> LaneReport:
+    """Run one lane in a forked child (``run_lanes`` with one lane)."""
+    return run_lanes(
+        [(lane, binding)],
+        workflows,
+        cases,
+        services=services,
+        mutant=mutant,
+        timeout_s=timeout_s,
+        tmpdir=tmpdir,
+    )[0]
 
 
 def preload() -> None:
