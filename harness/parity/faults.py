@@ -268,7 +268,14 @@ class Redelivery(StepSpec):
         await ctx.read()
 
 
-def _writer(target: Any, build: Any, batches: list[list[dict[str, Any]]]) -> _forked.Body:
+def forked_writer(
+    target: Any, build: Any, batches: list[list[dict[str, Any]]], *, wait_go: bool = False
+) -> _forked.Body:
+    """The body of a forked writer process: open an instance on the store of ``build``,
+    (wait for the parent's go when asked,) append each batch and acknowledge each (``ack``
+    or ``error`` with its outcome class), report ``done`` with the failures, then stay until
+    killed or until the parent is gone."""
+
     async def body(channel: _forked.Channel) -> None:
         try:
             handle = await target.build(build)
@@ -277,14 +284,18 @@ def _writer(target: Any, build: Any, batches: list[list[dict[str, Any]]]) -> _fo
             channel.send({"open": outcome(exc)})
             return
         channel.send({"ready": True})
+        if wait_go and not await channel.wait_go(FORK_TIMEOUT_S):
+            return
+        failed = []
         for n, batch in enumerate(batches):
-            try:
-                await handle.session.add_items(batch)
-            except Exception as exc:  # noqa: BLE001
-                channel.send({"error": n, "what": outcome(exc)})
-                break
-            channel.send({"ack": n})
-        await channel.receive(3600)  # stay until killed
+            _, how = await bounded(partial(handle.session.add_items, list(batch)))
+            if how == "returned":
+                channel.send({"ack": n})
+            else:
+                failed.append(how)
+                channel.send({"error": n, "what": how})
+        channel.send({"done": failed})
+        await channel.receive(3600)
 
     return body
 
@@ -312,7 +323,7 @@ class WriterKilled(StepSpec):
         await store.reopen()  # abstains for a store in process memory
         batches = [_items(f"killed writer: {n}", self.size) for n in range(self.appends)]
         build = store.fork_context()
-        worker = _forked.fork_worker("parity-writer", _writer(store.target, build, batches))
+        worker = _forked.fork_worker("parity-writer", forked_writer(store.target, build, batches))
         acks: set[int] = set()
         problems: list[str] = []
         try:

@@ -10,7 +10,6 @@ mutated-source import hook. Site-packages is never written.
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 import textwrap
 from collections.abc import Callable
@@ -18,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model import MutantKind
+from mutants.base import load_class as backend
 from mutants.base import mutant_id
+
+__all__ = ["ParityMutant", "backend", "generated", "handwritten"]
 
 
 @dataclass(frozen=True)
@@ -85,15 +87,6 @@ class ParityMutant:
             "workflow": self.workflow,
             "diff": self.diff(),
         }
-
-
-def _cls(module: str, name: str) -> Any:
-    return getattr(importlib.import_module(module), name)
-
-
-def backend(module: str, name: str) -> Any:
-    """A backend class, looked up now (after any mutated module was served)."""
-    return getattr(importlib.import_module(module), name)
 
 
 def handwritten(

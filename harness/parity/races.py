@@ -23,8 +23,8 @@ import anyio.lowlevel
 
 from checks import _forked
 from checks.base import Barrier
-from harness.parity.faultkit import bounded, key, multiset, outcome, projection, read
-from harness.parity.faults import FORK_TIMEOUT_S, _store
+from harness.parity.faultkit import bounded, key, multiset, projection, read
+from harness.parity.faults import FORK_TIMEOUT_S, _store, forked_writer
 from harness.parity.workflows import StepSpec, WorkflowContext
 
 
@@ -47,6 +47,31 @@ async def _together(calls: Sequence[Callable[[], Awaitable[None]]], seed: int) -
             tg.start_soon(one, i)
 
 
+def _plan(writers: int, batches: int, size: int, tag: str = "w") -> list[list[list[Any]]]:
+    """Per writer, its batches of ``size`` distinct items, in the order it adds them."""
+    return [
+        [[_item(f"{tag}{w} b{b} i{i}") for i in range(size)] for b in range(batches)]
+        for w in range(writers)
+    ]
+
+
+def _in_order(seen: Sequence[Any], mine: Sequence[Sequence[list[Any]]]) -> list[bool]:
+    """Per writer: are its items in ``seen``, each once and in the order it added them?"""
+    return [projection(seen, [i for b in m for i in b]) for m in mine]
+
+
+def _after(
+    ctx: WorkflowContext,
+    seen: list[Any] | None,
+    how: str,
+    errors: list[str],
+    fields: Callable[[list[Any]], dict[str, Any]],
+) -> None:
+    """Record the final state's classes (or how the final read failed) and the errors."""
+    body = {"read": how} if seen is None else fields(seen)
+    ctx.record("after", [{**body, "errors": sorted(errors)}])
+
+
 def _writer(
     session: Any, batches: Sequence[list[Any]], errors: list[str]
 ) -> Callable[[], Awaitable[None]]:
@@ -57,42 +82,6 @@ def _writer(
                 errors.append(how)
 
     return write
-
-
-@dataclass(frozen=True)
-class ConcurrentAppends(StepSpec):
-    """ARIB-CONC-001's fault: ``writers`` tasks append ``appends`` single items each, together.
-
-    Compared: the final items as a sorted multiset (every item once, none foreign), whether
-    each writer's items are in its own order, and the sorted outcome classes of failed calls.
-    Not compared: how the writers interleave, which the race decides.
-    """
-
-    writers: int = 4
-    appends: int = 3
-    seed: int = 1
-    kind: ClassVar[str] = "concurrent_appends"
-
-    async def run(self, ctx: WorkflowContext) -> None:
-        session = ctx.session
-        plan = [[_item(f"w{w} a{i}")] for w in range(self.writers) for i in range(self.appends)]
-        mine = [plan[w * self.appends : (w + 1) * self.appends] for w in range(self.writers)]
-        errors: list[str] = []
-        await _together([_writer(session, m, errors) for m in mine], self.seed)
-        seen, how = await read(session)
-        ctx.record(
-            "after",
-            [
-                {
-                    "items": multiset(seen) if seen is not None else how,
-                    "each_writer_in_order": [
-                        seen is not None and projection(seen, [i for b in m for i in b])
-                        for m in mine
-                    ],
-                    "errors": sorted(errors),
-                }
-            ],
-        )
 
 
 def _contiguous(seen: Sequence[Any], batch: Sequence[Any]) -> str:
@@ -124,30 +113,36 @@ class ConcurrentBatches(StepSpec):
     kind: ClassVar[str] = "concurrent_batches"
 
     async def run(self, ctx: WorkflowContext) -> None:
-        session = ctx.session
-        mine = [
-            [[_item(f"w{w} b{b} i{i}") for i in range(self.size)] for b in range(self.batches)]
-            for w in range(self.writers)
-        ]
+        mine = _plan(self.writers, self.batches, self.size)
         errors: list[str] = []
-        await _together([_writer(session, m, errors) for m in mine], self.seed)
-        seen, how = await read(session)
-        if seen is None:
-            ctx.record("after", [{"read": how, "errors": sorted(errors)}])
-            return
-        ctx.record(
-            "after",
-            [
-                {
-                    "items": multiset(seen),
-                    "batches": [[_contiguous(seen, b) for b in m] for m in mine],
-                    "each_writer_in_order": [
-                        projection(seen, [i for b in m for i in b]) for m in mine
-                    ],
-                    "errors": sorted(errors),
-                }
-            ],
+        await _together([_writer(ctx.session, m, errors) for m in mine], self.seed)
+        seen, how = await read(ctx.session)
+        _after(
+            ctx,
+            seen,
+            how,
+            errors,
+            lambda seen: {
+                "items": multiset(seen),
+                "batches": [[_contiguous(seen, b) for b in m] for m in mine],
+                "each_writer_in_order": _in_order(seen, mine),
+            },
         )
+
+
+@dataclass(frozen=True)
+class ConcurrentAppends(ConcurrentBatches):
+    """ARIB-CONC-001's fault: ``writers`` tasks append ``batches`` single items each, together.
+
+    The same record as ``ConcurrentBatches`` with one-item batches: every item once (sorted
+    multiset), each writer's items in its own order, failed calls; not the interleaving.
+    """
+
+    writers: int = 4
+    batches: int = 3
+    size: int = 1
+    seed: int = 1
+    kind: ClassVar[str] = "concurrent_appends"
 
 
 @dataclass(frozen=True)
@@ -175,43 +170,27 @@ class ClearRacesWriters(StepSpec):
         session = ctx.session
         seeded = [_item(f"seed {i}") for i in range(self.seeds)]
         await session.add_items(list(seeded))
-        mine = [
-            [[_item(f"w{w} b{b} i{i}") for i in range(self.size)] for b in range(self.batches)]
-            for w in range(self.writers)
-        ]
+        mine = _plan(self.writers, self.batches, self.size)
         errors: list[str] = []
-
-        async def clear() -> None:
-            for _ in range(self.clear_after):
-                await anyio.lowlevel.checkpoint()
-            _, how = await bounded(session.clear_session)
-            if how != "returned":
-                errors.append(how)
-
         calls = [_writer(session, m, errors) for m in mine]
-        await _together([*calls, clear], self.seed)
+        await _together([*calls, _clear(session, errors, self.clear_after)], self.seed)
         seen, how = await read(session)
-        if seen is None:
-            ctx.record("after", [{"read": how, "errors": sorted(errors)}])
-            return
         known = {key(i) for i in seeded} | {key(i) for m in mine for b in m for i in b}
-        states = [[_contiguous(seen, b) for b in m] for m in mine]
-        ctx.record(
-            "after",
-            [
-                {
-                    "seed_items_gone": not any(key(i) in {key(s) for s in seen} for i in seeded),
-                    "every_batch_whole_or_absent": all(
-                        s in ("whole", "absent") for row in states for s in row
-                    ),
-                    "survivors_are_a_suffix": [
-                        row == sorted(row, key=lambda s: s != "absent") for row in states
-                    ],
-                    "foreign": sum(1 for i in seen if key(i) not in known),
-                    "errors": sorted(errors),
-                }
-            ],
-        )
+
+        def classes(seen: list[Any]) -> dict[str, Any]:
+            states = [[_contiguous(seen, b) for b in m] for m in mine]
+            return {
+                "seed_items_gone": not {key(i) for i in seeded} & {key(i) for i in seen},
+                "every_batch_whole_or_absent": all(
+                    state in ("whole", "absent") for row in states for state in row
+                ),
+                "survivors_are_a_suffix": [
+                    row == sorted(row, key=lambda state: state != "absent") for row in states
+                ],
+                "foreign": sum(1 for i in seen if key(i) not in known),
+            }
+
+        _after(ctx, seen, how, errors, classes)
 
 
 @dataclass(frozen=True)
@@ -288,9 +267,7 @@ class LimitReadsRaceAppends(StepSpec):
 
     async def run(self, ctx: WorkflowContext) -> None:
         session = ctx.session
-        mine = [
-            [[_item(f"w{w} a{i}")] for i in range(self.appends)] for w in range(self.writers)
-        ]
+        mine = _plan(self.writers, self.appends, 1)
         errors: list[str] = []
         windows: list[tuple[int, list[Any]]] = []
 
@@ -305,26 +282,21 @@ class LimitReadsRaceAppends(StepSpec):
         calls = [_writer(session, m, errors) for m in mine] + [reader] * self.readers
         await _together(calls, self.seed)
         final, how = await read(session)
-        if final is None:
-            ctx.record("after", [{"read": how, "errors": sorted(errors)}])
-            return
         after = []
-        for k in (1, 3, len(final), len(final) + 3):
+        for k in (1, 3, len(final or ()), len(final or ()) + 3):
             value, got = await bounded(partial(session.get_items, limit=k))
-            after.append(got == "returned" and list(value) == final[-k:])
-        ctx.record(
-            "after",
-            [
-                {
-                    "windows_consistent": all(_window_ok(w, final, k) for k, w in windows),
-                    "items": multiset(final),
-                    "each_writer_in_order": [
-                        projection(final, [i for b in m for i in b]) for m in mine
-                    ],
-                    "limit_reads_after": after,
-                    "errors": sorted(errors),
-                }
-            ],
+            after.append(final is not None and got == "returned" and list(value) == final[-k:])
+        _after(
+            ctx,
+            final,
+            how,
+            errors,
+            lambda final: {
+                "windows_consistent": all(_window_ok(w, final, k) for k, w in windows),
+                "items": multiset(final),
+                "each_writer_in_order": _in_order(final, mine),
+                "limit_reads_after": after,
+            },
         )
 
 
@@ -386,35 +358,17 @@ def _shows(items: list[Any] | None, prefix: str) -> bool:
     )
 
 
-def _clear(session: Any, errors: list[str]) -> Callable[[], Awaitable[None]]:
+def _clear(session: Any, errors: list[str], after: int = 0) -> Callable[[], Awaitable[None]]:
+    """A clear_session() call, after ``after`` scheduler checkpoints; failures to ``errors``."""
+
     async def clear() -> None:
+        for _ in range(after):
+            await anyio.lowlevel.checkpoint()
         _, how = await bounded(session.clear_session)
         if how != "returned":
             errors.append(how)
 
     return clear
-
-
-def _appender(target: Any, build: Any, batches: list[list[Any]]) -> _forked.Body:
-    async def body(channel: _forked.Channel) -> None:
-        try:
-            handle = await target.build(build)
-            await handle.session.get_items()
-        except Exception as exc:  # noqa: BLE001 - reported to the parent as evidence
-            channel.send({"open": outcome(exc)})
-            return
-        channel.send({"ready": True})
-        if not await channel.wait_go(FORK_TIMEOUT_S):
-            return
-        failed = []
-        for batch in batches:
-            _, how = await bounded(partial(handle.session.add_items, list(batch)))
-            if how != "returned":
-                failed.append(how)
-        channel.send({"done": failed})
-        await channel.receive(FORK_TIMEOUT_S)
-
-    return body
 
 
 @dataclass(frozen=True)
@@ -438,13 +392,11 @@ class InstancesOnOneStore(StepSpec):
         store = _store(ctx)
         await store.reopen()  # abstains for a store in process memory
         build = store.fork_context()
-        theirs = [[_item(f"process a{i}")] for i in range(self.appends)]
-        worker = _forked.fork_worker("parity-appender", _appender(store.target, build, theirs))
+        theirs = _plan(1, self.appends, 1, tag="process ")[0]
+        body = forked_writer(store.target, build, theirs, wait_go=True)
+        worker = _forked.fork_worker("parity-appender", body)
         errors: list[str] = []
-        mine = [
-            [[_item(f"instance {n} a{i}")] for i in range(self.appends)]
-            for n in range(self.instances)
-        ]
+        mine = _plan(self.instances, self.appends, 1, tag="instance ")
         try:
             message = await _forked.next_message(worker, time.monotonic() + FORK_TIMEOUT_S)
             if not message or "ready" not in message:
@@ -458,21 +410,28 @@ class InstancesOnOneStore(StepSpec):
             await _forked.sleep_until(start)
             writers = [_writer(h.session, m, errors) for h, m in zip(handles, mine, strict=True)]
             await _together(writers, self.seed)
-            done = await _forked.next_message(worker, time.monotonic() + FORK_TIMEOUT_S)
-            errors.extend(done.get("done", ["process_no_answer"]) if done else ["process_gone"])
+            errors.extend(await _process_failures(worker))
         finally:
             _forked.reap([worker])
         seen, how = await read((await store.open_built(build)).session)
-        ctx.record(
-            "after",
-            [
-                {
-                    "items": multiset(seen) if seen is not None else how,
-                    "each_writer_in_order": [
-                        seen is not None and projection(seen, [i for b in m for i in b])
-                        for m in [*mine, theirs]
-                    ],
-                    "errors": sorted(errors),
-                }
-            ],
+        _after(
+            ctx,
+            seen,
+            how,
+            errors,
+            lambda seen: {
+                "items": multiset(seen),
+                "each_writer_in_order": _in_order(seen, [*mine, theirs]),
+            },
         )
+
+
+async def _process_failures(worker: _forked.Worker) -> list[str]:
+    """The outcome classes of the forked writer's failed appends, once it reports done."""
+    deadline = time.monotonic() + FORK_TIMEOUT_S
+    while True:
+        message = await _forked.next_message(worker, deadline)
+        if message is None:
+            return ["process_gone"]
+        if "done" in message:
+            return [str(f) for f in message["done"]]
