@@ -192,7 +192,7 @@ def write_html(report: dict[str, Any], out_dir: Path) -> Path:
     """Write ``report.html`` and the viewer bundle into ``out_dir``; returns the page's path."""
     validate_mutation_report(report)
     members = fetch_viewer()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out_dir)
     (out_dir / BUNDLE_NAME).write_bytes(members[BUNDLE_MEMBER])
     (out_dir / LICENSE_NAME).write_bytes(members[LICENSE_MEMBER])
     page = out_dir / "report.html"

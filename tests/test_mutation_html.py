@@ -108,6 +108,7 @@ def test_html_command_refuses_a_corrupt_or_foreign_json(tmp_path: Path, fake_npm
         write_html_from_file(bad, tmp_path / "out")
     assert main(["html", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 4
     assert not fake_npm.exists()  # a bad input never reaches npm
+    assert not (tmp_path / "o").exists() and not (tmp_path / "out").exists()
 
 
 def test_an_unusable_out_folder_is_a_usage_error(tmp_path: Path) -> None:

