@@ -68,6 +68,15 @@ def test_a_bad_argument_exits_2_before_any_server_starts(
     assert servers == [] and gate_calls == []
 
 
+def test_an_unknown_lane_lists_the_service_lanes_too(
+    servers: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["parity", "check", "--lanes", "nope"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "'nope'" in err and "sqlite-memory" in err and "redis-from-url" in err
+    assert servers == []
+
+
 def test_only_the_servers_of_the_named_lanes_are_started(
     servers: list[str], gate_calls: list[dict[str, Any]]
 ) -> None:

@@ -85,17 +85,16 @@ def options_from_args(
     unavailable: Sequence[tuple[str, str]] = (),
 ) -> Any:
     """GateOptions from parsed arguments (bad values raise UsageError)."""
-    from harness.parity.fault_workflows import GATE_WORKFLOWS
-    from harness.parity.gate import (
+    from harness.parity.lanes import NotMeasured, parse_loops
+    from harness.parity.options import (
         DEFAULT_BUDGET_MS,
         DEFAULT_CASES,
         DEFAULT_P95_MIN_SAMPLES,
+        LANE_TIMEOUT_S,
         RESULTS_DIR,
         GateOptions,
         default_workers,
     )
-    from harness.parity.lanes import NotMeasured, parse_loops
-    from harness.parity.runner import LANE_TIMEOUT_S
 
     cases = DEFAULT_CASES if args.cases is None else args.cases
     if args.case_seed is not None and args.cases is None:
@@ -117,7 +116,6 @@ def options_from_args(
         results_dir=Path(args.results) if args.results else RESULTS_DIR,
         lane_timeout_s=LANE_TIMEOUT_S if args.lane_timeout_s is None else args.lane_timeout_s,
         workers=default_workers() if args.workers is None else args.workers,
-        workflows=GATE_WORKFLOWS,
         unavailable=tuple(NotMeasured(lane, reason) for lane, reason in unavailable),
     )
     opts.validate()
@@ -137,8 +135,8 @@ def validate_args(
     Raises UsageError (exit 2) naming the bad value: an option out of range, an unknown lane,
     loop or mutant, an ``--out`` inside the results folder, or an unusable ``--results``.
     """
-    from harness.parity.gate import out_inside_results
     from harness.parity.lanes import named_targets, select_lanes
+    from harness.parity.options import out_inside_results
 
     opts = options_from_args(args, service_targets, {})
     if args.out:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 import tempfile
 import time
 import traceback
@@ -41,12 +40,9 @@ from typing import Any
 
 from harness import results as _results
 from harness.errors import UsageError
-from harness.execute import fast_tmpdir
 from harness.model import ExitCode
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch, compare
-from harness.parity.fault_workflows import GATE_WORKFLOWS
 from harness.parity.generative import (
-    DEFAULT_CASES,
     GeneratedCase,
     generate,
     replay_command,
@@ -58,12 +54,15 @@ from harness.parity.history import (
     p95,
     read_history,
 )
-from harness.parity.lanes import REFERENCE_LANE, LaneSpec, Loop, NotMeasured, select_lanes
+from harness.parity.lanes import REFERENCE_LANE, LaneSpec, NotMeasured, select_lanes
 from harness.parity.mutants import ParityMutant, get_parity_mutant
 from harness.parity.normalize import rules_table
+from harness.parity.options import (
+    GateOptions,
+    out_inside_results,
+)
 from harness.parity.retained import lane_report_path, load_retained, parity_dir
 from harness.parity.runner import (
-    LANE_TIMEOUT_S,
     LaneReport,
     LaneStatus,
     definitions_digest,
@@ -72,20 +71,11 @@ from harness.parity.runner import (
     run_lanes,
     sdk_version,
 )
-from harness.parity.workflows import Workflow, domains
-from targets.base import TargetSpec
+from harness.parity.workflows import domains
 
 KIND = "arib/agent-session-parity-v1"
 SCHEMA = "parity-report.schema.json"
 SCHEMA_VERSION = 1
-DEFAULT_BUDGET_MS = 60_000.0
-DEFAULT_P95_MIN_SAMPLES = 8
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
-
-
-def default_workers() -> int:
-    """Lanes run at once by default: two where there are two cores, else one."""
-    return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
 class FailKind(str, enum.Enum):
@@ -104,74 +94,6 @@ class FailReason:
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind.value, "text": self.text}
-
-
-@dataclass(frozen=True)
-class GateOptions:
-    """Everything that parameterizes a gate run (the CLI maps its options onto this)."""
-
-    lanes: str | Sequence[str] | None = None
-    loops: tuple[Loop, ...] = (Loop.ASYNCIO, Loop.UVLOOP)
-    budget_ms: float = DEFAULT_BUDGET_MS
-    p95_min_samples: int = DEFAULT_P95_MIN_SAMPLES
-    seed: int = 0
-    cases: int = DEFAULT_CASES
-    case_seed: int | None = None
-    reuse: bool = False
-    mutant: str | None = None
-    extra_targets: tuple[TargetSpec, ...] = ()
-    services: Mapping[str, str] = field(default_factory=dict)
-    results_dir: Path = RESULTS_DIR
-    lane_timeout_s: float = LANE_TIMEOUT_S
-    workflows: tuple[Workflow, ...] = GATE_WORKFLOWS
-    # Lanes whose service could not be had here (the CLI's service manager says why).
-    unavailable: tuple[NotMeasured, ...] = ()
-    # Where each lane's temporary stores live: tmpfs when there is one (see run_lane_async).
-    tmpdir: str | None = field(default_factory=fast_tmpdir)
-    # Lanes run at once, each in its own process and temporary root (see run_lanes).
-    workers: int = field(default_factory=default_workers)
-
-    def validate(self) -> None:
-        """Raise UsageError naming the first bad value."""
-        if not (self.budget_ms > 0):
-            raise UsageError(f"budget_ms must be > 0, got {self.budget_ms!r}")
-        if self.p95_min_samples < 1:
-            raise UsageError(f"p95_min_samples must be >= 1, got {self.p95_min_samples!r}")
-        if self.cases < 0:
-            raise UsageError(f"cases must be >= 0, got {self.cases!r}")
-        if self.case_seed is not None and self.case_seed < 0:
-            raise UsageError(f"case_seed must be >= 0, got {self.case_seed!r}")
-        if self.lane_timeout_s <= 0:
-            raise UsageError(f"lane_timeout_s must be > 0, got {self.lane_timeout_s!r}")
-        if not self.loops:
-            raise UsageError("at least one event loop is needed (asyncio, uvloop)")
-        if self.workers < 1:
-            raise UsageError(
-                f"workers must be >= 1 (lanes run at once), got {self.workers!r}; use 1 to "
-                "run the lanes one after the other"
-            )
-
-    def parameters(self) -> dict[str, Any]:
-        return {
-            "lanes": (
-                self.lanes
-                if isinstance(self.lanes, str) or self.lanes is None
-                else ",".join(self.lanes)
-            ),
-            "loops": [loop.value for loop in self.loops],
-            "budget_ms": self.budget_ms,
-            "p95_min_samples": self.p95_min_samples,
-            "seed": self.seed,
-            "cases": self.cases,
-            "case_seed": self.case_seed,
-            "reuse": self.reuse,
-            "mutant": self.mutant,
-            "extra_targets": [t.name for t in self.extra_targets],
-            "services": sorted(self.services),
-            "lane_timeout_s": self.lane_timeout_s,
-            "tmpdir": f"tmpfs ({self.tmpdir})" if self.tmpdir else "system default",
-            "workers": self.workers,
-        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,8 +319,8 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
                 lanes=(),
                 reference_lane=REFERENCE_LANE.name,
                 not_measured=not_measured,
-                workflows=tuple(w.name for w in opts.workflows),
-                domains=domains(opts.workflows),
+                workflows=tuple(w.name for w in opts.run_workflows),
+                domains=domains(opts.run_workflows),
                 elapsed_ms=(time.perf_counter() - started) * 1000.0,
                 budget_ms=opts.budget_ms,
                 history_samples=0,
@@ -409,7 +331,9 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
                 history_path=str(parity_dir(opts.results_dir, sdk) / "history.jsonl"),
                 history_appended=False,
                 fail_reasons=(reason,),
-                missing_workflows={lane.name: [w.name for w in opts.workflows] for lane in lanes},
+                missing_workflows={
+                    lane.name: [w.name for w in opts.run_workflows] for lane in lanes
+                },
                 failed_workflows={},
                 workflow_mismatches=(),
                 domain_mismatches=(),
@@ -442,7 +366,7 @@ def _run_gate(
     sdk = sdk_version()
     commit = _results.harness_commit()
     lock = _results.lock_hash(sdk)
-    defs = definitions_digest(opts.workflows, [w for _, w in case_workflows])
+    defs = definitions_digest(opts.run_workflows, [w for _, w in case_workflows])
     base = parity_dir(opts.results_dir, sdk)
     reasons: list[FailReason] = []
     started_at = now_iso()
@@ -477,7 +401,7 @@ def _run_gate(
     fresh.sort(key=lambda item: item[0].target.service is None)
     ran = run_lanes(
         fresh,
-        opts.workflows,
+        opts.run_workflows,
         case_workflows,
         services=opts.services,
         mutant=mutant,
@@ -504,7 +428,7 @@ def _run_gate(
             )
         )
 
-    wf_cmp = compare(reference, others, opts.workflows)
+    wf_cmp = compare(reference, others, opts.run_workflows)
     seeds = {w.name: s for s, w in case_workflows}
     case_cmp = compare(
         reference,
@@ -569,8 +493,8 @@ def _run_gate(
         lanes=summaries,
         reference_lane=REFERENCE_LANE.name,
         not_measured=tuple(not_measured),
-        workflows=tuple(w.name for w in opts.workflows),
-        domains=domains(opts.workflows),
+        workflows=tuple(w.name for w in opts.run_workflows),
+        domains=domains(opts.run_workflows),
         elapsed_ms=elapsed_ms,
         budget_ms=opts.budget_ms,
         history_samples=len(samples),
@@ -708,23 +632,6 @@ def _write_run(run: GateRun, folder: Path, *, fresh_only: bool) -> None:
     document = run.report.to_json()
     _results.validate(document, SCHEMA)
     _results.atomic_write_text(folder / "report.json", _dump(document))
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
-        return False
-    return True
-
-
-def out_inside_results(out: Path, results_dir: Path) -> None:
-    """UsageError when ``out`` lies inside the results folder (check is read-only there)."""
-    if _inside(out, results_dir):
-        raise UsageError(
-            f"--out {str(out)!r} is inside the results folder {str(results_dir)!r}; check "
-            "is read-only there: use `parity update` to write results"
-        )
 
 
 def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:

@@ -228,8 +228,9 @@ def select_lanes(
                 gone = [m for m in missing if m.lane == target_name]
                 if gone:
                     continue  # listed in not_measured with its reason
+                names_ = [*known, *(m.lane for m in missing if m.lane not in known)]
                 raise UnknownNameError(
-                    f"unknown parity lane {name!r}: use one of {', '.join(known)} "
+                    f"unknown parity lane {name!r}: use one of {', '.join(names_)} "
                     f"(optionally with @asyncio or @uvloop)"
                 )
             wanted.extend(LaneSpec(known[target_name], loop) for loop in lane_loops)

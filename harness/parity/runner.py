@@ -26,6 +26,7 @@ from harness.child import ChildStatus, run_jobs
 from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
 from harness.parity.mutants import ParityMutant
+from harness.parity.options import LANE_TIMEOUT_S
 from harness.parity.workflows import (
     Read,
     Workflow,
@@ -38,7 +39,6 @@ from targets.base import BuildContext, verify_claims
 
 LANE_KIND = "arib/agent-session-parity-lane-v1"
 WORKFLOW_TIMEOUT_S = 60.0
-LANE_TIMEOUT_S = 300.0
 
 
 class LaneStatus(str, enum.Enum):
