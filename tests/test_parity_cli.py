@@ -89,3 +89,19 @@ def test_only_the_servers_of_the_named_lanes_are_started(
     servers.clear()
     assert main(["parity", "check"]) == 0
     assert set(servers) == {"redis", "postgres"}
+
+
+def test_service_lanes_start_spread_among_the_local_lanes() -> None:
+    from harness.parity.gate import spread_service_lanes
+    from harness.parity.lanes import Loop, select_lanes
+    from targets.services import SERVICE_TARGETS
+
+    targets = tuple(t for t in SERVICE_TARGETS if t.service)
+    services = {t.service: "unused://" for t in targets if t.service}
+    lanes, _ = select_lanes(None, (Loop.ASYNCIO, Loop.UVLOOP), targets, services)
+    order = [lane for lane, _ in spread_service_lanes([(lane, {}) for lane in lanes])]
+    assert sorted(lane.name for lane in order) == sorted(lane.name for lane in lanes)
+    served = [i for i, lane in enumerate(order) if lane.target.service is not None]
+    assert len(served) >= 2 and all(b - a > 1 for a, b in zip(served, served[1:]))
+    local = [(lane, {}) for lane in lanes if lane.target.service is None]
+    assert spread_service_lanes(local) == local

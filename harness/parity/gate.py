@@ -347,6 +347,30 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
         )
 
 
+def spread_service_lanes(
+    runs: Sequence[tuple[LaneSpec, dict[str, Any]]],
+) -> list[tuple[LaneSpec, dict[str, Any]]]:
+    """The order lanes start in: service lanes spread evenly among the local ones.
+
+    A service lane spends much of its time waiting on its server; run beside a local lane it
+    overlaps with that lane's work, while two lanes of one server run together would only
+    queue on that server (the report keeps the lanes' own order either way).
+    """
+    local = [run for run in runs if run[0].target.service is None]
+    service = [run for run in runs if run[0].target.service is not None]
+    if not service:
+        return list(runs)
+    step = len(runs) / len(service)
+    slots = {round(step * i + step / 2) for i in range(len(service))}
+    order: list[tuple[LaneSpec, dict[str, Any]]] = []
+    for position in range(len(runs)):
+        if service and (position in slots or not local):
+            order.append(service.pop(0))
+        else:
+            order.append(local.pop(0))
+    return order
+
+
 def _safe(fn: Any) -> str:
     try:
         return str(fn())
@@ -396,11 +420,8 @@ def _run_gate(
                     kept[lane.name] = found.report
                     continue
         fresh.append((lane, binding))
-    # Service lanes first: they are the longest and wait on their server much of the time, so
-    # started early they overlap with the local lanes instead of ending the run alone.
-    fresh.sort(key=lambda item: item[0].target.service is None)
     ran = run_lanes(
-        fresh,
+        spread_service_lanes(fresh),
         opts.run_workflows,
         case_workflows,
         services=opts.services,
