@@ -102,6 +102,7 @@ def test_service_lanes_start_spread_among_the_local_lanes() -> None:
     order = [lane for lane, _ in spread_service_lanes([(lane, {}) for lane in lanes])]
     assert sorted(lane.name for lane in order) == sorted(lane.name for lane in lanes)
     served = [i for i, lane in enumerate(order) if lane.target.service is not None]
-    assert len(served) >= 2 and all(b - a > 1 for a, b in zip(served, served[1:]))
+    gaps = [b - a for a, b in zip(served, served[1:], strict=False)]
+    assert len(served) >= 2 and min(gaps) > 1
     local = [(lane, {}) for lane in lanes if lane.target.service is None]
     assert spread_service_lanes(local) == local
