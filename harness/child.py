@@ -319,12 +319,14 @@ def run_jobs(
     timeout_s: float | Sequence[float],
     on_done: Callable[[int, ChildOutcome], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    stalled_per_worker: int = STALLED_PER_WORKER,
 ) -> list[ChildOutcome]:
     """Run each job in its own forked child, ``workers`` at a time, in submission order.
 
     ``timeout_s`` is one hard timeout for every job, or one per job. A child that is stalled
     (see ``STALL_AFTER_S``) stops counting against ``workers``, so a mutant blocked on a lock
-    until its time limit does not keep a core idle.
+    until its time limit does not keep a core idle; at most ``stalled_per_worker`` such
+    children per worker run beside the active ones (0: never more than ``workers`` at once).
     """
     limits = ([float(timeout_s)] * len(jobs) if isinstance(timeout_s, (int, float))
               else [float(t) for t in timeout_s])
@@ -336,7 +338,7 @@ def run_jobs(
         workers = max(1, workers)
         while pending or running:
             while pending and (sum(1 for r in running.values() if not r.stalled) < workers
-                               and len(running) < workers * (1 + STALLED_PER_WORKER)):
+                               and len(running) < workers * (1 + stalled_per_worker)):
                 index = pending.pop(0)
                 pid, fd = _fork(jobs[index])
                 running[fd] = _Running(index, pid, fd, time.perf_counter(), [])

@@ -302,6 +302,11 @@ def cmd_survey(args: argparse.Namespace) -> int:
     waivers = survivors_path(sdk_version())
     lanes = ((REFERENCE, *REAL_TARGETS) if args.lanes == "all" else parse_lanes(args.lanes)
              if args.lanes else (REFERENCE, *LOCAL_TARGETS))
+    if args.html:  # fail in seconds, not after the survey, when the viewer cannot be had
+        from harness.mutation_html import check_out_dir, fetch_viewer
+
+        check_out_dir(Path(args.html))
+        fetch_viewer()
     started = time.perf_counter()
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
@@ -347,6 +352,14 @@ def cmd_survey(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return int(ExitCode.ERROR_OR_NOTHING)
     return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    """The HTML kill matrix from a mutation-report JSON that ``survey --write`` wrote."""
+    from harness.mutation_html import write_html_from_file
+
+    print(f"wrote {write_html_from_file(Path(args.report), Path(args.out))}")
+    return 0
 
 
 def cmd_scaffold(args: argparse.Namespace) -> int:
@@ -398,18 +411,24 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    """The parity gate, with the service lanes whose servers can run here."""
+    """The parity gate, with the service lanes whose servers can run here.
+
+    Every argument is checked before any server starts (a usage error costs no server), and
+    only the servers of the lanes the selection names are started.
+    """
     from harness.lanes import prepare_lanes
-    from harness.parity.cli import handle
+    from harness.parity.cli import handle, validate_args
     from harness.services import ServiceManager
     from targets.services import SERVICE_TARGETS
 
     service_lanes = tuple(t for t in SERVICE_TARGETS if t.service is not None)
+    _, wanted = validate_args(args, service_lanes)
     with ServiceManager() as manager:
-        prepared = prepare_lanes(service_lanes, manager)
+        prepared = prepare_lanes(wanted, manager)
         for missing in prepared.not_measured:
             print(f"{missing.name}: {missing.reason}")
-        return handle(args, prepared.lanes, prepared.services)
+        unavailable = [(m.name, m.reason) for m in prepared.not_measured]
+        return handle(args, prepared.lanes, prepared.services, unavailable)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -491,6 +510,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "every lane, LANE=PCT one lane (repeatable), e.g. --fail-under 90 "
                         "--fail-under redis-from-url=80")
     p.set_defaults(func=cmd_survey)
+
+    p = sub.add_parser("html", help="build the HTML kill matrix from a survey's "
+                                    "mutation-report.json (the viewer is fetched from npm once)")
+    p.add_argument("report", help="a mutation-report.json written by survey --write")
+    p.add_argument("--out", required=True, help="folder for report.html and the viewer bundle")
+    p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("scaffold", help="write a new check and its first mutant to fill in")
     p.add_argument("check_id", help="e.g. ARIB-POP-001")

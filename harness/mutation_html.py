@@ -1,10 +1,13 @@
 """An HTML kill matrix shown by the standard mutation-testing-elements viewer.
 
-The viewer is not part of this repository: at report time ``npm pack`` fetches the pinned
-``mutation-testing-elements`` tarball from the npm registry into ``<ARIB_CACHE_DIR>/npm``
-(default ``.arib-cache/npm``, gitignored), its sha512 is checked against the pinned
-integrity, and its browser bundle ``dist/mutation-test-elements.js`` (with the package's
-LICENSE) is copied next to ``report.html``. The report JSON is inlined in the page and
+The viewer is not part of this repository: the first time a report is built, ``npm pack``
+fetches the pinned ``mutation-testing-elements`` tarball from the npm registry into
+``<ARIB_CACHE_DIR>/npm`` (default ``.arib-cache/npm`` under the working directory, gitignored;
+always made absolute, because npm runs with that folder as its working directory), its sha512
+is checked against the pinned integrity, and later reports reuse it. Its browser bundle
+``dist/mutation-test-elements.js`` (with the package's LICENSE) is copied next to
+``report.html``. ``fetch_viewer()`` gets it up front, so that a long survey fails before it
+starts, not after, when the viewer cannot be had. The report JSON is inlined in the page and
 bound to the ``report`` property of ``<mutation-test-report-app>``, so the page also works
 from ``file://``, where a ``src`` fetch of a local JSON file would be blocked.
 """
@@ -45,8 +48,13 @@ class ViewerUnavailableError(ResultsError):
 
 
 def cache_dir() -> Path:
-    """Where the viewer tarball is kept between runs."""
-    return Path(os.environ.get("ARIB_CACHE_DIR", ".arib-cache")) / "npm"
+    """Where the viewer tarball is kept between runs: an absolute path.
+
+    ``ARIB_CACHE_DIR`` may be relative (to the working directory, like the default); it is
+    resolved here because ``npm pack`` runs inside this folder and would read a relative
+    ``--pack-destination`` from there.
+    """
+    return (Path(os.environ.get("ARIB_CACHE_DIR", ".arib-cache")).expanduser() / "npm").resolve()
 
 
 def _tarball(cache: Path) -> Path:
@@ -66,6 +74,7 @@ def _npm_pack(cache: Path) -> None:
             f"once to fetch the viewer {spec}; install Node.js/npm (e.g. `apt-get install -y "
             f"npm`) or put the tarball at {_tarball(cache)}"
         )
+    cache = cache.resolve()
     cache.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
            "npm_config_audit": "false"}
@@ -105,6 +114,14 @@ def viewer_tarball(cache: Path | None = None) -> bytes:
             f"{VIEWER_PACKAGE}@{VIEWER_VERSION}: check the registry (`npm config get registry`)"
         )
     return data
+
+
+def fetch_viewer() -> dict[str, bytes]:
+    """The viewer's bundle and license (fetched once, then cached); ViewerUnavailableError.
+
+    Called before a long run that ends in an HTML report, so that it fails in seconds.
+    """
+    return _members(viewer_tarball())
 
 
 def _members(tarball: bytes) -> dict[str, bytes]:
@@ -153,14 +170,50 @@ def render_page(report: Mapping[str, Any], bundle: str = BUNDLE_NAME) -> str:
     return PAGE.format(bundle=bundle, report=_inline_json(report))
 
 
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an ``out_dir`` that is a file or cannot be created or written (UsageError)."""
+    from harness.errors import UsageError
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"HTML report folder {str(out_dir)!r} cannot be created ({exc.strerror or exc}); "
+            "the rule: it must be a folder you can write; fix: name another --html/--out folder"
+        ) from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"HTML report folder {str(out_dir)!r} is not writable; the rule: it must be a "
+            "folder you can write; fix: name another --html/--out folder"
+        )
+
+
 def write_html(report: dict[str, Any], out_dir: Path) -> Path:
     """Write ``report.html`` and the viewer bundle into ``out_dir``; returns the page's path."""
     validate_mutation_report(report)
-    members = _members(viewer_tarball())
-    out_dir.mkdir(parents=True, exist_ok=True)
+    members = fetch_viewer()
+    check_out_dir(out_dir)
     (out_dir / BUNDLE_NAME).write_bytes(members[BUNDLE_MEMBER])
     (out_dir / LICENSE_NAME).write_bytes(members[LICENSE_MEMBER])
     page = out_dir / "report.html"
     atomic_write_text(page, render_page(report))
     page.chmod(0o644)  # readable like the files beside it (the atomic write makes it 0600)
     return page
+
+
+def write_html_from_file(report_json: Path, out_dir: Path) -> Path:
+    """Build the HTML report from a mutation-report JSON file written by ``survey --write``."""
+    try:
+        report = json.loads(report_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ResultsError(
+            f"cannot read mutation report {str(report_json)!r}: {exc}; the rule: a "
+            "mutation-testing-report-schema JSON (survey --write writes mutation-report.json); "
+            "fix: name such a file"
+        ) from None
+    if not isinstance(report, dict):
+        raise ResultsError(
+            f"mutation report {str(report_json)!r} holds a JSON {type(report).__name__}, not "
+            "an object; fix: name the mutation-report.json that survey --write wrote"
+        )
+    return write_html(report, out_dir)

@@ -16,6 +16,7 @@ import pytest
 
 from harness.errors import MutantDefinitionError, UnknownNameError
 from harness.model import ExitCode, MutantKind
+from harness.parity.fault_workflows import FAULT_WORKFLOWS
 from harness.parity.gate import GateOptions, check
 from harness.parity.lanes import Loop
 from harness.parity.mutants import PARITY_MUTANTS, get_parity_mutant
@@ -28,7 +29,7 @@ KILLERS = tuple(
     for w in REFERENCE_WORKFLOWS
     if w.name in ("chat_multi_turn", "tool_call_single", "unicode_edge_cases")
 )
-MUTANT_TARGETS = sorted({m.target for m in PARITY_MUTANTS})
+MUTANT_TARGETS = sorted({m.target for m in PARITY_MUTANTS if m.target != "reference"})
 
 
 @pytest.fixture(autouse=True)
@@ -36,11 +37,23 @@ def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+def bystander(target: str) -> list[str]:
+    """A lane that agrees with the reference lane on every workflow a mutant is run with."""
+    if target == "reference":
+        return []
+    return ["sqlite-file" if target == "sqlite-memory" else "sqlite-memory"]
+
+
 def gate(tmp_path: Path, **kw: Any) -> dict[str, Any]:
-    """A small gate: the mutant's lane and a bystander lane (or every mutant target)."""
-    mutant = kw.get("mutant")
+    """A small gate: the mutant's lane and a bystander lane (or every mutant target).
+
+    A fault workflow's mutant runs with its own workflow only (no generated case): that is the
+    workflow written to see it.
+    """
+    name = kw.get("mutant")
+    mutant = get_parity_mutant(name) if name else None
     lanes = (
-        f"{get_parity_mutant(mutant).target},sqlite-memory" if mutant else ",".join(MUTANT_TARGETS)
+        ",".join([mutant.lane, *bystander(mutant.target)]) if mutant else ",".join(MUTANT_TARGETS)
     )
     settings: dict[str, Any] = {
         "lanes": lanes,
@@ -49,10 +62,18 @@ def gate(tmp_path: Path, **kw: Any) -> dict[str, Any]:
         "workflows": KILLERS,
         "results_dir": tmp_path / "results",
     }
+    if mutant is not None and mutant.workflow is not None:
+        settings["workflows"] = tuple(w for w in FAULT_WORKFLOWS if w.name == mutant.workflow)
+        settings["cases"] = 0
     opts = GateOptions(**{**settings, **kw})
     report, folder = check(opts)
     shutil.rmtree(folder)
     return report
+
+
+def test_every_fault_workflow_is_paired_with_a_mutant() -> None:
+    paired = {m.workflow for m in PARITY_MUTANTS if m.must_kill and m.workflow}
+    assert paired == {w.name for w in FAULT_WORKFLOWS}
 
 
 def test_the_pairing_has_handwritten_and_generated_mutants() -> None:
@@ -75,16 +96,19 @@ def test_the_gate_passes_clean(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", [m.name for m in PARITY_MUTANTS if m.must_kill])
 def test_the_gate_fails_on_each_mutant_and_names_only_its_lane(tmp_path: Path, name: str) -> None:
     mutant = get_parity_mutant(name)
+    lane = f"{mutant.target}@{mutant.loop or 'asyncio'}"
     report = gate(tmp_path, mutant=name)
     assert not report["ok"] and report["exit_code"] == ExitCode.VIOLATED, report["fail_reasons"]
     assert report["mutant"]["name"] == name
     differing = {lane for m in report["workflow_mismatches"] for lane in m["differing_lanes"]}
-    assert differing == {f"{mutant.target}@asyncio"}
+    assert differing == {lane}
+    if mutant.workflow is not None:
+        assert [m["workflow"] for m in report["workflow_mismatches"]] == [mutant.workflow]
     first = report["workflow_mismatches"][0]["first_differences"][0]
-    assert first["lane"] == f"{mutant.target}@asyncio"
+    assert first["lane"] == lane
     assert first["diff"].startswith("--- reference@asyncio read #")
     applied = {lane["name"]: lane["mutant"] for lane in report["lanes"]}
-    assert applied.pop(f"{mutant.target}@asyncio") == name
+    assert applied.pop(lane) == name
     assert set(applied.values()) == {None}
 
 

@@ -4,12 +4,16 @@ Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.
 ``harness/schemas/parity-report.schema.json``). Parts:
 
 - ``workflows``: the reference workflows (offline openai-agents runs with a scripted model);
+- ``fault_workflows``: every fault a check injects, as a workflow (steps in ``faults`` and
+  ``races``, shared tools and outcome classes in ``faultkit``);
 - ``normalize``: the written table of normalization rules;
 - ``lanes``: targets x event loops, plus the in-memory and encrypted lane variants;
-- ``runner``: one lane in a forked child; ``compare``: lanes against the reference lane;
+- ``runner``: lanes in forked children; ``compare``: lanes against the reference lane;
 - ``generative``: cases composed from the reference pool by seed;
-- ``mutants``: the mutants the gate must kill; ``gate``: ``check`` (read-only) and ``update``
-  (the producer); ``cli``: ``python -m harness parity {check,update}``.
+- ``mutants`` and ``fault_mutants``: the mutants the gate must kill (``mutantkit``: what one is);
+- ``history``: the p95 history; ``retained``: reusable lane reports;
+- ``gate``: ``check`` (read-only) and ``update`` (the producer); ``cli``:
+  ``python -m harness parity {check,update}``.
 """
 
 from __future__ import annotations

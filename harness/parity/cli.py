@@ -43,6 +43,12 @@ def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
         "--lane-timeout-s", type=float, help="hard timeout of one lane's child (default 300)"
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        help="lanes run at once, each in its own process and temporary root (default 2 on two "
+        "or more cores; 1 runs them one after the other)",
+    )
+    parser.add_argument(
         "--out",
         help="also write the report JSON to this file"
         + ("" if producer else " (never inside the results folder)"),
@@ -76,18 +82,19 @@ def options_from_args(
     args: argparse.Namespace,
     extra_targets: Sequence[Any] = (),
     services: Mapping[str, str] | None = None,
+    unavailable: Sequence[tuple[str, str]] = (),
 ) -> Any:
     """GateOptions from parsed arguments (bad values raise UsageError)."""
-    from harness.parity.gate import (
+    from harness.parity.lanes import NotMeasured, parse_loops
+    from harness.parity.options import (
         DEFAULT_BUDGET_MS,
         DEFAULT_CASES,
         DEFAULT_P95_MIN_SAMPLES,
+        LANE_TIMEOUT_S,
         RESULTS_DIR,
         GateOptions,
+        default_workers,
     )
-    from harness.parity.lanes import parse_loops
-    from harness.parity.runner import LANE_TIMEOUT_S
-    from harness.parity.workflows import REFERENCE_WORKFLOWS
 
     cases = DEFAULT_CASES if args.cases is None else args.cases
     if args.case_seed is not None and args.cases is None:
@@ -108,7 +115,8 @@ def options_from_args(
         services=dict(services or {}),
         results_dir=Path(args.results) if args.results else RESULTS_DIR,
         lane_timeout_s=LANE_TIMEOUT_S if args.lane_timeout_s is None else args.lane_timeout_s,
-        workflows=REFERENCE_WORKFLOWS,
+        workers=default_workers() if args.workers is None else args.workers,
+        unavailable=tuple(NotMeasured(lane, reason) for lane, reason in unavailable),
     )
     opts.validate()
     if opts.mutant:
@@ -116,6 +124,26 @@ def options_from_args(
 
         get_parity_mutant(opts.mutant)
     return opts
+
+
+def validate_args(
+    args: argparse.Namespace, service_targets: Sequence[Any] = ()
+) -> tuple[Any, tuple[Any, ...]]:
+    """Check every argument before anything starts; returns the options and the service lanes
+    the selection names (the only servers worth starting).
+
+    Raises UsageError (exit 2) naming the bad value: an option out of range, an unknown lane,
+    loop or mutant, an ``--out`` inside the results folder, or an unusable ``--results``.
+    """
+    from harness.parity.lanes import named_targets, select_lanes
+    from harness.parity.options import out_inside_results
+
+    opts = options_from_args(args, service_targets, {})
+    if args.out:
+        out_inside_results(Path(args.out), opts.results_dir)
+    select_lanes(opts.lanes, opts.loops, service_targets, {})  # unknown names raise here
+    named = named_targets(opts.lanes)
+    return opts, tuple(t for t in service_targets if named is None or t.name in named)
 
 
 def summary_lines(report: Mapping[str, Any], where: Path) -> list[str]:
@@ -130,13 +158,19 @@ def summary_lines(report: Mapping[str, Any], where: Path) -> list[str]:
     ]
     for lane in report["lanes"]:
         state = lane["status"] + (" (reused)" if lane["reused"] else "")
+        abstained = lane.get("workflows_abstained") or 0
+        cpu = lane.get("cpu_ms")
         lines.append(
-            f"  {lane['name']:34} {state:14} workflows {lane['workflows_ok']}/"
-            f"{lane['workflows_total']}  cases {lane['cases_ok']}/{lane['cases_total']}  "
+            f"  {lane['name']:36} {state:8} workflows {lane['workflows_ok']}/"
+            f"{lane['workflows_total']}"
+            + (f" ({abstained} abstained)" if abstained else "")
+            + f"  cases {lane['cases_ok']}/{lane['cases_total']}  "
             f"{lane['elapsed_ms'] / 1000:.2f} s"
+            + ("" if cpu is None else f" (cpu {cpu / 1000:.2f} s)")
         )
     for missing in report["not_measured"]:
-        lines.append(f"  {missing['lane']:34} not measured: {missing['reason']}")
+        reason = missing["reason"].removeprefix("not measured: ")
+        lines.append(f"  {missing['lane']:36} not measured: {reason}")
     p95 = report["history_p95_ms"]
     lines.append(
         f"history: {report['history_samples']} samples, p95 "
@@ -160,12 +194,17 @@ def handle(
     args: argparse.Namespace,
     extra_targets: Sequence[Any] = (),
     services: Mapping[str, str] | None = None,
+    unavailable: Sequence[tuple[str, str]] = (),
 ) -> int:
-    """Run ``parity check`` or ``parity update`` from parsed arguments; returns the exit code."""
+    """Run ``parity check`` or ``parity update`` from parsed arguments; returns the exit code.
+
+    ``unavailable`` lists (lane, reason) of lanes whose service could not be had here; the
+    report shows them as not measured.
+    """
     from harness.parity.gate import check, update
 
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
-    opts = options_from_args(args, extra_targets, services)
+    opts = options_from_args(args, extra_targets, services, unavailable)
     out = Path(args.out) if args.out else None
     if args.parity_command == "update":
         report, where = update(opts, out)

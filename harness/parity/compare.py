@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.parity.runner import LaneReport
@@ -32,6 +32,8 @@ class LaneHashes:
     parity_hash: str | None
     matches: bool
     error: str | None = None
+    # Set when the lane abstained (not compared): why its runtime never offered the contract.
+    abstained: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +45,7 @@ class LaneHashes:
             "parity_hash": self.parity_hash,
             "matches": self.matches,
             "error": self.error,
+            "abstained": self.abstained,
         }
 
 
@@ -82,7 +85,7 @@ class WorkflowMismatch:
 
     @property
     def differing_lanes(self) -> tuple[str, ...]:
-        return tuple(h.lane for h in self.lanes if not h.matches)
+        return tuple(h.lane for h in self.lanes if not h.matches and h.abstained is None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -197,6 +200,17 @@ def _hashes(
 ) -> LaneHashes:
     if result is None:
         return LaneHashes(lane, False, None, None, None, None, False)
+    if result.abstained is not None and lane_abstains(result, reference):
+        return LaneHashes(
+            lane,
+            True,
+            result.ok,
+            result.replay_hash,
+            result.replay_hash_normalized,
+            result.parity_hash,
+            True,
+            abstained=result.abstained,
+        )
     matches = (
         reference is not None
         and result.parity_hash == reference.parity_hash
@@ -214,6 +228,16 @@ def _hashes(
     )
 
 
+def lane_abstains(result: WorkflowResult, reference: WorkflowResult | None) -> bool:
+    """Whether ``result`` is an abstention to list rather than compare.
+
+    A lane abstains only where its runtime never offered the contract; the reference lane
+    offers every one, so when the reference itself abstained the lane is compared as usual
+    (and the gate names the reference's abstention as a failed step).
+    """
+    return result.abstained is not None and (reference is None or reference.abstained is None)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Everything the comparison of lanes found."""
@@ -222,6 +246,8 @@ class Comparison:
     failed: dict[str, list[str]]
     mismatches: tuple[WorkflowMismatch, ...]
     domain_mismatches: tuple[DomainMismatch, ...]
+    # lane -> [(workflow, why the lane's runtime never offered what it needs)]
+    abstained: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def compare(
@@ -251,6 +277,13 @@ def compare(
         if bad:
             failed[report.lane] = bad
 
+    abstained: dict[str, list[tuple[str, str]]] = {}
+    for report in (reference, *lanes):
+        for workflow in expected:
+            result = pick(report).get(workflow.name)
+            if result is not None and result.abstained is not None:
+                abstained.setdefault(report.lane, []).append((workflow.name, result.abstained))
+
     mismatches: list[WorkflowMismatch] = []
     for workflow in expected:
         ref = ref_results.get(workflow.name)
@@ -265,7 +298,7 @@ def compare(
         for h in lane_h:
             result = by_lane[h.lane].get(workflow.name)
             if h.matches or result is None or ref is None:
-                continue
+                continue  # an abstaining lane matches by construction: it is listed instead
             firsts.append(first_difference(ref, result, reference_lane=reference.lane, lane=h.lane))
         seed = (case_seeds or {}).get(workflow.name)
         replay = (
@@ -305,4 +338,6 @@ def compare(
                             ref_ok == len(names),
                         )
                     )
-    return Comparison(missing, failed, tuple(mismatches), tuple(domain_mismatches))
+    return Comparison(
+        missing, failed, tuple(mismatches), tuple(domain_mismatches), abstained=abstained
+    )

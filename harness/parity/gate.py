@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import enum
 import json
-import math
-import os
 import tempfile
 import time
 import traceback
@@ -46,36 +44,39 @@ from harness.errors import UsageError
 from harness.model import ExitCode
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch, compare
 from harness.parity.generative import (
-    DEFAULT_CASES,
     GeneratedCase,
     generate,
     replay_command,
 )
-from harness.parity.lanes import REFERENCE_LANE, LaneSpec, Loop, NotMeasured, select_lanes
+from harness.parity.history import (
+    HISTORY_WINDOW,
+    HistoryEntry,
+    append_history,
+    p95,
+    read_history,
+)
+from harness.parity.lanes import REFERENCE_LANE, LaneSpec, NotMeasured, select_lanes
 from harness.parity.mutants import ParityMutant, get_parity_mutant
 from harness.parity.normalize import rules_table
+from harness.parity.options import (
+    GateOptions,
+    out_inside_results,
+)
+from harness.parity.retained import lane_report_path, load_retained, parity_dir
 from harness.parity.runner import (
-    LANE_KIND,
-    LANE_TIMEOUT_S,
     LaneReport,
     LaneStatus,
     definitions_digest,
     now_iso,
     preload,
-    run_lane,
+    run_lanes,
     sdk_version,
 )
-from harness.parity.workflows import REFERENCE_WORKFLOWS, Workflow, domains
-from targets.base import TargetSpec
+from harness.parity.workflows import domains
 
 KIND = "arib/agent-session-parity-v1"
-HISTORY_KIND = "arib/agent-session-parity-history-v1"
 SCHEMA = "parity-report.schema.json"
 SCHEMA_VERSION = 1
-DEFAULT_BUDGET_MS = 60_000.0
-DEFAULT_P95_MIN_SAMPLES = 8
-HISTORY_WINDOW = 100
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
 
 
 class FailKind(str, enum.Enum):
@@ -96,217 +97,6 @@ class FailReason:
         return {"kind": self.kind.value, "text": self.text}
 
 
-@dataclass(frozen=True)
-class GateOptions:
-    """Everything that parameterizes a gate run (the CLI maps its options onto this)."""
-
-    lanes: str | Sequence[str] | None = None
-    loops: tuple[Loop, ...] = (Loop.ASYNCIO, Loop.UVLOOP)
-    budget_ms: float = DEFAULT_BUDGET_MS
-    p95_min_samples: int = DEFAULT_P95_MIN_SAMPLES
-    seed: int = 0
-    cases: int = DEFAULT_CASES
-    case_seed: int | None = None
-    reuse: bool = False
-    mutant: str | None = None
-    extra_targets: tuple[TargetSpec, ...] = ()
-    services: Mapping[str, str] = field(default_factory=dict)
-    results_dir: Path = RESULTS_DIR
-    lane_timeout_s: float = LANE_TIMEOUT_S
-    workflows: tuple[Workflow, ...] = REFERENCE_WORKFLOWS
-
-    def validate(self) -> None:
-        """Raise UsageError naming the first bad value."""
-        if not (self.budget_ms > 0):
-            raise UsageError(f"budget_ms must be > 0, got {self.budget_ms!r}")
-        if self.p95_min_samples < 1:
-            raise UsageError(f"p95_min_samples must be >= 1, got {self.p95_min_samples!r}")
-        if self.cases < 0:
-            raise UsageError(f"cases must be >= 0, got {self.cases!r}")
-        if self.case_seed is not None and self.case_seed < 0:
-            raise UsageError(f"case_seed must be >= 0, got {self.case_seed!r}")
-        if self.lane_timeout_s <= 0:
-            raise UsageError(f"lane_timeout_s must be > 0, got {self.lane_timeout_s!r}")
-        if not self.loops:
-            raise UsageError("at least one event loop is needed (asyncio, uvloop)")
-
-    def parameters(self) -> dict[str, Any]:
-        return {
-            "lanes": (
-                self.lanes
-                if isinstance(self.lanes, str) or self.lanes is None
-                else ",".join(self.lanes)
-            ),
-            "loops": [loop.value for loop in self.loops],
-            "budget_ms": self.budget_ms,
-            "p95_min_samples": self.p95_min_samples,
-            "seed": self.seed,
-            "cases": self.cases,
-            "case_seed": self.case_seed,
-            "reuse": self.reuse,
-            "mutant": self.mutant,
-            "extra_targets": [t.name for t in self.extra_targets],
-            "services": sorted(self.services),
-            "lane_timeout_s": self.lane_timeout_s,
-        }
-
-
-# ---------------------------------------------------------------------------------------------
-# History.
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One sample of the gate's elapsed time, from a fresh run that held."""
-
-    at: str
-    elapsed_ms: float
-    sdk: str
-    harness_commit: str
-    lock_hash: str
-    lanes: tuple[str, ...]
-    cases: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": HISTORY_KIND,
-            "at": self.at,
-            "elapsed_ms": round(self.elapsed_ms, 3),
-            "sdk": self.sdk,
-            "harness_commit": self.harness_commit,
-            "lock_hash": self.lock_hash,
-            "lanes": list(self.lanes),
-            "cases": self.cases,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> HistoryEntry:
-        return cls(
-            at=str(data["at"]),
-            elapsed_ms=float(data["elapsed_ms"]),
-            sdk=str(data["sdk"]),
-            harness_commit=str(data["harness_commit"]),
-            lock_hash=str(data["lock_hash"]),
-            lanes=tuple(str(x) for x in data["lanes"]),
-            cases=int(data["cases"]),
-        )
-
-
-@dataclass(frozen=True)
-class HistoryRead:
-    """The valid entries of a history file, or the problem that makes it untrustworthy."""
-
-    entries: tuple[HistoryEntry, ...]
-    problem: str | None = None
-
-
-def read_history(path: Path) -> HistoryRead:
-    """Parse ``history.jsonl``; any corrupt or foreign line makes the whole file a problem."""
-    if not path.exists():
-        return HistoryRead(())
-    entries: list[HistoryEntry] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        return HistoryRead((), f"history file {str(path)!r} cannot be read: {exc}")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            return HistoryRead(
-                (),
-                f"history file {str(path)!r} line {number} is corrupt (not JSON: {exc}); "
-                "repair or remove it, then run `python -m harness parity update`",
-            )
-        if not isinstance(data, dict) or data.get("kind") != HISTORY_KIND:
-            kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
-            return HistoryRead(
-                (),
-                f"history file {str(path)!r} line {number} is foreign (kind {kind!r}, "
-                f"expected {HISTORY_KIND!r}); it was not written by the parity producer",
-            )
-        try:
-            entries.append(HistoryEntry.from_json(data))
-        except (KeyError, TypeError, ValueError) as exc:
-            return HistoryRead(
-                (), f"history file {str(path)!r} line {number} is corrupt (bad field: {exc!r})"
-            )
-    return HistoryRead(tuple(entries))
-
-
-def p95(samples: Sequence[float]) -> float | None:
-    """Nearest-rank 95th percentile, or None without samples."""
-    if not samples:
-        return None
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
-
-
-def append_history(path: Path, entry: HistoryEntry) -> None:
-    """Append one JSON line (the producer is the only caller)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(entry.to_json(), sort_keys=True, ensure_ascii=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-# ---------------------------------------------------------------------------------------------
-# Retained lane reports.
-
-
-def parity_dir(results_dir: Path, sdk: str) -> Path:
-    return results_dir / "parity" / sdk
-
-
-def lane_report_path(base: Path, lane: str) -> Path:
-    return base / "lanes" / f"{lane}.json"
-
-
-@dataclass(frozen=True)
-class Retained:
-    """The outcome of looking for a reusable retained lane report."""
-
-    report: LaneReport | None = None
-    note: str | None = None
-    failure: str | None = None
-
-
-def load_retained(path: Path, binding: Mapping[str, Any]) -> Retained:
-    """A reusable report at ``path`` for ``binding``, or why there is none."""
-    if not path.exists():
-        return Retained(note=f"no retained report at {str(path)!r}; ran fresh")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return Retained(failure=f"retained lane report {str(path)!r} is corrupt: {exc}")
-    if not isinstance(data, dict) or data.get("kind") != LANE_KIND:
-        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
-        return Retained(
-            failure=f"retained lane report {str(path)!r} is foreign (kind {kind!r}, expected "
-            f"{LANE_KIND!r})"
-        )
-    try:
-        report = LaneReport.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        return Retained(failure=f"retained lane report {str(path)!r} is corrupt: {exc!r}")
-    for key in sorted(set(binding) | set(report.binding)):
-        have, want = report.binding.get(key), binding.get(key)
-        if have != want:
-            return Retained(
-                failure=f"retained lane report {str(path)!r} is bound to {key} {have!r}, this "
-                f"run has {want!r}; refresh it with `python -m harness parity update`"
-            )
-    if not report.ok:
-        return Retained(note=f"retained report {str(path)!r} was not ok; ran fresh")
-    return Retained(report=report.as_reused())
-
-
 # ---------------------------------------------------------------------------------------------
 # The report.
 
@@ -322,8 +112,10 @@ class LaneSummary:
     ok: bool
     reused: bool
     elapsed_ms: float
+    cpu_ms: float | None
     workflows_ok: int
     workflows_total: int
+    workflows_abstained: int
     cases_ok: int
     cases_total: int
     error: str | None
@@ -340,8 +132,10 @@ class LaneSummary:
             "ok": self.ok,
             "reused": self.reused,
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "cpu_ms": None if self.cpu_ms is None else round(self.cpu_ms, 3),
             "workflows_ok": self.workflows_ok,
             "workflows_total": self.workflows_total,
+            "workflows_abstained": self.workflows_abstained,
             "cases_ok": self.cases_ok,
             "cases_total": self.cases_total,
             "error": self.error,
@@ -388,6 +182,7 @@ class GateReport:
     seed: int
     mutant: ParityMutant | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
+    abstained: Mapping[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def workflow_count(self) -> int:
@@ -431,6 +226,10 @@ class GateReport:
             "fail_reasons": [r.text for r in self.fail_reasons],
             "failures": [r.to_json() for r in self.fail_reasons],
             "missing_workflows": {k: list(v) for k, v in self.missing_workflows.items()},
+            "abstained_workflows": {
+                lane: [{"workflow": name, "reason": reason} for name, reason in entries]
+                for lane, entries in self.abstained.items()
+            },
             "failed_workflows": {k: list(v) for k, v in self.failed_workflows.items()},
             "workflow_mismatches": [m.to_json() for m in self.workflow_mismatches],
             "domain_mismatches": [m.to_json() for m in self.domain_mismatches],
@@ -494,6 +293,8 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
     opts.validate()
     mutant = get_parity_mutant(opts.mutant) if opts.mutant else None
     lanes, not_measured = select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
+    known = {m.lane for m in not_measured}
+    not_measured = (*not_measured, *(m for m in opts.unavailable if m.lane not in known))
     started_at = now_iso()
     started = time.perf_counter()
     try:
@@ -519,8 +320,8 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
                 lanes=(),
                 reference_lane=REFERENCE_LANE.name,
                 not_measured=not_measured,
-                workflows=tuple(w.name for w in opts.workflows),
-                domains=domains(opts.workflows),
+                workflows=tuple(w.name for w in opts.run_workflows),
+                domains=domains(opts.run_workflows),
                 elapsed_ms=(time.perf_counter() - started) * 1000.0,
                 budget_ms=opts.budget_ms,
                 history_samples=0,
@@ -531,7 +332,9 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
                 history_path=str(parity_dir(opts.results_dir, sdk) / "history.jsonl"),
                 history_appended=False,
                 fail_reasons=(reason,),
-                missing_workflows={lane.name: [w.name for w in opts.workflows] for lane in lanes},
+                missing_workflows={
+                    lane.name: [w.name for w in opts.run_workflows] for lane in lanes
+                },
                 failed_workflows={},
                 workflow_mismatches=(),
                 domain_mismatches=(),
@@ -543,6 +346,30 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
             ),
             (),
         )
+
+
+def spread_service_lanes(
+    runs: Sequence[tuple[LaneSpec, dict[str, Any]]],
+) -> list[tuple[LaneSpec, dict[str, Any]]]:
+    """The order lanes start in: service lanes spread evenly among the local ones.
+
+    A service lane spends much of its time waiting on its server; run beside a local lane it
+    overlaps with that lane's work, while two lanes of one server run together would only
+    queue on that server (the report keeps the lanes' own order either way).
+    """
+    local = [run for run in runs if run[0].target.service is None]
+    service = [run for run in runs if run[0].target.service is not None]
+    if not service:
+        return list(runs)
+    step = len(runs) / len(service)
+    slots = {round(step * i + step / 2) for i in range(len(service))}
+    order: list[tuple[LaneSpec, dict[str, Any]]] = []
+    for position in range(len(runs)):
+        if service and (position in slots or not local):
+            order.append(service.pop(0))
+        else:
+            order.append(local.pop(0))
+    return order
 
 
 def _safe(fn: Any) -> str:
@@ -564,20 +391,20 @@ def _run_gate(
     sdk = sdk_version()
     commit = _results.harness_commit()
     lock = _results.lock_hash(sdk)
-    defs = definitions_digest(opts.workflows, [w for _, w in case_workflows])
+    defs = definitions_digest(opts.run_workflows, [w for _, w in case_workflows])
     base = parity_dir(opts.results_dir, sdk)
     reasons: list[FailReason] = []
     started_at = now_iso()
     preload()
 
     started = time.perf_counter()
-    reports: list[LaneReport] = []
     notes: dict[str, list[str]] = {}
     clean_tree = commit != "unknown" and not commit.endswith("-dirty")
+    kept: dict[str, LaneReport] = {}
+    fresh: list[tuple[LaneSpec, dict[str, Any]]] = []
     for lane in lanes:
         binding = _binding(lane, opts, sdk, commit, lock, defs)
         lane_notes = notes.setdefault(lane.name, [])
-        reused: LaneReport | None = None
         if opts.reuse and mutant is None:
             if not clean_tree:
                 lane_notes.append(
@@ -590,21 +417,22 @@ def _run_gate(
                     reasons.append(FailReason(FailKind.STEP, found.failure))
                 if found.note:
                     lane_notes.append(found.note)
-                reused = found.report
-        if reused is not None:
-            reports.append(reused)
-            continue
-        reports.append(
-            run_lane(
-                lane,
-                opts.workflows,
-                case_workflows,
-                services=opts.services,
-                binding=binding,
-                mutant=mutant,
-                timeout_s=opts.lane_timeout_s,
-            )
-        )
+                if found.report is not None:
+                    kept[lane.name] = found.report
+                    continue
+        fresh.append((lane, binding))
+    ran = run_lanes(
+        spread_service_lanes(fresh),
+        opts.run_workflows,
+        case_workflows,
+        services=opts.services,
+        mutant=mutant,
+        timeout_s=opts.lane_timeout_s,
+        tmpdir=opts.tmpdir,
+        workers=opts.workers,
+    )
+    kept.update((r.lane, r) for r in ran)
+    reports = [kept[lane.name] for lane in lanes]
 
     reference = next(r for r in reports if r.lane == REFERENCE_LANE.name)
     others = [r for r in reports if r.lane != REFERENCE_LANE.name]
@@ -622,7 +450,7 @@ def _run_gate(
             )
         )
 
-    wf_cmp = compare(reference, others, opts.workflows)
+    wf_cmp = compare(reference, others, opts.run_workflows)
     seeds = {w.name: s for s, w in case_workflows}
     case_cmp = compare(
         reference,
@@ -653,10 +481,13 @@ def _run_gate(
     samples = [
         e.elapsed_ms
         for e in history.entries
-        if e.sdk == sdk and e.lanes == lane_names and e.cases == len(case_workflows)
+        if e.sdk == sdk
+        and e.lanes == lane_names
+        and e.cases == len(case_workflows)
+        and e.workers == opts.workers
     ][-HISTORY_WINDOW:]
-    fresh = all(not r.reused for r in reports) and mutant is None
-    sample_ok = fresh and not reasons and history.problem is None
+    all_fresh = all(not r.reused for r in reports) and mutant is None
+    sample_ok = all_fresh and not reasons and history.problem is None
     if sample_ok:
         samples.append(elapsed_ms)
     p95_ms = p95(samples)
@@ -684,8 +515,8 @@ def _run_gate(
         lanes=summaries,
         reference_lane=REFERENCE_LANE.name,
         not_measured=tuple(not_measured),
-        workflows=tuple(w.name for w in opts.workflows),
-        domains=domains(opts.workflows),
+        workflows=tuple(w.name for w in opts.run_workflows),
+        domains=domains(opts.run_workflows),
         elapsed_ms=elapsed_ms,
         budget_ms=opts.budget_ms,
         history_samples=len(samples),
@@ -703,6 +534,7 @@ def _run_gate(
         cases=generated,
         case_mismatches=case_cmp.mismatches,
         missing_cases=case_cmp.missing,
+        abstained=wf_cmp.abstained,
         seed=opts.seed,
         mutant=mutant,
         environment=_results.environment(),
@@ -715,6 +547,14 @@ def _comparison_reasons(
 ) -> list[FailReason]:
     broken = {r.lane for r in reports if r.status is LaneStatus.ERROR}
     out: list[FailReason] = []
+    for name, reason in cmp.abstained.get(reference_lane, []):
+        out.append(
+            FailReason(
+                FailKind.STEP,
+                f"the reference lane {reference_lane!r} abstained from {what} {name!r} "
+                f"({reason}); the reference backend must offer every contract",
+            )
+        )
     for lane, names in cmp.missing.items():
         if lane in broken:
             continue  # the lane's own failure is already named
@@ -785,8 +625,10 @@ def _summary(report: LaneReport, notes: Sequence[str]) -> LaneSummary:
         ok=report.ok,
         reused=report.reused,
         elapsed_ms=report.elapsed_ms,
+        cpu_ms=report.cpu_ms,
         workflows_ok=sum(1 for w in report.workflows if w.ok),
         workflows_total=len(report.workflows),
+        workflows_abstained=sum(1 for w in report.workflows if w.abstained is not None),
         cases_ok=sum(1 for c in report.cases if c.ok),
         cases_total=len(report.cases),
         error=report.error.splitlines()[0] if report.error else None,
@@ -814,14 +656,6 @@ def _write_run(run: GateRun, folder: Path, *, fresh_only: bool) -> None:
     _results.atomic_write_text(folder / "report.json", _dump(document))
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
-        return False
-    return True
-
-
 def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
     """Run the gate read-only: report and lane reports go to a fresh temporary folder only,
     inside the run's private folder (harness.scratch), which is removed when the process ends.
@@ -829,11 +663,8 @@ def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], P
     ``out``, when given, receives one more copy of the report; it must lie outside the results
     folder (only ``update`` writes there).
     """
-    if out is not None and _inside(out, opts.results_dir):
-        raise UsageError(
-            f"--out {str(out)!r} is inside the results folder {str(opts.results_dir)!r}; check "
-            "is read-only there: use `parity update` to write results"
-        )
+    if out is not None:
+        out_inside_results(out, opts.results_dir)
     run = run_gate(opts, mode="check")
     folder = Path(tempfile.mkdtemp(prefix="parity-check-", dir=scratch.folder()))
     _write_run(run, folder, fresh_only=False)
@@ -871,6 +702,7 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
                     lock_hash=report.lock_hash,
                     lanes=tuple(sorted(lane.lane for lane in run.lane_reports)),
                     cases=len(report.cases),
+                    workers=opts.workers,
                 ),
             )
             appended = True

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.parity.options import DEFAULT_CASES
 from harness.parity.workflows import REFERENCE_WORKFLOWS, LimitReads, StepSpec, Workflow
 
-DEFAULT_CASES = 40
 MAX_STEPS = 9
 GENERATIVE_DOMAIN = "generative"
 OPERATORS = ("shuffle", "interleave", "repeat", "truncate")

@@ -126,6 +126,15 @@ def parse_loops(text: str | None) -> tuple[Loop, ...]:
     return tuple(loops)
 
 
+def named_targets(names: str | Sequence[str] | None) -> set[str] | None:
+    """The target names a ``--lanes`` selection names (None: every lane)."""
+    if isinstance(names, str):
+        names = [p.strip() for p in names.split(",") if p.strip()]
+    if not names:
+        return None
+    return {name.partition("@")[0] for name in names}
+
+
 def select_lanes(
     names: str | Sequence[str] | None,
     loops: Sequence[Loop],
@@ -161,15 +170,16 @@ def select_lanes(
     else:
         for name in names:
             target_name, _, loop_name = name.partition("@")
+            lane_loops = parse_loops(loop_name) if loop_name else tuple(loops)
             if target_name not in known:
                 gone = [m for m in missing if m.lane == target_name]
                 if gone:
                     continue  # listed in not_measured with its reason
+                names_ = [*known, *(m.lane for m in missing if m.lane not in known)]
                 raise UnknownNameError(
-                    f"unknown parity lane {name!r}: use one of {', '.join(known)} "
+                    f"unknown parity lane {name!r}: use one of {', '.join(names_)} "
                     f"(optionally with @asyncio or @uvloop)"
                 )
-            lane_loops = parse_loops(loop_name) if loop_name else tuple(loops)
             wanted.extend(LaneSpec(known[target_name], loop) for loop in lane_loops)
     lanes: list[LaneSpec] = [REFERENCE_LANE]
     for lane in wanted:

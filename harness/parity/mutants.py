@@ -2,8 +2,9 @@
 
 A gate that no divergence can fail measures nothing, so the gate ships with mutants and must
 fail on every one that is not marked equivalent (``tests/test_parity_mutants.py``). A mutant is
-installed only in the forked child of the lanes of its target, so exactly one backend diverges
-while every other lane stays clean.
+installed only in the forked child of the lanes of its target (and loop, when it names one), so
+exactly one backend diverges while every other lane stays clean. The fault workflows' mutants
+are in ``harness.parity.fault_mutants``; what a mutant is, in ``harness.parity.mutantkit``.
 
 - hand-written mutants are overrides, our own code, patched onto the backend class;
 - generated-style mutants are one textual edit of the installed module's source, served by the
@@ -17,18 +18,12 @@ must not fail on it. It is kept with its reason so that the blind spot is writte
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import inspect
-import textwrap
 import unicodedata
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UnknownNameError
-from harness.model import MutantKind
-from mutants.base import mutant_id
+from harness.parity.fault_mutants import FAULT_MUTANTS
+from harness.parity.mutantkit import ParityMutant, backend, generated, handwritten
 from targets.sdk import (
     ADVANCED_SQLITE_MODULE,
     ASYNC_SQLITE_MODULE,
@@ -36,67 +31,11 @@ from targets.sdk import (
     SQLITE_MODULE,
 )
 
-
-@dataclass(frozen=True)
-class ParityMutant:
-    """One mutant of one backend lane, and whether the gate must fail on it."""
-
-    name: str
-    kind: MutantKind
-    target: str
-    module: str
-    qualname: str
-    description: str
-    original: str
-    replacement: str
-    install: Callable[[], None]
-    equivalent: str | None = None
-
-    @property
-    def id(self) -> str:
-        operator = "textual-edit" if self.kind is MutantKind.GENERATED else "handwritten"
-        return mutant_id(self.module, self.qualname, operator, self.original, self.replacement)
-
-    @property
-    def must_kill(self) -> bool:
-        return self.equivalent is None
-
-    def diff(self) -> str:
-        """The change, readable: a unified diff, or the override's code."""
-        if self.kind is MutantKind.HANDWRITTEN:
-            return f"# hand-written override of {self.module}.{self.qualname}\n{self.replacement}"
-        return "".join(
-            difflib.unified_diff(
-                [self.original + "\n"],
-                [self.replacement + "\n"],
-                fromfile=f"a/{self.module} ({self.qualname})",
-                tofile=f"b/{self.module} ({self.qualname})",
-            )
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "kind": self.kind.value,
-            "target": self.target,
-            "module": self.module,
-            "qualname": self.qualname,
-            "description": self.description,
-            "equivalent": self.equivalent,
-            "diff": self.diff(),
-        }
-
-
-def _cls(module: str, name: str) -> Any:
-    return getattr(importlib.import_module(module), name)
-
-
 # --- hand-written overrides ------------------------------------------------------------------
 
 
 def _sqlite_reversed_reads() -> None:
-    cls = _cls(SQLITE_MODULE, "SQLiteSession")
+    cls = backend(SQLITE_MODULE, "SQLiteSession")
     original = cls.get_items
 
     async def get_items(self: Any, limit: int | None = None) -> list[Any]:
@@ -109,7 +48,7 @@ OUTPUT = "function_call_output"
 
 
 def _async_sqlite_drops_tool_outputs() -> None:
-    cls = _cls(ASYNC_SQLITE_MODULE, "AsyncSQLiteSession")
+    cls = backend(ASYNC_SQLITE_MODULE, "AsyncSQLiteSession")
     original = cls.add_items
 
     async def add_items(self: Any, items: list[Any]) -> None:
@@ -130,7 +69,7 @@ def _nfc(value: Any) -> Any:
 
 
 def _advanced_nfc_serialization() -> None:
-    cls = _cls(ADVANCED_SQLITE_MODULE, "AdvancedSQLiteSession")
+    cls = backend(ADVANCED_SQLITE_MODULE, "AdvancedSQLiteSession")
     original = cls.add_items
 
     async def add_items(self: Any, items: list[Any]) -> None:
@@ -139,64 +78,8 @@ def _advanced_nfc_serialization() -> None:
     cls.add_items = add_items
 
 
-def _handwritten(
-    name: str, target: str, module: str, qualname: str, description: str, fn: Callable[[], None]
-) -> ParityMutant:
-    source = textwrap.dedent(inspect.getsource(fn))
-    return ParityMutant(
-        name=name,
-        kind=MutantKind.HANDWRITTEN,
-        target=target,
-        module=module,
-        qualname=qualname,
-        description=description,
-        original=qualname,
-        replacement=source,
-        install=fn,
-    )
-
-
-# --- generated-style source edits ------------------------------------------------------------
-
-
-def _generated(
-    name: str,
-    target: str,
-    module: str,
-    qualname: str,
-    description: str,
-    original: str,
-    replacement: str,
-    equivalent: str | None = None,
-) -> ParityMutant:
-    def install() -> None:
-        from harness.parity.mutsource import installed_source, mutate_source
-
-        source, origin = installed_source(module)
-        mutated = mutate_source(source, original, replacement, where=origin)
-        serve: Callable[[str, str], object]
-        try:
-            from mutants.hook import serve_mutated_module as serve
-        except ImportError:  # the shared hook is absent: the private minimal one serves it
-            from harness.parity.mutsource import serve_source as serve
-        serve(module, mutated)
-
-    return ParityMutant(
-        name=name,
-        kind=MutantKind.GENERATED,
-        target=target,
-        module=module,
-        qualname=qualname,
-        description=description,
-        original=original,
-        replacement=replacement,
-        install=install,
-        equivalent=equivalent,
-    )
-
-
 PARITY_MUTANTS: tuple[ParityMutant, ...] = (
-    _handwritten(
+    handwritten(
         "parity_sqlite_reversed_reads",
         "sqlite-file",
         SQLITE_MODULE,
@@ -204,7 +87,7 @@ PARITY_MUTANTS: tuple[ParityMutant, ...] = (
         "reversed ordering: get_items returns the history newest first",
         _sqlite_reversed_reads,
     ),
-    _handwritten(
+    handwritten(
         "parity_async_sqlite_drops_tool_outputs",
         "async-sqlite-file",
         ASYNC_SQLITE_MODULE,
@@ -212,7 +95,7 @@ PARITY_MUTANTS: tuple[ParityMutant, ...] = (
         "dropped item: every function_call_output is silently not stored",
         _async_sqlite_drops_tool_outputs,
     ),
-    _handwritten(
+    handwritten(
         "parity_advanced_nfc_serialization",
         "advanced-sqlite-file",
         ADVANCED_SQLITE_MODULE,
@@ -220,7 +103,7 @@ PARITY_MUTANTS: tuple[ParityMutant, ...] = (
         "changed serialization: strings are stored Unicode-NFC-normalized (e + U+0301 -> é)",
         _advanced_nfc_serialization,
     ),
-    _generated(
+    generated(
         "parity_sqlite_order_desc",
         "sqlite-file",
         SQLITE_MODULE,
@@ -229,7 +112,7 @@ PARITY_MUTANTS: tuple[ParityMutant, ...] = (
         "ORDER BY id ASC",
         "ORDER BY id DESC",
     ),
-    _generated(
+    generated(
         "parity_sqlalchemy_id_desc",
         "sqlalchemy-sqlite-file",
         SQLALCHEMY_MODULE,
@@ -238,7 +121,7 @@ PARITY_MUTANTS: tuple[ParityMutant, ...] = (
         "self._messages.c.id.asc(),",
         "self._messages.c.id.desc(),",
     ),
-    _generated(
+    generated(
         "parity_sqlalchemy_ensure_ascii_toggled",
         "sqlalchemy-sqlite-file",
         SQLALCHEMY_MODULE,
@@ -253,6 +136,9 @@ PARITY_MUTANTS: tuple[ParityMutant, ...] = (
         ),
     ),
 )
+
+
+PARITY_MUTANTS = PARITY_MUTANTS + FAULT_MUTANTS
 
 
 def parity_mutants() -> tuple[ParityMutant, ...]:

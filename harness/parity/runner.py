@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
@@ -22,9 +22,11 @@ from typing import Any
 
 import anyio
 
-from harness.child import ChildStatus, run_one
+from harness.child import ChildStatus, run_jobs
+from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
 from harness.parity.mutants import ParityMutant
+from harness.parity.options import LANE_TIMEOUT_S
 from harness.parity.workflows import (
     Read,
     Workflow,
@@ -37,7 +39,6 @@ from targets.base import BuildContext, verify_claims
 
 LANE_KIND = "arib/agent-session-parity-lane-v1"
 WORKFLOW_TIMEOUT_S = 60.0
-LANE_TIMEOUT_S = 300.0
 
 
 class LaneStatus(str, enum.Enum):
@@ -80,6 +81,9 @@ class LaneReport:
     started: str = ""
     error: str | None = None
     reused: bool = False
+    # CPU time of the lane's process (all its threads): what the lane costs, whatever else
+    # the machine is doing (wall time on a shared machine is mostly the others' load).
+    cpu_ms: float | None = None
     mutant: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -103,6 +107,7 @@ class LaneReport:
             "ok": self.ok,
             "binding": dict(self.binding),
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "cpu_ms": None if self.cpu_ms is None else round(self.cpu_ms, 3),
             "started": self.started,
             "error": self.error,
             "reused": self.reused,
@@ -123,6 +128,7 @@ class LaneReport:
             workflows=tuple(WorkflowResult.from_json(w) for w in data.get("workflows", [])),
             cases=tuple(WorkflowResult.from_json(c) for c in data.get("cases", [])),
             elapsed_ms=float(data.get("elapsed_ms", 0.0)),
+            cpu_ms=data.get("cpu_ms"),
             started=str(data.get("started", "")),
             error=data.get("error"),
             reused=bool(data.get("reused", False)),
@@ -174,6 +180,7 @@ async def _run_one_workflow(
             f"backend of lane {lane.name!r} could not be built: {type(exc).__name__}: {exc}\n"
             f"{traceback.format_exc(limit=6)}"
         ) from exc
+    store = StoreAccess(lane.target, handle, root, ctx.session_id, services)
     try:
         if check_claims:
             claim_error = verify_claims(lane.target, handle.session)
@@ -182,7 +189,7 @@ async def _run_one_workflow(
         try:
             with anyio.fail_after(WORKFLOW_TIMEOUT_S):
                 result = await run_workflow(
-                    workflow, handle.session, lane=lane.name, case_seed=case_seed
+                    workflow, handle.session, lane=lane.name, case_seed=case_seed, store=store
                 )
         except TimeoutError:
             result = _failed(
@@ -193,6 +200,7 @@ async def _run_one_workflow(
                 case_seed,
             )
     finally:
+        await store.dispose()
         await handle.dispose()
     return _shrink(result)
 
@@ -204,13 +212,19 @@ async def run_lane_async(
     services: Mapping[str, str],
     binding: Mapping[str, Any],
     mutant: str | None = None,
+    tmpdir: str | None = None,
 ) -> LaneReport:
-    """Run every workflow and case of one lane in this process, on the running event loop."""
+    """Run every workflow and case of one lane in this process, on the running event loop.
+
+    The stores live under ``tmpdir`` (the gate passes tmpfs where there is one: what it
+    compares is what the session returns, never durability, and SQLite's fsync on a shared
+    disk would otherwise be most of a file lane's time).
+    """
     started_at = now_iso()
     started = time.perf_counter()
     done: list[WorkflowResult] = []
     done_cases: list[WorkflowResult] = []
-    with tempfile.TemporaryDirectory(prefix=f"arib-parity-{lane.target.name}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"arib-parity-{lane.target.name}-", dir=tmpdir) as tmp:
         root = Path(tmp)
         try:
             for index, workflow in enumerate(workflows):
@@ -254,6 +268,87 @@ async def run_lane_async(
     )
 
 
+def _lane_job(
+    lane: LaneSpec,
+    workflows: Sequence[Workflow],
+    cases: Sequence[tuple[int, Workflow]],
+    services: Mapping[str, str],
+    binding: Mapping[str, Any],
+    applied: ParityMutant | None,
+    tmpdir: str | None,
+) -> Callable[[], LaneReport]:
+    def job() -> LaneReport:
+        cpu = time.process_time()
+        os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+        if applied is not None:
+            applied.install()
+        report = anyio.run(
+            run_lane_async,
+            lane,
+            workflows,
+            cases,
+            services,
+            binding,
+            applied.name if applied else None,
+            tmpdir,
+            backend="asyncio",
+            backend_options=lane.loop.backend_options(),
+        )
+        return replace(report, cpu_ms=(time.process_time() - cpu) * 1000.0)
+
+    return job
+
+
+def run_lanes(
+    lanes: Sequence[tuple[LaneSpec, Mapping[str, Any]]],
+    workflows: Sequence[Workflow],
+    cases: Sequence[tuple[int, Workflow]],
+    *,
+    services: Mapping[str, str],
+    mutant: ParityMutant | None = None,
+    timeout_s: float = LANE_TIMEOUT_S,
+    tmpdir: str | None = None,
+    workers: int = 1,
+) -> list[LaneReport]:
+    """Run each (lane, binding) in its own forked child, ``workers`` at a time; the reports
+    come back in the order given. A crash or hang of a child becomes an ERROR lane report.
+
+    Lanes share nothing but the servers: each has its own process and temporary root, and the
+    service targets derive their Redis key prefix and PostgreSQL tables from that root.
+    """
+    applied = [
+        mutant if mutant is not None and mutant.applies_to(lane.target.name, lane.loop.value)
+        else None
+        for lane, _ in lanes
+    ]
+    jobs = [
+        _lane_job(lane, workflows, cases, services, binding, mutant_, tmpdir)
+        for (lane, binding), mutant_ in zip(lanes, applied, strict=True)
+    ]
+    outcomes = run_jobs(jobs, workers=workers, timeout_s=timeout_s, stalled_per_worker=0)
+    reports = []
+    for (lane, binding), mutant_, outcome in zip(lanes, applied, outcomes, strict=True):
+        wall_ms = outcome.duration_s * 1000.0
+        if outcome.status is ChildStatus.OK and isinstance(outcome.value, LaneReport):
+            reports.append(replace(outcome.value, elapsed_ms=wall_ms))
+            continue
+        detail = outcome.detail.strip() or "no detail"
+        reports.append(
+            LaneReport(
+                lane=lane.name,
+                target=lane.target.name,
+                loop=lane.loop.value,
+                status=LaneStatus.ERROR,
+                binding=binding,
+                elapsed_ms=wall_ms,
+                started=now_iso(),
+                error=f"lane {lane.name!r} child ended with {outcome.status.value!r}: {detail}",
+                mutant=mutant_.name if mutant_ else None,
+            )
+        )
+    return reports
+
+
 def run_lane(
     lane: LaneSpec,
     workflows: Sequence[Workflow],
@@ -263,43 +358,18 @@ def run_lane(
     binding: Mapping[str, Any],
     mutant: ParityMutant | None = None,
     timeout_s: float = LANE_TIMEOUT_S,
+    tmpdir: str | None = None,
 ) -> LaneReport:
-    """Run one lane in a forked child; a crash or hang there becomes an ERROR lane report."""
-    applied = mutant if mutant is not None and mutant.target == lane.target.name else None
-
-    def job() -> LaneReport:
-        os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
-        if applied is not None:
-            applied.install()
-        return anyio.run(
-            run_lane_async,
-            lane,
-            workflows,
-            cases,
-            services,
-            binding,
-            applied.name if applied else None,
-            backend="asyncio",
-            backend_options=lane.loop.backend_options(),
-        )
-
-    started = time.perf_counter()
-    outcome = run_one(job, timeout_s=timeout_s)
-    wall_ms = (time.perf_counter() - started) * 1000.0
-    if outcome.status is ChildStatus.OK and isinstance(outcome.value, LaneReport):
-        return replace(outcome.value, elapsed_ms=wall_ms)
-    detail = outcome.detail.strip() or "no detail"
-    return LaneReport(
-        lane=lane.name,
-        target=lane.target.name,
-        loop=lane.loop.value,
-        status=LaneStatus.ERROR,
-        binding=binding,
-        elapsed_ms=wall_ms,
-        started=now_iso(),
-        error=f"lane {lane.name!r} child ended with {outcome.status.value!r}: {detail}",
-        mutant=applied.name if applied else None,
-    )
+    """Run one lane in a forked child (``run_lanes`` with one lane)."""
+    return run_lanes(
+        [(lane, binding)],
+        workflows,
+        cases,
+        services=services,
+        mutant=mutant,
+        timeout_s=timeout_s,
+        tmpdir=tmpdir,
+    )[0]
 
 
 def preload() -> None:

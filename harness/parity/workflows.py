@@ -132,6 +132,8 @@ class WorkflowContext:
     reads: list[Read] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     step_label: str = ""
+    # Access beyond the session for fault steps (harness.parity.faultkit.StoreAccess).
+    store: Any = None
 
     def next_id(self, prefix: str) -> str:
         """A deterministic id: ``prefix`` and its running number in this workflow."""
@@ -689,6 +691,9 @@ class WorkflowResult:
     elapsed_ms: float = 0.0
     reads: tuple[Read, ...] | None = None
     case_seed: int | None = None
+    # Why the lane's runtime never offered what this workflow needs (verified on the object);
+    # an abstaining lane is listed by the gate, not compared.
+    abstained: str | None = None
 
     @property
     def parity_hash(self) -> str:
@@ -714,6 +719,7 @@ class WorkflowResult:
             "error": self.error,
             "elapsed_ms": round(self.elapsed_ms, 3),
             "case_seed": self.case_seed,
+            "abstained": self.abstained,
         }
         if with_reads and self.reads is not None:
             data["reads"] = [[r.label, display(r.items)] for r in self.reads]
@@ -733,21 +739,38 @@ class WorkflowResult:
             error=data.get("error"),
             elapsed_ms=float(data.get("elapsed_ms", 0.0)),
             case_seed=data.get("case_seed"),
+            abstained=data.get("abstained"),
         )
 
 
 async def run_workflow(
-    workflow: Workflow, session: Any, *, lane: str, case_seed: int | None = None
+    workflow: Workflow,
+    session: Any,
+    *,
+    lane: str,
+    case_seed: int | None = None,
+    store: Any = None,
 ) -> WorkflowResult:
-    """Run ``workflow`` on ``session``; a raising step ends it with ok=False and the traceback."""
+    """Run ``workflow`` on ``session``; a raising step ends it with ok=False and the traceback.
+
+    ``store`` (a ``faultkit.StoreAccess``) is what fault steps use beyond the session; a step
+    that raises ``faultkit.Abstain`` ends the workflow as not applicable on this lane.
+    """
+    from harness.parity.faultkit import Abstain
+
     set_tracing_disabled(True)
-    ctx = WorkflowContext(session=session)
+    ctx = WorkflowContext(session=session, store=store)
     started = time.perf_counter()
     error: str | None = None
+    abstained: str | None = None
     for index, step in enumerate(workflow.steps):
         ctx.step_label = f"{index:02d}.{step.kind}"
         try:
             await step.run(ctx)
+        except Abstain as exc:
+            abstained = str(exc)
+            ctx.record("abstained", [{"reason": abstained}])
+            break
         except Exception as exc:  # noqa: BLE001 - a raising backend is evidence, kept in reads
             ctx.record("raised", [{"error": type(exc).__name__, "message": str(exc)[:500]}])
             error = (
@@ -773,4 +796,5 @@ async def run_workflow(
         elapsed_ms=elapsed_ms,
         reads=tuple(normalized) if rules else reads,
         case_seed=case_seed,
+        abstained=abstained,
     )

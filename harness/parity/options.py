@@ -1,0 +1,133 @@
+"""The parity gate's options, checked without importing the SDK or starting anything.
+
+``GateOptions`` is everything that parameterizes a gate run; the command line validates it
+(and the lane and mutant names) before any server starts, so this module stays light: it never
+imports the SDK, whose import alone takes seconds on a busy machine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import UsageError
+from harness.parity.lanes import Loop, NotMeasured
+from targets.base import TargetSpec
+
+if TYPE_CHECKING:
+    from harness.parity.workflows import Workflow
+
+DEFAULT_BUDGET_MS = 60_000.0
+DEFAULT_P95_MIN_SAMPLES = 8
+DEFAULT_CASES = 40
+LANE_TIMEOUT_S = 300.0
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
+
+
+def default_workers() -> int:
+    """Lanes run at once by default: two where there are two cores, else one."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
+
+
+def _fast_tmpdir() -> str | None:
+    from harness.execute import fast_tmpdir
+
+    return fast_tmpdir()
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Everything that parameterizes a gate run (the CLI maps its options onto this)."""
+
+    lanes: str | Sequence[str] | None = None
+    loops: tuple[Loop, ...] = (Loop.ASYNCIO, Loop.UVLOOP)
+    budget_ms: float = DEFAULT_BUDGET_MS
+    p95_min_samples: int = DEFAULT_P95_MIN_SAMPLES
+    seed: int = 0
+    cases: int = DEFAULT_CASES
+    case_seed: int | None = None
+    reuse: bool = False
+    mutant: str | None = None
+    extra_targets: tuple[TargetSpec, ...] = ()
+    services: Mapping[str, str] = field(default_factory=dict)
+    results_dir: Path = RESULTS_DIR
+    lane_timeout_s: float = LANE_TIMEOUT_S
+    # The workflows every lane runs; empty means the gate's own (``run_workflows``).
+    workflows: tuple[Workflow, ...] = ()
+    # Lanes whose service could not be had here (the CLI's service manager says why).
+    unavailable: tuple[NotMeasured, ...] = ()
+    # Where each lane's temporary stores live: tmpfs when there is one (see run_lane_async).
+    tmpdir: str | None = field(default_factory=_fast_tmpdir)
+    # Lanes run at once, each in its own process and temporary root (see run_lanes).
+    workers: int = field(default_factory=default_workers)
+
+    @property
+    def run_workflows(self) -> tuple[Workflow, ...]:
+        """The workflows to run: those given, else the gate's (agent and fault workflows)."""
+        if self.workflows:
+            return self.workflows
+        from harness.parity.fault_workflows import GATE_WORKFLOWS
+
+        return GATE_WORKFLOWS
+
+    def validate(self) -> None:
+        """Raise UsageError naming the first bad value."""
+        if not (self.budget_ms > 0):
+            raise UsageError(f"budget_ms must be > 0, got {self.budget_ms!r}")
+        if self.p95_min_samples < 1:
+            raise UsageError(f"p95_min_samples must be >= 1, got {self.p95_min_samples!r}")
+        if self.cases < 0:
+            raise UsageError(f"cases must be >= 0, got {self.cases!r}")
+        if self.case_seed is not None and self.case_seed < 0:
+            raise UsageError(f"case_seed must be >= 0, got {self.case_seed!r}")
+        if self.lane_timeout_s <= 0:
+            raise UsageError(f"lane_timeout_s must be > 0, got {self.lane_timeout_s!r}")
+        if not self.loops:
+            raise UsageError("at least one event loop is needed (asyncio, uvloop)")
+        if self.workers < 1:
+            raise UsageError(
+                f"workers must be >= 1 (lanes run at once), got {self.workers!r}; use 1 to "
+                "run the lanes one after the other"
+            )
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "lanes": (
+                self.lanes
+                if isinstance(self.lanes, str) or self.lanes is None
+                else ",".join(self.lanes)
+            ),
+            "loops": [loop.value for loop in self.loops],
+            "budget_ms": self.budget_ms,
+            "p95_min_samples": self.p95_min_samples,
+            "seed": self.seed,
+            "cases": self.cases,
+            "case_seed": self.case_seed,
+            "reuse": self.reuse,
+            "mutant": self.mutant,
+            "extra_targets": [t.name for t in self.extra_targets],
+            "services": sorted(self.services),
+            "lane_timeout_s": self.lane_timeout_s,
+            "tmpdir": f"tmpfs ({self.tmpdir})" if self.tmpdir else "system default",
+            "workers": self.workers,
+        }
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def out_inside_results(out: Path, results_dir: Path) -> None:
+    """UsageError when ``out`` lies inside the results folder (check is read-only there)."""
+    if _inside(out, results_dir):
+        raise UsageError(
+            f"--out {str(out)!r} is inside the results folder {str(results_dir)!r}; check "
+            "is read-only there: use `parity update` to write results"
+        )
