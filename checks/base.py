@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -126,6 +126,13 @@ class TrialContext:
     async def open(self) -> Handle:
         """Build a fresh backend instance on this trial's store."""
         handle = await self.target.build(self.build)
+        self._handles.append(handle)
+        return handle
+
+    async def open_with(self, services: Mapping[str, str]) -> Handle:
+        """A fresh instance on this trial's store, reaching its server through ``services``
+        (e.g. a fault-injecting relay in front of the real server)."""
+        handle = await self.target.build(replace(self.build, services=dict(services)))
         self._handles.append(handle)
         return handle
 
