@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.reference_ping import PingMixin
 
 T = TypeVar("T")
 
@@ -82,7 +83,7 @@ def _connect(db_path: str) -> sqlite3.Connection:
         attempt += 1
 
 
-class ReferenceSession:
+class ReferenceSession(PingMixin):
     """A session that keeps every invariant of the bench; see the module docstring."""
 
     def __init__(self, session_id: str, db_path: str | Path) -> None:
