@@ -254,7 +254,7 @@ async def relayed(ctx: TrialContext, **query: str) -> AsyncIterator[Relayed | No
         return
     async with cut_proxy(url) as proxy:
         routed = with_query(proxy.url(url), **query) if query else proxy.url(url)
-        handle = await ctx.open_with({**ctx.build.services, service: routed})
+        handle = await ctx.open_with(services={**ctx.build.services, service: routed})
         yield Relayed(handle, proxy)
 
 

@@ -129,10 +129,11 @@ class TrialContext:
         self._handles.append(handle)
         return handle
 
-    async def open_with(self, services: Mapping[str, str]) -> Handle:
-        """A fresh instance on this trial's store, reaching its server through ``services``
-        (e.g. a fault-injecting relay in front of the real server)."""
-        handle = await self.target.build(replace(self.build, services=dict(services)))
+    async def open_with(self, **changes: Any) -> Handle:
+        """A fresh instance built with ``changes`` to this trial's BuildContext: other
+        ``services`` URLs (e.g. a fault-injecting relay in front of the real server), another
+        ``root`` (another store of this trial) or ``session_id``; disposed with the trial."""
+        handle = await self.target.build(replace(self.build, **changes))
         self._handles.append(handle)
         return handle
 

@@ -172,6 +172,7 @@ CHECK = CheckSpec(
         "postgres_limit_before_session_filter",
     ),
     generated=(
+        Selector("reference", "ReferenceSession._window", "flip_comparison"),
         Selector("sqlalchemy-postgres", "SQLAlchemySession.get_items.*._latest_first_stmt",
                  "swap_order_method"),
         Selector("sqlalchemy-postgres", "SQLAlchemySession.get_items.*._latest_first_stmt",

@@ -58,3 +58,21 @@ def postgres_limit_before_session_filter() -> None:
         return [await self._deserialize_item(raw) for raw in reversed(own)]
 
     cls.get_items = get_items
+
+
+@handwritten(
+    target="sqlalchemy-postgres",
+    module=SQLALCHEMY,
+    qualname="SQLAlchemySession.pop_item",
+    defect="tables created on write only: pop_item() skips the lazy table creation, so a pop "
+    "on a brand-new store fails with 'relation does not exist'",
+)
+def postgres_pop_before_tables_exist() -> None:
+    from agents.memory.session import _await_mutation
+
+    cls = load_class(SQLALCHEMY, "SQLAlchemySession")
+
+    async def pop_item(self: Any) -> Any:
+        return await _await_mutation(self._run_sqlite_write_with_retry(self._pop_item))
+
+    cls.pop_item = pop_item

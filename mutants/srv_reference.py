@@ -165,3 +165,27 @@ def reference_limit_zero_means_no_limit() -> None:
         return await original(self, None if limit == 0 else limit)  # type: ignore[no-any-return]
 
     cls.get_items = get_items
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.pop_item",
+    defect="pop before the first write fails: pop_item() on a session this instance never "
+    "wrote to raises 'unknown session' instead of returning None",
+)
+def reference_pop_on_new_store_raises() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    original_add, original_pop = cls.add_items, cls.pop_item
+
+    async def add_items(self: Any, items: list[Any]) -> None:
+        self.__dict__["_arib_written"] = True
+        await original_add(self, items)
+
+    async def pop_item(self: Any) -> Any:
+        if not self.__dict__.get("_arib_written"):
+            raise LookupError(f"unknown session {self.session_id!r}")
+        return await original_pop(self)
+
+    cls.add_items = add_items
+    cls.pop_item = pop_item
