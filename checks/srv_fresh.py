@@ -45,7 +45,7 @@ def first_call(session: Any, kind: str, answers: dict[str, Any]) -> Callable[[],
 
 def answer_problem(kind: str, answer: Any) -> str | None:
     """Why ``answer`` is not what a first call ``kind`` on an empty session returns."""
-    empty = [] if kind.startswith("get_items") else None
+    empty: list[Any] | None = [] if kind.startswith("get_items") else None
     if answer == empty and type(answer) is type(empty):
         return None
     return f"first call {kind} on a new store returned {answer!r:.80}, not {empty!r}"
@@ -85,10 +85,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     results: list[dict[str, Any]] = [{} for _ in crowd]
     raised = await race([first_call(s, k, results[i])
                          for i, (s, k) in enumerate(zip(crowd, kinds, strict=True))])
-    for kind, answers, exc in zip(kinds, results, raised, strict=True):
+    for kind, answers, failure in zip(kinds, results, raised, strict=True):
         problem = (f"first call {kind} (with {instances - 1} others at once) raised "
-                   f"{describe(exc)}" if exc is not None else answer_problem(kind,
-                                                                             answers.get(kind)))
+                   f"{describe(failure)}" if failure is not None
+                   else answer_problem(kind, answers.get(kind)))
         if problem:
             problems.append(problem)
     item = {"role": "user", "content": f"{ctx.seed:x} first write"}
@@ -110,9 +110,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
 CHECK = CheckSpec(
     id="ARIB-FRESH-001",
-    invariant="on a store nothing was written to, every first call of a session answers as "
-    "an empty session (get_items gives [], pop_item None, clear_session returns), raising "
-    "nothing, also when several instances make their first calls at once; then it works",
+    invariant="on a store nothing was written to, every first call of a session answers (does "
+    "not hang) as an empty session (get_items gives [], pop_item None, clear_session "
+    "returns), raising nothing, also when several instances make their first calls at once; "
+    "then the store works",
     fault="for each kind of first call a new store whose very first call is that one; then a "
     "new store where several instances make different first calls released together",
     params=(
@@ -130,4 +131,5 @@ CHECK = CheckSpec(
         Selector("sqlalchemy-postgres", "SQLAlchemySession.clear_session", "drop_await"),
     ),
     timeout_s=90.0,
+    hang_invariant=True,
 )

@@ -206,7 +206,9 @@ def cmd_admit(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.child import ChildStatus, run_one
     from harness.execute import RunOptions, run_check
+    from harness.lanes import prepare_lanes
     from harness.model import exit_code
+    from harness.services import ServiceManager
     from mutants.registry import get_mutant
     from targets.registry import get_target
 
@@ -214,11 +216,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     (check,) = _select_checks(args.check, params)
     lane = get_target(args.lane)
     mutant = get_mutant(args.mutant) if args.mutant else None
-    opts = RunOptions(params=check.resolve_params(params.get(check.id)), run_seed=args.seed,
-                      loop=_check_loop(args.loop),
-                      trial_seeds=tuple(args.trial_seed) if args.trial_seed else None)
-    outcome = run_one(lambda: run_check(check, mutant and get_target(mutant.target) or lane,
-                                        opts, mutant), check.timeout_s + 15)
+    target = mutant and get_target(mutant.target) or lane
+    with ServiceManager() as manager:
+        # A server lane's replay starts its server, as the bench and the survey do.
+        prepared = prepare_lanes([target], manager)
+        if not prepared.lanes:
+            why = "; ".join(m.reason for m in prepared.not_measured if m.name == target.name)
+            print(f"error: lane {target.name!r} cannot be measured here: {why}",
+                  file=sys.stderr)
+            return int(ExitCode.ERROR_OR_NOTHING)
+        opts = RunOptions(params=check.resolve_params(params.get(check.id)),
+                          run_seed=args.seed, loop=_check_loop(args.loop),
+                          trial_seeds=tuple(args.trial_seed) if args.trial_seed else None,
+                          services=prepared.services)
+        outcome = run_one(lambda: run_check(check, target, opts, mutant), check.timeout_s + 15)
     if outcome.status is not ChildStatus.OK:
         print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
               file=sys.stderr)

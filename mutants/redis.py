@@ -74,3 +74,24 @@ def redis_pop_retries_blindly() -> None:
             return await original(self)
 
     cls._pop_item_locked = _pop_item_locked
+
+
+@handwritten(
+    target="redis-from-url",
+    module=REDIS,
+    qualname="RedisSession.close",
+    defect="close pulls the client from under in-flight calls: close() marks the session "
+    "closed and releases the client without waiting for the calls that hold the session lock",
+)
+def redis_close_pulls_the_client() -> None:
+    cls = load_class(REDIS, "RedisSession")
+
+    async def close(self: Any) -> None:
+        if not self._owns_client:
+            return
+        self._closed = True
+        if not self._client_released:
+            self._client_released = True
+            await self._redis.aclose()
+
+    cls.close = close

@@ -189,3 +189,24 @@ def reference_pop_on_new_store_raises() -> None:
 
     cls.add_items = add_items
     cls.pop_item = pop_item
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.close",
+    defect="close does not wait: close() releases the connection at once instead of taking "
+    "the session lock, so calls already queued on the lock fail against a closed store",
+)
+def reference_close_does_not_wait() -> None:
+    cls = load_class(REF, "ReferenceSession")
+
+    async def close(self: Any) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    cls.close = close

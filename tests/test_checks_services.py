@@ -17,6 +17,8 @@ import pytest
 
 from checks._netfault import Cut, Direction, cut_proxy, with_query
 from checks.registry import get_check
+from checks.srv_drain import Call, judge_drain
+from checks.srv_fresh import answer_problem
 from checks.srv_net import Fault, Outcome, judge_call
 from checks.srv_window import edge_limits, window_problem
 from harness.child import run_one
@@ -29,9 +31,11 @@ from targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {
-    "ARIB-NET-001": {"trials": 2},
+    "ARIB-NET-001": {"trials": 2, "rounds": 1},
     "ARIB-PING-001": {"trials": 2},
     "ARIB-WINDOW-001": {"trials": 2, "batches": 3, "peer_reads": 3},
+    "ARIB-FRESH-001": {"trials": 2},
+    "ARIB-DRAIN-001": {"trials": 6},
 }
 
 
@@ -262,6 +266,48 @@ def test_window_edges_and_judge() -> None:
                                  or "")
 
 
+def _call(name: str, kind: str, invoked: int, ended: int, batch: list[Any] | None = None,
+          value: Any = None, error: BaseException | None = None) -> Call:
+    return Call(name, kind, batch or [], invoked, ended, value, error)
+
+
+def test_drain_judge() -> None:
+    marker = item("marker")
+    add = _call("add #0", "add", 0, 3, [item("a")])
+    pop = _call("pop #1", "pop", 1, 4, value=H[-1])
+    late = _call("late add", "add", 9, 10, [item("late")], error=RuntimeError("closed"))
+    calls = [add, pop, late]
+    kept = [*H[:-1], item("a"), marker]
+    assert judge_drain(H, calls, 5, 8, marker, kept) is None
+    # an in-flight call that failed was not drained
+    failed = _call("add #0", "add", 0, 6, [item("a")], error=ConnectionError("pulled"))
+    verdict = judge_drain(H, [failed, pop, late], 5, 8, marker, [*H[:-1], marker])
+    assert verdict is not None and verdict[0] == "not_drained"
+    # a late call that returned was accepted after close
+    accepted = _call("late add", "add", 9, 10, [item("late")])
+    verdict = judge_drain(H, [add, pop, accepted], 5, 8, marker, [*kept[:-1], item("late"),
+                                                                   marker])
+    assert verdict is not None and verdict[0] == "accepted_after_close"
+    # a batch landing after the marker
+    during = _call("during-close add", "add", 6, 9, [item("d")])
+    verdict = judge_drain(H, [add, pop, during], 5, 8, marker,
+                          [*H[:-1], item("a"), marker, item("d")])
+    assert verdict is not None and verdict[0] == "landed_after_close"
+    # an effect nobody accounts for (a pop that raised but removed an item)
+    raised_pop = _call("during-close pop", "pop", 6, 9, error=RuntimeError("closed"))
+    verdict = judge_drain(H, [add, raised_pop], 5, 8, marker, kept)
+    assert verdict is not None and verdict[0] == "effects_do_not_add_up"
+
+
+def test_fresh_answers() -> None:
+    assert answer_problem("pop_item()", None) is None
+    assert answer_problem("clear_session()", None) is None
+    assert answer_problem("get_items()", []) is None
+    assert answer_problem("get_items(limit=2)", []) is None
+    assert answer_problem("get_items()", None) is not None
+    assert answer_problem("pop_item()", {"role": "user"}) is not None
+
+
 # --- on the reference --------------------------------------------------------------------------
 
 
@@ -277,6 +323,7 @@ def test_holds_on_the_reference(check_id: str) -> None:
     ("ARIB-NET-001", "reference_add_after_cancel_lands_later", "landed_after_return"),
     ("ARIB-WINDOW-001", "reference_limit_reads_every_session", "foreign"),
     ("ARIB-WINDOW-001", "reference_limit_zero_means_no_limit", "wrong_window"),
+    ("ARIB-FRESH-001", "reference_pop_on_new_store_raises", "raised"),
 ])
 def test_hand_written_mutant_is_violated(check_id: str, mutant: str, mode: str) -> None:
     assert_mutant_violates(check_id, SMALL[check_id], mutant, mode)
@@ -289,11 +336,22 @@ def test_net_blind_pop_retry_is_seen_on_the_reference() -> None:
     assert "pop_removed_other" in finding.modes
 
 
-@pytest.mark.parametrize("check_id", ["ARIB-PING-001"])
-def test_abstains_where_there_is_no_ping(check_id: str) -> None:
-    finding = run_small(check_id, SMALL[check_id], lane=get_target("sqlite-file"))
+def test_abstains_where_there_is_no_ping() -> None:
+    finding = run_small("ARIB-PING-001", SMALL["ARIB-PING-001"], lane=get_target("sqlite-file"))
     assert finding.verdict is Verdict.NOT_APPLICABLE
     assert "ping" in (finding.reason or "")
+
+
+def test_drain_sees_a_close_that_does_not_wait() -> None:
+    finding = run_small("ARIB-DRAIN-001", {"trials": 8}, "reference_close_does_not_wait")
+    assert finding.verdict is Verdict.VIOLATED
+    assert "not_drained" in finding.modes
+
+
+def test_drain_abstains_without_close() -> None:
+    finding = run_small("ARIB-DRAIN-001", SMALL["ARIB-DRAIN-001"],
+                        lane=get_target("sqlalchemy-sqlite-file"))
+    assert finding.verdict is Verdict.NOT_APPLICABLE
 
 
 def test_every_check_names_existing_mutants_and_selectors() -> None:
@@ -341,7 +399,9 @@ def _lane(name: str) -> Any:
 @pytest.mark.parametrize("check_id", sorted(SMALL))
 def test_server_lane(lane: str, check_id: str, services: Mapping[str, str]) -> None:
     finding = run_on(get_target(lane), check_id, services)
-    if check_id == "ARIB-PING-001" and lane == "sqlalchemy-postgres":
+    abstains = {("ARIB-PING-001", "sqlalchemy-postgres"), ("ARIB-DRAIN-001", "sqlalchemy-postgres"),
+                ("ARIB-DRAIN-001", "redis-injected-client")}
+    if (check_id, lane) in abstains:
         assert finding.verdict is Verdict.NOT_APPLICABLE, finding.reason
         return
     assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
@@ -357,6 +417,8 @@ def test_server_lane(lane: str, check_id: str, services: Mapping[str, str]) -> N
      "wrong_window"),
     (_lane("sqlalchemy-postgres"), "ARIB-NET-001", "postgres_add_commits_twice_on_lost_reply",
      "torn_or_twice"),
+    (_lane("sqlalchemy-postgres"), "ARIB-FRESH-001", "postgres_pop_before_tables_exist", "raised"),
+    (_lane("redis-from-url"), "ARIB-DRAIN-001", "redis_close_pulls_the_client", "not_drained"),
 ])
 def test_server_lane_mutant(lane: str, check_id: str, mutant: str, mode: str,
                             services: Mapping[str, str]) -> None:
