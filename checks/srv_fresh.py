@@ -128,7 +128,6 @@ CHECK = CheckSpec(
     generated=(
         Selector("reference", "ReferenceSession.pop_item", "flip_comparison"),
         Selector("sqlalchemy-postgres", "SQLAlchemySession.pop_item", "drop_await"),
-        Selector("sqlalchemy-postgres", "SQLAlchemySession.clear_session", "drop_await"),
     ),
     timeout_s=90.0,
     hang_invariant=True,

@@ -8,6 +8,7 @@ write to the same tables or keys at the same time. Invariant, per read of sessio
 history is H (n items, in the order they were appended):
 
 - k >= 1: exactly the newest ``min(k, n)`` items of H, oldest first (``H[-k:]``);
+- k = None (no limit): all of H;
 - k = 0: no items;
 - k < 0: no items, all of H, or a loud refusal -- never any other window (the SDK backends
   differ here: SQLite reads a negative LIMIT as "no limit", Redis as "nothing", PostgreSQL
@@ -33,20 +34,20 @@ from checks.iso_001 import PEER_SUFFIX, open_peer
 from harness.model import Counts, Trial
 
 
-def edge_limits(history_len: int, last_batch: int) -> list[int]:
+def edge_limits(history_len: int, last_batch: int) -> list[int | None]:
     """Every edge value of k for a history of ``history_len`` whose newest batch has
-    ``last_batch`` items (k inside that batch included)."""
+    ``last_batch`` items (k inside that batch included), and None (no limit)."""
     n = history_len
-    ks = [-5, -1, 0, 1, 2, last_batch - 1, last_batch + 1, n - 1, n, n + 1, n + 7]
+    ks = [None, -5, -1, 0, 1, 2, last_batch - 1, last_batch + 1, n - 1, n, n + 1, n + 7]
     return list(dict.fromkeys(ks))
 
 
-def window_problem(k: int, history: list[Any], got: list[Any] | None,
+def window_problem(k: int | None, history: list[Any], got: list[Any] | None,
                    error: BaseException | None, foreign: set[str]) -> str | None:
     """Why ``got`` (or ``error``) is not a valid ``get_items(limit=k)`` of ``history``."""
     want = [canonical(i) for i in history]
     if error is not None:
-        if k < 0:
+        if k is not None and k < 0:
             return None  # a loud refusal of a negative limit is allowed
         return f"get_items(limit={k}) raised {describe(error)}"
     assert got is not None
@@ -54,7 +55,9 @@ def window_problem(k: int, history: list[Any], got: list[Any] | None,
     strangers = [label(i) for i in got if canonical(i) in foreign]
     if strangers:
         return f"get_items(limit={k}) returned another session's items: {strangers[:3]}"
-    if k > 0:
+    if k is None:
+        expected = want
+    elif k > 0:
         expected = want[-k:]
     elif k == 0:
         expected = []
@@ -65,7 +68,8 @@ def window_problem(k: int, history: list[Any], got: list[Any] | None,
     if seen != expected:
         return (f"get_items(limit={k}) returned {len(seen)} items "
                 f"{[label(i) for i in got][:3]}...; expected the newest {len(expected)} of "
-                f"{len(want)}" + (" (or none, or a refusal)" if k < 0 else ""))
+                f"{len(want)}" + (" (or none, or a refusal)" if k is not None and k < 0
+                                  else ""))
     return None
 
 
@@ -107,7 +111,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log(f"X (and a fresh instance of X) reads get_items(limit=k) for k in {ks} while the "
             f"peer appends and reads {peer_reads} windows of its own")
 
-    async def read(session: Any, k: int) -> tuple[list[Any] | None, BaseException | None]:
+    async def read(session: Any, k: int | None) -> tuple[list[Any] | None,
+                                                         BaseException | None]:
         try:
             return await read_items(session, k), None
         except Exception as exc:  # noqa: BLE001 - the exception is judged per k
@@ -177,7 +182,6 @@ CHECK = CheckSpec(
                  "swap_order_method"),
         Selector("sqlalchemy-postgres", "SQLAlchemySession.get_items.*._latest_first_stmt",
                  "drop_session_where"),
-        Selector("sqlalchemy-postgres", "SQLAlchemySession.get_items", "drop_await"),
     ),
     timeout_s=90.0,
 )

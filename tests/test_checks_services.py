@@ -250,7 +250,9 @@ def test_net_fault_descriptions_name_the_point() -> None:
 
 
 def test_window_edges_and_judge() -> None:
-    assert edge_limits(6, 3) == [-5, -1, 0, 1, 2, 4, 5, 6, 7, 13]
+    assert edge_limits(6, 3) == [None, -5, -1, 0, 1, 2, 4, 5, 6, 7, 13]
+    assert window_problem(None, H, H, None, set()) is None
+    assert window_problem(None, H, H[1:], None, set()) is not None
     foreign = {'{"content":"peer","role":"user"}'}
     assert window_problem(2, H, H[-2:], None, foreign) is None
     assert window_problem(0, H, [], None, foreign) is None
