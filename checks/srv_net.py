@@ -210,10 +210,14 @@ def judge_call(op: str, arg: Any, before: Sequence[Any], after: Sequence[Any],
     return None
 
 
-async def fault_range(route: Relayed | None, call: Callable[[], Awaitable[Any]]
-                      ) -> dict[str, float]:
+async def fault_range(route: Relayed | None, call: Callable[[], Awaitable[Any]],
+                      prepare: Callable[[], Awaitable[Any]]) -> dict[str, float]:
     """How many request and reply chunks (with no relay: how many seconds) one unfaulted
-    ``call()`` takes: the range its fault is drawn from."""
+    ``call()`` takes once warm, ``prepare()`` run (unmeasured) before each call: the range
+    its fault is drawn from."""
+    await prepare()
+    await call()  # once unmeasured: a first call also prepares statements, caches, tables
+    await prepare()
     if route is None:
         started = time.monotonic()
         await call()
@@ -225,6 +229,7 @@ async def fault_range(route: Relayed | None, call: Callable[[], Awaitable[Any]]
         await call()
         seen[direction] = max(route.proxy.seen, 1)
         route.proxy.disarm()
+        await prepare()
     return {"cut-request": seen[Direction.REQUEST], "hold+cancel": seen[Direction.REQUEST],
             "cut-reply": seen[Direction.REPLY]}
 
@@ -245,13 +250,14 @@ async def next_call_problem(hit: Any, observer: Any) -> tuple[str, str] | None:
 
 
 def draw(rng: random.Random, kind: str, span: float) -> Fault:
-    """The fault of one step. A relay fault hits the last chunk of its kind (the one that
-    commits, or whose reply says it did) half the time, else one drawn among ``span``; a
-    cancellation comes at a moment within ``span`` seconds, a quarter of them before the
-    call's first suspension."""
+    """The fault of one step. A relay fault often hits the last chunk of its kind, the one
+    that commits or whose reply says it did (a lost reply: three times in four, a request:
+    every other time), else one drawn among ``span``; a cancellation comes at a moment within
+    ``span`` seconds, a quarter of them before the call's first suspension."""
     if kind != "cancel":
         last = int(span) - 1
-        return Fault(kind, skip=last if rng.random() < 0.5 else rng.randrange(int(span)))
+        bias = 0.75 if kind == "cut-reply" else 0.5
+        return Fault(kind, skip=last if rng.random() < bias else rng.randrange(int(span)))
     return Fault(kind, delay_s=0.0 if rng.random() < 0.25 else rng.random() * span)
 
 
@@ -272,14 +278,19 @@ async def run_trial(ctx: TrialContext) -> Trial:
             "read": lambda limit: read_items(hit, limit), "clear": lambda _: hit.clear_session(),
         }
         ctx.log("calibrate: add_items(2 items), get_items(limit=2), pop_item(), clear_session() "
-                "on the instance to be hit, counting " + ("chunks through the relay"
-                if route is not None else "seconds"))
+                "on the instance to be hit, each once to warm up and then counting "
+                + ("chunks through the relay" if route is not None else "seconds"))
         seeds = batch(3)
         try:
-            ranges = {"add": await fault_range(route, lambda: calls["add"](batch(2))),
-                      "read": await fault_range(route, lambda: calls["read"](2)),
-                      "pop": await fault_range(route, lambda: calls["pop"](None)),
-                      "clear": await fault_range(route, lambda: calls["clear"](None))}
+
+            async def refill() -> None:  # pops and clears are measured on a full session
+                await observer.add_items(batch(2))
+
+            ranges = {"add": await fault_range(route, lambda: calls["add"](batch(2)), refill),
+                      "read": await fault_range(route, lambda: calls["read"](2), refill),
+                      "pop": await fault_range(route, lambda: calls["pop"](None), refill),
+                      "clear": await fault_range(route, lambda: calls["clear"](None), refill)}
+            await observer.clear_session()
             ctx.log(f"observer: add_items({len(seeds)} seed items); fault ranges {ranges}")
             await observer.add_items(seeds)
         except Exception as exc:  # noqa: BLE001 - a store that cannot be used is evidence
@@ -373,7 +384,7 @@ CHECK = CheckSpec(
         "reference_pop_takes_two_on_retry",
         "redis_add_reports_success_on_connection_error",
         "redis_pop_retries_blindly",
-        "postgres_add_commits_twice_on_lost_reply",
+        "postgres_add_swallows_connection_error",
     ),
     generated=(
         Selector("reference", "ReferenceSession.add_items", "early_return"),

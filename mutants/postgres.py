@@ -13,10 +13,10 @@ SQLALCHEMY = "agents.extensions.memory.sqlalchemy_session"
     target="sqlalchemy-postgres",
     module=SQLALCHEMY,
     qualname="SQLAlchemySession.add_items",
-    defect="blind retry of a write: when the connection fails during add_items, the batch is "
-    "written again on a new connection, so a batch whose commit reply was lost is stored twice",
+    defect="a connection failure swallowed: add_items returns normally when the database "
+    "connection fails during its transaction, so the caller believes a lost batch was stored",
 )
-def postgres_add_commits_twice_on_lost_reply() -> None:
+def postgres_add_swallows_connection_error() -> None:
     from sqlalchemy.exc import DBAPIError
 
     cls = load_class(SQLALCHEMY, "SQLAlchemySession")
@@ -26,7 +26,7 @@ def postgres_add_commits_twice_on_lost_reply() -> None:
         try:
             await original(self, items)
         except DBAPIError:
-            await original(self, items)
+            return
 
     cls.add_items = add_items
 
