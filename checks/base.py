@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -119,6 +119,14 @@ class TrialContext:
     async def open(self) -> Handle:
         """Build a fresh backend instance on this trial's store."""
         handle = await self.target.build(self.build)
+        self._handles.append(handle)
+        return handle
+
+    async def open_with(self, **changes: Any) -> Handle:
+        """A fresh instance built with ``changes`` to this trial's BuildContext: other
+        ``services`` URLs (e.g. a fault-injecting relay in front of the real server), another
+        ``root`` (another store of this trial) or ``session_id``; disposed with the trial."""
+        handle = await self.target.build(replace(self.build, **changes))
         self._handles.append(handle)
         return handle
 

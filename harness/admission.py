@@ -89,6 +89,9 @@ class AdmissionConfig:
     cache: AdmissionCache = field(default_factory=AdmissionCache)
     quiet: bool = False
     generated: bool = True
+    # Service URLs (see harness.lanes.services_for_checks) for paired mutants of server lanes;
+    # without one, such a mutant's clean base cannot be built and it is not judgeable.
+    services: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool,
         stop_on_violation=early,
         tmpdir=fast_tmpdir(),
         verify_claims=verify_claims,
+        services=config.services,
     )
 
 

@@ -17,7 +17,7 @@ from harness.admission import GRACE_S, AdmissionConfig, admit
 from harness.cache import AdmissionCache
 from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.execute import RunOptions, error_finding, run_check, sdk_version
-from harness.lanes import PreparedLanes, prepare_lanes, service_failure
+from harness.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
 from harness.model import Admission, ExitCode, Finding, Verdict, exit_code
 from harness.progress import Progress
 from harness.report import render_markdown
@@ -121,7 +121,9 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         config.checks,
         AdmissionConfig(reruns=config.reruns, workers=config.admission_workers,
                         run_seed=config.run_seed, params=config.params, cache=config.cache,
-                        quiet=config.quiet, generated=config.generated),
+                        quiet=config.quiet, generated=config.generated,
+                        services=(services_for_checks(config.checks, config.manager)
+                                  if config.manager is not None else {})),
     )
     prepared = (prepare_lanes(config.lanes, config.manager) if config.manager is not None
                 else PreparedLanes(config.lanes))

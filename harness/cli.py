@@ -187,6 +187,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_admit(args: argparse.Namespace) -> int:
     from harness.admission import AdmissionConfig, admit
     from harness.cache import AdmissionCache
+    from harness.lanes import services_for_checks
+    from harness.services import ServiceManager
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -196,11 +198,13 @@ def cmd_admit(args: argparse.Namespace) -> int:
     _at_least(args.workers, 0, "--workers", "0 means one per core")
     checks = _select_checks(None if args.all else ",".join(args.check), params)
     started = time.perf_counter()
-    admissions = admit(checks, AdmissionConfig(
-        reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
-        workers=args.workers or os.cpu_count() or 1,
-        cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
-    ))
+    with ServiceManager() as manager:
+        admissions = admit(checks, AdmissionConfig(
+            reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
+            workers=args.workers or os.cpu_count() or 1,
+            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            services=services_for_checks(checks, manager),
+        ))
     all_in = True
     for a in admissions:
         print(f"{a.check_id}: {'ADMITTED' if a.admitted else 'NOT ADMITTED'} "

@@ -6,6 +6,7 @@ import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from checks.base import CheckSpec
 from harness.errors import ServiceError
 from harness.services import NotMeasured, ServiceManager
 from targets.base import TargetSpec
@@ -41,6 +42,21 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager) -> Prepa
         ready.append(lane)
     versions = {name: info.version for name, info in manager.infos.items()}
     return PreparedLanes(tuple(ready), dict(manager.services), versions, tuple(missing))
+
+
+def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager) -> dict[str, str]:
+    """Start the services that the lanes of ``checks``' paired mutants need; their URLs.
+
+    A service that cannot start is left out: the mutants of its lanes are then reported as not
+    judgeable (their clean base cannot be built), never silently dropped.
+    """
+    from mutants.registry import get_mutant
+    from targets.registry import get_target
+
+    names = {get_mutant(m).target for c in checks for m in c.mutants}
+    names |= {s.target for c in checks for s in c.generated}
+    lanes = [get_target(n) for n in sorted(names)]
+    return prepare_lanes([lane for lane in lanes if lane.service], manager).services
 
 
 def absent_backend(lane: TargetSpec) -> NotMeasured | None:

@@ -2,7 +2,8 @@
 
 ``with_branches`` installs ``BranchingMixin`` into ``ReferenceSession``: the class keeps its
 own ``get_items`` / ``add_items`` / ``pop_item`` / ``clear_session`` as the operations of the
-``main`` branch (stored where they always were), and gains the API of openai-agents'
+``main`` branch (stored where they always were; its ``close`` waits for the operations already
+called), and gains the API of openai-agents'
 ``AdvancedSQLiteSession``: ``create_branch_from_turn``, ``create_branch_from_content``,
 ``switch_to_branch``, ``delete_branch``, ``list_branches``, branch-aware reads and writes,
 ``store_run_usage``, ``get_session_usage``, ``get_turn_usage``, ``get_tool_usage``,
@@ -44,7 +45,7 @@ from targets import reference_turns as turns
 
 T = TypeVar("T")
 MAIN = "main"
-PROTOCOL = ("get_items", "add_items", "pop_item", "clear_session")
+PROTOCOL = ("get_items", "add_items", "pop_item", "clear_session", "close")
 USAGE_FIELDS = ("requests", "input_tokens", "output_tokens", "total_tokens")
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS adv_branches (session_id TEXT NOT NULL, branch_id TEXT NOT "
@@ -91,6 +92,7 @@ class BranchingMixin:
     _main_add_items: Callable[..., Any]
     _main_pop_item: Callable[..., Any]
     _main_clear_session: Callable[..., Any]
+    _main_close: Callable[..., Any]
     _adv_lock: Any
     _adv_state: tuple[str, int | None]
     _adv_ready: bool
@@ -234,6 +236,12 @@ class BranchingMixin:
             await self._main_clear_session()
             if not getattr(self, "_closed", False):
                 await self._adv_run(clear, write=True)
+
+    async def close(self) -> None:
+        """Close after the operations already called (queued on ``_adv_lock``) have run, so
+        a call in flight when close() is called completes (ARIB-DRAIN-001)."""
+        async with self._adv_lock:
+            await self._main_close()
 
     # --- branches --------------------------------------------------------------------------
 
