@@ -237,5 +237,6 @@ def reference_forced_broken() -> None:
     async def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("forced-broken mutant")
 
-    for name in ("get_items", "add_items", "pop_item", "clear_session", "close"):
+    for name in ("get_items", "add_items", "pop_item", "clear_session", "close",
+                 "_get_compaction_snapshot"):
         setattr(cls, name, broken)

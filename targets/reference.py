@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.reference_compaction import CompactionSnapshotMixin
 
 T = TypeVar("T")
 
@@ -82,8 +83,12 @@ def _connect(db_path: str) -> sqlite3.Connection:
         attempt += 1
 
 
-class ReferenceSession:
-    """A session that keeps every invariant of the bench; see the module docstring."""
+class ReferenceSession(CompactionSnapshotMixin):
+    """A session that keeps every invariant of the bench; see the module docstring.
+
+    Compaction (ARIB-COMPACT-*): the snapshot protocol comes from the mixin, see
+    targets.reference_compaction.
+    """
 
     def __init__(self, session_id: str, db_path: str | Path) -> None:
         self.session_id = session_id

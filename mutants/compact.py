@@ -1,0 +1,122 @@
+"""Hand-written compaction mutants (paired with ARIB-COMPACT-*): each models one defect of a
+store's compaction snapshot (``_get_compaction_snapshot`` and its ``replace_suffix``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from mutants.base import handwritten, load_class
+
+REF = "targets.reference"
+
+
+def _snapshot_with(swap_sql: str | None, conditional: bool = True, split: bool = False) -> Any:
+    """A reference ``_get_compaction_snapshot`` whose swap is given as its defect varies."""
+    from targets.reference_compaction import ReferenceSnapshot
+
+    async def snapshot(self: Any, limit: int, *, prune_prefix: Any = None) -> Any:
+        sid = self.session_id
+
+        def read(conn: sqlite3.Connection) -> list[tuple[int, str]]:
+            rows = conn.execute("SELECT seq, body FROM items WHERE session_id = ? "
+                                "ORDER BY seq DESC LIMIT ?", (sid, limit)).fetchall()
+            return [tuple(r) for r in rows[::-1]]
+
+        async with self._lock:
+            rows = await self._transact(read, write=False)
+        older = len(rows) >= limit
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            expected = rows[start:]
+            if not expected:
+                return False
+
+            def delete(conn: sqlite3.Connection) -> bool:
+                current = conn.execute("SELECT seq, body FROM items WHERE session_id = ? "
+                                       "ORDER BY seq DESC LIMIT ?",
+                                       (sid, len(expected))).fetchall()[::-1]
+                if conditional and [tuple(r) for r in current] != expected:
+                    return False
+                if swap_sql is not None:
+                    conn.execute(swap_sql, (sid, expected[0][0]))
+                return True
+
+            def insert(conn: sqlite3.Connection) -> None:
+                conn.executemany("INSERT INTO items (session_id, item_key, body) "
+                                 "VALUES (?, NULL, ?)",
+                                 [(sid, json.dumps(item)) for item in output])
+
+            def both(conn: sqlite3.Connection) -> bool:
+                if not delete(conn):
+                    return False
+                insert(conn)
+                return True
+
+            import anyio
+
+            async with self._lock:
+                if not split:
+                    return bool(await self._transact(both, write=True))
+                if not await self._transact(delete, write=True):
+                    return False
+            await anyio.sleep(0.005)
+            async with self._lock:
+                await self._transact(insert, write=True)
+            return True
+
+        return ReferenceSnapshot([json.loads(b) for _, b in rows], not older, replace_suffix)
+
+    return snapshot
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession._get_compaction_snapshot",
+    defect="the swap inserts the compact output but deletes nothing: the compacted items "
+    "stay in the history next to their summary",
+)
+def reference_compaction_keeps_old_suffix() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    cls._get_compaction_snapshot = _snapshot_with(None)
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession._get_compaction_snapshot",
+    defect="the swap deletes the compacted range by position alone, in every session: a peer "
+    "session's items written after the range start are deleted with it",
+)
+def reference_compaction_deletes_peer_rows() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    cls._get_compaction_snapshot = _snapshot_with(
+        "DELETE FROM items WHERE (session_id = ? OR 1 = 1) AND seq >= ?")
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession._get_compaction_snapshot",
+    defect="unconditional swap: the compacted range is replaced without checking it is still "
+    "the newest, unchanged rows, so a concurrent append, pop or clear is overwritten",
+)
+def reference_compaction_unconditional_swap() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    cls._get_compaction_snapshot = _snapshot_with(
+        "DELETE FROM items WHERE session_id = ? AND seq >= ?", conditional=False)
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession._get_compaction_snapshot",
+    defect="a swap in two transactions: the compacted range is deleted and committed, then "
+    "the output is inserted in a second transaction, so a reader sees neither",
+)
+def reference_compaction_swap_in_two_steps() -> None:
+    cls = load_class(REF, "ReferenceSession")
+    cls._get_compaction_snapshot = _snapshot_with(
+        "DELETE FROM items WHERE session_id = ? AND seq >= ?", split=True)
