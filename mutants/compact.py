@@ -120,3 +120,20 @@ def reference_compaction_swap_in_two_steps() -> None:
     cls = load_class(REF, "ReferenceSession")
     cls._get_compaction_snapshot = _snapshot_with(
         "DELETE FROM items WHERE session_id = ? AND seq >= ?", split=True)
+
+
+@handwritten(
+    target="reference",
+    module="targets.reference_compaction",
+    qualname="_prune_oldest",
+    defect="a reclaim that ignores the expiry test: every row older than the replaced range "
+    "is deleted, live items and unreadable envelopes included",
+)
+def reference_compaction_prunes_live_rows() -> None:
+    import targets.reference_compaction as module
+
+    def prune_everything(conn: sqlite3.Connection, session_id: str, before: int,
+                         prune: Any) -> None:
+        conn.execute("DELETE FROM items WHERE session_id = ? AND seq < ?", (session_id, before))
+
+    module._prune_oldest = prune_everything  # type: ignore[assignment]
