@@ -147,8 +147,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     best = finals[-1] if output and any(canonical(i) in {canonical(o) for o in output}
                                         for i in final) else finals[0]
     counts = tally(best, final, errors=reads.errors)
-    mode_name = reads.mode or ("compacted" if len(finals) > 1 and same(final, finals[-1])
-                               else "refused")
+    mode_name = reads.mode or ("skipped" if not client.requests else "compacted"
+                               if len(finals) > 1 and same(final, finals[-1]) else "refused")
     return Trial(ctx.index, ctx.seed, reads.mode is not None, counts, mode=mode_name,
                  sample=reads.sample(), ops=tuple(ctx.ops))
 

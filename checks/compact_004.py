@@ -11,7 +11,9 @@ halves: expired data is really removed, and nothing else is. Each trial (fresh s
 2. stored, oldest first and interleaved with a peer session's own expired and live items: a
    seeded run of X's expired envelopes (written as the application wrote them two hours ago:
    the same envelope, an older Fernet timestamp), sometimes an envelope X's key cannot
-   authenticate followed by more expired ones, then X's live conversation;
+   authenticate followed by more expired ones, then X's live conversation; every fourth
+   trial (from the third) has a single expired envelope, the history whose oldest item just
+   expired;
 3. one agent turn through the compaction wrapper (see checks._compaction), whole history or a
    seeded limit window, seeded mode, encryption inside or outside the wrapper;
 4. judged on X's raw rows (each labelled expired, live or unauthenticated) and decrypted view:
@@ -93,16 +95,17 @@ class Forger:
 
 
 def expected_compaction(stored: Sequence[Any], history_len: int, limit: int | None, mode: str,
-                        suffix: bool) -> Expectation:
+                        suffix: bool, single: bool = False) -> Expectation:
     """The documented outcome when expired envelopes stay stored below the live history.
 
-    A store with suffix replacement never sees the raw history as complete (the expired rows
-    are still there): it compacts a suffix in input mode, or skips in explicit
-    ``previous_response_id`` mode. Another store gets EncryptedSession's bounded read, which
-    counts the rows it skipped: a whole-history compaction when the whole history was sent,
-    else a skip.
+    A store with suffix replacement sees the raw history as incomplete when it holds more
+    rows than the snapshot it was asked for (the live window, the turn and one more): it
+    compacts a suffix in input mode, or skips in explicit ``previous_response_id`` mode. With
+    the whole history sent and a single expired row, the raw history is exactly that
+    snapshot: complete. Another store gets EncryptedSession's bounded read, which counts the
+    rows it skipped: a whole-history compaction when the whole history was sent, else a skip.
     """
-    if not suffix:
+    if not suffix or (single and limit is None):
         return expectation(stored, history_len, limit, mode, False)
     if mode == "previous_response_id":
         return Expectation(False)
@@ -152,22 +155,26 @@ def reclaim_problem(before: Sequence[Label], after: Sequence[Label], output: Seq
     return None
 
 
-async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any]
-               ) -> tuple[list[Label], list[Any], Forger]:
-    """Write the raw layout (see the module docstring); the labels and X's live items."""
+async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any],
+               single: bool) -> list[Label]:
+    """Write the raw layout (see the module docstring); the labels of X's rows. ``single``:
+    exactly one expired row and no other-key row, so that the whole raw history is one row
+    more than the live one, as in a history whose oldest item just expired."""
     raw, peer_raw = enc.underlying_session, peer.underlying_session
     await peer.add_items([{"role": "user", "content": f"{tag} peer live 0"}])
     template = (await read_items(peer_raw))[0]
     mine, theirs = Forger(enc, template), Forger(peer, template)
-    expired = [{"role": "user", "content": f"{tag} expired {i}"}
-               for i in range(ctx.rng.randint(2, ctx.params["expired"]))]
+    count = 1 if single else ctx.rng.randint(min(12, ctx.params["expired"]),
+                                             ctx.params["expired"])
+    expired = [{"role": "user", "content": f"{tag} expired {i}"} for i in range(count)]
     layout: list[Label] = []
-    cut = ctx.rng.randint(1, len(expired))
+    # The first run is the longer part, so that it spans several reclaim batches.
+    cut = ctx.rng.randint((len(expired) + 1) // 2, len(expired))
     ctx.log(f"X raw: {cut} expired envelopes; peer: one expired")
     await raw.add_items([mine.old(i) for i in expired[:cut]])
     layout += [("expired", canonical(i)) for i in expired[:cut]]
     await peer_raw.add_items([theirs.old({"role": "user", "content": f"{tag} peer expired"})])
-    if ctx.rng.random() < 0.5:
+    if not single and ctx.rng.random() < 0.5:
         stranger = type(enc)(enc.session_id, raw, OTHER_KEY, ttl=TTL_S)
         ctx.log("X raw: one envelope written with another key")
         await stranger.add_items([{"role": "user", "content": f"{tag} other key"}])
@@ -179,7 +186,7 @@ async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any]
     await enc.add_items(live)
     layout += [("live", canonical(i)) for i in live]
     await peer.add_items([{"role": "user", "content": f"{tag} peer live 1"}])
-    return layout, expired, mine
+    return layout
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -189,14 +196,16 @@ async def run_trial(ctx: TrialContext) -> Trial:
     enc = encrypted_view(view(handle.session))
     peer = encrypted_view(view((await open_peer(ctx, ctx.build.session_id + PEER_SUFFIX)).session))
     mine = history(tag, ctx.rng.randint(2, ctx.params["pairs"]), ctx.rng.random() < 0.3)
+    single = ctx.index % 4 == 2
     try:
-        layout, _, _ = await seed(ctx, enc, peer, tag, mine)
+        layout = await seed(ctx, enc, peer, tag, mine, single)
         peer_raw_before = await read_items(peer.underlying_session)
         peer_view_before = await read_items(peer)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
         return raised_trial(ctx, "seeding the history", exc)
     limit = None if ctx.index % 2 == 0 else ctx.rng.randrange(0, len(mine))
-    mode = ctx.rng.choice(MODES)
+    # With a single expired row only the resolved mode tells a complete snapshot from not.
+    mode = ctx.rng.choice(("auto", "previous_response_id") if single else MODES)
     outside = ctx.rng.random() < 0.5
     client = CompactClient(tag)
     outer, _ = compose(enc, client, mode, outside)
@@ -206,7 +215,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     raised = await agent_turn(outer, turn_model(tag), text, limit)
     stored = mine + turn_items(tag, text)
     layout += [("live", canonical(i)) for i in turn_items(tag, text)]
-    exp = expected_compaction(stored, len(mine), limit, mode, offers_suffix(enc))
+    exp = expected_compaction(stored, len(mine), limit, mode, offers_suffix(enc), single)
     ctx.log(f"documented outcome: {exp.describe()}; the turn "
             f"{'raised ' + describe(raised) if raised else 'returned'}")
     reads = Reads()
@@ -271,7 +280,7 @@ CHECK = CheckSpec(
     "and EncryptedSession (inside or outside it), whole history or a seeded limit window",
     params=(
         Param("pairs", 4, 2, 50, "at most this many live user/assistant pairs"),
-        Param("expired", 14, 2, 500, "at most this many expired envelopes"),
+        Param("expired", 24, 2, 500, "at most this many expired envelopes"),
         trials_param(8),
     ),
     run_trial=run_trial,
