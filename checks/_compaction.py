@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from agents import Agent, RunConfig, Runner, set_tracing_disabled
 from agents.items import ModelResponse
 from agents.memory import SessionSettings
@@ -53,6 +54,9 @@ SUFFIX_DIALECTS = frozenset({"sqlite", "postgresql", "mysql", "mariadb"})
 # The checks' own EncryptedSession key: a fixed, public test key (not a secret).
 OWN_KEY = base64.urlsafe_b64encode(b"arib-compaction-test-key-public!").decode()
 MODES = ("auto", "input", "previous_response_id")
+# A turn that has not returned by then is hung: an offline turn on an idle store takes well
+# under a second; this leaves room for a loaded machine and one SQLite busy wait (5 s).
+TURN_TIMEOUT_S = 8.0
 
 
 def _preload() -> None:
@@ -214,17 +218,31 @@ def turn_model(tag: str) -> Any:
     return TurnModel()
 
 
+class TurnHung(RuntimeError):
+    """The turn did not return within ``TURN_TIMEOUT_S`` (and was cancelled)."""
+
+
 async def agent_turn(session: Any, model: Any, text: str, limit: int | None
                      ) -> BaseException | None:
-    """One Runner turn on ``session``; the exception it raised, or None."""
+    """One Runner turn on ``session``; the exception it raised (``TurnHung`` when it did not
+    return within ``TURN_TIMEOUT_S``), or None."""
     settings = SessionSettings(limit=limit) if limit is not None else None
     config = RunConfig(tracing_disabled=True, session_settings=settings)
     try:
-        await Runner.run(Agent(name="compactor", model=model), text, session=session,
-                         run_config=config)
+        with anyio.fail_after(TURN_TIMEOUT_S):
+            await Runner.run(Agent(name="compactor", model=model), text, session=session,
+                             run_config=config)
+    except TimeoutError:
+        return TurnHung(f"the turn did not return within {TURN_TIMEOUT_S:.0f}s")
     except Exception as exc:  # noqa: BLE001 - what the turn raised is evidence
         return exc
     return None
+
+
+def hung(reads: Reads, raised: BaseException | None) -> None:
+    """Note a turn that never returned: a compaction must end, whatever it decides."""
+    if isinstance(raised, TurnHung):
+        reads.note("hung", str(raised))
 
 
 def turn_items(tag: str, text: str, n: int = 1) -> list[Any]:

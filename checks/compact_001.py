@@ -33,6 +33,7 @@ from checks._compaction import (
     compose,
     expectation,
     history,
+    hung,
     is_encrypted,
     offers_suffix,
     raised_trial,
@@ -121,8 +122,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"{'raised ' + describe(raised) if raised else 'returned'}")
 
     reads = Reads()
+    hung(reads, raised)
     applied = exp.applies and fault in ("none", "peer_writes")
-    if applied and raised is not None:
+    if applied and raised is not None and not reads.kinds:
         reads.note("turn_raised", f"the turn raised {describe(raised)}")
     if exp.applies and len(client.requests) != 1:
         reads.note("not_compacted", f"{len(client.requests)} compact requests where the "
@@ -182,7 +184,8 @@ CHECK = CheckSpec(
         trials_param(12),
     ),
     run_trial=run_trial,
-    mutants=("reference_compaction_keeps_old_suffix",),
+    mutants=("reference_compaction_keeps_old_suffix", "reference_compaction_deletes_peer_rows",
+             "sqlalchemy_compaction_swap_starts_late"),
     generated=(
         Selector("sqlite-file", "SQLiteSession._get_compaction_snapshot", "early_return"),
     ),

@@ -29,6 +29,7 @@ from checks._compaction import (
     compaction_class,
     compose,
     history,
+    hung,
     is_encrypted,
     raised_trial,
     same,
@@ -103,6 +104,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             tg.start_soon(reader, who, session)
     ctx.log(f"the turn {'raised ' + describe(raised[0]) if raised[0] else 'returned'}; "
             f"{len(seen)} reads during it")
+    hung(reads, raised[0])
     try:
         ctx.log("fresh.get_items()")
         final = await read_items(view((await ctx.reopen(handle)).session))
@@ -150,7 +152,8 @@ CHECK = CheckSpec(
         trials_param(8),
     ),
     run_trial=run_trial,
-    mutants=("reference_compaction_swap_in_two_steps",),
+    mutants=("reference_compaction_swap_in_two_steps",
+             "async_sqlite_compaction_swap_in_two_commits"),
     generated=(
         Selector("sqlite-file", "SQLiteSession._get_compaction_snapshot", "early_return"),
     ),

@@ -32,6 +32,7 @@ from checks._compaction import (
     compose,
     expectation,
     history,
+    hung,
     is_encrypted,
     offers_suffix,
     raised_trial,
@@ -106,6 +107,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"stored {len(mine)} items; while the compact request is in flight another "
             f"instance of X does: {op}")
     raised = await agent_turn(outer, turn_model(tag), text, limit)
+    hung(reads, raised)
     exp = expectation(stored, len(mine), limit, mode, offers_suffix(store))
     ctx.log(f"documented outcome without the other instance: {exp.describe()}; the turn "
             f"{'raised ' + describe(raised) if raised else 'returned'}")
@@ -168,7 +170,8 @@ CHECK = CheckSpec(
         trials_param(12),
     ),
     run_trial=run_trial,
-    mutants=("reference_compaction_unconditional_swap",),
+    mutants=("reference_compaction_unconditional_swap",
+             "sqlite_compaction_swap_ignores_tail_change"),
     generated=(
         Selector("sqlite-file",
                  "SQLiteSession._get_compaction_snapshot.<locals>.replace_suffix.<locals>"

@@ -13,7 +13,9 @@ halves: expired data is really removed, and nothing else is. Each trial (fresh s
    the same envelope, an older Fernet timestamp), sometimes an envelope X's key cannot
    authenticate followed by more expired ones, then X's live conversation; every fourth
    trial (from the third) has a single expired envelope, the history whose oldest item just
-   expired;
+   expired; the sixth of every eight writes the peer's first row, X's expired rows and X's
+   live conversation in three successive clock seconds (stores order by a one-second
+   ``created_at``);
 3. one agent turn through the compaction wrapper (see checks._compaction), whole history or a
    seeded limit window, seeded mode, encryption inside or outside the wrapper;
 4. judged on X's raw rows (each labelled expired, live or unauthenticated) and decrypted view:
@@ -33,6 +35,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
+
 from checks._compaction import (
     MODES,
     OWN_KEY,
@@ -45,6 +49,7 @@ from checks._compaction import (
     difference,
     expectation,
     history,
+    hung,
     is_encrypted,
     is_user,
     offers_suffix,
@@ -57,10 +62,11 @@ from checks._compaction import (
 )
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from checks.iso_001 import PEER_SUFFIX, open_peer
+from checks.iso_001 import open_peer
 from harness.model import Counts, Trial
 
 ENCRYPT_MODULE = "agents.extensions.memory.encrypt_session"
+PEER_PREFIX = "0peer-"
 TTL_S = 600
 AGE_S = 7200  # how old the expired envelopes are
 # Another key: an envelope written with it is one X's key cannot authenticate.
@@ -155,14 +161,24 @@ def reclaim_problem(before: Sequence[Label], after: Sequence[Label], output: Seq
     return None
 
 
+async def next_second(ctx: TrialContext) -> None:
+    """Wait until the wall clock is in its next second (stores keep a one-second created_at)."""
+    ctx.log("wait for the next clock second")
+    await anyio.sleep(1.02 - time.time() % 1.0)
+
+
 async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any],
-               single: bool) -> list[Label]:
+               single: bool, later_second: bool) -> list[Label]:
     """Write the raw layout (see the module docstring); the labels of X's rows. ``single``:
     exactly one expired row and no other-key row, so that the whole raw history is one row
-    more than the live one, as in a history whose oldest item just expired."""
+    more than the live one, as in a history whose oldest item just expired. ``later_second``:
+    the peer's first row, X's expired rows and X's live history are written in three clock
+    seconds (stores keep a one-second ``created_at``; in truth they are hours apart)."""
     raw, peer_raw = enc.underlying_session, peer.underlying_session
     await peer.add_items([{"role": "user", "content": f"{tag} peer live 0"}])
     template = (await read_items(peer_raw))[0]
+    if later_second:
+        await next_second(ctx)
     mine, theirs = Forger(enc, template), Forger(peer, template)
     count = 1 if single else ctx.rng.randint(min(12, ctx.params["expired"]),
                                              ctx.params["expired"])
@@ -183,6 +199,8 @@ async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any]
             f"peer: one live item")
     await raw.add_items([mine.old(i) for i in expired[cut:]])
     layout += [("expired", canonical(i)) for i in expired[cut:]]
+    if later_second:
+        await next_second(ctx)
     await enc.add_items(live)
     layout += [("live", canonical(i)) for i in live]
     await peer.add_items([{"role": "user", "content": f"{tag} peer live 1"}])
@@ -194,18 +212,25 @@ async def run_trial(ctx: TrialContext) -> Trial:
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()
     enc = encrypted_view(view(handle.session))
-    peer = encrypted_view(view((await open_peer(ctx, ctx.build.session_id + PEER_SUFFIX)).session))
+    # The peer's id sorts before X's (as other sessions' ids do in a shared table).
+    peer_id = PEER_PREFIX + ctx.build.session_id
+    peer = encrypted_view(view((await open_peer(ctx, peer_id)).session))
     mine = history(tag, ctx.rng.randint(2, ctx.params["pairs"]), ctx.rng.random() < 0.3)
     single = ctx.index % 4 == 2
+    # With a limit window, the replaced range (and the reclaim's bound) is in the later second.
+    later_second = ctx.index % 8 == 5
     try:
-        layout = await seed(ctx, enc, peer, tag, mine, single)
+        layout = await seed(ctx, enc, peer, tag, mine, single, later_second)
         peer_raw_before = await read_items(peer.underlying_session)
         peer_view_before = await read_items(peer)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
         return raised_trial(ctx, "seeding the history", exc)
     limit = None if ctx.index % 2 == 0 else ctx.rng.randrange(0, len(mine))
-    # With a single expired row only the resolved mode tells a complete snapshot from not.
-    mode = ctx.rng.choice(("auto", "previous_response_id") if single else MODES)
+    # With a single expired row only the resolved mode tells a complete snapshot from not;
+    # with the whole history sent, "auto" does too (a complete snapshot chains the response).
+    modes = ("auto", "previous_response_id") if single else ("auto", "input") if later_second \
+        else MODES
+    mode = "auto" if ctx.index % 4 == 0 else ctx.rng.choice(modes)
     outside = ctx.rng.random() < 0.5
     client = CompactClient(tag)
     outer, _ = compose(enc, client, mode, outside)
@@ -219,7 +244,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log(f"documented outcome: {exp.describe()}; the turn "
             f"{'raised ' + describe(raised) if raised else 'returned'}")
     reads = Reads()
-    if raised is not None:
+    hung(reads, raised)
+    if raised is not None and not reads.kinds:
         reads.note("turn_raised", f"the turn raised {describe(raised)}")
     if exp.applies and len(client.requests) != 1:
         reads.note("not_compacted", f"{len(client.requests)} compact requests where the "
@@ -270,10 +296,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
 CHECK = CheckSpec(
     id="ARIB-COMPACT-004",
-    invariant="an agent turn's compaction through EncryptedSession removes, besides the range "
-    "it replaced, only expired envelopes, all of the contiguous oldest run of them and nothing "
-    "after a row it keeps: never a live item, an envelope its key cannot authenticate, or a "
-    "peer session's row",
+    invariant="an agent turn's compaction through EncryptedSession ends, and removes, besides "
+    "the range it replaced, only expired envelopes, all of the contiguous oldest run of them "
+    "and nothing after a row it keeps: never a live item, an envelope its key cannot "
+    "authenticate, or a peer session's row",
     fault="a history whose oldest envelopes expired two hours ago (written with an older "
     "Fernet timestamp), sometimes cut by an envelope of another key, interleaved with a peer "
     "session's expired and live rows; one Runner turn through OpenAIResponsesCompactionSession "
@@ -291,4 +317,5 @@ CHECK = CheckSpec(
                  ".replace_sync", "widen_session_filter"),
     ),
     timeout_s=60.0,
+    hang_invariant=True,
 )

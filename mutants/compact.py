@@ -137,3 +137,111 @@ def reference_compaction_prunes_live_rows() -> None:
         conn.execute("DELETE FROM items WHERE session_id = ? AND seq < ?", (session_id, before))
 
     module._prune_oldest = prune_everything  # type: ignore[assignment]
+
+
+SQLITE = "agents.memory.sqlite_session"
+ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
+SQLALCHEMY = "agents.extensions.memory.sqlalchemy_session"
+
+
+def _wrap_snapshot(module: str, name: str, swap: Any) -> None:
+    """Replace ``name._get_compaction_snapshot`` by the original whose ``replace_suffix`` is
+    ``swap(session, original_replace, start, output)``."""
+    from dataclasses import replace
+
+    cls = load_class(module, name)
+    original = cls._get_compaction_snapshot
+
+    async def snapshot(self: Any, limit: int, *, prune_prefix: Any = None) -> Any:
+        snap = await original(self, limit, prune_prefix=prune_prefix)
+        if snap is None:
+            return None
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            return bool(await swap(self, snap.replace_suffix, start, output))
+
+        return replace(snap, replace_suffix=replace_suffix)
+
+    cls._get_compaction_snapshot = snapshot
+
+
+@handwritten(
+    target="sqlalchemy-sqlite-file",
+    module=SQLALCHEMY,
+    qualname="SQLAlchemySession._get_compaction_snapshot",
+    defect="off-by-one swap: the replaced range starts one item late, so the first compacted "
+    "item stays in the history beside the output that summarizes it",
+)
+def sqlalchemy_compaction_swap_starts_late() -> None:
+    async def swap(session: Any, replace: Any, start: int, output: list[Any]) -> bool:
+        return bool(await replace(start + 1, output))
+
+    _wrap_snapshot(SQLALCHEMY, "SQLAlchemySession", swap)
+
+
+@handwritten(
+    target="async-sqlite-file",
+    module=ASYNC_SQLITE,
+    qualname="AsyncSQLiteSession._get_compaction_snapshot",
+    defect="a swap in two commits: the compacted range is deleted and committed, then the "
+    "output is appended in a second transaction, so a reader sees neither",
+)
+def async_sqlite_compaction_swap_in_two_commits() -> None:
+    import asyncio
+
+    async def swap(session: Any, replace: Any, start: int, output: list[Any]) -> bool:
+        if not await replace(start, []):
+            return False
+        await asyncio.sleep(0.005)
+        await session.add_items(output)
+        return True
+
+    _wrap_snapshot(ASYNC_SQLITE, "AsyncSQLiteSession", swap)
+
+
+@handwritten(
+    target="sqlite-file",
+    module=SQLITE,
+    qualname="SQLiteSession._get_compaction_snapshot",
+    defect="a stale swap: the rows from the first compacted one on are deleted and the output "
+    "inserted without checking they are still the newest, unchanged rows",
+)
+def sqlite_compaction_swap_ignores_tail_change() -> None:
+    cls = load_class(SQLITE, "SQLiteSession")
+    original = cls._get_compaction_snapshot
+
+    async def snapshot(self: Any, limit: int, *, prune_prefix: Any = None) -> Any:
+        import asyncio
+        from dataclasses import replace
+
+        snap = await original(self, limit, prune_prefix=prune_prefix)
+        if snap is None:
+            return None
+        table = self.messages_table
+
+        def newest_ids() -> list[int]:
+            with self._locked_connection() as conn:
+                rows = conn.execute(f"SELECT id FROM {table} WHERE session_id = ? "
+                                    "ORDER BY id DESC LIMIT ?",
+                                    (self.session_id, len(snap.items))).fetchall()
+            return [row[0] for row in rows[::-1]]
+
+        ids = await asyncio.to_thread(newest_ids)
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            if start >= len(ids):
+                return False
+
+            def swap() -> bool:
+                with self._write_connection() as conn:
+                    conn.execute(f"DELETE FROM {table} WHERE session_id = ? AND id >= ?",
+                                 (self.session_id, ids[start]))
+                    self._insert_items(conn, output)
+                    conn.commit()
+                return True
+
+            return await asyncio.to_thread(swap)
+
+        return replace(snap, replace_suffix=replace_suffix)
+
+    cls._get_compaction_snapshot = snapshot
