@@ -42,7 +42,7 @@ from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 from openai.types.responses.response_compaction_item import ResponseCompactionItem
 
-from checks.base import NotApplicable, TrialContext, describe
+from checks.base import NotApplicable, Param, TrialContext, describe
 from checks.common import canonical, label, read_items
 from harness.model import Counts, Trial
 
@@ -54,6 +54,9 @@ SUFFIX_DIALECTS = frozenset({"sqlite", "postgresql", "mysql", "mariadb"})
 # The checks' own EncryptedSession key: a fixed, public test key (not a secret).
 OWN_KEY = base64.urlsafe_b64encode(b"arib-compaction-test-key-public!").decode()
 MODES = ("auto", "input", "previous_response_id")
+# How every compaction check's fault begins.
+TURN = ("one Runner turn through OpenAIResponsesCompactionSession (scripted model, stand-in "
+        "compact client)")
 # A turn that has not returned by then is hung: an offline turn on an idle store takes well
 # under a second; this leaves room for a loaded machine and one SQLite busy wait (5 s).
 TURN_TIMEOUT_S = 8.0
@@ -111,6 +114,11 @@ def offers_suffix(store: Any) -> bool:
     if name == "SQLAlchemySession":
         return inner.engine.dialect.name in SUFFIX_DIALECTS  # type: ignore[no-any-return]
     return True
+
+
+def pairs_param(default: int) -> Param:
+    """The ``pairs`` parameter: how long the stored conversation can be."""
+    return Param("pairs", default, 2, 50, "at most this many stored user/assistant pairs")
 
 
 def always(context: dict[str, Any]) -> bool:
@@ -359,6 +367,11 @@ class Reads:
 
     def sample(self) -> str | None:
         return "; ".join(self.problems)[:400] or None
+
+    def trial(self, ctx: TrialContext, counts: Counts, held_mode: str) -> Trial:
+        """The trial: violated when a problem was noted (its first kind is the mode)."""
+        return Trial(ctx.index, ctx.seed, self.mode is not None, counts,
+                     mode=self.mode or held_mode, sample=self.sample(), ops=tuple(ctx.ops))
 
     async def expect(self, ctx: TrialContext, who: str, session: Any, expected: Sequence[Any],
                      limit: int | None = None) -> list[Any] | None:

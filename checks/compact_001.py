@@ -26,6 +26,7 @@ from typing import Any
 
 from checks._compaction import (
     MODES,
+    TURN,
     CompactClient,
     Reads,
     agent_turn,
@@ -36,13 +37,14 @@ from checks._compaction import (
     hung,
     is_encrypted,
     offers_suffix,
+    pairs_param,
     raised_trial,
     request_problem,
     turn_items,
     turn_model,
     view,
 )
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import read_items, tally, trials_param
 from checks.iso_001 import PEER_SUFFIX, open_peer
 from harness.model import Counts, Trial
@@ -163,9 +165,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         counts = tally(expected, await read_items(fresh), errors=reads.errors)
     except Exception:  # noqa: BLE001 - already counted as a read error above
         counts = Counts(errors=reads.errors + 1)
-    mode = reads.mode or ("compacted" if applied else "unchanged")
-    return Trial(ctx.index, ctx.seed, reads.mode is not None, counts, mode=mode,
-                 sample=reads.sample(), ops=tuple(ctx.ops))
+    return reads.trial(ctx, counts, "compacted" if applied else "unchanged")
 
 
 CHECK = CheckSpec(
@@ -175,12 +175,11 @@ CHECK = CheckSpec(
     "later appends stay in place and in order, the same for the Runner's session, a fresh "
     "instance and limit reads; a failed compact request or a store closed while it is in "
     "flight leaves the history unchanged",
-    fault="one Runner turn through OpenAIResponsesCompactionSession (scripted model, stand-in "
-    "compact client) on a history interleaved with a peer session's, with a seeded "
+    fault=f"{TURN} on a history interleaved with a peer session's, with a seeded "
     "SessionSettings.limit window and compaction_mode; while the compact request is in "
     "flight: nothing, the peer appends, the request fails, or the store is closed",
     params=(
-        Param("pairs", 5, 2, 50, "at most this many stored user/assistant pairs"),
+        pairs_param(5),
         trials_param(12),
     ),
     run_trial=run_trial,

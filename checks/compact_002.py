@@ -23,6 +23,7 @@ import anyio
 
 from checks._compaction import (
     MODES,
+    TURN,
     CompactClient,
     Reads,
     agent_turn,
@@ -31,6 +32,7 @@ from checks._compaction import (
     history,
     hung,
     is_encrypted,
+    pairs_param,
     raised_trial,
     same,
     turn_items,
@@ -131,9 +133,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     keys = {canonical(i) for s in states for i in s}
     foreign = sum(1 for _, items in seen for i in items if canonical(i) not in keys)
     counts = Counts(foreign=foreign, errors=reads.errors + torn)
-    mode_name = reads.mode or ("compacted" if not same(final, stored) else "unchanged")
-    return Trial(ctx.index, ctx.seed, reads.mode is not None, counts, mode=mode_name,
-                 sample=reads.sample(), ops=tuple(ctx.ops))
+    return reads.trial(ctx, counts, "unchanged" if same(final, stored) else "compacted")
 
 
 CHECK = CheckSpec(
@@ -142,11 +142,10 @@ CHECK = CheckSpec(
     "every read during the turn is the history before it, after one of its appends, or the "
     "final history, and the final history is the appended one with at most one suffix replaced by "
     "the compact output",
-    fault="one Runner turn through OpenAIResponsesCompactionSession (scripted model, stand-in "
-    "compact client) with a seeded SessionSettings.limit window and compaction_mode, while "
+    fault=f"{TURN} with a seeded SessionSettings.limit window and compaction_mode, while "
     "readers on other instances of the store read it (full and limit reads) until it returns",
     params=(
-        Param("pairs", 5, 2, 50, "at most this many stored user/assistant pairs"),
+        pairs_param(5),
         Param("readers", 3, 1, 16, "reader instances"),
         Param("reads", 300, 2, 5000, "at most this many reads per reader"),
         trials_param(8),

@@ -25,6 +25,7 @@ from typing import Any
 
 from checks._compaction import (
     MODES,
+    TURN,
     CompactClient,
     Reads,
     agent_turn,
@@ -35,13 +36,14 @@ from checks._compaction import (
     hung,
     is_encrypted,
     offers_suffix,
+    pairs_param,
     raised_trial,
     same,
     turn_items,
     turn_model,
     view,
 )
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
 from harness.model import Counts, Trial
 
@@ -149,10 +151,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     best = finals[-1] if output and any(canonical(i) in {canonical(o) for o in output}
                                         for i in final) else finals[0]
     counts = tally(best, final, errors=reads.errors)
-    mode_name = reads.mode or ("skipped" if not client.requests else "compacted"
-                               if len(finals) > 1 and same(final, finals[-1]) else "refused")
-    return Trial(ctx.index, ctx.seed, reads.mode is not None, counts, mode=mode_name,
-                 sample=reads.sample(), ops=tuple(ctx.ops))
+    applied = len(finals) > 1 and same(final, finals[-1])
+    return reads.trial(ctx, counts, "skipped" if not client.requests else
+                       "compacted" if applied else "refused")
 
 
 CHECK = CheckSpec(
@@ -161,12 +162,11 @@ CHECK = CheckSpec(
     "same session while the compact request was in flight: an append stays, a pop or a clear "
     "is not undone, the stale replacement is refused or applied only to an intact range, and "
     "the store stays writable by every instance",
-    fault="one Runner turn through OpenAIResponsesCompactionSession (scripted model, stand-in "
-    "compact client), whole history or a seeded SessionSettings.limit window; while the "
+    fault=f"{TURN}, whole history or a seeded SessionSettings.limit window; while the "
     "compact request is in flight another instance of the same session appends a batch, pops "
     "or clears",
     params=(
-        Param("pairs", 5, 2, 50, "at most this many stored user/assistant pairs"),
+        pairs_param(5),
         trials_param(12),
     ),
     run_trial=run_trial,

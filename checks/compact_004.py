@@ -53,6 +53,7 @@ from checks._compaction import (
     is_encrypted,
     is_user,
     offers_suffix,
+    pairs_param,
     raised_trial,
     request_problem,
     same,
@@ -288,10 +289,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
                     errors=1 if raised else 0)
     reclaimed = sum(1 for lab in layout if lab[0] == "expired") - sum(
         1 for lab in after if lab[0] == "expired")
-    mode_name = reads.mode or (f"reclaimed_{'some' if reclaimed else 'none'}" if output
-                               else "unchanged")
-    return Trial(ctx.index, ctx.seed, reads.mode is not None, counts, mode=mode_name,
-                 sample=reads.sample(), ops=tuple(ctx.ops))
+    return reads.trial(ctx, counts, f"reclaimed_{'some' if reclaimed else 'none'}" if output
+                       else "unchanged")
 
 
 CHECK = CheckSpec(
@@ -305,7 +304,7 @@ CHECK = CheckSpec(
     "session's expired and live rows; one Runner turn through OpenAIResponsesCompactionSession "
     "and EncryptedSession (inside or outside it), whole history or a seeded limit window",
     params=(
-        Param("pairs", 4, 2, 50, "at most this many live user/assistant pairs"),
+        pairs_param(4),
         Param("expired", 24, 2, 500, "at most this many expired envelopes"),
         trials_param(8),
     ),
