@@ -73,7 +73,9 @@ def _preload() -> None:
 
 
 def compaction_class() -> type:
-    """``OpenAIResponsesCompactionSession`` of the installed SDK; NotApplicable without it."""
+    """``OpenAIResponsesCompactionSession`` of the installed SDK; NotApplicable without it, or
+    when the SDK predates the bounded-suffix contract these checks hold it to (its
+    ``agents.memory.session`` has no ``_CompactionSnapshot``: openai-agents before 0.23)."""
     try:
         module = importlib.import_module(COMPACTION_MODULE)
     except ImportError as exc:
@@ -82,6 +84,10 @@ def compaction_class() -> type:
     cls = getattr(module, "OpenAIResponsesCompactionSession", None)
     if cls is None:
         raise NotApplicable(f"{COMPACTION_MODULE} has no OpenAIResponsesCompactionSession")
+    if not hasattr(importlib.import_module("agents.memory.session"), "_CompactionSnapshot"):
+        raise NotApplicable("this SDK's compaction wrapper predates the documented bounded-"
+                            "suffix replacement (agents.memory.session has no "
+                            "_CompactionSnapshot); these checks judge that contract")
     return cls  # type: ignore[no-any-return]
 
 

@@ -87,6 +87,15 @@ def test_abstains_when_the_sdk_has_no_compaction_wrapper(monkeypatch: pytest.Mon
         shared.compaction_class()
 
 
+def test_abstains_when_the_sdk_predates_the_suffix_contract(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents.memory.session as session_module
+
+    monkeypatch.delattr(session_module, "_CompactionSnapshot")
+    with pytest.raises(NotApplicable, match="_CompactionSnapshot"):
+        shared.compaction_class()
+
+
 def test_ttl_check_abstains_without_encrypted_session(monkeypatch: pytest.MonkeyPatch) -> None:
     import checks.compact_004 as c4
 
