@@ -29,6 +29,7 @@ SMALL: dict[str, dict[str, int]] = {
     "ARIB-COMPACT-002": {"trials": 4},
     "ARIB-COMPACT-003": {"trials": 6},
     "ARIB-COMPACT-004": {"trials": 4},
+    "ARIB-COMPACT-005": {"trials": 2},
 }
 
 
@@ -52,6 +53,7 @@ def test_holds_on_the_reference(check_id: str) -> None:
     ("ARIB-COMPACT-003", "reference_compaction_unconditional_swap", "lost"),
     ("ARIB-COMPACT-003", "reference_compaction_unconditional_swap", "resurrected"),
     ("ARIB-COMPACT-004", "reference_compaction_prunes_live_rows", "wrong_reclaim"),
+    ("ARIB-COMPACT-005", "reference_compaction_keeps_old_suffix", "wrong_history"),
 ])
 def test_hand_written_mutant_is_violated(check_id: str, mutant: str, mode: str) -> None:
     finding = run_small(check_id, SMALL[check_id], mutant)
