@@ -62,13 +62,23 @@ TURN = ("one Runner turn through OpenAIResponsesCompactionSession (scripted mode
 TURN_TIMEOUT_S = 8.0
 
 
+# Imported once in the parent, so that forked children start warm: a cold import of a lane's
+# driver (SQLAlchemy's aiosqlite or asyncpg dialect, EncryptedSession) can take seconds.
+PRELOAD = (COMPACTION_MODULE, "agents.extensions.memory.encrypt_session",
+           "agents.extensions.memory.async_sqlite_session",
+           "agents.extensions.memory.sqlalchemy_session", "sqlalchemy.ext.asyncio",
+           "sqlalchemy.dialects.sqlite.aiosqlite", "sqlalchemy.dialects.postgresql.asyncpg",
+           "agents.extensions.memory.redis_session")
+
+
 def _preload() -> None:
-    """Import the compaction wrapper and build the SDK's trace provider (tracing disabled)
-    now, in the parent, so that forked children start warm; no thread, no network."""
-    try:
-        importlib.import_module(COMPACTION_MODULE)
-    except ImportError:
-        pass
+    """Import what the compaction trials use (each module if installed) and build the SDK's
+    trace provider (tracing disabled) now, in the parent; no thread, no network."""
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     set_tracing_disabled(True)
 
 
