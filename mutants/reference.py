@@ -237,7 +237,8 @@ def reference_forced_broken() -> None:
     async def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("forced-broken mutant")
 
-    for name in ("get_items", "add_items", "pop_item", "clear_session", "close", "ping"):
+    for name in ("get_items", "add_items", "pop_item", "clear_session", "close", "ping",
+                 "_get_compaction_snapshot"):
         setattr(cls, name, broken)
     # The advanced API (targets/reference_advanced.py) raises too.
     for name in ("create_branch_from_turn", "create_branch_from_content", "switch_to_branch",

@@ -41,6 +41,7 @@ import anyio
 
 from targets.base import BuildContext, Claims, Handle, TargetSpec
 from targets.reference_advanced import with_branches
+from targets.reference_compaction import CompactionSnapshotMixin
 from targets.reference_ping import PingMixin
 from targets.rows import sqlite_row_writer
 
@@ -106,8 +107,12 @@ def _connect(db_path: str) -> sqlite3.Connection:
 
 
 @with_branches  # branches, usage and turns: targets/reference_advanced.py
-class ReferenceSession(PingMixin):
-    """A session that keeps every invariant of the bench; see the module docstring."""
+class ReferenceSession(PingMixin, CompactionSnapshotMixin):
+    """A session that keeps every invariant of the bench; see the module docstring.
+
+    Compaction (ARIB-COMPACT-*): the snapshot protocol comes from the mixin, see
+    targets.reference_compaction.
+    """
 
     def __init__(self, session_id: str, db_path: str | Path) -> None:
         self.session_id = session_id

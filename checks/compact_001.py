@@ -1,0 +1,192 @@
+"""ARIB-COMPACT-001: an automatic compaction replaces exactly the range it compacted.
+
+An agent wraps the lane's store in ``OpenAIResponsesCompactionSession`` and runs one turn
+through the Runner (scripted model, stand-in compact client: see checks._compaction). Each
+trial, on a fresh store with its seed:
+
+1. a peer session id (``X-peer``) and the session ``X`` write interleaved: the peer's items
+   sit before, between and after X's stored conversation (seeded length, sometimes opening
+   with an assistant item);
+2. the turn runs with the whole history sent (even trials) or a seeded
+   ``SessionSettings.limit`` window (odd trials), and a seeded ``compaction_mode``; on an
+   EncryptedSession lane, the encryption sits inside or outside the compaction wrapper
+   (seeded);
+3. while the compact request is in flight, one fault (by trial, in turn): none; the peer id
+   appends; (lanes with a terminal close) the store is closed; the request fails;
+4. judged: the request covers exactly the range the documentation says it replaces (or no
+   request where it says the wrapper skips); then X reads, through the Runner's session, a
+   fresh instance and a limit read, exactly ``prefix + output`` (a failed request or a closed
+   store: the history unchanged); the peer reads exactly its own items; an append after the
+   compaction lands after the output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checks._compaction import (
+    MODES,
+    TURN,
+    CompactClient,
+    Reads,
+    agent_turn,
+    compaction_class,
+    compose,
+    expectation,
+    history,
+    hung,
+    is_encrypted,
+    offers_suffix,
+    pairs_param,
+    raised_trial,
+    request_problem,
+    turn_items,
+    turn_model,
+    view,
+)
+from checks.base import CheckSpec, Selector, TrialContext, describe
+from checks.common import read_items, tally, trials_param
+from checks.iso_001 import PEER_SUFFIX, open_peer
+from harness.model import Counts, Trial
+
+# Trial i runs fault CYCLE[(i // 2) % len] (lanes without a terminal close skip that one);
+# even trials send the whole history, odd ones a seeded SessionSettings.limit window.
+CYCLE = ("none", "peer_writes", "close_in_flight", "none", "compact_fails", "peer_writes")
+
+
+def fault_of(ctx: TrialContext) -> str:
+    """This trial's fault (a close only where close() ends the session)."""
+    claims = ctx.target.claims
+    closable = claims.has_close and claims.close_is_terminal
+    cycle = [f for f in CYCLE if closable or f != "close_in_flight"]
+    return cycle[(ctx.index // 2) % len(cycle)]
+
+
+async def seed_interleaved(ctx: TrialContext, store: Any, peer: Any, mine: list[Any],
+                           theirs: list[Any]) -> None:
+    """Write ``mine`` to X and ``theirs`` to the peer, in alternating seeded chunks."""
+    cuts = sorted(ctx.rng.sample(range(1, len(mine)), min(2, len(mine) - 1)))
+    chunks = [mine[a:b] for a, b in zip([0, *cuts], [*cuts, len(mine)], strict=True)]
+    per = max(1, len(theirs) // (len(chunks) + 1))
+    rest = list(theirs)
+    for chunk in chunks:
+        head, rest = rest[:per], rest[per:]
+        ctx.log(f"peer.add_items({len(head)}); X.add_items({len(chunk)})")
+        await peer.add_items(head)
+        await store.add_items(chunk)
+    ctx.log(f"peer.add_items({len(rest)})")
+    await peer.add_items(rest)
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    compaction_class()
+    tag = f"{ctx.seed:016x}"[:10]
+    handle = await ctx.open()
+    store = view(handle.session)
+    peer = view((await open_peer(ctx, ctx.build.session_id + PEER_SUFFIX)).session)
+    mine = history(tag, ctx.rng.randint(2, ctx.params["pairs"]), ctx.rng.random() < 0.3)
+    theirs = [{"role": "user", "content": f"{tag} peer item {i}"} for i in range(4)]
+    try:
+        await seed_interleaved(ctx, store, peer, mine, theirs)
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
+        return raised_trial(ctx, "seeding the history", exc)
+
+    limit = None if ctx.index % 2 == 0 else ctx.rng.randrange(0, len(mine))
+    mode = ctx.rng.choice(MODES)
+    outside = is_encrypted(store) and ctx.rng.random() < 0.5
+    fault = fault_of(ctx)
+    client = CompactClient(tag)
+    outer, _ = compose(store, client, mode, outside)
+    if fault == "peer_writes":
+        late_peer = {"role": "user", "content": f"{tag} peer item during the request"}
+
+        async def peer_writes() -> None:
+            ctx.log("  during the request: peer.add_items([item])")
+            await peer.add_items([late_peer])
+            theirs.append(late_peer)
+        client.during = peer_writes
+    elif fault == "compact_fails":
+        client.fail = True
+    elif fault == "close_in_flight":
+        async def close_store() -> None:
+            ctx.log("  during the request: X.close()")
+            await ctx.close(handle.session)
+        client.during = close_store
+
+    text = f"{tag} new question"
+    ctx.log(f"Runner.run(turn) on {'encrypted(compaction(store))' if outside else 'compaction'}"
+            f"(mode={mode!r}), SessionSettings(limit={limit}), stored {len(mine)} items; "
+            f"while the compact request is in flight: {fault}")
+    raised = await agent_turn(outer, turn_model(tag), text, limit)
+    stored = mine + turn_items(tag, text)
+    exp = expectation(stored, len(mine), limit, mode, offers_suffix(store))
+    ctx.log(f"documented outcome: {exp.describe()}; the turn "
+            f"{'raised ' + describe(raised) if raised else 'returned'}")
+
+    reads = Reads()
+    hung(reads, raised)
+    applied = exp.applies and fault in ("none", "peer_writes")
+    if applied and raised is not None and not reads.kinds:
+        reads.note("turn_raised", f"the turn raised {describe(raised)}")
+    if exp.applies and len(client.requests) != 1:
+        reads.note("not_compacted", f"{len(client.requests)} compact requests where the "
+                                    f"documented outcome is to {exp.describe()}")
+    elif not exp.applies and client.requests:
+        reads.note("wrong_request", f"a compact request where the documented outcome is "
+                                    f"to skip: {client.requests[0]}"[:300])
+    elif exp.applies:
+        wrong = request_problem(client.requests[0], exp, stored, f"resp_{tag}_1")
+        if wrong:
+            reads.note("wrong_request", wrong)
+    expected = stored
+    if applied and client.outputs:
+        expected = stored[:exp.start] + client.outputs[0]
+
+    try:
+        fresh = view((await ctx.reopen(handle)).session)
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be reopened shows nothing
+        return raised_trial(ctx, "reopening the store", exc)
+    if fault != "close_in_flight":
+        await reads.expect(ctx, "runner_session", outer, expected)
+    await reads.expect(ctx, "fresh", fresh, expected)
+    await reads.expect(ctx, "fresh", fresh, expected, ctx.rng.randint(0, len(expected) + 1))
+    await reads.expect(ctx, "peer", peer, theirs)
+    if fault != "close_in_flight":
+        late = {"role": "user", "content": f"{tag} after the compaction"}
+        ctx.log("runner_session.add_items([late])")
+        try:
+            await outer.add_items([late])
+            expected = [*expected, late]
+        except Exception as exc:  # noqa: BLE001 - a write that raises is evidence
+            reads.note("late_append_raised", describe(exc))
+            reads.errors += 1
+        await reads.expect(ctx, "fresh", fresh, expected)
+    try:
+        counts = tally(expected, await read_items(fresh), errors=reads.errors)
+    except Exception:  # noqa: BLE001 - already counted as a read error above
+        counts = Counts(errors=reads.errors + 1)
+    return reads.trial(ctx, counts, "compacted" if applied else "unchanged")
+
+
+CHECK = CheckSpec(
+    id="ARIB-COMPACT-001",
+    invariant="an agent turn's automatic compaction replaces exactly the range its compact "
+    "request covered with the compact output: the older prefix, a peer session's items and "
+    "later appends stay in place and in order, the same for the Runner's session, a fresh "
+    "instance and limit reads; a failed compact request or a store closed while it is in "
+    "flight leaves the history unchanged",
+    fault=f"{TURN} on a history interleaved with a peer session's, with a seeded "
+    "SessionSettings.limit window and compaction_mode; while the compact request is in "
+    "flight: nothing, the peer appends, the request fails, or the store is closed",
+    params=(
+        pairs_param(5),
+        trials_param(12),
+    ),
+    run_trial=run_trial,
+    mutants=("reference_compaction_keeps_old_suffix", "reference_compaction_deletes_peer_rows",
+             "sqlalchemy_compaction_swap_starts_late"),
+    generated=(
+        Selector("sqlite-file", "SQLiteSession._get_compaction_snapshot", "early_return"),
+    ),
+    timeout_s=60.0,
+)
