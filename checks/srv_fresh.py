@@ -126,7 +126,7 @@ CHECK = CheckSpec(
         "postgres_pop_before_tables_exist",
     ),
     generated=(
-        Selector("reference", "ReferenceSession.pop_item", "flip_comparison"),
+        Selector("reference", "ReferenceSession.pop_item", "drop_await"),
         Selector("sqlalchemy-postgres", "SQLAlchemySession.pop_item", "drop_await"),
     ),
     timeout_s=90.0,
