@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -76,3 +77,21 @@ def stops_raise() -> Iterator[None]:
     finally:
         for stop, old in previous.items():
             signal.signal(stop, old)
+
+
+def run_in_group(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run`` in a process group of its own, killed whole if the run is stopped.
+
+    A tool we start (``mutmut run``) forks workers of its own; on an interrupt (or any
+    exception while waiting) the whole group gets SIGKILL, so none of them outlives the run.
+    """
+    kwargs.pop("check", None)
+    with subprocess.Popen(command, start_new_session=True, **kwargs) as process:
+        try:
+            stdout, stderr = process.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)

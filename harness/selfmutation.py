@@ -28,6 +28,8 @@ from pathlib import Path
 
 import libcst as cst
 
+from harness.interrupts import run_in_group
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STAGING = ROOT / "build" / "mutmut-staging"
 PACKAGES = ("harness",)
@@ -165,8 +167,8 @@ def _env() -> dict[str, str]:
 def run_mutmut(staging: Path, max_children: int, quiet: bool) -> int:
     """``mutmut run`` in the staging directory; returns its exit code."""
     out = subprocess.DEVNULL if quiet else None
-    return subprocess.run([*_mutmut(), "run", "--max-children", str(max_children)],
-                          cwd=staging, env=_env(), stdout=out, check=False).returncode
+    return run_in_group([*_mutmut(), "run", "--max-children", str(max_children)],
+                        cwd=staging, env=_env(), stdout=out).returncode
 
 
 def read_score(staging: Path) -> Score:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import scratch
+from harness.interrupts import run_in_group
 from harness.results import atomic_write_text, environment, harness_commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,8 +256,8 @@ def run_mutmut(workers: int) -> ToolRun:
         make_mutmut_project(project)
         env["ARIB_THROUGHPUT_LOG"] = str(project / "verdicts.jsonl")
         started = time.perf_counter()
-        proc = subprocess.run([_mutmut(), "run", "--max-children", str(workers)], cwd=project,
-                              env=env, capture_output=True, text=True, check=False)
+        proc = run_in_group([_mutmut(), "run", "--max-children", str(workers)], cwd=project,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - started
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr)[-3000:]

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -176,3 +177,36 @@ def test_a_stopped_bench_writes_what_it_measured_and_leaves_nothing(
     assert document["parameters"]["complete"] is False
     assert [f["target"] for f in document["findings"]] == ["redis-from-url"]
     assert sorted(document["services"]) == ["postgres", "redis"]  # recorded before the stop
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_a_tool_run_in_its_own_group_dies_whole_when_the_run_is_stopped(tmp_path):
+    from harness.interrupts import run_in_group
+
+    pidfile = tmp_path / "grandchild.pid"
+    script = f"sleep 60 & echo $! > {pidfile}; wait"
+
+    def stop_when_the_grandchild_runs() -> None:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=stop_when_the_grandchild_runs, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_in_group(["sh", "-c", script])
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(grandchild)  # the tool's own child went with it
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
