@@ -44,7 +44,7 @@ from checks._compaction import (
     turn_model,
     view,
 )
-from checks.base import CheckSpec, Selector, TrialContext, describe
+from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import read_items, tally, trials_param
 from checks.iso_001 import PEER_SUFFIX, open_peer
 from harness.model import Counts, Trial
@@ -88,6 +88,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     theirs = [{"role": "user", "content": f"{tag} peer item {i}"} for i in range(4)]
     try:
         await seed_interleaved(ctx, store, peer, mine, theirs)
+    except NotApplicable:
+        raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
         return raised_trial(ctx, "seeding the history", exc)
 
@@ -144,6 +146,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
     try:
         fresh = view((await ctx.reopen(handle)).session)
+    except NotApplicable:
+        raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be reopened shows nothing
         return raised_trial(ctx, "reopening the store", exc)
     if fault != "close_in_flight":

@@ -43,7 +43,7 @@ from checks._compaction import (
     turn_model,
     view,
 )
-from checks.base import CheckSpec, Selector, TrialContext, describe
+from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
 from harness.model import Counts, Trial
 
@@ -75,6 +75,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         ctx.log(f"X.add_items({len(mine)})")
         await store.add_items(mine)
         other = view((await ctx.reopen(handle)).session)
+    except NotApplicable:
+        raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
         return raised_trial(ctx, "seeding the history", exc)
     text = f"{tag} new question"
@@ -99,6 +101,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
             else:
                 await other.clear_session()
                 done.append([])
+        except NotApplicable:
+            raise  # no second instance can open this store: the check abstains
         except Exception as exc:  # noqa: BLE001 - an instance refused service is evidence
             reads.errors += 1
             reads.note("op_raised", f"the other instance's {op} raised {describe(exc)}")
@@ -126,6 +130,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         ctx.log("fresh.get_items(); runner_session.get_items()")
         final = await read_items(fresh)
         mine_view = await read_items(outer)
+    except NotApplicable:
+        raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be read shows nothing
         return raised_trial(ctx, "reading the history after the race", exc)
     if not any(same(final, f) for f in finals):

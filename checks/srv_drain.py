@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import Barrier, CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, first_differences, label, read_items, trials_param
 from harness.model import Counts, Trial
 
@@ -105,6 +105,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await session.add_items(seeds)
         observer = (await ctx.reopen(handle)).session
         await read_items(observer)
+    except NotApplicable:
+        raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
         return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
                      sample=f"setup raised {describe(exc)}", ops=tuple(ctx.ops))

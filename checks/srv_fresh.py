@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe, race
+from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe, race
 from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
 
@@ -66,6 +66,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
             session = (await ctx.open_with(root=root)).session
             await first_call(session, kind, answers)()
             problem = answer_problem(kind, answers.get(kind))
+        except NotApplicable:
+            raise  # no second instance can open this store: the check abstains
         except Exception as exc:  # noqa: BLE001 - a first call that raises is the evidence
             session, problem = None, f"first call {kind} on a new store raised {describe(exc)}"
         if problem:
@@ -79,6 +81,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"released together")
     try:
         crowd = [(await ctx.open_with(root=root)).session for _ in range(instances)]
+    except NotApplicable:
+        raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is evidence
         return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="open_failed",
                      sample=f"opening an instance raised {describe(exc)}", ops=tuple(ctx.ops))

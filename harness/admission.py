@@ -311,6 +311,15 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     admissions = []
     for check in checks:
         clean = by_role[(check.id, "clean", REFERENCE.name)]
+        if clean and all(f.verdict is Verdict.NOT_APPLICABLE for f in clean):
+            # The contract is not offered by this SDK version (verified on the runtime object,
+            # e.g. compaction before the bounded-suffix protocol): nothing to admit or measure.
+            admissions.append(Admission(
+                check.id, False,
+                (f"does not apply to openai-agents {sdk_version()}: the clean reference gave "
+                 f"not_applicable ({evidence(clean[:1])})",),
+                tuple(f.verdict for f in clean), (), time.perf_counter() - started))
+            continue
         if any(f.verdict is not Verdict.HELD for f in clean):
             bad = next(f for f in clean if f.verdict is not Verdict.HELD)
             raise GateError(

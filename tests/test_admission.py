@@ -12,6 +12,7 @@ from harness.admission import AdmissionConfig, admit
 from harness.cache import AdmissionCache
 from harness.errors import GateError
 from harness.model import MutantKind, MutantStatus, Trial
+from targets.base import NotApplicable
 
 
 def config(tmp_path, **kw) -> AdmissionConfig:
@@ -66,6 +67,17 @@ def test_clean_gate_stops_the_run(tmp_path):
     check = dataclasses.replace(small_conc_003(), run_trial=always_violated)
     with pytest.raises(GateError, match="clean reference holds"):
         admit([check], handwritten_only(tmp_path, reruns=1))
+
+
+def test_a_contract_this_sdk_does_not_offer_is_not_admitted_and_does_not_stop_the_run(tmp_path):
+    async def not_offered(ctx):
+        raise NotApplicable("this SDK's session offers no such protocol (found on the object)")
+
+    check = dataclasses.replace(small_conc_003(), run_trial=not_offered)
+    (a,) = admit([check], handwritten_only(tmp_path, reruns=1))
+    assert not a.admitted and a.results == ()
+    assert a.reasons[0].startswith("does not apply to openai-agents ")
+    assert "offers no such protocol" in a.reasons[0]
 
 
 def test_forced_gate_stops_a_check_that_cannot_fail(tmp_path):

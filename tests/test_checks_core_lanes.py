@@ -160,3 +160,14 @@ def test_every_check_judges_or_abstains_on_a_memory_lane(lane: str) -> None:
             allowed.add(Verdict.VIOLATED)
         assert finding.verdict in allowed, (check.id, finding.verdict, finding.reason,
                                             finding.samples)
+
+
+@pytest.mark.parametrize("check_id", ["ARIB-DRAIN-001", "ARIB-FRESH-001", "ARIB-COMPACT-001",
+                                      "ARIB-COMPACT-002", "ARIB-COMPACT-003",
+                                      "ARIB-COMPACT-005"])
+def test_a_check_that_needs_a_second_instance_abstains_on_the_private_memory_store(check_id):
+    # Their fault opens another instance on the store: on SQLiteSession(':memory:') no other
+    # instance can, and the builder says so. That is an abstention, never a violation.
+    finding = run_small(check_id, {"trials": 1}, lane=SQLITE_MEMORY)
+    assert finding.verdict is Verdict.NOT_APPLICABLE, (finding.samples, finding.reason)
+    assert "memory" in (finding.reason or ""), finding.reason
