@@ -305,46 +305,57 @@ async def run_trial(ctx: TrialContext) -> Trial:
         counts = Counts()
         for step, (op, kind) in enumerate(plan):
             fault = draw(ctx.rng, kind, ranges[op][kind])
-            before = await read_items(observer)
-            if len(before) < 2:
-                ctx.log(f"step {step}: observer: add_items(2 items)  # something to pop and read")
-                await observer.add_items(batch(2))
+            try:
                 before = await read_items(observer)
-            arg: Any = None
-            if op == "add":
-                arg = batch(ctx.rng.randint(1, 3))
-            elif op == "read":
-                arg = ctx.rng.choice([None, 1, max(len(before), 1), len(before) + 2])
-            outcome = await call_under(fault, route, functools.partial(calls[op], arg))
-            after = await read_items(observer)
-            settled = after
-            if "cancel" in kind:
-                await anyio.sleep(SETTLE_S)
-                settled = await read_items(observer)
-            shown = f"({len(arg)} items)" if op == "add" else f"(limit={arg})" * (op == "read")
-            ctx.log(f"step {step}: {op}{shown} under [{fault.describe()}]: "
-                    f"{outcome.describe()}{'' if outcome.fired else ' (fault did not fire)'}; "
-                    f"history {len(before)} -> {len(after)} items")
-            problem = judge_call(op, arg, before, after, outcome)
-            if problem is None and keys(settled) != keys(after):
-                problem = ("landed_after_return", f"{op} ended ({outcome.describe()}) with "
-                           f"{len(after)} items; {SETTLE_S}s later there were {len(settled)}")
-            if problem is None and op == "add" and keys(settled) == keys(before):
-                ctx.log(f"step {step}: the batch is absent; retry add_items once, no fault")
-                try:
-                    await hit.add_items(arg)
-                    retried = await read_items(observer)
-                    if keys(retried) != keys(before) + keys(arg):
-                        problem = ("retry_not_once", f"after one retry the history is "
-                                   f"{first_differences(list(before) + list(arg), retried)}")
-                except Exception as exc:  # noqa: BLE001 - a retry that fails is evidence
-                    problem = ("not_recovered", f"retry add_items raised {describe(exc)}")
-            if problem is None:
-                problem = await next_call_problem(hit, observer)
-            if problem is not None:
-                problems.append(problem)
-                want = list(before) + list(arg) if op == "add" else list(before)
-                counts = counts + tally(want, settled, errors=1)
+                if len(before) < 2:
+                    ctx.log(f"step {step}: observer: add_items(2 items)  # to pop and read")
+                    await observer.add_items(batch(2))
+                    before = await read_items(observer)
+                arg: Any = None
+                if op == "add":
+                    arg = batch(ctx.rng.randint(1, 3))
+                elif op == "read":
+                    arg = ctx.rng.choice([None, 1, max(len(before), 1), len(before) + 2])
+                outcome = await call_under(fault, route, functools.partial(calls[op], arg))
+                after = await read_items(observer)
+                settled = after
+                if "cancel" in kind:
+                    await anyio.sleep(SETTLE_S)
+                    settled = await read_items(observer)
+                shown = f"({len(arg)} items)" if op == "add" else f"(limit={arg})" * (op == "read")
+                ctx.log(f"step {step}: {op}{shown} under [{fault.describe()}]: "
+                        f"{outcome.describe()}{'' if outcome.fired else ' (fault did not fire)'}; "
+                        f"history {len(before)} -> {len(after)} items")
+                problem = judge_call(op, arg, before, after, outcome)
+                if problem is None and keys(settled) != keys(after):
+                    problem = ("landed_after_return", f"{op} ended ({outcome.describe()}) with "
+                               f"{len(after)} items; {SETTLE_S}s later there were {len(settled)}")
+                if problem is None and op == "add" and keys(settled) == keys(before):
+                    ctx.log(f"step {step}: the batch is absent; retry add_items once, no fault")
+                    try:
+                        await hit.add_items(arg)
+                        retried = await read_items(observer)
+                        if keys(retried) != keys(before) + keys(arg):
+                            problem = ("retry_not_once", f"after one retry the history is "
+                                       f"{first_differences(list(before) + list(arg), retried)}")
+                    except Exception as exc:  # noqa: BLE001 - a retry that fails is evidence
+                        problem = ("not_recovered", f"retry add_items raised {describe(exc)}")
+                if problem is None:
+                    problem = await next_call_problem(hit, observer)
+                if problem is not None:
+                    problems.append(problem)
+                    want = list(before) + list(arg) if op == "add" else list(before)
+                    counts = counts + tally(want, settled, errors=1)
+            except Exception as exc:  # noqa: BLE001 - a store that cannot be read after a fault
+                # e.g. a cancelled call that made the pool replace the one connection of an
+                # in-memory store: the history is gone, and nothing after can be judged
+                ctx.log(f"step {step}: reading the store after {op} under "
+                        f"[{fault.describe()}] raised {describe(exc)}")
+                problems.append(("store_unreadable", f"after {op} under [{fault.describe()}] "
+                                 f"the store could not be read: {describe(exc)}"))
+                counts = counts + Counts(errors=1)
+                break
+
         ctx.log("instance that was hit: add_items([final]); get_items() on both instances")
         final = batch(1)
         try:

@@ -337,6 +337,7 @@ def run_jobs(
     try:
         workers = max(1, workers)
         while pending or running:
+            interrupts.raise_if_stopped()  # a stop whose exception an at-fork hook dropped
             while pending and (sum(1 for r in running.values() if not r.stalled) < workers
                                and len(running) < workers * (1 + stalled_per_worker)):
                 index = pending.pop(0)

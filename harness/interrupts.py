@@ -32,11 +32,23 @@ class Interrupted(KeyboardInterrupt):
 
 
 _received: list[int] = []
+_owner: int | None = None  # the process inside stops_raise()
 
 
 def received() -> int | None:
     """The first stop signal this process received inside ``stops_raise()``, if any."""
     return _received[0] if _received else None
+
+
+def raise_if_stopped() -> None:
+    """Raise ``Interrupted`` when a stop signal was received in this process.
+
+    A signal whose handler runs inside an at-fork hook (``logging``'s lock release after a
+    fork) has its exception printed as "Exception ignored" and dropped; a scheduling loop
+    calls this between steps so that such a stop still ends the run.
+    """
+    if _received and _owner == os.getpid():
+        raise Interrupted(_received[0])
 
 
 def exit_status(signum: int) -> int:
@@ -67,7 +79,9 @@ def stops_raise() -> Iterator[None]:
         _received.append(signum)
         raise Interrupted(signum)
 
+    global _owner
     _received.clear()
+    _owner = owner
     for stop in STOP_SIGNALS:
         if signal.getsignal(stop) is signal.SIG_IGN:
             continue
@@ -75,6 +89,7 @@ def stops_raise() -> Iterator[None]:
     try:
         yield
     finally:
+        _owner = None
         for stop, old in previous.items():
             signal.signal(stop, old)
 

@@ -210,3 +210,18 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_stop_whose_exception_was_dropped_still_ends_the_scheduling_loop():
+    # A signal handled inside an at-fork hook has its exception dropped ("Exception
+    # ignored"); the runner's loop asks again between steps, so the stop still ends the run.
+    from harness import interrupts
+    from harness.child import run_jobs
+
+    with stops_raise():
+        interrupts._received.append(int(signal.SIGTERM))  # received, its exception lost
+        with pytest.raises(Interrupted) as caught:
+            run_jobs([lambda: 1], workers=1, timeout_s=30)
+        assert caught.value.signum == signal.SIGTERM
+    interrupts._received.clear()
+    assert run_jobs([lambda: 2], workers=1, timeout_s=30)[0].value == 2  # outside: no stop
