@@ -167,3 +167,17 @@ def test_selector_matching_nothing_is_named_and_the_run_goes_on(tmp_path):
     assert any("ReferenceSession.nope" in r and "matches no generated mutant" in r
                for r in second_generated.reasons)
     assert first.check_id == "ARIB-REPLAY-001"
+
+
+def test_a_selector_of_code_another_sdk_version_lacks_pairs_nothing_there(monkeypatch):
+    from mutants.pool import generated_for_check
+
+    check = dataclasses.replace(
+        get_check("ARIB-REPLAY-001"),
+        generated=(Selector("reference", "ReferenceSession.nope", "*"),
+                   Selector("reference", "ReferenceSession.add_items", "early_return")))
+    mutants, problems = generated_for_check(check)  # the pinned version: a definition error
+    assert len(mutants) == 1 and "ReferenceSession.nope" in problems[0]
+    monkeypatch.setattr("harness.execute.sdk_version", lambda: "0.19.2")
+    mutants, problems = generated_for_check(check)  # that code may not exist there
+    assert len(mutants) == 1 and problems == ()

@@ -122,3 +122,13 @@ def test_seed_defect_classes_are_covered():
                    "crash on read", "persist-then-raise after close",
                    "missing close, honestly declared", "false no-close claim"):
         assert defect in descriptions, defect
+
+
+def test_selectors_are_strict_on_the_pinned_sdk_version() -> None:
+    import re
+    from pathlib import Path
+
+    from mutants.pool import SELECTORS_SDK
+
+    noxfile = (Path(__file__).resolve().parent.parent / "noxfile.py").read_text()
+    assert re.search(rf'^PINNED_SDK = "{re.escape(SELECTORS_SDK)}"$', noxfile, re.M)
