@@ -118,11 +118,15 @@ def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool,
 
 def mutant_timeout(check: CheckSpec, clean_s: float, waits_s: float = 0.0) -> float:
     """A mutant's time limit: a multiple of the clean run, at most the check's own timeout,
-    and never shorter than the backend's own wait ``waits_s`` plus the clean run plus a margin
-    (a limit below SQLite's busy timeout turns "database is locked" into a hang)."""
+    and never shorter than two of the backend's own waits ``waits_s`` plus the clean run plus a
+    margin (a limit below SQLite's busy timeout turns "database is locked" into a hang)."""
     limit = min(check.timeout_s, max(MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR * clean_s))
     if waits_s > 0:
-        limit = max(limit, waits_s + clean_s + WAIT_MARGIN_S)
+        # Room for two of the backend's waits: a mutant that leaves the store locked makes
+        # one call wait out the busy timeout and often the next call of the trial too (a
+        # single wait plus a 2 s margin was exceeded on a loaded machine: a kill seen as a
+        # timeout, and admission flaky).
+        limit = max(limit, 2 * waits_s + clean_s + WAIT_MARGIN_S)
     return limit
 
 

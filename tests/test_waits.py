@@ -92,10 +92,12 @@ def test_a_mutant_limit_leaves_room_for_the_backends_own_wait() -> None:
     assert mutant_timeout(check, 0.05) == MIN_MUTANT_TIMEOUT_S
     assert mutant_timeout(check, 0.3) == pytest.approx(3.0)
     assert mutant_timeout(check, 5.0) == 10.0
-    # SQLite's busy timeout: never less than the wait + the clean run + the margin, so the
-    # next writer's "database is locked" arrives inside the limit, even above the cap.
-    assert mutant_timeout(check, 0.3, 5.0) == pytest.approx(5.0 + 0.3 + WAIT_MARGIN_S)
-    assert mutant_timeout(check, 0.9, 5.0) == pytest.approx(9.0)  # 10 x clean is larger
+    # SQLite's busy timeout: never less than two waits + the clean run + the margin, so the
+    # "database is locked" of the next writer (and of the one after it) arrives inside the
+    # limit, even above the cap.
+    assert mutant_timeout(check, 0.3, 5.0) == pytest.approx(2 * 5.0 + 0.3 + WAIT_MARGIN_S)
+    roomy = dataclasses.replace(check, timeout_s=30.0)
+    assert mutant_timeout(roomy, 1.5, 5.0) == pytest.approx(15.0)  # 10 x clean is larger
     long = dataclasses.replace(check, timeout_s=4.0)
-    assert mutant_timeout(long, 0.3, 5.0) == pytest.approx(7.3)
-    assert mutant_timeout(check, 0.3, REFERENCE.waits_s) == pytest.approx(12.3)
+    assert mutant_timeout(long, 0.3, 5.0) == pytest.approx(12.3)
+    assert mutant_timeout(check, 0.3, REFERENCE.waits_s) == pytest.approx(22.3)
