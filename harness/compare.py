@@ -21,12 +21,18 @@ class ChangeKind(str, enum.Enum):
     DETAIL = "detail"  # only item counts changed: informational, see GATING
     NEW = "new"
     GONE = "gone"
+    # held <-> violated where the violated side failed only some of its trials: a race
+    # sampled at a rate, whose verdict two runs of the same code can draw either way
+    INTERMITTENT = "intermittent"
 
 
 # The regression gate fails on these. Counts of a violated cell (violating trials, items lost
 # or duplicated) are listed but do not fail it: in a real race on a thread- or server-backed
 # backend (PostgreSQL: CLEAR-001 7/10 then 8/10 on the same version) they are not
-# reproducible, whether the cell is violated is.
+# reproducible, whether the cell is violated is. Nor does a verdict that flips where the
+# violated side failed only some of its trials (INTERMITTENT: NET-001 on
+# encrypted-sqlalchemy-sqlite, held 0/2 then violated 1/2 on the same code): it is listed, and
+# a flip to or from a violation in every trial still fails the gate.
 GATING = (ChangeKind.VERDICT, ChangeKind.NEW, ChangeKind.GONE)
 
 
@@ -80,7 +86,7 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
         elif b is None:
             kind = ChangeKind.GONE
         elif a["verdict"] != b["verdict"]:
-            kind = ChangeKind.VERDICT
+            kind = ChangeKind.INTERMITTENT if _sampled_race(a, b) else ChangeKind.VERDICT
         elif (a["violating_trials"], a["trials"]) != (b["violating_trials"], b["trials"]):
             kind = ChangeKind.COUNT
         elif a["counts"] != b["counts"]:
@@ -89,6 +95,14 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
             continue
         changes.append(CellChange(key[0], key[1], kind, a, b))
     return changes
+
+
+def _sampled_race(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True for held <-> violated where the violated side held in some of its trials."""
+    if {a["verdict"], b["verdict"]} != {"held", "violated"}:
+        return False
+    violated = a if a["verdict"] == "violated" else b
+    return 0 < violated["violating_trials"] < violated["trials"]
 
 
 def not_measured_in(document: Mapping[str, Any]) -> Callable[[Cell], str | None]:

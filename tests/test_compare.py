@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.compare import ChangeKind, cross_version_markdown, diff_runs, load_runs
+from harness.compare import GATING, ChangeKind, cross_version_markdown, diff_runs, load_runs
 
 SMALL = ["bench", "--lanes", "sqlite-file", "--checks", "ARIB-REPLAY-001",
          "--param", "ARIB-REPLAY-001.trials=1", "--reruns", "1", "--quiet"]
@@ -96,3 +96,20 @@ def test_cross_version_report_does_not_call_an_unmeasured_lane_gone(run_dir, tmp
     text = cross_version_markdown(load_runs([tmp_path / "old.json", only_run(run_dir)]))
     assert "(gone)" not in text
     assert f"0.0.1 -> {doc['sdk']['version']}: 1 cell(s) not compared" in text
+
+
+def test_a_flip_where_the_violation_is_partial_is_intermittent_and_does_not_gate(run_dir):
+    doc = json.loads(only_run(run_dir).read_text())
+    cell = doc["findings"][0]
+    assert cell["verdict"] == "violated"
+    cell.update(trials=3, violating_trials=3)  # violated in every one of three trials
+    sometimes = json.loads(json.dumps(doc))
+    sometimes["findings"][0]["violating_trials"] = 1  # violated in one trial of several
+    held = json.loads(json.dumps(doc))
+    held["findings"][0].update(verdict="held", violating_trials=0)
+    (change,) = diff_runs(held, sometimes)
+    assert change.kind is ChangeKind.INTERMITTENT and change.kind not in GATING
+    (change,) = diff_runs(sometimes, held)
+    assert change.kind is ChangeKind.INTERMITTENT
+    (change,) = diff_runs(held, doc)  # violated in every trial: a verdict change, gated
+    assert change.kind is ChangeKind.VERDICT and change.kind in GATING
