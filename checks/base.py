@@ -130,6 +130,18 @@ class TrialContext:
         self._handles.append(handle)
         return handle
 
+    async def open_configured(self, **options: Any) -> Handle:
+        """A fresh instance on this trial's store, built with the backend's own constructor
+        ``options`` (e.g. ``ttl=2``); abstains (NotApplicable) on a lane whose builder does
+        not take one of them (``TargetSpec.options``)."""
+        missing = sorted(set(options) - set(self.target.options))
+        if missing:
+            raise NotApplicable(
+                f"lane {self.target.name!r} ({self.target.backend}) takes no constructor "
+                f"option {', '.join(map(repr, missing))}; it takes "
+                f"{', '.join(map(repr, sorted(self.target.options))) or 'none'}")
+        return await self.open_with(options={**self.build.options, **options})
+
     async def reopen(self, handle: Handle) -> Handle:
         """Open another instance on the same store (for probes after close)."""
         fresh = await handle.reopen()

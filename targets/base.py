@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -82,6 +82,10 @@ class BuildContext:
     root: Path
     session_id: str
     services: dict[str, str] = field(default_factory=dict)
+    # Documented constructor keywords of the backend (e.g. RedisSession's ``ttl``,
+    # EncryptedSession's ``encryption_key`` or ``max_scan_items``) that the builder passes
+    # on; only names in the lane's ``TargetSpec.options`` (see TrialContext.open_configured).
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 Builder = Callable[[BuildContext], Awaitable[Handle]]
@@ -105,6 +109,10 @@ class TargetSpec:
     # time limit leaves room for it (harness.admission.mutant_timeout), so a lock a mutant
     # leaves held ends in "database is locked" (evidence), not in a timeout.
     waits_s: float = 0.0
+    # The constructor keywords this lane's builder passes on from ``BuildContext.options``,
+    # each with the line of documentation it comes from; a check that needs one the lane
+    # lacks abstains (not_applicable), naming it.
+    options: Mapping[str, str] = field(default_factory=dict)
 
     def with_claims(self, claims: Claims) -> TargetSpec:
         """The same lane with other claims (used by claim mutants)."""
@@ -124,6 +132,7 @@ class TargetSpec:
             "service": self.service,
             "reference": self.reference,
             "waits_s": self.waits_s,
+            "options": dict(self.options),
         }
 
 
