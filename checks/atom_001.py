@@ -79,6 +79,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     session = (await ctx.open()).session
     tag = f"{ctx.seed:016x}"
     model: list[Any] = []
+    batch: list[dict[str, Any]]
     failed: set[str] = set()
     errors = 0
 
