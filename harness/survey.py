@@ -50,6 +50,7 @@ from harness.execute import (
     run_check,
     sdk_version,
 )
+from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
 from harness.model import CleanBase, Finding, MutantResult, MutantStatus, Verdict
 from harness.progress import Progress
 from harness.survey_lane import LaneSurvey, MutantOutcome
@@ -116,6 +117,7 @@ class _Plan:
     mutant_lines: dict[str, frozenset[int] | None] = field(default_factory=dict)
     duplicates: dict[str, Equivalence] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    excluded: Excluded = field(default_factory=lambda: Excluded({}))
 
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:
@@ -136,6 +138,7 @@ def _prepare(lane: TargetSpec) -> _Plan:
         with open(plan.file, encoding="utf-8") as handle:
             source = handle.read()
         plan.lines = ModuleLines(source, plan.file)
+        plan.excluded = excluded_lines(source, lane.fixed_guards)
     except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
         plan.fail(f"its mutants could not be generated or mapped: {exc!r}")
         return plan
@@ -144,7 +147,12 @@ def _prepare(lane: TargetSpec) -> _Plan:
         if found.status is S.DUPLICATE:
             plan.duplicates[found.mutant_id] = found
     for mutant in plan.mutants:
-        plan.mutant_lines[mutant.id] = plan.lines.mutant_lines(mutant)
+        lines = plan.mutant_lines[mutant.id] = plan.lines.mutant_lines(mutant)
+        guard = plan.excluded.guard_of(sorted(lines or ()))
+        if guard is not None and mutant.id not in plan.ignored:
+            plan.ignored[mutant.id] = (S.NOT_APPLICABLE, (
+                f"its lines run only when {guard.expr} is {not guard.value}, and on this lane "
+                f"it is {guard.value} ({guard.why}); verified on the runtime object"))
     return plan
 
 
@@ -213,11 +221,15 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
                 jobs.append((plan, c, r, record))
     probes = [p for p in plans if _never_fires(p.lane) and any(
         getattr(OPERATORS.get(m.operator), "requires_terminal_close", False) for m in p.mutants)]
-    progress = Progress("survey clean", len(jobs) + len(probes), quiet=config.quiet)
+    guarded = [p for p in plans if p.lane.fixed_guards]
+    progress = Progress("survey clean", len(jobs) + len(probes) + len(guarded),
+                        quiet=config.quiet)
 
     def done(index: int, outcome: ChildOutcome) -> None:
         what = (f"{jobs[index][0].lane.name} {jobs[index][1].id} clean" if index < len(jobs)
-                else f"{probes[index - len(jobs)].lane.name} claims")
+                else f"{probes[index - len(jobs)].lane.name} claims"
+                if index < len(jobs) + len(probes)
+                else f"{guarded[index - len(jobs) - len(probes)].lane.name} fixed guards")
         state = outcome.value.verdict.value if (
             outcome.status is ChildStatus.OK and isinstance(outcome.value, Finding)) else (
             outcome.status.value)
@@ -228,6 +240,8 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
         for plan, c, r, record in jobs]
     calls += [functools.partial(lane_claims, p.lane, dict(config.services), config.tmpdir)
               for p in probes]
+    calls += [functools.partial(lane_guards, p.lane, dict(config.services), config.tmpdir)
+              for p in guarded]
     limit = config.timeout_s * 3 + 10
     outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done)
     findings: dict[tuple[str, str], list[Finding]] = {}
@@ -245,10 +259,16 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
         for c in checks:
             plan.clean[c.id] = clean_base(c.id, plan.lane.name,
                                           findings[(plan.lane.name, c.id)])
-    for plan, out in zip(probes, outcomes[len(jobs):], strict=True):
+    for plan, out in zip(probes, outcomes[len(jobs):len(jobs) + len(probes)], strict=True):
         verified = out.value if out.status is ChildStatus.OK else (
             f"claims probe {out.status.value}: {out.detail[:200]}")
         _not_applicable(plan, verified)
+    for plan, out in zip(guarded, outcomes[len(jobs) + len(probes):], strict=True):
+        problem = out.value if out.status is ChildStatus.OK else (
+            f"fixed-guards probe {out.status.value}: {out.detail[:200]}")
+        problem = problem or executed_excluded(plan.excluded, plan.lane, plan.coverage)
+        if problem:
+            plan.fail(problem)
 
 
 def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:

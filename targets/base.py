@@ -38,6 +38,20 @@ class Claims:
         }
 
 
+@dataclass(frozen=True)
+class FixedGuard:
+    """A condition of the backend's code that the lane's construction fixes for the life of
+    every instance it builds (``self._is_memory_db`` is True for ``SQLiteSession(":memory:")``):
+    the branches it rules out can never run there (see harness.guards)."""
+
+    expr: str  # as the backend module writes it, in terms of ``self``
+    value: bool
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"expr": self.expr, "value": self.value, "why": self.why}
+
+
 class NotApplicable(Exception):
     """Raised when the runtime object shows a contract was never offered (a check abstains).
 
@@ -113,6 +127,9 @@ class TargetSpec:
     # each with the line of documentation it comes from; a check that needs one the lane
     # lacks abstains (not_applicable), naming it.
     options: Mapping[str, str] = field(default_factory=dict)
+    # Guards of the backend module this lane's construction fixes; the survey marks the
+    # generated mutants they rule out not_applicable, after verifying each on an instance.
+    fixed_guards: tuple[FixedGuard, ...] = ()
 
     def with_claims(self, claims: Claims) -> TargetSpec:
         """The same lane with other claims (used by claim mutants)."""
@@ -133,6 +150,7 @@ class TargetSpec:
             "reference": self.reference,
             "waits_s": self.waits_s,
             "options": dict(self.options),
+            "fixed_guards": [g.to_json() for g in self.fixed_guards],
         }
 
 

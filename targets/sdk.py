@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from targets.base import BuildContext, Claims, Handle, NotApplicable, TargetSpec
+from targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
 from targets.rows import NOT_JSON, RowWriter, sqlite_row_writer
 
 SQLITE_MODULE = "agents.memory.sqlite_session"
@@ -125,6 +125,19 @@ def sqlalchemy_builder(url_for: Callable[[BuildContext], str], raw_rows: bool = 
 SQLITE_BUSY_TIMEOUT_S = 5.0
 
 
+# Guards of the SDK's code that a lane's construction fixes (harness.guards): what they rule
+# out can never run on the lane. Each is verified on a real instance before a survey counts.
+MEMORY_DB = FixedGuard("self._is_memory_db", True, "db_path is ':memory:'")
+FILE_DB = FixedGuard("self._is_memory_db", False, "db_path is a file")
+NO_FILE_LOCK = FixedGuard("self._lock_path is not None", False,
+                          "a ':memory:' instance takes no per-file lock")
+SQLITE_DIALECT = (
+    FixedGuard('self._engine.dialect.name != "sqlite"', False, "the engine is sqlite+aiosqlite"),
+    FixedGuard('self._engine.dialect.name == "sqlite"', True, "the engine is sqlite+aiosqlite"),
+    FixedGuard("self._engine.dialect.delete_returning", True,
+               "SQLite 3.35+ has DELETE ... RETURNING and SQLAlchemy's dialect says so"),
+)
+
 SQLITE_FILE = TargetSpec(
     name="sqlite-file",
     backend="SQLiteSession",
@@ -133,6 +146,7 @@ SQLITE_FILE = TargetSpec(
     build=_file_builder(_sqlite),
     description="SQLiteSession on a file; work runs in asyncio.to_thread; sync close()",
     waits_s=SQLITE_BUSY_TIMEOUT_S,
+    fixed_guards=(FILE_DB,),
 )
 
 ASYNC_SQLITE_FILE = TargetSpec(
@@ -169,6 +183,7 @@ SQLALCHEMY_SQLITE_FILE = TargetSpec(
                              raw_rows=True),
     description="SQLAlchemySession.from_url(sqlite+aiosqlite, file); no close(), engine disposed",
     waits_s=SQLITE_BUSY_TIMEOUT_S,
+    fixed_guards=SQLITE_DIALECT,
 )
 
 # ----------------------------------------------------------------------- in-memory stores
@@ -294,6 +309,7 @@ SQLITE_MEMORY = TargetSpec(
     build=_build_sqlite_memory,
     description='SQLiteSession(db_path=":memory:"): one shared connection, work in to_thread; '
                 "no second instance can open its store (checks that need one abstain)",
+    fixed_guards=(MEMORY_DB, NO_FILE_LOCK),
 )
 
 SQLALCHEMY_SQLITE_MEMORY = TargetSpec(
@@ -304,6 +320,7 @@ SQLALCHEMY_SQLITE_MEMORY = TargetSpec(
     build=_build_sqlalchemy_memory,
     description="SQLAlchemySession on sqlite+aiosqlite:// in memory (StaticPool: one "
                 "connection); instances on one trial root share the engine, so the store",
+    fixed_guards=SQLITE_DIALECT,
 )
 
 LOCAL_TARGETS = (SQLITE_FILE, ASYNC_SQLITE_FILE, ADVANCED_SQLITE_FILE, SQLALCHEMY_SQLITE_FILE,

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from harness.errors import ServiceError
 from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
-from targets.base import BuildContext, Claims, Handle, TargetSpec
+from targets.base import BuildContext, Claims, FixedGuard, Handle, TargetSpec
 from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, sqlite_row_writer
 from targets.sdk import SQLALCHEMY_RETRY_NOTE, SQLITE_BUSY_TIMEOUT_S
 
@@ -278,6 +278,14 @@ SQLALCHEMY_POSTGRES = TargetSpec(
     description="SQLAlchemySession.from_url(postgresql+asyncpg) on a real PostgreSQL; no "
                 "close(), the caller disposes the engine; one pair of tables per trial",
     service="postgres",
+    fixed_guards=(
+        FixedGuard('self._engine.dialect.name != "sqlite"', True,
+                   "the engine is postgresql+asyncpg"),
+        FixedGuard('self._engine.dialect.name == "sqlite"', False,
+                   "the engine is postgresql+asyncpg"),
+        FixedGuard("self._engine.dialect.delete_returning", True,
+                   "PostgreSQL has DELETE ... RETURNING and SQLAlchemy's dialect says so"),
+    ),
 )
 
 ENCRYPTED_SQLITE = TargetSpec(
