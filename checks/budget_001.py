@@ -28,7 +28,7 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
 from harness.model import Counts, Trial
 
@@ -95,7 +95,16 @@ async def _judge_reads(ctx: TrialContext, session: Any, items: list[Any], budget
 
 async def run_trial(ctx: TrialContext) -> Trial:
     budget = ctx.params["budget"]
-    bounded = await ctx.open_configured(max_scan_items=budget)
+    ctx.log(f"open with max_scan_items={budget}; open without a budget")
+    try:
+        bounded = await ctx.open_configured(max_scan_items=budget)
+        plain = await ctx.open()
+    except NotApplicable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a valid budget (or none) refused is evidence
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="valid_budget_refused",
+                     sample=f"opening with max_scan_items={budget} or without a budget raised "
+                            f"{describe(exc)}", ops=tuple(ctx.ops))
     problems: list[tuple[str, str]] = []
     for bad in (0, -1):
         ctx.log(f"open with max_scan_items={bad}")
@@ -106,7 +115,6 @@ async def run_trial(ctx: TrialContext) -> Trial:
         else:
             problems.append(("invalid_budget_accepted",
                              f"max_scan_items={bad} was accepted; the budget must be positive"))
-    plain = await ctx.open()
     tag = f"{ctx.seed:016x}"
     items = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"{tag} item {n}"}
              for n in range(budget + ctx.rng.randint(0, 3))]
