@@ -8,9 +8,10 @@ obviously correct form:
   session id and the item's JSON under the key. A row whose seal this key does not
   authenticate (another key's, or an unsealed row) is treated like a row that does not
   decode: reads skip it and do not count it, pops leave it in place. Without a key rows are
-  plain JSON, as before. (The seal authenticates; it does not hide the item.) The options
-  apply to the main history (get_items, add_items, pop_item); branches and the compaction
-  snapshot are not keyed.
+  plain JSON, as before, and an instance without a key authenticates nothing (it reads a
+  sealed row as the JSON object it is). The seal authenticates; it does not hide the item.
+  The options apply to the main history (get_items, add_items, pop_item); branches and the
+  compaction snapshot are not keyed.
 - ``max_scan_items``: a positive number of rows one ``get_items`` call may look at; 0 or a
   negative budget is refused (ValueError). With a budget, a read looks at no more than the
   budget's newest rows: it answers when they hold the result (the newest ``limit`` readable
