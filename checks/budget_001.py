@@ -28,8 +28,9 @@ from typing import Any
 
 import anyio
 
+from checks._problems import Problem, labels, problems_trial
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, trials_param
+from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
 
 CHECK_ID = "ARIB-BUDGET-001"
@@ -45,10 +46,6 @@ def _window(items: list[Any], limit: int | None) -> list[Any]:
     return items[len(items) - min(limit, len(items)):]
 
 
-def _labels(items: list[Any]) -> str:
-    return f"{[label(i) for i in items][-3:]} ({len(items)})"
-
-
 async def _bounded_read(session: Any, limit: int | None) -> tuple[str, list[Any] | str]:
     """("ok", items), ("refused", the exception) or ("hung", "")."""
     with anyio.move_on_after(READ_DEADLINE_S):
@@ -60,7 +57,7 @@ async def _bounded_read(session: Any, limit: int | None) -> tuple[str, list[Any]
 
 
 async def _judge_reads(ctx: TrialContext, session: Any, items: list[Any], budget: int,
-                       problems: list[tuple[str, str]]) -> None:
+                       problems: list[Problem]) -> None:
     """Step 2's reads of ``items`` through ``session`` (budget N), judged one by one."""
     stored = len(items)
     limits: list[int | None] = list(dict.fromkeys(
@@ -81,7 +78,7 @@ async def _judge_reads(ctx: TrialContext, session: Any, items: list[Any], budget
             if must_answer:
                 problems.append(("refused_within_budget",
                                  f"{what} raised {got}; the budget holds its result "
-                                 f"{_labels(want)}"))
+                                 f"{labels(want, 3)}"))
             else:
                 ctx.log(f"  limit={limit}: refused ({got})")
         elif isinstance(got, list) and len(got) > budget:
@@ -89,8 +86,8 @@ async def _judge_reads(ctx: TrialContext, session: Any, items: list[Any], budget
                                             f"budget lets it retrieve"))
         elif isinstance(got, list) and [canonical(i) for i in got] != [canonical(i)
                                                                        for i in want]:
-            problems.append(("wrong_window", f"{what} returned {_labels(got)}; expected "
-                                             f"{_labels(want)}"))
+            problems.append(("wrong_window", f"{what} returned {labels(got)}; expected "
+                                             f"{labels(want, 3)}"))
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -105,7 +102,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="valid_budget_refused",
                      sample=f"opening with max_scan_items={budget} or without a budget raised "
                             f"{describe(exc)}", ops=tuple(ctx.ops))
-    problems: list[tuple[str, str]] = []
+    problems: list[Problem] = []
     for bad in (0, -1):
         ctx.log(f"open with max_scan_items={bad}")
         try:
@@ -130,19 +127,14 @@ async def run_trial(ctx: TrialContext) -> Trial:
             got = await read_items(plain.session, limit)
             if [canonical(i) for i in got] != [canonical(i) for i in items]:
                 problems.append(("unbudgeted_wrong", f"without a budget get_items(limit="
-                                                     f"{limit}) returned {_labels(got)}; "
-                                                     f"expected {_labels(items)}"))
+                                                     f"{limit}) returned {labels(got)}; "
+                                                     f"expected {labels(items)}"))
     except Exception as exc:  # noqa: BLE001 - an unbudgeted read or write that raises
         errors += 1
         problems.append(("unbudgeted_raised",
                          f"a write or read without a budget raised {describe(exc)}"))
-    return Trial(ctx.index, ctx.seed, bool(problems),
-                 Counts(errors=errors + sum(mode.endswith(("hung", "refused_within_budget"))
-                                            for mode, _ in problems)),
-                 mode=problems[0][0] if problems else "bounded",
-                 sample="; ".join(text for _, text in problems[:2])[:400] if problems else None,
-                 ops=tuple(ctx.ops))
-
+    refusals = sum(mode in ("read_hung", "refused_within_budget") for mode, _ in problems)
+    return problems_trial(ctx, problems, Counts(errors=errors + refusals), "bounded")
 
 CHECK = CheckSpec(
     id=CHECK_ID,

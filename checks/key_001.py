@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from checks._problems import Problem, labels, problems_trial
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, tally, trials_param
 from harness.model import Counts, Trial
@@ -36,10 +37,6 @@ from harness.model import Counts, Trial
 CHECK_ID = "ARIB-KEY-001"
 # Another fixed, public test key (32 bytes, urlsafe base64, as Fernet keys are): not a secret.
 OTHER_KEY = base64.urlsafe_b64encode(b"arib-OTHER-test-key-not-secret!!").decode()
-
-
-def _labels(items: list[Any]) -> str:
-    return f"{[label(i) for i in items][-4:]} ({len(items)})"
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -58,7 +55,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), errors=1),
                      mode="setup_failed", sample=f"key A's add_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
-    problems: list[tuple[str, str]] = []
+    problems: list[Problem] = []
     foreign = 0
     ctx.log(f"key B, same store and session id: get_items(); pop_item() x{pops}")
     try:
@@ -66,7 +63,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         if shown:
             foreign += len(shown)
             problems.append(("shown_to_wrong_key", f"key B's get_items() returned "
-                                                   f"{_labels(shown)}; it wrote nothing"))
+                                                   f"{labels(shown)}; it wrote nothing"))
     except Exception as exc:  # noqa: BLE001 - a refusal shows nothing: allowed
         ctx.log(f"  key B's get_items() raised {describe(exc)}")
     for n in range(pops):
@@ -88,11 +85,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
         if [canonical(i) for i in seen] != [canonical(i) for i in items]:
             problems.append(("history_destroyed" if len(seen) < len(items) else "wrong_items",
                              f"after key B's reads and pops, key A's get_items() returned "
-                             f"{_labels(seen)}; expected {_labels(items)}"))
+                             f"{labels(seen)}; expected {labels(items)}"))
         newest = await read_items(reader.session, 1)
         if [canonical(i) for i in newest] != [canonical(items[-1])]:
             problems.append(("wrong_window", f"key A's get_items(limit=1) returned "
-                                             f"{_labels(newest)}; expected {_labels(items[-1:])}"))
+                                             f"{labels(newest)}; expected {labels(items[-1:])}"))
         popped = await reader.session.pop_item()
         if popped is None or canonical(popped) != canonical(items[-1]):
             problems.append(("pop_wrong", f"key A's pop returned "
@@ -105,12 +102,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     counts = tally(items[:-1], final, errors=errors) + Counts(foreign=foreign)
     if not problems and counts.total:
         problems.append(("history_destroyed", f"key A's last get_items() returned "
-                                              f"{_labels(final)}; expected {_labels(items[:-1])}"))
-    return Trial(ctx.index, ctx.seed, bool(problems), counts,
-                 mode=problems[0][0] if problems else "kept",
-                 sample="; ".join(text for _, text in problems[:2])[:400] if problems else None,
-                 ops=tuple(ctx.ops))
-
+                                              f"{labels(final)}; expected {labels(items[:-1])}"))
+    return problems_trial(ctx, problems, counts, "kept")
 
 CHECK = CheckSpec(
     id=CHECK_ID,
