@@ -30,7 +30,6 @@ the machine); a transaction cut off by a kill is never half-visible.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -42,6 +41,7 @@ import anyio
 from targets.base import BuildContext, Claims, Handle, TargetSpec
 from targets.reference_advanced import with_branches
 from targets.reference_compaction import CompactionSnapshotMixin
+from targets.reference_options import OPTION_DOCS, UNREADABLE, StoreOptionsMixin
 from targets.reference_ping import PingMixin
 from targets.rows import sqlite_row_writer
 
@@ -60,15 +60,7 @@ class SessionClosedError(RuntimeError):
 SCHEMA = ("CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
           "session_id TEXT NOT NULL, item_key TEXT, body TEXT NOT NULL, "
           "UNIQUE (session_id, item_key))")
-UNDECODABLE = object()  # what _decode returns for a row that is not JSON
-
-
-def _decode(body: Any) -> Any:
-    """The item a stored body holds, or UNDECODABLE (a row another writer left broken)."""
-    try:
-        return json.loads(body)
-    except (TypeError, ValueError):
-        return UNDECODABLE
+UNDECODABLE = UNREADABLE  # what a read makes of a row it cannot decode (or authenticate)
 
 
 def _newest(items: list[Any], limit: int | None) -> list[Any]:
@@ -107,14 +99,16 @@ def _connect(db_path: str) -> sqlite3.Connection:
 
 
 @with_branches  # branches, usage and turns: targets/reference_advanced.py
-class ReferenceSession(PingMixin, CompactionSnapshotMixin):
+class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin):
     """A session that keeps every invariant of the bench; see the module docstring.
 
     Compaction (ARIB-COMPACT-*): the snapshot protocol comes from the mixin, see
-    targets.reference_compaction.
+    targets.reference_compaction. The constructor options ``encryption_key`` and
+    ``max_scan_items``: see targets.reference_options.
     """
 
-    def __init__(self, session_id: str, db_path: str | Path) -> None:
+    def __init__(self, session_id: str, db_path: str | Path, **options: Any) -> None:
+        self._configure(**options)
         self.session_id = session_id
         self.session_settings = None
         self.db_path = str(db_path)
@@ -180,6 +174,8 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
         A row that does not decode (left by another writer) is skipped and not counted.
         """
         limit = self._window(limit)
+        if self.max_scan_items is not None:
+            return await self._budgeted_items(limit)
 
         def read(conn: sqlite3.Connection) -> list[Any]:
             return conn.execute("SELECT body FROM items WHERE session_id = ? ORDER BY seq ASC",
@@ -187,12 +183,12 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
 
         async with self._lock:
             rows = await self._transact(read, write=False)
-        return _newest([item for (body,) in rows if (item := _decode(body)) is not UNDECODABLE],
+        return _newest([item for (body,) in rows if (item := self._open(body)) is not UNDECODABLE],
                        limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items atomically; an item whose ``id`` is already stored is skipped."""
-        rows = [(self.session_id, self._key(item), json.dumps(item)) for item in items]
+        rows = [(self.session_id, self._key(item), self._seal(item)) for item in items]
 
         def append(conn: sqlite3.Connection) -> None:
             conn.executemany(
@@ -210,7 +206,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
             rows = conn.execute("SELECT seq, body FROM items WHERE session_id = ? "
                                 "ORDER BY seq DESC", (self.session_id,)).fetchall()
             for seq, body in rows:
-                item = _decode(body)
+                item = self._open(body)
                 if item is not UNDECODABLE:
                     conn.execute("DELETE FROM items WHERE seq = ?", (seq,))
                     return item
@@ -242,7 +238,8 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
 async def _build(ctx: BuildContext) -> Handle:
     from targets import reference  # looked up now: a mutant may have replaced the class
 
-    session = reference.ReferenceSession(ctx.session_id, ctx.root / "reference.db")
+    session = reference.ReferenceSession(ctx.session_id, ctx.root / "reference.db",
+                                         **ctx.options)
 
     async def reopen() -> Handle:
         return await _build(ctx)
@@ -271,4 +268,5 @@ REFERENCE = TargetSpec(
     description="the bench's own reference store: keeps every invariant (see targets.reference)",
     reference=True,
     waits_s=BUSY_DEADLINE_S,  # it retries a busy database for this long, then raises
+    options=OPTION_DOCS,
 )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import inspect
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,7 +29,7 @@ from urllib.parse import urlsplit
 
 from harness.errors import ServiceError
 from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
-from targets.base import BuildContext, Claims, FixedGuard, Handle, TargetSpec
+from targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
 from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, sqlite_row_writer
 from targets.sdk import SQLALCHEMY_RETRY_NOTE, SQLITE_BUSY_TIMEOUT_S
 
@@ -208,14 +209,39 @@ async def _build_sqlalchemy_postgres(ctx: BuildContext) -> Handle:
     return _handle(ctx, session, _build_sqlalchemy_postgres, dispose)
 
 
+# EncryptedSession's documented constructor keywords the encrypted lanes pass on from
+# BuildContext.options (openai-agents 0.24.0, EncryptedSession.__init__ docstring).
+ENCRYPTED_OPTIONS = {
+    "encryption_key": "EncryptedSession.__init__: 'encryption_key: High-entropy master key, "
+                      "such as Fernet.generate_key().decode(\"ascii\") ... reuse the same key "
+                      "and session_id to read persisted data after a restart'",
+    "max_scan_items": "EncryptedSession.__init__: 'max_scan_items: Positive per-read item "
+                      "budget, or None for unlimited work (the default)'",
+}
+
+
+def _encrypted_options(ctx: BuildContext) -> dict[str, Any]:
+    """EncryptedSession's keyword arguments for this trial: the fixed test key unless the
+    trial gives ``encryption_key``, the lane's TTL, and the trial's other options; one this
+    SDK's constructor lacks: NotApplicable (checked before anything is opened)."""
+    from agents.extensions.memory import encrypt_session
+
+    options = {"encryption_key": TEST_ENCRYPTION_KEY, "ttl": ENCRYPTION_TTL_S, **ctx.options}
+    takes = inspect.signature(encrypt_session.EncryptedSession).parameters
+    missing = sorted(name for name in options if name not in takes)
+    if missing:
+        raise NotApplicable(f"EncryptedSession of this openai-agents version takes no "
+                            f"constructor keyword {', '.join(map(repr, missing))}")
+    return options
+
+
 async def _build_encrypted_sqlite(ctx: BuildContext) -> Handle:
     from agents.extensions.memory import encrypt_session
     from agents.memory import sqlite_session
 
+    options = _encrypted_options(ctx)
     inner = sqlite_session.SQLiteSession(ctx.session_id, db_path=str(ctx.root / "store.db"))
-    session = encrypt_session.EncryptedSession(
-        ctx.session_id, inner, TEST_ENCRYPTION_KEY, ttl=ENCRYPTION_TTL_S
-    )
+    session = encrypt_session.EncryptedSession(ctx.session_id, inner, **options)
 
     async def dispose() -> None:
         await _close_quietly(inner)
@@ -226,12 +252,11 @@ async def _build_encrypted_sqlite(ctx: BuildContext) -> Handle:
 async def _build_encrypted_sqlalchemy(ctx: BuildContext) -> Handle:
     from agents.extensions.memory import encrypt_session, sqlalchemy_session
 
+    options = _encrypted_options(ctx)
     inner = sqlalchemy_session.SQLAlchemySession.from_url(
         ctx.session_id, url=f"sqlite+aiosqlite:///{ctx.root / 'store.db'}", create_tables=True
     )
-    session = encrypt_session.EncryptedSession(
-        ctx.session_id, inner, TEST_ENCRYPTION_KEY, ttl=ENCRYPTION_TTL_S
-    )
+    session = encrypt_session.EncryptedSession(ctx.session_id, inner, **options)
 
     async def dispose() -> None:
         await _dispose_engine(inner)
@@ -297,6 +322,7 @@ ENCRYPTED_SQLITE = TargetSpec(
     description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over SQLiteSession "
                 f"on a file; close() is the wrapped SQLiteSession's (sync), forwarded",
     waits_s=ENCRYPTED_WAITS_S,
+    options=ENCRYPTED_OPTIONS,
 )
 
 ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
@@ -310,6 +336,7 @@ ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
     description=f"EncryptedSession(ttl={ENCRYPTION_TTL_S}, fixed test key) over "
                 f"SQLAlchemySession(sqlite+aiosqlite file); no close(), engine disposed",
     waits_s=ENCRYPTED_WAITS_S,
+    options=ENCRYPTED_OPTIONS,
 )
 
 SERVICE_TARGETS: tuple[TargetSpec, ...] = (
