@@ -43,6 +43,7 @@ from targets.base import BuildContext, Claims, Handle, TargetSpec
 from targets.reference_advanced import with_branches
 from targets.reference_compaction import CompactionSnapshotMixin
 from targets.reference_ping import PingMixin
+from targets.reference_ttl import TTL_SCHEMA, TtlMixin
 from targets.rows import sqlite_row_writer
 
 T = TypeVar("T")
@@ -94,6 +95,7 @@ def _connect(db_path: str) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute(SCHEMA)
+            conn.execute(TTL_SCHEMA)
             conn.commit()
             return conn
         except sqlite3.OperationalError as exc:
@@ -107,15 +109,16 @@ def _connect(db_path: str) -> sqlite3.Connection:
 
 
 @with_branches  # branches, usage and turns: targets/reference_advanced.py
-class ReferenceSession(PingMixin, CompactionSnapshotMixin):
+class ReferenceSession(PingMixin, CompactionSnapshotMixin, TtlMixin):
     """A session that keeps every invariant of the bench; see the module docstring.
 
     Compaction (ARIB-COMPACT-*): the snapshot protocol comes from the mixin, see
-    targets.reference_compaction.
+    targets.reference_compaction. ``ttl`` (seconds, ARIB-TTL-001): targets.reference_ttl.
     """
 
-    def __init__(self, session_id: str, db_path: str | Path) -> None:
+    def __init__(self, session_id: str, db_path: str | Path, ttl: float | None = None) -> None:
         self.session_id = session_id
+        self.ttl = ttl
         self.session_settings = None
         self.db_path = str(db_path)
         self._lock = anyio.Lock()
@@ -154,6 +157,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
+                    self._expire_due(conn)
                     result = work(conn)
                     conn.commit()
                 except BaseException:
@@ -198,6 +202,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
             conn.executemany(
                 "INSERT OR IGNORE INTO items (session_id, item_key, body) VALUES (?, ?, ?)", rows
             )
+            self._restart_ttl(conn)
 
         async with self._lock:
             await self._transact(append, write=True)
@@ -224,6 +229,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
 
         def clear(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM items WHERE session_id = ?", (self.session_id,))
+            self._forget_ttl(conn)
 
         async with self._lock:
             await self._transact(clear, write=True)
@@ -242,7 +248,8 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin):
 async def _build(ctx: BuildContext) -> Handle:
     from targets import reference  # looked up now: a mutant may have replaced the class
 
-    session = reference.ReferenceSession(ctx.session_id, ctx.root / "reference.db")
+    session = reference.ReferenceSession(ctx.session_id, ctx.root / "reference.db",
+                                         ttl=ctx.options.get("ttl"))
 
     async def reopen() -> Handle:
         return await _build(ctx)
@@ -271,4 +278,6 @@ REFERENCE = TargetSpec(
     description="the bench's own reference store: keeps every invariant (see targets.reference)",
     reference=True,
     waits_s=BUSY_DEADLINE_S,  # it retries a busy database for this long, then raises
+    options={"ttl": "targets.reference_ttl: seconds until a session's history expires, "
+                    "restarted by each add_items; None: never"},
 )
