@@ -186,7 +186,8 @@ CHECK = CheckSpec(
     "instance, until the ttl has passed since the session's first write, and once it has "
     "passed since the last write the whole history is gone (reads empty, pop None) and the "
     "session starts afresh",
-    fault="the session opened with its documented ttl option (1 s); two seeded batches; reads "
+    fault="the session opened with its documented ttl option (parameter ttl: 1 s, the smallest "
+    "the API takes); two seeded batches; reads "
     "at once and at 60% of the ttl (judged only if they end inside it), through the session "
     "and a second instance; reads and a pop after the ttl plus a grace; one more write",
     params=(
