@@ -20,7 +20,7 @@ from harness.child import run_one
 from harness.execute import RunOptions, run_check
 from harness.model import Finding, Verdict
 from harness.services import ServiceManager
-from mutants.registry import forced_broken, get_mutant
+from mutants.registry import forced_broken
 from targets.base import BuildContext
 from targets.reference import REFERENCE, ReferenceSession
 from targets.registry import get_target
@@ -161,12 +161,7 @@ def services() -> Iterator[Mapping[str, str]]:
 
 def run_on(lane: str, check_id: str, services: Mapping[str, str],
            mutant: str | None = None) -> Finding:
-    check = get_check(check_id)
-    opts = RunOptions(params=check.resolve_params(SMALL[check_id]), services=dict(services))
-    spec = get_mutant(mutant) if mutant else None
-    outcome = run_one(lambda: run_check(check, get_target(lane), opts, spec), 300)
-    assert outcome.value is not None, outcome.detail
-    return outcome.value  # type: ignore[no-any-return]
+    return run_small(check_id, SMALL[check_id], mutant, get_target(lane), 300, services)
 
 
 @pytest.mark.slow
