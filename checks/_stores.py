@@ -26,6 +26,17 @@ async def open_peer(ctx: TrialContext, session_id: str) -> Handle:
     return handle
 
 
+async def reader_of(ctx: TrialContext, handle: Handle) -> Any:
+    """A fresh instance on ``handle``'s store, or, where the store is private to that one
+    instance (``SQLiteSession(":memory:")``), the instance itself: for a check whose fault
+    does not need a second instance and that only reads through one where there can be one.
+    """
+    if handle.private_store:
+        ctx.log(f"reads go through X itself: {handle.private_store}")
+        return handle.session
+    return (await ctx.reopen(handle)).session
+
+
 def require_shared_store(handle: Handle, check_id: str, need: str) -> None:
     """Abstain (``NotApplicable``) when no second instance can open ``handle``'s store."""
     if handle.private_store:

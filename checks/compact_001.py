@@ -18,6 +18,10 @@ trial, on a fresh store with its seed:
    fresh instance and a limit read, exactly ``prefix + output`` (a failed request or a closed
    store: the history unchanged); the peer reads exactly its own items; an append after the
    compaction lands after the output.
+
+On a store private to one instance (``SQLiteSession(":memory:")``) there is no peer and no
+fresh instance: the same turn runs with the faults that need neither (none, a failed
+request), and the reads go through X itself.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from checks._compaction import (
     turn_model,
     view,
 )
+from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import read_items, tally, trials_param
 from checks.iso_001 import PEER_SUFFIX, open_peer
@@ -54,28 +59,33 @@ from harness.model import Counts, Trial
 CYCLE = ("none", "peer_writes", "close_in_flight", "none", "compact_fails", "peer_writes")
 
 
-def fault_of(ctx: TrialContext) -> str:
-    """This trial's fault (a close only where close() ends the session)."""
+def fault_of(ctx: TrialContext, private: bool = False) -> str:
+    """This trial's fault (a close only where close() ends the session; on a store private
+    to one instance, neither a peer nor a close, after which nothing could read it)."""
     claims = ctx.target.claims
-    closable = claims.has_close and claims.close_is_terminal
-    cycle = [f for f in CYCLE if closable or f != "close_in_flight"]
+    closable = claims.has_close and claims.close_is_terminal and not private
+    cycle = [f for f in CYCLE if (closable or f != "close_in_flight")
+             and not (private and f == "peer_writes")]
     return cycle[(ctx.index // 2) % len(cycle)]
 
 
-async def seed_interleaved(ctx: TrialContext, store: Any, peer: Any, mine: list[Any],
+async def seed_interleaved(ctx: TrialContext, store: Any, peer: Any | None, mine: list[Any],
                            theirs: list[Any]) -> None:
-    """Write ``mine`` to X and ``theirs`` to the peer, in alternating seeded chunks."""
+    """Write ``mine`` to X and ``theirs`` to the peer (if any), in alternating seeded chunks."""
     cuts = sorted(ctx.rng.sample(range(1, len(mine)), min(2, len(mine) - 1)))
     chunks = [mine[a:b] for a, b in zip([0, *cuts], [*cuts, len(mine)], strict=True)]
     per = max(1, len(theirs) // (len(chunks) + 1))
     rest = list(theirs)
     for chunk in chunks:
         head, rest = rest[:per], rest[per:]
-        ctx.log(f"peer.add_items({len(head)}); X.add_items({len(chunk)})")
-        await peer.add_items(head)
+        if peer is not None:
+            ctx.log(f"peer.add_items({len(head)})")
+            await peer.add_items(head)
+        ctx.log(f"X.add_items({len(chunk)})")
         await store.add_items(chunk)
-    ctx.log(f"peer.add_items({len(rest)})")
-    await peer.add_items(rest)
+    if peer is not None:
+        ctx.log(f"peer.add_items({len(rest)})")
+        await peer.add_items(rest)
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -83,9 +93,16 @@ async def run_trial(ctx: TrialContext) -> Trial:
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()
     store = view(handle.session)
-    peer = view((await open_peer(ctx, ctx.build.session_id + PEER_SUFFIX)).session)
+    # A store private to this one instance (SQLiteSession(":memory:")) has no peer and no
+    # fresh instance: the turn and its faults still run, and every read goes through X.
+    private = handle.private_store
+    if private:
+        ctx.log(f"no peer, no fresh instance: {private}")
+    peer = None if private else view(
+        (await open_peer(ctx, ctx.build.session_id + PEER_SUFFIX)).session)
     mine = history(tag, ctx.rng.randint(2, ctx.params["pairs"]), ctx.rng.random() < 0.3)
-    theirs = [{"role": "user", "content": f"{tag} peer item {i}"} for i in range(4)]
+    theirs = [] if private else [{"role": "user", "content": f"{tag} peer item {i}"}
+                                 for i in range(4)]
     try:
         await seed_interleaved(ctx, store, peer, mine, theirs)
     except NotApplicable:
@@ -96,7 +113,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     limit = None if ctx.index % 2 == 0 else ctx.rng.randrange(0, len(mine))
     mode = ctx.rng.choice(MODES)
     outside = is_encrypted(store) and ctx.rng.random() < 0.5
-    fault = fault_of(ctx)
+    fault = fault_of(ctx, private is not None)
     client = CompactClient(tag)
     outer, _ = compose(store, client, mode, outside)
     if fault == "peer_writes":
@@ -104,6 +121,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
         async def peer_writes() -> None:
             ctx.log("  during the request: peer.add_items([item])")
+            assert peer is not None  # fault_of draws no peer fault on a private store
             await peer.add_items([late_peer])
             theirs.append(late_peer)
         client.during = peer_writes
@@ -145,7 +163,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         expected = stored[:exp.start] + client.outputs[0]
 
     try:
-        fresh = view((await ctx.reopen(handle)).session)
+        fresh = view(await reader_of(ctx, handle))
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be reopened shows nothing
@@ -154,7 +172,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await reads.expect(ctx, "runner_session", outer, expected)
     await reads.expect(ctx, "fresh", fresh, expected)
     await reads.expect(ctx, "fresh", fresh, expected, ctx.rng.randint(0, len(expected) + 1))
-    await reads.expect(ctx, "peer", peer, theirs)
+    if peer is not None:
+        await reads.expect(ctx, "peer", peer, theirs)
     if fault != "close_in_flight":
         late = {"role": "user", "content": f"{tag} after the compaction"}
         ctx.log("runner_session.add_items([late])")

@@ -12,6 +12,8 @@ is a torn read.
 
 The readers are released with the turn and run until it returns (with a ceiling on reads);
 each trial has a seeded history, ``SessionSettings.limit`` window and ``compaction_mode``.
+On a store private to one instance (``SQLiteSession(":memory:")``) the readers are other
+tasks reading X itself, directly rather than through the wrapper.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from checks._compaction import (
     turn_model,
     view,
 )
+from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
 from harness.model import Counts, Trial
@@ -65,8 +68,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         ctx.log(f"X.add_items({len(mine)})")
         await store.add_items(mine)
-        readers = [view((await ctx.reopen(handle)).session)
-                   for _ in range(ctx.params["readers"])]
+        readers = [view(await reader_of(ctx, handle)) for _ in range(ctx.params["readers"])]
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
@@ -111,7 +113,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     hung(reads, raised[0])
     try:
         ctx.log("fresh.get_items()")
-        final = await read_items(view((await ctx.reopen(handle)).session))
+        final = await read_items(view(await reader_of(ctx, handle)))
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be read shows nothing

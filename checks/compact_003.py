@@ -16,6 +16,9 @@ worker serving the same conversation) keeps writing. Each trial (fresh store, se
    A popped item must be the newest one. Then the other instance and the Runner's session each
    append one item: both must succeed and land last, in that order (a refused replacement must
    not leave the store locked).
+
+On a store private to one instance (``SQLiteSession(":memory:")``) the other writer is X
+itself, called directly rather than through the wrapper, and the reads go through X.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from checks._compaction import (
     turn_model,
     view,
 )
+from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
 from harness.model import Counts, Trial
@@ -74,7 +78,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         ctx.log(f"X.add_items({len(mine)})")
         await store.add_items(mine)
-        other = view((await ctx.reopen(handle)).session)
+        # A store private to one instance (SQLiteSession(":memory:")) has no other instance:
+        # the other writer is then X itself, called directly instead of through the wrapper
+        # (another task of the same agent), and every read goes through X.
+        if handle.private_store:
+            ctx.log(f"the other writer is X itself, bypassing the wrapper: "
+                    f"{handle.private_store}")
+        other = view(await reader_of(ctx, handle))
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
@@ -126,7 +136,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     output = client.outputs[0] if client.outputs else []
     finals = allowed_finals(done[0], stored, exp.start if exp.applies else None, output)
     try:
-        fresh = view((await ctx.reopen(handle)).session)
+        fresh = view(await reader_of(ctx, handle))
         ctx.log("fresh.get_items(); runner_session.get_items()")
         final = await read_items(fresh)
         mine_view = await read_items(outer)

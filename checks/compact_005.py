@@ -15,7 +15,8 @@ must get the compaction it approved. Each trial (fresh store, seed):
 
 On an EncryptedSession lane the encryption sits inside the wrapper (even trials) or outside
 it (odd trials: EncryptedSession then routes the deferral itself); the
-whole history is always sent (a bounded window makes the wrapper ask the hook again).
+whole history is always sent (a bounded window makes the wrapper ask the hook again). On a
+store private to one instance (``SQLiteSession(":memory:")``) the reads go through X itself.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from checks._compaction import (
     view,
 )
 from checks._compaction import Expectation as Expected
+from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import tally, trials_param
 from harness.model import Trial
@@ -157,7 +159,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         if client.outputs:
             expected = client.outputs[0]
     try:
-        fresh = view((await ctx.reopen(handle)).session)
+        fresh = view(await reader_of(ctx, handle))
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be reopened shows nothing

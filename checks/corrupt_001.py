@@ -5,7 +5,8 @@ cut off mid-row, an older or foreign application, or (for ``EncryptedSession``) 
 history from before encryption was enabled. The SDK's SQLite-family and SQLAlchemy backends skip
 rows that are not valid JSON in reads and pops ("Skip invalid JSON entries"; "Drop corrupted
 JSON entries and keep looking for a valid item"; a limit counts valid items), and
-``EncryptedSession`` documents that plaintext records are skipped. The rows are written by the
+``EncryptedSession`` documents that plaintext records are skipped; ``RedisSession`` skips list
+elements that are not JSON or not UTF-8 in reads, pops and limits. The rows are written by the
 lane's adapter through a connection of its own (``Handle.write_undecodable``, see
 ``targets.rows``); a lane whose adapter cannot reach the store besides the session abstains.
 
@@ -201,10 +202,10 @@ CHECK = CheckSpec(
     "get_items() and get_items(limit=k) return the newest k items that were written, in order, "
     "pop_item() returns the newest of them, and none is lost, duplicated or replaced",
     fault="seeded batches of add_items() interleaved with undecodable rows written by another "
-    "connection (cut-off JSON, text, nothing; for EncryptedSession also plaintext items), the "
-    "session's newest rows undecodable and a peer session's rows newer still; then full, "
-    "limited (1, 2, n, n + 2, 0) reads, two pops, one "
-    "more append and pop; a fresh instance reads after each pop",
+    "connection or client (cut-off JSON, text, nothing; for EncryptedSession also plaintext "
+    "items; for RedisSession also bytes that are not UTF-8), the session's newest rows "
+    "undecodable and a peer session's rows newer still; then full, limited (1, 2, n, n + 2, 0) "
+    "reads, two pops, one more append and pop; a fresh instance reads after each pop",
     params=(
         Param("batches", 4, 1, 50, "batches of items between runs of undecodable rows"),
         trials_param(3),
@@ -222,6 +223,9 @@ CHECK = CheckSpec(
         Selector("async-sqlite-file", "AsyncSQLiteSession.pop_item", "single_attempt_loop"),
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession._pop_item", "single_attempt_loop"),
         Selector("async-sqlite-file", "AsyncSQLiteSession.pop_item", "drop_commit"),
+        Selector("redis-from-url", "RedisSession._pop_item_locked", "single_attempt_loop"),
+        Selector("redis-injected-client", "RedisSession._pop_item_locked",
+                 "single_attempt_loop"),
     ),
     timeout_s=60.0,
     hang_invariant=True,

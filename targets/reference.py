@@ -43,6 +43,7 @@ from targets.reference_advanced import with_branches
 from targets.reference_compaction import CompactionSnapshotMixin
 from targets.reference_options import OPTION_DOCS, UNREADABLE, StoreOptionsMixin
 from targets.reference_ping import PingMixin
+from targets.reference_ttl import TTL_SCHEMA, TtlMixin
 from targets.rows import sqlite_row_writer
 
 T = TypeVar("T")
@@ -86,6 +87,7 @@ def _connect(db_path: str) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute(SCHEMA)
+            conn.execute(TTL_SCHEMA)
             conn.commit()
             return conn
         except sqlite3.OperationalError as exc:
@@ -99,17 +101,20 @@ def _connect(db_path: str) -> sqlite3.Connection:
 
 
 @with_branches  # branches, usage and turns: targets/reference_advanced.py
-class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin):
+class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin, TtlMixin):
     """A session that keeps every invariant of the bench; see the module docstring.
 
     Compaction (ARIB-COMPACT-*): the snapshot protocol comes from the mixin, see
     targets.reference_compaction. The constructor options ``encryption_key`` and
-    ``max_scan_items``: see targets.reference_options.
+    ``max_scan_items``: see targets.reference_options; ``ttl`` (seconds, ARIB-TTL-001):
+    targets.reference_ttl.
     """
 
-    def __init__(self, session_id: str, db_path: str | Path, **options: Any) -> None:
+    def __init__(self, session_id: str, db_path: str | Path, ttl: float | None = None,
+                 **options: Any) -> None:
         self._configure(**options)
         self.session_id = session_id
+        self.ttl = ttl
         self.session_settings = None
         self.db_path = str(db_path)
         self._lock = anyio.Lock()
@@ -148,6 +153,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin):
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
+                    self._expire_due(conn)
                     result = work(conn)
                     conn.commit()
                 except BaseException:
@@ -194,6 +200,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin):
             conn.executemany(
                 "INSERT OR IGNORE INTO items (session_id, item_key, body) VALUES (?, ?, ?)", rows
             )
+            self._restart_ttl(conn)
 
         async with self._lock:
             await self._transact(append, write=True)
@@ -220,6 +227,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin):
 
         def clear(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM items WHERE session_id = ?", (self.session_id,))
+            self._forget_ttl(conn)
 
         async with self._lock:
             await self._transact(clear, write=True)
@@ -268,5 +276,7 @@ REFERENCE = TargetSpec(
     description="the bench's own reference store: keeps every invariant (see targets.reference)",
     reference=True,
     waits_s=BUSY_DEADLINE_S,  # it retries a busy database for this long, then raises
-    options=OPTION_DOCS,
+    options={**OPTION_DOCS,
+             "ttl": "targets.reference_ttl: seconds until a session's history expires, "
+                    "restarted by each add_items; None: never"},
 )

@@ -4,8 +4,10 @@ Another writer can leave rows in a session's table that the session cannot decod
 cut off mid-row, an older or foreign application, a hand edit, or, for ``EncryptedSession``,
 plaintext history written before encryption was enabled (its docstring: "Plaintext records and
 incomplete envelopes are skipped"). The SDK's SQLite-family and SQLAlchemy backends skip rows
-that are not valid JSON in reads and pops. An adapter that can reach its store besides the
-session offers ``Handle.write_undecodable``, built here; ARIB-CORRUPT-001 uses it.
+that are not valid JSON in reads and pops; ``RedisSession`` skips list elements that are not
+JSON or not UTF-8 ("Skip corrupted messages"; "Drop corrupted messages and keep looking for a
+valid item"). An adapter that can reach its store besides the session offers
+``Handle.write_undecodable``, built here; ARIB-CORRUPT-001 uses it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import anyio.to_thread
 NOT_JSON: tuple[str, ...] = ('{"role": "user", "content": "cut off mid-wri', "not json at all", "")
 # For EncryptedSession: valid JSON that is no encrypted envelope (legacy plaintext history).
 PLAINTEXT: tuple[str, ...] = ('{"role": "user", "content": "plaintext from before encryption"}',)
+
+# For RedisSession: bytes that are no UTF-8 text (a writer that stored latin-1).
+NOT_UTF8: tuple[bytes, ...] = ('{"role": "user", "content": "caf\xe9"}'.encode("latin-1"),)
 
 RowWriter = Callable[[int], Awaitable[str]]
 
@@ -42,5 +47,24 @@ def sqlite_row_writer(db_path: Path, table: str, columns: tuple[str, str], sessi
         text = kinds[n % len(kinds)]
         await anyio.to_thread.run_sync(insert, text)
         return f"a row {text!r} written to {table} by another connection"
+
+    return write
+
+
+def redis_list_writer(url: str, key: str, kinds: Sequence[str | bytes] = (*NOT_JSON, *NOT_UTF8),
+                      ) -> RowWriter:
+    """Append the n-th of ``kinds`` to the Redis list ``key`` (a session's messages list)
+    with a client of its own (RPUSH, as another writer would); returns what it stored."""
+
+    async def write(n: int) -> str:
+        import redis.asyncio as redis_asyncio  # only the Redis lanes need the driver
+
+        element = kinds[n % len(kinds)]
+        client = redis_asyncio.from_url(url)
+        try:
+            await client.rpush(key, element)
+        finally:
+            await client.aclose()
+        return f"an element {element!r} pushed onto {key} by another client"
 
     return write

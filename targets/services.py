@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from harness.errors import ServiceError
 from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
 from targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
-from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, sqlite_row_writer
+from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, redis_list_writer, sqlite_row_writer
 from targets.sdk import SQLALCHEMY_RETRY_NOTE, SQLITE_BUSY_TIMEOUT_S
 
 REDIS_MODULE = "agents.extensions.memory.redis_session"
@@ -152,19 +152,34 @@ def redis_key_prefix(ctx: BuildContext) -> str:
     return f"arib:{trial_tag(ctx)}"
 
 
+def _redis_rows(ctx: BuildContext, url: str) -> RowWriter:
+    """Elements RedisSession skips, pushed onto the session's messages list (the key layout
+    ``<key_prefix>:<session_id>:messages`` of openai-agents 0.24.0) by a client of our own:
+    text that is not JSON and bytes that are not UTF-8."""
+    return redis_list_writer(url, f"{redis_key_prefix(ctx)}:{ctx.session_id}:messages")
+
+
+# RedisSession's documented constructor keywords the Redis builders pass on.
+REDIS_OPTIONS = {
+    "ttl": "RedisSession.__init__ docstring, openai-agents 0.24.0: ttl (int | None), "
+           "time-to-live in seconds for session data; None: data persists indefinitely "
+           "(from_url forwards it: 'e.g., key_prefix, ttl')",
+}
+
+
 async def _build_redis_from_url(ctx: BuildContext) -> Handle:
     from agents.extensions.memory import redis_session
 
     url = _service_url(ctx, "redis", "redis-from-url")
     _require_redis(url, "redis-from-url")
     session = redis_session.RedisSession.from_url(
-        ctx.session_id, url=url, key_prefix=redis_key_prefix(ctx)
+        ctx.session_id, url=url, key_prefix=redis_key_prefix(ctx), ttl=ctx.options.get("ttl")
     )
 
     async def dispose() -> None:
         await _close_quietly(session)
 
-    return _handle(ctx, session, _build_redis_from_url, dispose)
+    return _handle(ctx, session, _build_redis_from_url, dispose, _redis_rows(ctx, url))
 
 
 async def _build_redis_injected(ctx: BuildContext) -> Handle:
@@ -175,7 +190,8 @@ async def _build_redis_injected(ctx: BuildContext) -> Handle:
     _require_redis(url, "redis-injected-client")
     client = redis_asyncio.from_url(url)  # owned by this adapter, not by the session
     session = redis_session.RedisSession(
-        ctx.session_id, redis_client=client, key_prefix=redis_key_prefix(ctx)
+        ctx.session_id, redis_client=client, key_prefix=redis_key_prefix(ctx),
+        ttl=ctx.options.get("ttl"),
     )
 
     async def dispose() -> None:
@@ -183,7 +199,7 @@ async def _build_redis_injected(ctx: BuildContext) -> Handle:
         with contextlib.suppress(Exception):
             await client.aclose()
 
-    return _handle(ctx, session, _build_redis_injected, dispose)
+    return _handle(ctx, session, _build_redis_injected, dispose, _redis_rows(ctx, url))
 
 
 def postgres_tables(ctx: BuildContext) -> tuple[str, str]:
@@ -275,6 +291,7 @@ REDIS_FROM_URL = TargetSpec(
     description="RedisSession.from_url on a real redis-server; owns its client; async close() "
                 "releases it and ends the session; one key prefix per trial",
     service="redis",
+    options=REDIS_OPTIONS,
 )
 
 REDIS_INJECTED_CLIENT = TargetSpec(
@@ -292,6 +309,7 @@ REDIS_INJECTED_CLIENT = TargetSpec(
                 "(a 'closed session refuses writes' check does not apply); the adapter closes "
                 "the client at dispose; one key prefix per trial",
     service="redis",
+    options=REDIS_OPTIONS,
 )
 
 SQLALCHEMY_POSTGRES = TargetSpec(

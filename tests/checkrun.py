@@ -14,10 +14,12 @@ from targets.reference import REFERENCE
 
 
 def run_small(check_id: str, params: Mapping[str, int], mutant: str | None = None,
-              lane: TargetSpec = REFERENCE, timeout_s: float = 90) -> Finding:
-    """The finding of ``check_id`` on ``lane`` (``mutant`` installed), run in a child."""
+              lane: TargetSpec = REFERENCE, timeout_s: float = 90,
+              services: Mapping[str, str] | None = None) -> Finding:
+    """The finding of ``check_id`` on ``lane`` (``mutant`` installed), run in a child
+    (``services``: the URLs of the servers a server lane needs)."""
     check = get_check(check_id)
-    opts = RunOptions(params=check.resolve_params(params))
+    opts = RunOptions(params=check.resolve_params(params), services=dict(services or {}))
     spec = get_mutant(mutant) if mutant else None
     outcome = run_one(lambda: run_check(check, lane, opts, spec), timeout_s)
     assert outcome.value is not None, outcome.detail
