@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import checks as checks_package
+import targets as targets_package
 from checks.base import CheckSpec
 from harness.cache import AdmissionCache, cache_key, source_hash
 from harness.child import ChildOutcome, ChildStatus, run_jobs
@@ -214,6 +215,12 @@ CHECK_HELPERS = tuple(sorted(
     if info.name.startswith("_")))
 
 
+# Every module of the targets package (builders, row writers, the reference and its mixins):
+# a change to any of them must not reuse cached verdicts either.
+TARGET_MODULES = tuple(sorted(
+    f"targets.{info.name}" for info in pkgutil.iter_modules(targets_package.__path__)))
+
+
 def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -> str:
     return cache_key(
         check=source_hash(check.module, "checks.base", "checks.common", "harness.execute",
@@ -221,9 +228,7 @@ def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -
         mutant=mutant.id,
         lane=mutant.target,
         mutant_source=mutant.replacement if mutant.source is None else mutant.source,
-        target=source_hash(mutant.module, "targets.base", "targets.sdk", "targets.reference",
-                           "targets.reference_advanced", "targets.reference_turns",
-                           "targets.reference_options"),
+        target=source_hash(mutant.module, *TARGET_MODULES),
         python=python_version(),
         sdk=sdk_version(),
         reruns=config.reruns,

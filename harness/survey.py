@@ -29,7 +29,9 @@ from typing import Any
 
 from checks.base import CheckSpec
 from harness.admission import (
+    CHECK_HELPERS,
     MUTANT_GRACE_S,
+    TARGET_MODULES,
     TIME_RULE,
     clean_base,
     clean_reruns,
@@ -180,7 +182,8 @@ def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyC
     # The rule that sets time limits, not one run's limit (it follows the clean run's time).
     return cache_key(
         kind="survey", engine=SURVEY_ENGINE, lane=lane.name, waits=lane.waits_s,
-        check=source_hash(check.module, "checks.base", "checks.common"),
+        check=source_hash(check.module, "checks.base", "checks.common", *CHECK_HELPERS),
+        target=source_hash(lane.module, *TARGET_MODULES),
         mutant=mutant.id, source=mutant.source, python=python_version(), sdk=sdk_version(),
         reruns=config.reruns, params=check.resolve_params(config.params.get(check.id)),
         limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
