@@ -16,8 +16,9 @@ trial, on a fresh store with its seed:
 4. judged: the request covers exactly the range the documentation says it replaces (or no
    request where it says the wrapper skips); then X reads, through the Runner's session, a
    fresh instance and a limit read, exactly ``prefix + output`` (a failed request or a closed
-   store: the history unchanged); the peer reads exactly its own items; an append after the
-   compaction lands after the output.
+   store: the history unchanged); the peer reads exactly its own items; an append the backend
+   refuses (an item JSON cannot encode) changes nothing, and an append after the compaction
+   lands after the output.
 
 On a store private to one instance (``SQLiteSession(":memory:")``) there is no peer and no
 fresh instance: the same turn runs with the faults that need neither (none, a failed
@@ -49,6 +50,7 @@ from checks._compaction import (
     view,
 )
 from checks._stores import reader_of
+from checks.atom_001 import Unencodable
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import read_items, tally, trials_param
 from checks.iso_001 import PEER_SUFFIX, open_peer
@@ -86,6 +88,23 @@ async def seed_interleaved(ctx: TrialContext, store: Any, peer: Any | None, mine
     if peer is not None:
         ctx.log(f"peer.add_items({len(rest)})")
         await peer.add_items(rest)
+
+
+async def refused_append(ctx: TrialContext, session: Any, tag: str) -> None:
+    """An append the backend refuses (one item JSON cannot encode), which must change nothing:
+    a compaction left uncommitted would be rolled back with it. A backend that stores the
+    value in a form it chose (EncryptedSession) acknowledges it: its two items are popped."""
+    failing = [{"role": "user", "content": f"{tag} refused item"},
+               {"role": "user", "content": Unencodable(tag)}]
+    ctx.log("runner_session.add_items([item, item JSON cannot encode])")
+    try:
+        await session.add_items(failing)
+    except Exception as exc:  # noqa: BLE001 - the refusal this step provokes
+        ctx.log(f"  raised {describe(exc)}")
+        return
+    ctx.log("  acknowledged; runner_session.pop_item() x2")
+    for _ in failing:
+        await session.pop_item()
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -175,6 +194,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     if peer is not None:
         await reads.expect(ctx, "peer", peer, theirs)
     if fault != "close_in_flight":
+        await refused_append(ctx, outer, tag)
+        await reads.expect(ctx, "fresh", fresh, expected)
         late = {"role": "user", "content": f"{tag} after the compaction"}
         ctx.log("runner_session.add_items([late])")
         try:

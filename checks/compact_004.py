@@ -25,6 +25,10 @@ halves: expired data is really removed, and nothing else is. Each trial (fresh s
    covered, plus expired rows only (never an unauthenticated row); the view is the kept live
    items then the output. Without a compaction, nothing changes. The peer's raw rows and view
    never change.
+
+On a store private to one instance (``SQLiteSession(":memory:")``) there is no peer and no
+fresh instance: the envelope's stored form comes from an item X writes and pops, and every
+read goes through X.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from checks._compaction import (
     turn_model,
     view,
 )
+from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from checks.iso_001 import open_peer
@@ -168,19 +173,26 @@ async def next_second(ctx: TrialContext) -> None:
     await anyio.sleep(1.02 - time.time() % 1.0)
 
 
-async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any],
+async def seed(ctx: TrialContext, enc: Any, peer: Any | None, tag: str, live: list[Any],
                single: bool, later_second: bool) -> list[Label]:
     """Write the raw layout (see the module docstring); the labels of X's rows. ``single``:
     exactly one expired row and no other-key row, so that the whole raw history is one row
     more than the live one, as in a history whose oldest item just expired. ``later_second``:
     the peer's first row, X's expired rows and X's live history are written in three clock
-    seconds (stores keep a one-second ``created_at``; in truth they are hours apart)."""
-    raw, peer_raw = enc.underlying_session, peer.underlying_session
-    await peer.add_items([{"role": "user", "content": f"{tag} peer live 0"}])
-    template = (await read_items(peer_raw))[0]
+    seconds (stores keep a one-second ``created_at``; in truth they are hours apart). Without
+    a peer (a store private to X), the envelope's form comes from an item X writes and pops.
+    """
+    raw = enc.underlying_session
+    if peer is not None:
+        await peer.add_items([{"role": "user", "content": f"{tag} peer live 0"}])
+        template = (await read_items(peer.underlying_session))[0]
+    else:
+        ctx.log("X: add_items([probe]); X raw: pop_item() (the envelope's form)")
+        await enc.add_items([{"role": "user", "content": f"{tag} probe"}])
+        template = await raw.pop_item()
     if later_second:
         await next_second(ctx)
-    mine, theirs = Forger(enc, template), Forger(peer, template)
+    mine = Forger(enc, template)
     count = 1 if single else ctx.rng.randint(min(12, ctx.params["expired"]),
                                              ctx.params["expired"])
     expired = [{"role": "user", "content": f"{tag} expired {i}"} for i in range(count)]
@@ -190,7 +202,9 @@ async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any]
     ctx.log(f"X raw: {cut} expired envelopes; peer: one expired")
     await raw.add_items([mine.old(i) for i in expired[:cut]])
     layout += [("expired", canonical(i)) for i in expired[:cut]]
-    await peer_raw.add_items([theirs.old({"role": "user", "content": f"{tag} peer expired"})])
+    if peer is not None:
+        await peer.underlying_session.add_items(
+            [Forger(peer, template).old({"role": "user", "content": f"{tag} peer expired"})])
     if not single and ctx.rng.random() < 0.5:
         stranger = type(enc)(enc.session_id, raw, OTHER_KEY, ttl=TTL_S)
         ctx.log("X raw: one envelope written with another key")
@@ -204,7 +218,8 @@ async def seed(ctx: TrialContext, enc: Any, peer: Any, tag: str, live: list[Any]
         await next_second(ctx)
     await enc.add_items(live)
     layout += [("live", canonical(i)) for i in live]
-    await peer.add_items([{"role": "user", "content": f"{tag} peer live 1"}])
+    if peer is not None:
+        await peer.add_items([{"role": "user", "content": f"{tag} peer live 1"}])
     return layout
 
 
@@ -214,16 +229,19 @@ async def run_trial(ctx: TrialContext) -> Trial:
     handle = await ctx.open()
     enc = encrypted_view(view(handle.session))
     # The peer's id sorts before X's (as other sessions' ids do in a shared table).
+    # A store private to X (SQLiteSession(":memory:")) has no peer and no fresh instance: the
+    # turn and the reclaim still run, and every read goes through X.
     peer_id = PEER_PREFIX + ctx.build.session_id
-    peer = encrypted_view(view((await open_peer(ctx, peer_id)).session))
+    peer = None if handle.private_store else encrypted_view(
+        view((await open_peer(ctx, peer_id)).session))
     mine = history(tag, ctx.rng.randint(2, ctx.params["pairs"]), ctx.rng.random() < 0.3)
     single = ctx.index % 4 == 2
     # With a limit window, the replaced range (and the reclaim's bound) is in the later second.
     later_second = ctx.index % 8 == 5
     try:
         layout = await seed(ctx, enc, peer, tag, mine, single, later_second)
-        peer_raw_before = await read_items(peer.underlying_session)
-        peer_view_before = await read_items(peer)
+        peer_raw_before = [] if peer is None else await read_items(peer.underlying_session)
+        peer_view_before = [] if peer is None else await read_items(peer)
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be written shows nothing
@@ -262,12 +280,12 @@ async def run_trial(ctx: TrialContext) -> Trial:
     output = client.outputs[0] if exp.applies and client.outputs and raised is None else []
     start = exp.start
     try:
-        fresh = encrypted_view(view((await ctx.reopen(handle)).session))
+        fresh = encrypted_view(view(await reader_of(ctx, handle)))
         ctx.log("fresh raw rows; fresh.get_items(); peer raw rows; peer.get_items()")
         after = labels(fresh, await read_items(fresh.underlying_session))
         seen = await read_items(fresh)
-        peer_raw_after = await read_items(peer.underlying_session)
-        peer_view_after = await read_items(peer)
+        peer_raw_after = [] if peer is None else await read_items(peer.underlying_session)
+        peer_view_after = [] if peer is None else await read_items(peer)
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be read shows nothing
