@@ -150,3 +150,51 @@ def sqlalchemy_clear_drops_every_session_record() -> None:
                 await sess.execute(delete(self._sessions))
 
     cls._clear_session = _clear_session
+
+
+@handwritten(
+    target="reference",
+    module=REF,
+    qualname="ReferenceSession.clear_session",
+    defect="clear by key prefix: clear_session also deletes the sessions whose id extends this "
+    "one with ':' (as a store that names keys 'X:...' and deletes 'X:*' would)",
+)
+def reference_clear_takes_suffixed_ids() -> None:
+    cls = load_class(REF, "ReferenceSession")
+
+    async def clear_session(self: Any) -> None:
+        async with self._lock:
+            conn = self._live()
+            with conn:
+                conn.execute("DELETE FROM items WHERE session_id = ? "
+                             "OR substr(session_id, 1, ?) = ?",
+                             (self.session_id, len(self.session_id) + 1, self.session_id + ":"))
+
+    cls.clear_session = clear_session
+
+
+@handwritten(
+    target="redis-injected-client",
+    module="agents.extensions.memory.redis_session",
+    qualname="RedisSession.add_items",
+    defect="over-strict append: add_items refuses when any key of the session's layout, even "
+    "the counter key it never writes, holds another type, so X cannot append while a session "
+    "X:counter exists",
+)
+def redis_append_checks_every_key_type() -> None:
+    cls = load_class("agents.extensions.memory.redis_session", "RedisSession")
+    original = cls.add_items
+
+    async def add_items(self: Any, items: list[Any]) -> None:
+        from redis.exceptions import ResponseError
+
+        layout = ((self._session_key, "hash"), (self._messages_key, "list"),
+                  (self._counter_key, "string"))
+        for key, kind in layout:
+            found = await self._redis.type(key)
+            found = found.decode() if isinstance(found, bytes) else found
+            if found not in ("none", kind):
+                raise ResponseError(f"WRONGTYPE {key!r} must hold a {kind}, holds {found}")
+        await original(self, items)
+
+    cls.add_items = add_items
