@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import pytest
+
 from checks.registry import get_check
 from harness.child import run_one
 from harness.execute import RunOptions, run_check
 from harness.model import Finding, Verdict
+from harness.services import ServiceManager
 from mutants.registry import get_mutant
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
@@ -44,3 +47,8 @@ def assert_mutant_violates(check_id: str, params: Mapping[str, int], mutant: str
     assert mode in finding.modes
     assert finding.ops and finding.replay and "--mutant" in finding.replay
     return finding
+
+
+# Whether a redis-server can run here (system or embedded); tests that need one skip without.
+HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
+on_redis = pytest.mark.skipif(not HAVE_REDIS, reason="redis server not installed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -28,3 +28,15 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     monkeypatch.setattr(tempfile, "tempdir", str(base))
     yield base
     scratch.cleanup()
+
+
+@pytest.fixture(scope="module")
+def redis_services() -> Iterator[Mapping[str, str]]:
+    """The service URLs of one throwaway redis-server per test module (none if it cannot run)."""
+    from harness.services import ServiceManager
+    from tests.checkrun import HAVE_REDIS
+
+    with ServiceManager(environ={}) as manager:
+        if HAVE_REDIS:
+            manager.start("redis")
+        yield dict(manager.services)

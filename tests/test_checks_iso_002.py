@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import pytest
 
 from harness.model import Verdict
-from harness.services import ServiceManager
 from targets.registry import get_target
-from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
+from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, on_redis, run_small
 
 SMALL = {"trials": 2}
 
@@ -29,31 +28,19 @@ def test_holds_on_sql_lanes(lane: str) -> None:
     assert finding.verdict is Verdict.HELD, finding.samples
 
 
-HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
-on_redis = pytest.mark.skipif(not HAVE_REDIS, reason="redis server not installed")
-
-
-@pytest.fixture(scope="module")
-def services() -> Iterator[Mapping[str, str]]:
-    with ServiceManager(environ={}) as manager:
-        if HAVE_REDIS:
-            manager.start("redis")
-        yield dict(manager.services)
-
-
 @pytest.mark.slow
 @on_redis
 @pytest.mark.parametrize("lane", ["redis-from-url", "redis-injected-client"])
-def test_holds_on_the_redis_lanes(lane: str, services: Mapping[str, str]) -> None:
+def test_holds_on_the_redis_lanes(lane: str, redis_services: Mapping[str, str]) -> None:
     finding = run_small("ARIB-ISO-002", SMALL, lane=get_target(lane), timeout_s=300,
-                        services=services)
+                        services=redis_services)
     assert finding.verdict is Verdict.HELD, finding.samples
 
 
 @pytest.mark.slow
 @on_redis
-def test_an_over_strict_append_is_refused_service(services: Mapping[str, str]) -> None:
+def test_an_over_strict_append_is_refused_service(redis_services: Mapping[str, str]) -> None:
     finding = run_small("ARIB-ISO-002", SMALL, "redis_append_checks_every_key_type",
-                        get_target("redis-injected-client"), 300, services)
+                        get_target("redis-injected-client"), 300, redis_services)
     assert finding.verdict is Verdict.VIOLATED
     assert "append_refused" in finding.modes

@@ -9,7 +9,7 @@ mutant, and the Redis adapter's writer of undecodable elements.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -19,12 +19,11 @@ from checks.registry import get_check
 from harness.child import run_one
 from harness.execute import RunOptions, run_check
 from harness.model import Finding, Verdict
-from harness.services import ServiceManager
 from mutants.registry import forced_broken
 from targets.base import BuildContext
 from targets.reference import REFERENCE, ReferenceSession
 from targets.registry import get_target
-from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
+from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, on_redis, run_small
 
 SMALL: dict[str, dict[str, int]] = {
     "ARIB-TTL-001": {"trials": 1, "ttl": 1},
@@ -147,29 +146,17 @@ def test_redis_lanes_declare_the_documented_ttl() -> None:
 
 # --- on a real redis-server -----------------------------------------------------------------
 
-HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
-on_redis = pytest.mark.skipif(not HAVE_REDIS, reason="redis server not installed")
-
-
-@pytest.fixture(scope="module")
-def services() -> Iterator[Mapping[str, str]]:
-    with ServiceManager(environ={}) as manager:
-        if HAVE_REDIS:
-            manager.start("redis")
-        yield dict(manager.services)
-
-
-def run_on(lane: str, check_id: str, services: Mapping[str, str],
+def run_on(lane: str, check_id: str, redis_services: Mapping[str, str],
            mutant: str | None = None) -> Finding:
-    return run_small(check_id, SMALL[check_id], mutant, get_target(lane), 300, services)
+    return run_small(check_id, SMALL[check_id], mutant, get_target(lane), 300, redis_services)
 
 
 @pytest.mark.slow
 @on_redis
 @pytest.mark.parametrize("lane", REDIS_LANES)
 @pytest.mark.parametrize("check_id", sorted(SMALL))
-def test_redis_lane_holds(lane: str, check_id: str, services: Mapping[str, str]) -> None:
-    finding = run_on(lane, check_id, services)
+def test_redis_lane_holds(lane: str, check_id: str, redis_services: Mapping[str, str]) -> None:
+    finding = run_on(lane, check_id, redis_services)
     assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
 
 
@@ -177,8 +164,8 @@ def test_redis_lane_holds(lane: str, check_id: str, services: Mapping[str, str])
 @on_redis
 @pytest.mark.parametrize("lane", REDIS_LANES)
 def test_redis_ttl_that_spares_the_messages_is_seen(lane: str,
-                                                    services: Mapping[str, str]) -> None:
-    finding = run_on(lane, "ARIB-TTL-001", services, "redis_ttl_spares_the_messages")
+                                                    redis_services: Mapping[str, str]) -> None:
+    finding = run_on(lane, "ARIB-TTL-001", redis_services, "redis_ttl_spares_the_messages")
     assert finding.verdict is Verdict.VIOLATED and "not_expired" in finding.modes
 
 
@@ -186,9 +173,9 @@ def test_redis_ttl_that_spares_the_messages_is_seen(lane: str,
 @on_redis
 @pytest.mark.parametrize("lane", REDIS_LANES)
 def test_redis_writer_leaves_elements_the_session_skips(lane: str, tmp_path: Path,
-                                                        services: Mapping[str, str]) -> None:
+                                                        redis_services: Mapping[str, str]) -> None:
     async def main() -> None:
-        handle = await get_target(lane).build(BuildContext(tmp_path, "s", dict(services)))
+        handle = await get_target(lane).build(BuildContext(tmp_path, "s", dict(redis_services)))
         try:
             assert handle.write_undecodable is not None
             await handle.session.add_items([item("a")])
