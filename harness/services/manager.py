@@ -1,0 +1,252 @@
+"""``ServiceManager``: the servers of one run, started once, checked, and stopped on every exit."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import threading
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import binaries
+from harness.binaries import ServerBinary
+from harness.errors import ServiceError, UnknownNameError
+from harness.services.info import (
+    ENV_VARS,
+    HOST,
+    SERVICES,
+    NotMeasured,
+    ServiceInfo,
+    missing_python_driver,
+)
+from harness.services.launcher import Launcher, free_port, log_tail
+from harness.services.postgres_server import external_postgres, start_postgres
+from harness.services.redis_server import external_redis, start_redis
+
+
+class ServiceManager(Launcher):
+    """Starts, tracks and stops the servers of one run; a context manager.
+
+    ``binaries`` names the server to run ({"redis": path to redis-server, "postgres": folder
+    holding initdb and postgres}); without it, each is looked for in ``sources`` in order
+    ("system", then "embedded": see harness.binaries). ``environ`` replaces os.environ for
+    REDIS_URL / POSTGRES_URL; ``port_picker`` chooses ports (tests force a taken one).
+    """
+
+    def __init__(
+        self,
+        *,
+        ready_timeout: float = 30.0,
+        port_retries: int = 3,
+        stop_timeout: float = 10.0,
+        binaries: Mapping[str, str] | None = None,
+        sources: Sequence[str] = binaries.SOURCES,
+        environ: Mapping[str, str] | None = None,
+        port_picker: Callable[[], int] = free_port,
+        handle_signals: bool = True,
+    ) -> None:
+        super().__init__(ready_timeout=ready_timeout, stop_timeout=stop_timeout)
+        self.port_retries = port_retries
+        self._binaries = dict(binaries or {})
+        self._sources = tuple(sources)
+        self._environ = os.environ if environ is None else environ
+        self._port_picker = port_picker
+        self._handle_signals = handle_signals
+        self._infos: dict[str, ServiceInfo] = {}
+        self._previous: dict[int, Any] = {}
+        self._atexit = False
+        self._in_signal = False
+
+    # -- context management -------------------------------------------------------------
+
+    def __enter__(self) -> ServiceManager:
+        """Stop the servers on SIGINT, SIGTERM and SIGHUP too.
+
+        Only a signal whose action is to end the process at once (SIG_DFL) gets a handler
+        here: one that a Python handler turns into an exception (SIGINT's KeyboardInterrupt,
+        harness.interrupts) unwinds through ``__exit__``, which stops the servers after the
+        run has killed its children and written its results.
+        """
+        if self._handle_signals and threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                if signal.getsignal(signum) is signal.SIG_DFL:
+                    self._previous[signum] = signal.SIG_DFL
+                    signal.signal(signum, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop_all()
+        finally:
+            self._restore_signals()
+
+    def _restore_signals(self) -> None:
+        for signum, previous in self._previous.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signum, previous)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: types.FrameType | None) -> None:
+        """Stop every server, then die of the signal as the process would have.
+
+        A second signal that arrives while the servers are being stopped is ignored, so that
+        the first stop runs to its end.
+        """
+        if self._in_signal:
+            return
+        self._in_signal = True
+        try:
+            self.stop_all()  # a no-op in a forked child
+        finally:
+            self._restore_signals()
+            self._in_signal = False
+        signal.raise_signal(signum)  # the default action again: the process ends
+
+    # -- queries --------------------------------------------------------------------------
+
+    @property
+    def services(self) -> dict[str, str]:
+        """name -> URL of every running service, as ``BuildContext.services`` takes it."""
+        return {name: info.url for name, info in self._infos.items()}
+
+    @property
+    def infos(self) -> dict[str, ServiceInfo]:
+        """name -> ServiceInfo of every running service (a copy)."""
+        return dict(self._infos)
+
+    def _check_name(self, name: str) -> None:
+        if name not in SERVICES:
+            raise UnknownNameError(
+                f"unknown service {name!r}: the bench runs {', '.join(SERVICES)}; "
+                f"use one of those names"
+            )
+
+    def binary(self, name: str) -> ServerBinary | None:
+        """The server program ``name`` would run (see harness.binaries); None if none is found."""
+        self._check_name(name)
+        return binaries.find(name, self._binaries.get(name), self._sources)
+
+    def availability(self, name: str) -> NotMeasured | None:
+        """NotMeasured when ``name`` can neither be started here nor found in the environment."""
+        self._check_name(name)
+        if self._environ.get(ENV_VARS[name]) or self.binary(name) is not None:
+            return None
+        where = binaries.looked_in(name, self._binaries.get(name), self._sources)
+        if name == "redis":
+            return NotMeasured(
+                "redis",
+                f"not measured: redis-server not found (looked in {where}; install the locked "
+                f"environment, apt-get install redis-server, or set REDIS_URL)",
+            )
+        return NotMeasured(
+            "postgres",
+            f"not measured: PostgreSQL server binaries (initdb, postgres) not found (looked in "
+            f"{where}; install the locked environment, apt-get install postgresql, or set "
+            f"POSTGRES_URL)",
+        )
+
+    @staticmethod
+    def missing_python_driver(name: str) -> NotMeasured | None:
+        """See the module-level ``missing_python_driver``."""
+        return missing_python_driver(name)
+
+    # -- start ----------------------------------------------------------------------------
+
+    def ensure(self, name: str) -> ServiceInfo | NotMeasured:
+        """The running service, started if needed; NotMeasured when its binary is missing."""
+        missing = self.availability(name)
+        return missing if missing is not None else self.start(name)
+
+    def start(self, name: str) -> ServiceInfo:
+        """Start (or find in the environment) the service ``name``; idempotent per name."""
+        self._check_name(name)
+        if name in self._infos:
+            return self._infos[name]
+        if not self._atexit:
+            atexit.register(self.stop_all)
+            self._atexit = True
+        env_value = self._environ.get(ENV_VARS[name])
+        if env_value:
+            info = self._external(name, env_value)
+        else:
+            missing = self.availability(name)
+            if missing is not None:
+                raise ServiceError(f"cannot start {name}: {missing.reason}")
+            info = self._start_with_retries(name)
+        self._infos[name] = info
+        return info
+
+    def _start_with_retries(self, name: str) -> ServiceInfo:
+        tried: list[int] = []
+        for _ in range(max(1, self.port_retries)):
+            port = self._port_picker()
+            tried.append(port)
+            binary = self.binary(name)
+            assert binary is not None
+            starter = start_redis if name == "redis" else start_postgres
+            info = starter(self, binary, port)
+            if info is not None:
+                return info
+        raise ServiceError(
+            f"cannot start {name}: port {tried[-1]} on {HOST} was already in use, and so were "
+            f"the ports tried before it ({', '.join(map(str, tried))}); the rule: a throwaway "
+            f"server needs a free port; fix: free a port or set {ENV_VARS[name]}"
+        )
+
+    def _external(self, name: str, value: str) -> ServiceInfo:
+        var = ENV_VARS[name]
+        return external_redis(value, var) if name == "redis" else external_postgres(value, var)
+
+    # -- health and stop ------------------------------------------------------------------
+
+    def check(self, name: str) -> ServiceInfo:
+        """The service's info if it is still up; ServiceError naming the cause if it died."""
+        self._check_name(name)
+        if name not in self._infos:
+            raise ServiceError(
+                f"service {name!r} was not started; fix: call ServiceManager.start({name!r})"
+            )
+        info = self._infos[name]
+        server = self._servers.get(name)
+        if server is not None and server.process.poll() is not None:
+            raise ServiceError(
+                f"{server.binary} ({name}, pid {server.process.pid}) on {HOST}:{server.port} "
+                f"exited with code {server.process.returncode} during the run; log tail: "
+                f"{log_tail(server.log)}"
+            )
+        return info
+
+    def stop(self, name: str) -> None:
+        """Stop the service ``name`` if the manager started it; an external one is left alone."""
+        self._infos.pop(name, None)
+        server = self._servers.get(name)
+        if server is not None:
+            self.stop_server(server)
+
+    def stop_all(self) -> None:
+        """Stop every server this manager started; safe to call more than once.
+
+        A forked child of the process that started a server leaves it alone: it is the
+        parent's.
+        """
+        me = os.getpid()
+        for name, server in list(self._servers.items()):
+            if server.owner_pid == me:
+                with contextlib.suppress(Exception):
+                    self.stop(name)
+        for root, maker in list(self._pending.items()):
+            if maker == me:
+                self.remove_folder(root)
+        self._infos.clear()
+        if self._atexit:
+            atexit.unregister(self.stop_all)
+            self._atexit = False
+
+    def processes(self) -> Iterator[tuple[str, int, Path]]:
+        """(name, pid, folder) of every server this manager runs (for reports and tests)."""
+        for name, server in self._servers.items():
+            yield name, server.process.pid, server.root
