@@ -1,6 +1,6 @@
 """The parity gate: reference agent workflows on every backend lane, one replay digest.
 
-Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.gate`` and
+Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.report`` and
 ``harness/schemas/parity-report.schema.json``). Parts:
 
 - ``workflows``: the reference workflows (offline openai-agents runs with a scripted model);
@@ -12,7 +12,9 @@ Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.
 - ``generative``: cases composed from the reference pool by seed;
 - ``mutants`` and ``fault_mutants``: the mutants the gate must kill (``mutantkit``: what one is);
 - ``history``: the p95 history; ``retained``: reusable lane reports;
-- ``gate``: ``check`` (read-only) and ``update`` (the producer); ``cli``:
+- ``gate``: the gate's steps, ``check`` (read-only) and ``update`` (the producer); ``plan``:
+  lane bindings, reuse and start order; ``judge``: each criterion as fail reasons;
+  ``report``: ``GateReport`` and its one builder; ``cli``:
   ``python -m harness parity {check,update}``.
 """
 
