@@ -1,0 +1,166 @@
+"""The gate report's one builder and the gate's criteria, on fixed inputs (no lane runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from harness.model import ExitCode
+from harness.parity.history import HistoryEntry, append_history
+from harness.parity.judge import budget_reasons, judge_history, lane_reasons
+from harness.parity.lanes import REFERENCE_LANE, Loop, NotMeasured
+from harness.parity.options import GateOptions
+from harness.parity.report import (
+    SCHEMA,
+    FailKind,
+    FailReason,
+    HistoryJudgement,
+    RunFacts,
+    RunOutcome,
+    build_report,
+    exit_code_for,
+    nothing_compared,
+)
+from harness.parity.runner import LaneReport, LaneStatus
+from harness.parity.workflows import REFERENCE_WORKFLOWS
+from harness.results import SCHEMA_DIR
+
+SMALL = tuple(w for w in REFERENCE_WORKFLOWS if w.name in ("chat_multi_turn", "pop_item_undo"))
+
+
+def _opts(tmp_path: Path, **kw: Any) -> GateOptions:
+    base: dict[str, Any] = dict(lanes="sqlite-memory", loops=(Loop.ASYNCIO,), cases=0,
+                                workflows=SMALL, results_dir=tmp_path, tmpdir=None, workers=1)
+    base.update(kw)
+    return GateOptions(**base)
+
+
+def _facts(tmp_path: Path, **kw: Any) -> RunFacts:
+    return RunFacts(
+        mode="check", sdk="0.24.0", harness_commit="c0ffee1", lock_hash="lock", started="t0",
+        opts=_opts(tmp_path, **kw), not_measured=(NotMeasured("redis-lane", "no server"),),
+        mutant=None, history_path=str(tmp_path / "history.jsonl"),
+    )
+
+
+def _validate(document: dict[str, Any]) -> None:
+    schema = json.loads((SCHEMA_DIR / SCHEMA).read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+
+
+def _lane(name: str, *, reused: bool = False, status: LaneStatus = LaneStatus.OK) -> LaneReport:
+    return LaneReport(lane=name, target=name.split("@")[0], loop="asyncio", status=status,
+                      binding={}, reused=reused, error="it broke\nsecond line" if status is
+                      LaneStatus.ERROR else None)
+
+
+def test_a_run_whose_step_failed_reports_every_workflow_missing_and_no_history(
+    tmp_path: Path,
+) -> None:
+    reason = FailReason(FailKind.STEP, "the parity gate itself failed (KeyError: 'boom')")
+    lanes = {"reference@asyncio": ["chat_multi_turn", "pop_item_undo"]}
+    report = build_report(_facts(tmp_path), RunOutcome(
+        reasons=(reason,), elapsed_ms=12.3456, workflows=nothing_compared(lanes)))
+    document = report.to_json()
+    _validate(document)
+    assert (document["ok"], document["exit_code"]) == (False, 4)
+    assert document["lanes"] == [] and document["environment"] == {}
+    assert document["missing_workflows"] == lanes
+    assert document["failed_workflows"] == {} and document["workflow_mismatches"] == []
+    assert (document["history_samples"], document["history_p95_ms"]) == (0, None)
+    assert (document["history_p95_enforced"], document["history_p95_ok"]) == (False, True)
+    assert document["history_appended"] is False
+    assert document["history_path"] == str(tmp_path / "history.jsonl")
+    assert document["elapsed_ms"] == 12.346 and document["budget_ms"] == 60_000.0
+    assert document["workflows"] == ["chat_multi_turn", "pop_item_undo"]
+    assert document["workflow_count"] == 2 and document["reference_lane"] == REFERENCE_LANE.name
+    assert document["not_measured"] == [{"lane": "redis-lane", "reason": "no server"}]
+    assert document["failures"] == [{"kind": "step_failed", "text": reason.text}]
+    assert document["generative"]["case_count"] == 0
+    assert document["sdk"] == {"name": "openai-agents", "version": "0.24.0"}
+
+
+def test_the_report_carries_the_outcome_it_is_built_from(tmp_path: Path) -> None:
+    history = HistoryJudgement(samples=9, p95_ms=70_000.0, enforced=True, ok=False)
+    violation = FailReason(FailKind.VIOLATION, "history p95 70000 ms over 9 samples")
+    report = build_report(_facts(tmp_path, budget_ms=65_000.0), RunOutcome(
+        reasons=(violation,), elapsed_ms=1.0, history=history, environment={"python": "3"}))
+    document = report.to_json()
+    _validate(document)
+    assert (document["ok"], document["exit_code"]) == (False, 1)
+    assert (document["history_samples"], document["history_p95_ms"]) == (9, 70_000.0)
+    assert (document["history_p95_enforced"], document["history_p95_ok"]) == (True, False)
+    assert document["environment"] == {"python": "3"} and document["budget_ms"] == 65_000.0
+    passed = build_report(_facts(tmp_path), RunOutcome(reasons=(), elapsed_ms=1.0))
+    assert passed.ok and passed.exit_code is ExitCode.OK
+
+
+def test_a_failed_step_outranks_a_violation() -> None:
+    step = FailReason(FailKind.STEP, "s")
+    violation = FailReason(FailKind.VIOLATION, "v")
+    assert exit_code_for([]) is ExitCode.OK
+    assert exit_code_for([violation]) is ExitCode.VIOLATED
+    assert exit_code_for([violation, step]) is ExitCode.ERROR_OR_NOTHING
+
+
+def test_budget_is_violated_only_above_it(tmp_path: Path) -> None:
+    opts = _opts(tmp_path, budget_ms=100.0)
+    assert budget_reasons(100.0, opts) == []
+    (reason,) = budget_reasons(100.6, opts)
+    assert reason.kind is FailKind.VIOLATION
+    assert reason.text == "elapsed 101 ms is over the budget of 100 ms"
+
+
+def test_lane_reasons_name_each_broken_lane_and_a_run_without_a_second_lane() -> None:
+    reasons = lane_reasons([_lane("reference@asyncio"),
+                            _lane("sqlite-memory@asyncio", status=LaneStatus.ERROR)])
+    assert [(r.kind, r.text) for r in reasons] == [
+        (FailKind.STEP, "lane 'sqlite-memory@asyncio' failed: it broke\nsecond line")]
+    (alone,) = lane_reasons([_lane("reference@asyncio")])
+    assert alone.kind is FailKind.STEP and alone.text.startswith("nothing was compared")
+
+
+def _entry(elapsed: float, **kw: Any) -> HistoryEntry:
+    base: dict[str, Any] = dict(at="t", elapsed_ms=elapsed, sdk="0.24.0", harness_commit="c",
+                                lock_hash="l", lanes=("reference@asyncio", "x@asyncio"),
+                                cases=0, workers=1)
+    base.update(kw)
+    return HistoryEntry(**base)
+
+
+def test_history_counts_only_comparable_samples_and_a_clean_fresh_run(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    for entry in (_entry(10.0), _entry(20.0), _entry(500.0, sdk="0.19.2"),
+                  _entry(500.0, workers=2), _entry(500.0, cases=3),
+                  _entry(500.0, lanes=("reference@asyncio",))):
+        append_history(path, entry)
+    reports = [_lane("x@asyncio"), _lane("reference@asyncio")]
+    opts = _opts(tmp_path, budget_ms=35.0, p95_min_samples=3)
+    judged, reasons = judge_history(path, reports, opts, sdk="0.24.0", case_count=0,
+                                    elapsed_ms=30.0, mutant=None, failed_before=False)
+    assert judged == HistoryJudgement(samples=3, p95_ms=30.0, enforced=True, ok=True)
+    assert reasons == []
+    # A run that failed elsewhere, or reused a lane, is not a sample: p95 of the past only.
+    for failed_before, lanes in ((True, reports), (False, [_lane("x@asyncio", reused=True),
+                                                          _lane("reference@asyncio")])):
+        judged, _ = judge_history(path, lanes, opts, sdk="0.24.0", case_count=0,
+                                  elapsed_ms=30.0, mutant=None, failed_before=failed_before)
+        assert judged == HistoryJudgement(samples=2, p95_ms=20.0, enforced=False, ok=True)
+    judged, reasons = judge_history(path, reports, _opts(tmp_path, budget_ms=25.0,
+                                    p95_min_samples=3), sdk="0.24.0", case_count=0,
+                                    elapsed_ms=30.0, mutant=None, failed_before=False)
+    assert judged.enforced and not judged.ok
+    assert [r.text for r in reasons] == [
+        "history p95 30 ms over 3 samples is over the budget of 25 ms"]
+
+
+def test_a_corrupt_history_is_a_failed_step_and_takes_no_sample(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text("not json\n")
+    judged, reasons = judge_history(path, [_lane("x@asyncio"), _lane("reference@asyncio")],
+                                    _opts(tmp_path), sdk="0.24.0", case_count=0,
+                                    elapsed_ms=30.0, mutant=None, failed_before=False)
+    assert judged.samples == 0 and [r.kind for r in reasons] == [FailKind.STEP]
