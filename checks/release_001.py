@@ -35,7 +35,8 @@ from typing import Any
 
 import anyio
 
-from checks._problems import Problem, problems_trial
+from checks._calls import ProblemLog, Stop
+from checks._problems import problems_trial
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from harness.model import Counts, Trial
@@ -128,16 +129,12 @@ def is_store_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or type(exc).__module__ != builtins.__name__
 
 
-class _Stop(Exception):
-    """The trial cannot go on: the session failed a plain call (recorded as a problem)."""
-
-
-class _Trial:
+class _Trial(ProblemLog):
     """One trial's state: its context, the problems found in order, a store per step."""
 
     def __init__(self, ctx: TrialContext) -> None:
+        super().__init__()
         self.ctx = ctx
-        self.problems: list[Problem] = []
         self.steps = 0
 
     def folder(self, name: str, create: bool = True) -> Path:
@@ -146,9 +143,6 @@ class _Trial:
         if create:
             path.mkdir()
         return path
-
-    def problem(self, mode: str, text: str) -> None:
-        self.problems.append((mode, text))
 
     async def open(self, folder: Path) -> Any:
         return (await self.ctx.open_with(root=folder)).session
@@ -168,15 +162,6 @@ class _Trial:
         if left:
             self.problem("files_kept", f"{what}: after close() returned, the process still "
                          f"holds {left} of the store open")
-
-    async def must(self, what: str, call: Callable[[], Awaitable[Any]]) -> Any:
-        """``call()``, which a working session serves; else a problem, and the trial stops."""
-        try:
-            with anyio.fail_after(OP_TIMEOUT_S):
-                return await call()
-        except Exception as exc:  # noqa: BLE001 - a session that cannot serve a plain call
-            self.problem("call_failed", f"{what} raised {describe(exc)}")
-            raise _Stop from exc
 
     async def seeded(self, name: str, history: list[Any]) -> Path:
         """A new store holding ``history``, written and closed by its own instance."""
@@ -310,7 +295,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     t = _Trial(ctx)
     try:
         await _phases(t)
-    except _Stop:
+    except Stop:
         pass
     return problems_trial(ctx, t.problems, Counts(errors=len(t.problems)), "released")
 

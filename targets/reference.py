@@ -43,6 +43,7 @@ from targets.reference_advanced import with_branches
 from targets.reference_compaction import CompactionSnapshotMixin
 from targets.reference_options import OPTION_DOCS, UNREADABLE, StoreOptionsMixin
 from targets.reference_ping import PingMixin
+from targets.reference_tables import DEFAULT_PAIR, TABLE_OPTION_DOCS, claim_tables
 from targets.reference_ttl import TTL_SCHEMA, TtlMixin
 from targets.rows import sqlite_row_writer
 
@@ -77,27 +78,40 @@ def _is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-def _connect(db_path: str) -> sqlite3.Connection:
-    """Open the store in WAL mode with durable commits; retry a transient lock at open."""
-    conn = sqlite3.connect(db_path, timeout=0)
+def _retry_busy(conn: sqlite3.Connection, work: Callable[[], T]) -> T:
+    """``work()`` (which commits), again while another connection holds the lock, for up to
+    ``BUSY_DEADLINE_S``; used where the reference opens a store (a constructor: no await)."""
     deadline = time.monotonic() + BUSY_DEADLINE_S
     attempt = 0
     while True:
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute(SCHEMA)
-            conn.execute(TTL_SCHEMA)
-            conn.commit()
-            return conn
+            return work()
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() >= deadline:
-                conn.close()
-                raise
             conn.rollback()
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
         # Opening is synchronous (a constructor); the wait is short and bounded.
         time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
         attempt += 1
+
+
+def _connect(db_path: str) -> sqlite3.Connection:
+    """Open the store in WAL mode with durable commits; retry a transient lock at open."""
+    conn = sqlite3.connect(db_path, timeout=0)
+
+    def init() -> sqlite3.Connection:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(SCHEMA)
+        conn.execute(TTL_SCHEMA)
+        conn.commit()
+        return conn
+
+    try:
+        return _retry_busy(conn, init)
+    except BaseException:
+        conn.close()
+        raise
 
 
 @with_branches  # branches, usage and turns: targets/reference_advanced.py
@@ -107,11 +121,13 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin, Tt
     Compaction (ARIB-COMPACT-*): the snapshot protocol comes from the mixin, see
     targets.reference_compaction. The constructor options ``encryption_key`` and
     ``max_scan_items``: see targets.reference_options; ``ttl`` (seconds, ARIB-TTL-001):
-    targets.reference_ttl.
+    targets.reference_ttl; ``create_tables``, ``sessions_table`` and ``messages_table`` (the
+    table pair a store belongs to, ARIB-TABLES-001): targets.reference_tables.
     """
 
-    def __init__(self, session_id: str, db_path: str | Path, ttl: float | None = None,
-                 **options: Any) -> None:
+    def __init__(self, session_id: str, db_path: str | Path, ttl: float | None = None, *,
+                 create_tables: bool = True, sessions_table: str = DEFAULT_PAIR[0],
+                 messages_table: str = DEFAULT_PAIR[1], **options: Any) -> None:
         self._configure(**options)
         self.session_id = session_id
         self.ttl = ttl
@@ -119,7 +135,15 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin, Tt
         self.db_path = str(db_path)
         self._lock = anyio.Lock()
         self._closed = False
-        self._conn: sqlite3.Connection | None = _connect(self.db_path)
+        conn = _connect(self.db_path)
+        try:
+            _retry_busy(conn, lambda: claim_tables(conn, self.db_path,
+                                                   (sessions_table, messages_table),
+                                                   create_tables))
+        except BaseException:
+            conn.close()
+            raise
+        self._conn: sqlite3.Connection | None = conn
 
     def _live(self) -> sqlite3.Connection:
         if self._closed or self._conn is None:
@@ -276,7 +300,7 @@ REFERENCE = TargetSpec(
     description="the bench's own reference store: keeps every invariant (see targets.reference)",
     reference=True,
     waits_s=BUSY_DEADLINE_S,  # it retries a busy database for this long, then raises
-    options={**OPTION_DOCS,
+    options={**OPTION_DOCS, **TABLE_OPTION_DOCS,
              "ttl": "targets.reference_ttl: seconds until a session's history expires, "
                     "restarted by each add_items; None: never"},
 )

@@ -81,9 +81,18 @@ def _async_sqlite(ctx: BuildContext) -> Any:
 def _advanced_sqlite(ctx: BuildContext) -> Any:
     from agents.extensions.memory import advanced_sqlite_session
 
+    options = {"create_tables": True, **ctx.options}  # the lane's default creates the tables
     return advanced_sqlite_session.AdvancedSQLiteSession(
-        session_id=ctx.session_id, db_path=str(ctx.root / "store.db"), create_tables=True
+        session_id=ctx.session_id, db_path=str(ctx.root / "store.db"), **options
     )
+
+
+ADVANCED_OPTIONS = {
+    "create_tables": "AdvancedSQLiteSession: create and claim the structure tables (this "
+                     "lane's default: True; the constructor's own default is False)",
+    "sessions_table": "AdvancedSQLiteSession: the sessions table of the configured pair",
+    "messages_table": "AdvancedSQLiteSession: the messages table of the configured pair",
+}
 
 
 def sqlalchemy_builder(url_for: Callable[[BuildContext], str], raw_rows: bool = False
@@ -167,6 +176,7 @@ ADVANCED_SQLITE_FILE = TargetSpec(
     build=_file_builder(_advanced_sqlite, raw_rows=False),  # its rows span several tables
     description="AdvancedSQLiteSession(create_tables=True) on a file; sync close()",
     waits_s=SQLITE_BUSY_TIMEOUT_S,
+    options=ADVANCED_OPTIONS,
 )
 
 SQLALCHEMY_RETRY_NOTE = (
