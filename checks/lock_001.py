@@ -153,7 +153,7 @@ CHECK = CheckSpec(
         Selector("sqlite-file", "SQLiteSession._configure_connection", "flip_comparison"),
         Selector("async-sqlite-file", "AsyncSQLiteSession._configure_connection",
                  "flip_comparison"),
-        Selector("reference", "_connect", "single_attempt_loop"),
+        Selector("reference", "_retry_busy", "single_attempt_loop"),
     ),
     timeout_s=60.0,
 )
