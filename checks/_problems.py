@@ -1,7 +1,9 @@
-"""A trial judged by the problems it found, in order (shared by ARIB-KEY-001, ARIB-BUDGET-001)."""
+"""A trial judged by the problems it found, in order (shared by ARIB-KEY-001, ARIB-BUDGET-001,
+ARIB-RELEASE-001, ARIB-RETRY-001, ARIB-TTL-001)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checks.common import label
@@ -27,3 +29,24 @@ def problems_trial(ctx: TrialContext, problems: list[Problem], counts: Counts,
                  mode=problems[0][0] if problems else held_mode,
                  sample="; ".join(text for _, text in problems[:2])[:400] if problems else None,
                  ops=tuple(ctx.ops))
+
+
+@dataclass
+class Problems:
+    """A trial's problems in order and its counts, kept as it goes; judged by ``trial``."""
+
+    problems: list[Problem] = field(default_factory=list)
+    lost: int = 0
+    duplicated: int = 0
+    foreign: int = 0
+    errors: int = 0
+
+    def add(self, mode: str, text: str) -> None:
+        """Note one problem, after those already found."""
+        self.problems.append((mode, text))
+
+    def trial(self, ctx: TrialContext, held_mode: str) -> Trial:
+        """The trial these problems and counts make (``problems_trial``)."""
+        counts = Counts(lost=self.lost, duplicated=self.duplicated, foreign=self.foreign,
+                        errors=self.errors)
+        return problems_trial(ctx, self.problems, counts, held_mode)

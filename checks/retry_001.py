@@ -33,34 +33,21 @@ opened.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checks._problems import Problems
 from checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.model import Trial
 
 CHECK_ID = "ARIB-RETRY-001"
 OPS = ("add", "pop", "clear")
 CAUSES = (LOCKED, ROLLBACK_FAILED)  # what a refused call's error must say
 # (mode, times the fault fires in a row, the rollback after it fails, the calls it is tried on)
+HELD = "all_or_nothing"  # the mode of a trial that found no problem
 MODES = (("once", 1, False, OPS), ("rollback fails", 1, True, OPS), ("twice", 2, False, ("add",)))
-
-
-@dataclass
-class Verdicts:
-    """Each armed call's problem, if any, and the counts of the trial."""
-
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    lost: int = 0
-    duplicated: int = 0
-    foreign: int = 0
-    errors: int = 0
-
-    def add(self, mode: str, text: str) -> None:
-        self.problems.append((mode, text))
 
 
 def _keys(items: list[Any]) -> list[str]:
@@ -78,7 +65,7 @@ def expected_after(op: str, before: list[Any], batch: list[Any]) -> list[Any]:
 
 def judge_call(op: str, before: list[Any], batch: list[Any], returned: Any,
                raised: BaseException | None, fired: bool, retries: bool, store: list[Any],
-               own: list[Any], v: Verdicts, where: str, locked: str | None = None
+               own: list[Any], v: Problems, where: str, locked: str | None = None
                ) -> list[Any]:
     """Judge one call (``locked``: a store file still write-locked after it); returns what
     the store holds now (as read)."""
@@ -137,8 +124,8 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
     try:
         await read_items(session)  # first use: tables, connections
     except Exception as exc:  # noqa: BLE001 - a backend that fails without any fault
-        return _trial(ctx, Verdicts([("setup_failed", f"the first read raised "
-                                                      f"{describe(exc)}")], errors=1))
+        return Problems([("setup_failed", f"the first read raised {describe(exc)}")],
+                        errors=1).trial(ctx, HELD)
     if not watch.opened:
         raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: "
                             f"{type(session).__name__} opened no SQLite file under the trial's "
@@ -158,7 +145,7 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
             return lambda: session.add_items(batch)
         return session.pop_item if op == "pop" else session.clear_session  # type: ignore[no-any-return]
 
-    v = Verdicts()
+    v = Problems()
     store = [*batch_of(3)]
     # A clean call of each kind counts its statements.
     spent: dict[str, int] = {}
@@ -173,18 +160,18 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
                                *(await _reads(session, probe)), v, f"a clean {op}",
                                watch.lock_holder())
             if v.problems:
-                return _trial(ctx, v)
+                return v.trial(ctx, HELD)
         ctx.log("pop_item() on the emptied session  # answers None, keeps no transaction open")
         answer = await session.pop_item()
         store = judge_call("pop", store, [], answer, None, False, retries,
                            *(await _reads(session, probe)), v, "a pop of the emptied session",
                            watch.lock_holder())
         if v.problems:
-            return _trial(ctx, v)
+            return v.trial(ctx, HELD)
     except Exception as exc:  # noqa: BLE001 - a backend that fails without any fault
         v.errors += 1
         v.add("setup_failed", f"a clean call or read raised {describe(exc)}")
-        return _trial(ctx, v)
+        return v.trial(ctx, HELD)
     ctx.log(f"add_items([3 items]); a clean add_items, pop_item and clear_session make "
             f"{spent} statements")
     points = ctx.params["points"]
@@ -215,11 +202,11 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
                 except Exception as exc:  # noqa: BLE001 - a store that cannot be read
                     v.errors += 1
                     v.add("read_raised", f"{where}: the read after it raised {describe(exc)}")
-                    return _trial(ctx, v)
+                    return v.trial(ctx, HELD)
                 store = judge_call(op, store, batch, returned, raised, fired, retries, now, own,
                                    v, where, locked)
                 if v.problems:  # later calls would only wait on what this one left behind
-                    return _trial(ctx, v)
+                    return v.trial(ctx, HELD)
     ctx.log("add_items([one more]); get_items()  # the session still works")
     try:
         last = batch_of(1)
@@ -230,21 +217,13 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
     except Exception as exc:  # noqa: BLE001 - a session left broken
         v.errors += 1
         v.add("poisoned", f"after the faults, a clean add_items or read raised {describe(exc)}")
-    return _trial(ctx, v)
+    return v.trial(ctx, HELD)
 
 
 async def _reads(session: Any, probe: Any) -> tuple[list[Any], list[Any]]:
     """What a fresh instance reads, and what the session itself reads."""
     store = await read_items(probe)
     return store, store if probe is session else await read_items(session)
-
-
-def _trial(ctx: TrialContext, v: Verdicts) -> Trial:
-    counts = Counts(lost=v.lost, duplicated=v.duplicated, foreign=v.foreign, errors=v.errors)
-    mode = v.problems[0][0] if v.problems else "all_or_nothing"
-    sample = "; ".join(text for _, text in v.problems[:2])[:400] if v.problems else None
-    return Trial(ctx.index, ctx.seed, bool(v.problems), counts, mode=mode, sample=sample,
-                 ops=tuple(ctx.ops))
 
 
 CHECK = CheckSpec(

@@ -37,6 +37,7 @@ from typing import Any
 
 import anyio
 
+from checks._problems import Problems
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
 from harness.model import Counts, Trial
@@ -53,18 +54,12 @@ LATE_FRACTION = 0.6
 
 
 @dataclass
-class Ledger:
-    """What one trial saw: its problems in order, the counts, and how many reads it judged."""
+class Ledger(Problems):
+    """What one trial saw (its problems and counts; items kept past the ttl count as foreign),
+    and which reads it judged."""
 
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    lost: int = 0
-    kept: int = 0
-    errors: int = 0
     judged: int = 0
     unjudged: list[str] = field(default_factory=list)
-
-    def problem(self, mode: str, text: str) -> None:
-        self.problems.append((mode, text))
 
 
 async def _read(ledger: Ledger, what: str, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -73,7 +68,7 @@ async def _read(ledger: Ledger, what: str, call: Callable[[], Awaitable[Any]]) -
         return await call()
     except Exception as exc:  # noqa: BLE001 - a read that raises cannot show the items
         ledger.errors += 1
-        ledger.problem("read_raised", f"{what} raised {describe(exc)}")
+        ledger.add("read_raised", f"{what} raised {describe(exc)}")
         return None
 
 
@@ -95,9 +90,9 @@ async def _in_window(ledger: Ledger, reads: Reads, items: list[Any], deadline: f
         expected = want if k is None else want[-k:]
         if [canonical(i) for i in got] != expected:
             ledger.lost += len(set(expected) - {canonical(i) for i in got})
-            ledger.problem("expired_early", f"{what} {when} returned "
-                           f"{[label(i) for i in got][:3]} ({len(got)} items); expected "
-                           f"{len(expected)} items")
+            ledger.add("expired_early", f"{what} {when} returned "
+                       f"{[label(i) for i in got][:3]} ({len(got)} items); expected "
+                       f"{len(expected)} items")
 
 
 async def _after_expiry(ledger: Ledger, reads: Reads, session: Any) -> None:
@@ -105,14 +100,14 @@ async def _after_expiry(ledger: Ledger, reads: Reads, session: Any) -> None:
     for what, (call, _k) in reads.items():
         got = await _read(ledger, f"{what} after the ttl", call)
         if got:
-            ledger.kept += len(got)
-            ledger.problem("not_expired", f"{what} after the ttl returned "
-                           f"{[label(i) for i in got][:3]} ({len(got)} items); expected none")
+            ledger.foreign += len(got)
+            ledger.add("not_expired", f"{what} after the ttl returned "
+                       f"{[label(i) for i in got][:3]} ({len(got)} items); expected none")
     popped = await _read(ledger, "pop_item() after the ttl", session.pop_item)
     if popped is not None:
-        ledger.kept += 1
-        ledger.problem("not_expired", f"pop_item() after the ttl returned {label(popped)}; "
-                                      f"expected None")
+        ledger.foreign += 1
+        ledger.add("not_expired", f"pop_item() after the ttl returned {label(popped)}; "
+                                  f"expected None")
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -162,22 +157,18 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await session.add_items([fresh])
         got = await read_items(session)
         if [canonical(i) for i in got] != [canonical(fresh)]:
-            ledger.kept += max(0, len(got) - 1)
-            ledger.problem("not_expired" if len(got) > 1 else "wrong_items",
-                           f"after the ttl and one more add_items, get_items() returned "
-                           f"{[label(i) for i in got][:3]} ({len(got)} items); expected 1")
+            ledger.foreign += max(0, len(got) - 1)
+            ledger.add("not_expired" if len(got) > 1 else "wrong_items",
+                       f"after the ttl and one more add_items, get_items() returned "
+                       f"{[label(i) for i in got][:3]} ({len(got)} items); expected 1")
     except Exception as exc:  # noqa: BLE001 - a session that stops working after expiry
         ledger.errors += 1
-        ledger.problem("broken_after_expiry", f"add_items or get_items after the ttl raised "
-                                              f"{describe(exc)}")
+        ledger.add("broken_after_expiry", f"add_items or get_items after the ttl raised "
+                                          f"{describe(exc)}")
     if ledger.unjudged:
         ctx.log(f"not judged (ended after the ttl on a loaded machine): "
                 f"{', '.join(ledger.unjudged)}")
-    counts = Counts(lost=ledger.lost, foreign=ledger.kept, errors=ledger.errors)
-    mode = ledger.problems[0][0] if ledger.problems else "expired_on_time"
-    return Trial(ctx.index, ctx.seed, bool(ledger.problems), counts, mode=mode,
-                 sample="; ".join(text for _m, text in ledger.problems[:2])[:400] or None,
-                 ops=tuple(ctx.ops))
+    return ledger.trial(ctx, "expired_on_time")
 
 
 CHECK = CheckSpec(

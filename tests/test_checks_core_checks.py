@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from checks._problems import Problems
 from checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
 from checks.base import TrialContext
 from checks.corrupt_001 import Ledger, plan_rows
 from checks.limit_001 import Edge, edge_problem, judge_limit
-from checks.retry_001 import Verdicts, judge_call
+from checks.retry_001 import judge_call
 from harness.model import Verdict
 from targets.base import BuildContext
 from targets.reference import REFERENCE
@@ -148,8 +149,8 @@ def test_corrupt_ledger_tells_stray_rows_from_wrong_items() -> None:
 
 def judged(op: str, before: list[Any], returned: Any, raised: BaseException | None,
            store: list[Any], fired: bool = True, retries: bool = False,
-           locked: str | None = None) -> Verdicts:
-    v = Verdicts()
+           locked: str | None = None) -> Problems:
+    v = Problems()
     judge_call(op, before, [item("b")], returned, raised, fired, retries, store, store, v,
                "t", locked)
     return v
