@@ -13,8 +13,9 @@ from typing import Any
 
 import anyio
 
-from checks._problems import Problem
-from checks.base import NotApplicable, describe
+from checks._problems import Problems
+from checks.base import NotApplicable, TrialContext, describe
+from harness.model import Trial
 
 CALL_TIMEOUT_S = 10.0
 
@@ -23,14 +24,8 @@ class Stop(Exception):
     """The trial cannot go on: a plain call failed (already recorded as a problem)."""
 
 
-class ProblemLog:
+class ProblemLog(Problems):
     """The problems a trial found, in order, and the plain calls it needs served."""
-
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-
-    def problem(self, mode: str, text: str) -> None:
-        self.problems.append((mode, text))
 
     async def must(self, what: str, call: Callable[[], Awaitable[Any]],
                    mode: str = "call_failed") -> Any:
@@ -42,5 +37,10 @@ class ProblemLog:
         except NotApplicable:
             raise  # an abstention is not a failed call
         except Exception as exc:  # noqa: BLE001 - a session that cannot serve a plain call
-            self.problem(mode, f"{what} raised {describe(exc)}")
+            self.add(mode, f"{what} raised {describe(exc)}")
             raise Stop from exc
+
+    def judged(self, ctx: TrialContext, held_mode: str) -> Trial:
+        """The trial: violated by any problem, each counted as an error."""
+        self.errors = len(self.problems)
+        return self.trial(ctx, held_mode)

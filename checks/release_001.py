@@ -36,10 +36,9 @@ from typing import Any
 import anyio
 
 from checks._calls import ProblemLog, Stop
-from checks._problems import problems_trial
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.model import Trial
 
 CHECK_ID = "ARIB-RELEASE-001"
 OP_TIMEOUT_S = 10.0
@@ -154,13 +153,13 @@ class _Trial(ProblemLog):
             with anyio.fail_after(OP_TIMEOUT_S):
                 await self.ctx.close(session)
         except TimeoutError:
-            self.problem("close_hung", f"{what}: close() did not end in {OP_TIMEOUT_S:.0f}s")
+            self.add("close_hung", f"{what}: close() did not end in {OP_TIMEOUT_S:.0f}s")
             return
         except Exception as exc:  # noqa: BLE001 - a close that raises is the evidence
-            self.problem("close_raised", f"{what}: close() raised {describe(exc)}")
+            self.add("close_raised", f"{what}: close() raised {describe(exc)}")
         left = await _settled(folder)
         if left:
-            self.problem("files_kept", f"{what}: after close() returned, the process still "
+            self.add("files_kept", f"{what}: after close() returned, the process still "
                          f"holds {left} of the store open")
 
     async def seeded(self, name: str, history: list[Any]) -> Path:
@@ -185,18 +184,18 @@ async def _first_call_cancelled(t: _Trial, history: list[Any], k: int) -> None:
     t.ctx.log(f"X = fresh instance; X.get_items() cancelled at its suspension {k}")
     kind, _, _ = await _drive(lambda: read_items(x), k)
     if kind == "hung":
-        t.problem("hung_after_cancel", f"first call cancelled at suspension {k} did not end")
+        t.add("hung_after_cancel", f"first call cancelled at suspension {k} did not end")
         return
     t.ctx.log("X.get_items()  # must serve the whole history")
     try:
         with anyio.fail_after(OP_TIMEOUT_S):
             seen = await read_items(x)
     except Exception as exc:  # noqa: BLE001 - a session the cancellation broke
-        t.problem("unusable_after_cancel", f"after its first call was cancelled at suspension "
+        t.add("unusable_after_cancel", f"after its first call was cancelled at suspension "
                   f"{k}, X.get_items() raised {describe(exc)}")
     else:
         if [canonical(i) for i in seen] != [canonical(i) for i in history]:
-            t.problem("unusable_after_cancel", f"after its first call was cancelled at "
+            t.add("unusable_after_cancel", f"after its first call was cancelled at "
                       f"suspension {k}, X.get_items() returned {len(seen)} items, not the "
                       f"{len(history)} stored")
     await t.close(x, folder, f"X (first call cancelled at suspension {k})")
@@ -216,7 +215,7 @@ async def _first_open_fails(t: _Trial, item: Any) -> None:
     except Exception as exc:  # noqa: BLE001 - the failure is what is judged
         failure = exc
     if failure is not None and not is_store_error(failure):
-        t.problem("wrong_error", f"a first call on a store whose folder does not exist raised "
+        t.add("wrong_error", f"a first call on a store whose folder does not exist raised "
                   f"{describe(failure)}, not the store's own error")
     folder.mkdir(exist_ok=True)
     if x is None:
@@ -227,11 +226,11 @@ async def _first_open_fails(t: _Trial, item: Any) -> None:
             await x.add_items([item])
             seen = await read_items(x)
     except Exception as exc:  # noqa: BLE001 - an instance the failed open broke
-        t.problem("unusable_after_failed_open", f"once the folder existed, X raised "
+        t.add("unusable_after_failed_open", f"once the folder existed, X raised "
                   f"{describe(exc)}")
     else:
         if [canonical(i) for i in seen] != [canonical(item)]:
-            t.problem("unusable_after_failed_open", f"once the folder existed, X read "
+            t.add("unusable_after_failed_open", f"once the folder existed, X read "
                       f"{len(seen)} items back after appending 1")
     await t.close(x, folder, "X (first open failed)")
 
@@ -243,10 +242,10 @@ async def _close_cancelled(t: _Trial, history: list[Any], k: int) -> None:
     t.ctx.log(f"X.get_items(); X.close() cancelled at its suspension {k}")
     kind, counter, value = await _drive(x.close, k)
     if kind == "hung":
-        t.problem("close_hung", f"close() cancelled at suspension {k} did not end")
+        t.add("close_hung", f"close() cancelled at suspension {k} did not end")
         return
     if counter.cancel_sent and kind != "cancelled":
-        t.problem("cancel_swallowed", f"close() cancelled at suspension {k} "
+        t.add("cancel_swallowed", f"close() cancelled at suspension {k} "
                   + (f"raised {describe(value)}" if kind == "raised" else "returned")
                   + " instead of ending cancelled")
     t.ctx.log("X.get_items()  # served with the history, or refused")
@@ -254,13 +253,13 @@ async def _close_cancelled(t: _Trial, history: list[Any], k: int) -> None:
         with anyio.fail_after(OP_TIMEOUT_S):
             seen = await read_items(x)
     except TimeoutError:
-        t.problem("hung_after_cancel", f"a read after close() was cancelled at suspension {k} "
+        t.add("hung_after_cancel", f"a read after close() was cancelled at suspension {k} "
                   f"did not end")
     except Exception:  # noqa: BLE001, S110 - refused: the session is closed
         pass
     else:
         if [canonical(i) for i in seen] != [canonical(i) for i in history]:
-            t.problem("unusable_after_cancel", f"after close() was cancelled at suspension "
+            t.add("unusable_after_cancel", f"after close() was cancelled at suspension "
                       f"{k}, a read returned {len(seen)} items, not the {len(history)} stored")
     await t.close(x, folder, f"X (close cancelled at suspension {k}), again")
 
@@ -275,13 +274,13 @@ async def _count(t: _Trial, history: list[Any], what: str,
     t.ctx.log(f"X.{what}() uncancelled, counting its suspensions")
     kind, counter, value = await _drive(call(x), 0)
     if kind != "returned":
-        t.problem("uncancelled_failed", f"uncancelled {what}() on a fresh instance ended "
+        t.add("uncancelled_failed", f"uncancelled {what}() on a fresh instance ended "
                   f"{kind}" + (f": {describe(value)}" if kind == "raised" else ""))
         return 0
     if what == "close":
         left = await _settled(folder)
         if left:
-            t.problem("files_kept", f"after an uncancelled close() the process still holds "
+            t.add("files_kept", f"after an uncancelled close() the process still holds "
                       f"{left} of the store open")
     else:
         await t.close(x, folder, "X (uncancelled)")
@@ -297,7 +296,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await _phases(t)
     except Stop:
         pass
-    return problems_trial(ctx, t.problems, Counts(errors=len(t.problems)), "released")
+    return t.judged(ctx, "released")
 
 
 async def _phases(t: _Trial) -> None:

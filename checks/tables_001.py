@@ -32,10 +32,9 @@ from typing import Any
 import anyio
 
 from checks._calls import CALL_TIMEOUT_S, ProblemLog, Stop
-from checks._problems import problems_trial
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.model import Trial
 
 CHECK_ID = "ARIB-TABLES-001"
 
@@ -71,14 +70,14 @@ async def _refused(ctx: TrialContext, log: ProblemLog, what: str, options: dict[
     except ValueError:
         return
     except TimeoutError:
-        log.problem("probe_hung", f"the instance with {what}: its first get_items() did not "
+        log.add("probe_hung", f"the instance with {what}: its first get_items() did not "
                     f"end in {CALL_TIMEOUT_S:.0f}s")
         return
     except Exception as exc:  # noqa: BLE001 - a refusal of the wrong kind is the evidence
-        log.problem("wrong_refusal", f"the instance with {what} was refused with "
+        log.add("wrong_refusal", f"the instance with {what} was refused with "
                     f"{describe(exc)}, not with ValueError")
         return
-    log.problem("accepted_misconfigured", f"the instance with {what} was served: its first "
+    log.add("accepted_misconfigured", f"the instance with {what} was served: its first "
                 f"get_items() returned {len(seen)} items")
 
 
@@ -87,7 +86,7 @@ async def _store_intact(ctx: TrialContext, log: ProblemLog, x: Any, history: lis
     """After a refusal: X reads ``history`` and appends; a fresh default instance agrees."""
     seen = await log.must("X.get_items()", lambda: read_items(x), mode="refusal_changed_store")
     if _keys(seen) != _keys(history):
-        log.problem("refusal_changed_store", f"after the refusal of {what}, X read "
+        log.add("refusal_changed_store", f"after the refusal of {what}, X read "
                     f"{len(seen)} items, not the {len(history)} stored")
     item = {"role": "user", "content": f"{ctx.seed:x} after refusal {len(history)}"}
     ctx.log("X.add_items([1 item]); a fresh default instance reads")
@@ -99,7 +98,7 @@ async def _store_intact(ctx: TrialContext, log: ProblemLog, x: Any, history: lis
     seen = await log.must("the fresh default instance's get_items()",
                           lambda: read_items(fresh.session), mode="refusal_changed_store")
     if _keys(seen) != _keys(history):
-        log.problem("refusal_changed_store", f"after the refusal of {what}, a fresh default "
+        log.add("refusal_changed_store", f"after the refusal of {what}, a fresh default "
                     f"instance read {len(seen)} items, not the {len(history)} stored")
 
 
@@ -124,7 +123,7 @@ async def _phases(ctx: TrialContext, log: ProblemLog) -> None:
     seen = await log.must("its get_items()", lambda: read_items(own.session),
                           mode="configured_open_refused")
     if _keys(seen) != _keys(history):
-        log.problem("configured_open_refused", f"the store's own pair without table creation "
+        log.add("configured_open_refused", f"the store's own pair without table creation "
                     f"read {len(seen)} items, not the {len(history)} stored")
 
     new = ctx.build.root / "new-store"
@@ -146,7 +145,7 @@ async def _phases(ctx: TrialContext, log: ProblemLog) -> None:
     seen = await log.must("its get_items()", lambda: read_items(reader.session),
                           mode="configured_open_refused")
     if _keys(seen) != _keys([item]):
-        log.problem("configured_open_refused", f"on the new store, the instance without "
+        log.add("configured_open_refused", f"on the new store, the instance without "
                     f"table creation read {len(seen)} items, not the 1 written")
 
 
@@ -156,7 +155,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await _phases(ctx, log)
     except Stop:
         pass
-    return problems_trial(ctx, log.problems, Counts(errors=len(log.problems)), "refused")
+    return log.judged(ctx, "refused")
 
 
 CHECK = CheckSpec(
@@ -166,8 +165,9 @@ CHECK = CheckSpec(
     "ValueError, and the refusal changes nothing: the store's own instances read and append "
     "as before; an instance of the store's own pair without table creation is served",
     fault="instances opened on a claimed store with another messages table, another "
-    "sessions table, the sessions table as messages table and another pair (seeded order), then the store's own pair without "
-    "table creation; a new store opened without table creation, then with it",
+    "sessions table, the sessions table as messages table and another pair (seeded "
+    "order), then the store's own pair without table creation; a new store opened "
+    "without table creation, then with it",
     params=(trials_param(2),),
     run_trial=run_trial,
     mutants=(
