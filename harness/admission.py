@@ -19,15 +19,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import pkgutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import checks as checks_package
-import targets as targets_package
 from checks.base import CheckSpec
-from harness.cache import AdmissionCache, cache_key, source_hash
+from harness.cache import AdmissionCache
 from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.errors import GateError
 from harness.execute import (
@@ -35,10 +32,10 @@ from harness.execute import (
     derive_seed,
     error_finding,
     fast_tmpdir,
-    python_version,
     run_check,
     sdk_version,
 )
+from harness.keys import verdict_key
 from harness.model import (
     Admission,
     CleanBase,
@@ -209,33 +206,11 @@ def _who(mutant: MutantSpec) -> str:
     return f"{mutant.target}:{mutant.id}"
 
 
-# Helper modules checks share (checks/_*.py): a change to one must not reuse cached verdicts.
-CHECK_HELPERS = tuple(sorted(
-    f"checks.{info.name}" for info in pkgutil.iter_modules(checks_package.__path__)
-    if info.name.startswith("_")))
-
-
-# Every module of the targets package (builders, row writers, the reference and its mixins):
-# a change to any of them must not reuse cached verdicts either.
-TARGET_MODULES = tuple(sorted(
-    f"targets.{info.name}" for info in pkgutil.iter_modules(targets_package.__path__)))
-
-
 def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -> str:
-    return cache_key(
-        check=source_hash(check.module, "checks.base", "checks.common", "harness.execute",
-                          *CHECK_HELPERS),
-        mutant=mutant.id,
-        lane=mutant.target,
-        mutant_source=mutant.replacement if mutant.source is None else mutant.source,
-        target=source_hash(mutant.module, *TARGET_MODULES),
-        python=python_version(),
-        sdk=sdk_version(),
-        reruns=config.reruns,
-        seed=config.run_seed,
-        params=check.resolve_params(config.params.get(check.id)),
-        limits=TIME_RULE,
-    )
+    return verdict_key("admission", check, mutant.target, mutant, reruns=config.reruns,
+                       seed=config.run_seed,
+                       params=check.resolve_params(config.params.get(check.id)),
+                       limit=TIME_RULE)
 
 
 def evidence(findings: Sequence[Finding]) -> str:

@@ -29,9 +29,7 @@ from typing import Any
 
 from checks.base import CheckSpec
 from harness.admission import (
-    CHECK_HELPERS,
     MUTANT_GRACE_S,
-    TARGET_MODULES,
     TIME_RULE,
     clean_base,
     clean_reruns,
@@ -40,7 +38,7 @@ from harness.admission import (
     outcome_finding,
     run_status,
 )
-from harness.cache import AdmissionCache, cache_key, source_hash
+from harness.cache import AdmissionCache
 from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.coverage import ModuleLines, covered_run, read_record
 from harness.execute import (
@@ -48,11 +46,10 @@ from harness.execute import (
     derive_seed,
     fast_tmpdir,
     lane_claims,
-    python_version,
     run_check,
-    sdk_version,
 )
 from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
+from harness.keys import verdict_key
 from harness.model import CleanBase, Finding, MutantResult, MutantStatus, Verdict
 from harness.progress import Progress
 from harness.survey_lane import LaneSurvey, MutantOutcome
@@ -180,15 +177,11 @@ def _not_applicable(plan: _Plan, verified: str | None) -> None:
 
 def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig) -> str:
     # The rule that sets time limits, not one run's limit (it follows the clean run's time).
-    return cache_key(
-        kind="survey", engine=SURVEY_ENGINE, lane=lane.name, waits=lane.waits_s,
-        check=source_hash(check.module, "checks.base", "checks.common", *CHECK_HELPERS),
-        target=source_hash(lane.module, *TARGET_MODULES),
-        mutant=mutant.id, source=mutant.source, python=python_version(), sdk=sdk_version(),
-        reruns=config.reruns, params=check.resolve_params(config.params.get(check.id)),
-        limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
-        harness=source_hash("harness.execute"), seed=config.run_seed,
-    )
+    return verdict_key("survey", check, lane.name, mutant, reruns=config.reruns,
+                       seed=config.run_seed,
+                       params=check.resolve_params(config.params.get(check.id)),
+                       limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
+                       engine=SURVEY_ENGINE, waits=lane.waits_s)
 
 
 def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import harness.admission as admission
+import harness.keys as keys
 from checks.registry import validate_module
 from harness.admission import (
     MIN_MUTANT_TIMEOUT_S,
@@ -312,7 +313,7 @@ def fake_sources(monkeypatch):
     def source_hash(*modules: str) -> str:
         return "|".join(m + ("*" if m in edited else "") for m in modules)
 
-    monkeypatch.setattr(admission, "source_hash", source_hash)
+    monkeypatch.setattr(keys, "source_hash", source_hash)
     return edited
 
 
@@ -344,10 +345,10 @@ def test_cache_key_follows_runs_versions_and_mutant(conc, fake_sources, monkeypa
     assert key(conc, dataclasses.replace(generated, source="x = 2\n")) != key(conc, generated)
     assert key(conc, dataclasses.replace(generated, replacement="r")) == key(conc, generated)
     with monkeypatch.context() as patch:
-        patch.setattr(admission, "python_version", lambda: "9.9.9")
+        patch.setattr(keys, "python_version", lambda: "9.9.9")
         assert key(conc, mutant) != base
     with monkeypatch.context() as patch:
-        patch.setattr(admission, "sdk_version", lambda: "9.9.9")
+        patch.setattr(keys, "sdk_version", lambda: "9.9.9")
         assert key(conc, mutant) != base
     assert key(conc, mutant) == base
 
