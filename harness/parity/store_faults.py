@@ -14,6 +14,7 @@ while in use (a server, an in-memory database) abstains, found on the running in
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -109,6 +110,30 @@ async def _seeded(store: StoreAccess, history: list[Any]) -> tuple[Any, Path]:
     return handle, folder
 
 
+async def _swept(
+    store: StoreAccess,
+    points: list[int],
+    fresh: Callable[[], Awaitable[tuple[Any, Path]]],
+    call: Callable[[Any], Callable[[], Awaitable[Any]]],
+    view: Callable[[list[Any] | None, str], str],
+) -> list[str]:
+    """For each suspension k in ``points``, on a fresh instance: ``call(session)`` cancelled
+    at its k-th suspension, the next read as ``view`` classes it, close() and the files left;
+    the sorted set of ``<call>|<read>|close_<outcome>|<files>`` (``hung`` for a call that did
+    not end)."""
+    classes: set[str] = set()
+    for k in points:
+        session, folder = await fresh()
+        done = await interrupt(call(session), k)
+        if done.outcome == "hung":
+            classes.add("hung")
+            continue
+        seen = view(*await read(session))
+        closed = await _released(store, session, folder)
+        classes.add(f"{done.outcome if done.fired else 'returned'}|{seen}|{closed}")
+    return sorted(classes)
+
+
 @dataclass(frozen=True)
 class CancelledFirstCall(StepSpec):
     """ARIB-RELEASE-001's first fault: a fresh instance's first get_items() cancelled at its
@@ -142,17 +167,14 @@ class CancelledFirstCall(StepSpec):
         session, folder = await fresh()
         probe = await interrupt(session.get_items, 0)
         ctx.record("uncancelled", [f"{probe.outcome}|{await _released(store, session, folder)}"])
-        classes: set[str] = set()
-        for k in spread(probe.suspensions, self.points):
-            session, folder = await fresh()
-            call = await interrupt(session.get_items, k)
-            if call.outcome == "hung":
-                classes.add("hung")
-                continue
-            view = read_class(*await read(session), history)
-            done = await _released(store, session, folder)
-            classes.add(f"{call.outcome if call.fired else 'returned'}|{view}|{done}")
-        ctx.record("outcome_classes", sorted(classes))
+        classes = await _swept(
+            store,
+            spread(probe.suspensions, self.points),
+            fresh,
+            lambda session: session.get_items,
+            lambda seen, how: read_class(seen, how, history),
+        )
+        ctx.record("outcome_classes", classes)
 
 
 @dataclass(frozen=True)
@@ -242,17 +264,14 @@ class CancelledClose(StepSpec):
         probe = await interrupt(store.closer(session), 0)
         left = await settled_open_files(folder)
         ctx.record("uncancelled", [f"{probe.outcome}|{'files_kept' if left else 'released'}"])
-        classes: set[str] = set()
-        for k in spread(probe.suspensions, self.points):
-            session, folder = await fresh()
-            call = await interrupt(store.closer(session), k)
-            if call.outcome == "hung":
-                classes.add("hung")
-                continue
-            view = after_cancelled_close(*await read(session), history)
-            done = await _released(store, session, folder)
-            classes.add(f"{call.outcome if call.fired else 'returned'}|read_{view}|{done}")
-        ctx.record("outcome_classes", sorted(classes))
+        classes = await _swept(
+            store,
+            spread(probe.suspensions, self.points),
+            fresh,
+            store.closer,
+            lambda seen, how: f"read_{after_cancelled_close(seen, how, history)}",
+        )
+        ctx.record("outcome_classes", classes)
 
 
 async def _configured(
