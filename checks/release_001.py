@@ -59,7 +59,7 @@ def open_files(folder: Path) -> list[str]:
     return sorted(found)
 
 
-async def _settled(folder: Path) -> list[str]:
+async def settled_open_files(folder: Path) -> list[str]:
     """Files still open under ``folder`` after the loop and worker threads had a moment to
     finish what a returned call already handed them (a close completes on its own thread)."""
     for _ in range(20):
@@ -157,7 +157,7 @@ class _Trial(ProblemLog):
             return
         except Exception as exc:  # noqa: BLE001 - a close that raises is the evidence
             self.add("close_raised", f"{what}: close() raised {describe(exc)}")
-        left = await _settled(folder)
+        left = await settled_open_files(folder)
         if left:
             self.add("files_kept", f"{what}: after close() returned, the process still "
                          f"holds {left} of the store open")
@@ -278,7 +278,7 @@ async def _count(t: _Trial, history: list[Any], what: str,
                   f"{kind}" + (f": {describe(value)}" if kind == "raised" else ""))
         return 0
     if what == "close":
-        left = await _settled(folder)
+        left = await settled_open_files(folder)
         if left:
             t.add("files_kept", f"after an uncancelled close() the process still holds "
                       f"{left} of the store open")

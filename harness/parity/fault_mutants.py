@@ -13,6 +13,7 @@ closed flag every SQLite backend of this SDK keeps).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from typing import Any
 
 from harness.parity.mutantkit import ParityMutant, backend, generated, handwritten
@@ -167,6 +168,61 @@ def _sqlite_drops_appends_while_shared() -> None:
     cls.add_items = add_items
 
 
+def _async_sqlite_cancelled_read_poisons() -> None:
+    cls = backend(ASYNC_SQLITE_MODULE, "AsyncSQLiteSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        if self.__dict__.get("_parity_poisoned"):
+            raise RuntimeError("an earlier read was cancelled: this session is unusable")
+        try:
+            return list(await original(self, limit))
+        except asyncio.CancelledError:
+            self.__dict__["_parity_poisoned"] = True
+            raise
+
+    cls.get_items = get_items
+
+
+def _async_sqlite_open_error_masked() -> None:
+    cls = backend(ASYNC_SQLITE_MODULE, "AsyncSQLiteSession")
+    original = cls.get_items
+
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        try:
+            return list(await original(self, limit))
+        except sqlite3.Error as exc:
+            raise RuntimeError("the session could not read its history") from exc
+
+    cls.get_items = get_items
+
+
+def _async_sqlite_close_swallows_cancel() -> None:
+    cls = backend(ASYNC_SQLITE_MODULE, "AsyncSQLiteSession")
+    original = cls.close
+
+    async def close(self: Any) -> None:
+        try:
+            await original(self)
+        except asyncio.CancelledError:
+            return  # the caller's cancellation is swallowed: close() returns
+
+    cls.close = close
+
+
+def _advanced_tables_refused_by_driver_error() -> None:
+    cls = backend(ADVANCED_SQLITE_MODULE, "AdvancedSQLiteSession")
+    original = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            original(self, *args, **kwargs)
+        except ValueError as exc:
+            raise sqlite3.OperationalError(str(exc)) from exc
+
+    cls.__init__ = __init__
+
+
 FAULT_MUTANTS: tuple[ParityMutant, ...] = (
     handwritten(
         "parity_reference_keeps_cancelled_write",
@@ -295,5 +351,43 @@ FAULT_MUTANTS: tuple[ParityMutant, ...] = (
         "skipped silently",
         _sqlite_drops_appends_while_shared,
         workflow="fault_instances_on_one_store",
+    ),
+    handwritten(
+        "parity_async_sqlite_cancelled_read_poisons",
+        "async-sqlite-file",
+        ASYNC_SQLITE_MODULE,
+        "AsyncSQLiteSession.get_items",
+        "a cancelled get_items leaves the session unusable: every later read raises",
+        _async_sqlite_cancelled_read_poisons,
+        workflow="fault_cancelled_first_call",
+    ),
+    handwritten(
+        "parity_async_sqlite_open_error_masked",
+        "async-sqlite-file",
+        ASYNC_SQLITE_MODULE,
+        "AsyncSQLiteSession.get_items",
+        "a store that cannot be opened is reported as a RuntimeError of the session's own "
+        "code instead of the driver's error",
+        _async_sqlite_open_error_masked,
+        workflow="fault_failed_open",
+    ),
+    handwritten(
+        "parity_async_sqlite_close_swallows_cancel",
+        "async-sqlite-file",
+        ASYNC_SQLITE_MODULE,
+        "AsyncSQLiteSession.close",
+        "a close() cancelled at a suspension returns instead of ending cancelled",
+        _async_sqlite_close_swallows_cancel,
+        workflow="fault_cancelled_close",
+    ),
+    handwritten(
+        "parity_advanced_tables_refused_by_driver_error",
+        "advanced-sqlite-file",
+        ADVANCED_SQLITE_MODULE,
+        "AdvancedSQLiteSession.__init__",
+        "an instance configured for tables the store does not hold is refused with "
+        "sqlite3.OperationalError instead of the documented ValueError",
+        _advanced_tables_refused_by_driver_error,
+        workflow="fault_misconfigured_tables",
     ),
 )

@@ -22,6 +22,10 @@ depend on a thread schedule.
 | ``fault_limit_reads_race_appends`` | limit reads racing writers (ARIB-LIMIT-001) |
 | ``fault_peer_sessions`` | two session ids on one store (ARIB-ISO-001) |
 | ``fault_instances_on_one_store`` | several instances and a process on one store (ARIB-MULTI-001) |
+| ``fault_cancelled_first_call`` | a fresh instance's first call cancelled (ARIB-RELEASE-001) |
+| ``fault_failed_open`` | a first call on a store with no folder yet (ARIB-RELEASE-001) |
+| ``fault_cancelled_close`` | close() cancelled, then a read and a close (ARIB-RELEASE-001) |
+| ``fault_misconfigured_tables`` | instances configured for other tables (ARIB-TABLES-001) |
 
 ARIB-FIDELITY-001 injects no fault (it round-trips item shapes); the reference workflows'
 content domain covers it. These workflows are not in the pool the generated cases draw from:
@@ -46,6 +50,12 @@ from harness.parity.races import (
     InstancesOnOneStore,
     LimitReadsRaceAppends,
     PeerSessions,
+)
+from harness.parity.store_faults import (
+    CancelledClose,
+    CancelledFirstCall,
+    FailedOpen,
+    MisconfiguredTables,
 )
 from harness.parity.workflows import REFERENCE_WORKFLOWS, Workflow
 
@@ -127,6 +137,34 @@ FAULT_WORKFLOWS: tuple[Workflow, ...] = (
         "fault:process",
         "two instances and a second process append at one instant: every item kept",
         (InstancesOnOneStore(),),
+    ),
+    Workflow(
+        "fault_cancelled_first_call",
+        "fault:release",
+        "a fresh instance's first read cancelled while it connects: next read served, "
+        "files released once closed",
+        (CancelledFirstCall(),),
+    ),
+    Workflow(
+        "fault_failed_open",
+        "fault:release",
+        "a first call on a store whose folder does not exist: the store's own error, then "
+        "served once the folder exists",
+        (FailedOpen(),),
+    ),
+    Workflow(
+        "fault_cancelled_close",
+        "fault:release",
+        "close() cancelled at its suspensions: ends cancelled, one more close() releases "
+        "every file",
+        (CancelledClose(),),
+    ),
+    Workflow(
+        "fault_misconfigured_tables",
+        "fault:tables",
+        "instances configured for tables the store does not hold: refused with ValueError, "
+        "the store unchanged",
+        (MisconfiguredTables(),),
     ),
 )
 

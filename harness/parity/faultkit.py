@@ -211,10 +211,15 @@ class StoreAccess:
     _made: int = 0
 
     def _fresh_root(self) -> Path:
-        self._made += 1
-        root = self.root / f"store{self._made:03d}"
+        root = self.missing_context().root
         root.mkdir()
         return root
+
+    def missing_context(self) -> BuildContext:
+        """The context of a store whose folder does not exist yet (``root.mkdir()`` makes it)."""
+        self._made += 1
+        root = self.root / f"store{self._made:03d}"
+        return BuildContext(root, self.session_id, dict(self.services))
 
     def _keep(self, handle: Handle, root: Path) -> Handle:
         self._opened.append(handle)
@@ -262,6 +267,18 @@ class StoreAccess:
         await self.reopen(handle)  # proves that the store can be shared, or abstains
         root = self.root_of(handle)
         ctx = BuildContext(root, session_id, dict(self.services))
+        return self._keep(await self._build(ctx), root)
+
+    async def open_configured(self, root: Path, **options: Any) -> Handle:
+        """An instance on the store in ``root`` built with the backend's own constructor
+        ``options``; Abstain when the lane's builder takes one of them not."""
+        missing = sorted(set(options) - set(self.target.options))
+        if missing:
+            raise Abstain(
+                f"lane target {self.target.name!r} ({self.target.backend}) takes no constructor "
+                f"option {', '.join(map(repr, missing))}: the runtime never offered it"
+            )
+        ctx = BuildContext(root, self.session_id, dict(self.services), options=dict(options))
         return self._keep(await self._build(ctx), root)
 
     def closer(self, session: Any) -> Callable[[], Any]:
