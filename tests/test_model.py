@@ -8,10 +8,12 @@ import pytest
 
 from harness import model
 from harness.model import (
+    Cell,
     CleanBase,
     Counts,
     ExitCode,
     Finding,
+    MutantKey,
     MutantStatus,
     Verdict,
     exit_code,
@@ -121,3 +123,50 @@ def test_finding_round_trip():
                 ops=("a", "b"))
     assert Finding.from_json(f.to_json()) == f
     assert f.to_json()["verdict"] == "violated"
+
+
+def test_mutant_key_is_a_frozen_hashable_value_told_apart_by_lane_and_id():
+    key = MutantKey("sqlite-file", "m-5f3f4d26671a")
+    assert key == MutantKey("sqlite-file", "m-5f3f4d26671a")
+    assert hash(key) == hash(MutantKey("sqlite-file", "m-5f3f4d26671a"))
+    twin = MutantKey("sqlalchemy-sqlite-file", "m-5f3f4d26671a")  # one module, two lanes
+    assert key != twin and len({key, twin, MutantKey("sqlite-file", "m-x")}) == 3
+    assert key != ("sqlite-file", "m-5f3f4d26671a")  # a tuple is no key
+    with pytest.raises(AttributeError):
+        key.lane = "other"  # type: ignore[misc]
+
+
+def test_mutant_key_orders_by_lane_then_id():
+    keys = [MutantKey("b", "m-1"), MutantKey("a", "m-2"), MutantKey("a", "m-1")]
+    assert sorted(keys) == [MutantKey("a", "m-1"), MutantKey("a", "m-2"), MutantKey("b", "m-1")]
+    assert MutantKey("a", "m-9") < MutantKey("b", "m-0")
+
+
+def test_mutant_key_string_report_and_json_forms():
+    key = MutantKey("reference", "m-0123456789ab")
+    assert str(key) == "reference:m-0123456789ab"
+    assert f"{key}" == "reference:m-0123456789ab"
+    assert key.report_id == "m-0123456789ab@reference"
+    assert key.to_json() == {"lane": "reference", "mutant_id": "m-0123456789ab"}
+
+
+def test_cell_is_a_frozen_hashable_value_ordered_by_check_then_lane():
+    cell = Cell("ARIB-CONC-001", "sqlite-file")
+    assert cell == Cell("ARIB-CONC-001", "sqlite-file") and cell != Cell("ARIB-CONC-001", "x")
+    assert hash(cell) == hash(Cell("ARIB-CONC-001", "sqlite-file"))
+    assert {cell: 1}[Cell("ARIB-CONC-001", "sqlite-file")] == 1
+    assert cell != ("ARIB-CONC-001", "sqlite-file")
+    assert cell != MutantKey("ARIB-CONC-001", "sqlite-file")  # other concept, other key
+    with pytest.raises(AttributeError):
+        cell.lane = "other"  # type: ignore[misc]
+    cells = [Cell("B", "a"), Cell("A", "z"), Cell("A", "b")]
+    assert sorted(cells) == [Cell("A", "b"), Cell("A", "z"), Cell("B", "a")]
+    assert Cell("A", "z") < Cell("B", "a")
+
+
+def test_cell_string_json_and_finding_forms():
+    cell = Cell("ARIB-CONC-001", "sqlite-file")
+    assert str(cell) == "ARIB-CONC-001 on sqlite-file"
+    assert cell.to_json() == {"check_id": "ARIB-CONC-001", "lane": "sqlite-file"}
+    f = finding(H, invariant_id="ARIB-CONC-001", target="sqlite-file")
+    assert Cell.of(f.to_json()) == cell
