@@ -29,8 +29,8 @@ from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.errors import GateError
 from harness.execute import (
     RunOptions,
+    child_finding,
     derive_seed,
-    error_finding,
     fast_tmpdir,
     run_check,
     sdk_version,
@@ -168,26 +168,8 @@ def _execute(job: _Job, config: AdmissionConfig) -> Finding:
 
 def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Finding:
     opts = _options(job.check, config, job.rerun, early=False)
-    return outcome_finding(job.check, job.target, opts, outcome,
-                           job.timeout_s or job.check.timeout_s)
-
-
-def outcome_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
-                    outcome: ChildOutcome, limit_s: float) -> Finding:
-    """The finding a child delivered, or an error finding saying why it delivered none (a
-    child killed at its hard time limit is marked as a timeout)."""
-    if outcome.status is ChildStatus.OK:
-        return outcome.value  # type: ignore[no-any-return]
-    reason = {
-        ChildStatus.TIMEOUT: f"child killed at its hard time limit ({limit_s:.1f}s + grace)",
-        ChildStatus.CRASH: f"child crashed: {outcome.detail}",
-        ChildStatus.RAISED: "child raised out of the harness",
-    }[outcome.status]
-    finding = error_finding(check, target, opts, reason, outcome.detail or None,
-                            outcome.duration_s)
-    if outcome.status is ChildStatus.TIMEOUT:
-        object.__setattr__(finding, "modes", {"timeout": 1})
-    return finding
+    return child_finding(job.check, job.target, opts, outcome,
+                         job.timeout_s or job.check.timeout_s)
 
 
 def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[MutantSpec],

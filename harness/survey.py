@@ -35,7 +35,6 @@ from harness.admission import (
     clean_reruns,
     evidence,
     mutant_timeout,
-    outcome_finding,
     run_status,
 )
 from harness.cache import AdmissionCache
@@ -43,6 +42,7 @@ from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.coverage import ModuleLines, covered_run, read_record
 from harness.execute import (
     RunOptions,
+    child_finding,
     derive_seed,
     fast_tmpdir,
     lane_claims,
@@ -254,7 +254,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done)
     findings: dict[Cell, list[Finding]] = {}
     for (plan, c, r, record), out in zip(jobs, outcomes[:len(jobs)], strict=True):
-        finding = outcome_finding(c, plan.lane, options(c, r, False), out, limit)
+        finding = child_finding(c, plan.lane, options(c, r, False), out, limit)
         findings.setdefault(Cell(c.id, plan.lane.name), []).append(finding)
         got = read_record(record, plan.file)
         if got.error is not None:
@@ -339,7 +339,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) ->
     found: dict[tuple[str, MutantKey], list[Finding]] = {}
     for (plan, c, m, r, t), out in zip(jobs, outcomes, strict=True):
         found.setdefault((c.id, plan.key(m)), []).append(
-            outcome_finding(c, plan.lane, options(c, r, True), out, t))
+            child_finding(c, plan.lane, options(c, r, True), out, t))
     for plan, c, mutant, _, _ in jobs:
         key = (c.id, plan.key(mutant))
         if key in results:
