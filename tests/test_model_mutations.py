@@ -258,6 +258,17 @@ def test_a_mutant_is_told_apart_by_lane_and_id():
     assert str(mutant.key) == f"reference:{mutant.id}"
 
 
+def test_a_job_is_gathered_by_check_role_and_its_mutant_on_a_lane_or_its_lane(conc):
+    mutant = get_mutant("reference_lost_update")
+    twin = dataclasses.replace(mutant, target="reference-twin")
+    assert admission._slot(_Job(conc, REFERENCE, None, 0, "clean")) == (
+        conc.id, "clean", REFERENCE.name)
+    assert admission._slot(_Job(conc, REFERENCE, mutant, 2, "mutant")) == (
+        conc.id, "mutant", MutantKey(REFERENCE.name, mutant.id))
+    assert admission._slot(_Job(conc, REFERENCE, twin, 2, "mutant")) != admission._slot(
+        _Job(conc, REFERENCE, mutant, 2, "mutant"))
+
+
 def test_ok_child_outcome_is_its_finding(conc):
     job = _Job(conc, REFERENCE, None, 0, "clean")
     finding = full_finding()
