@@ -29,8 +29,8 @@ from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.errors import GateError
 from harness.execute import (
     RunOptions,
+    child_finding,
     derive_seed,
-    error_finding,
     fast_tmpdir,
     run_check,
     sdk_version,
@@ -38,8 +38,10 @@ from harness.execute import (
 from harness.keys import verdict_key
 from harness.model import (
     Admission,
+    Cell,
     CleanBase,
     Finding,
+    MutantKey,
     MutantKind,
     MutantResult,
     MutantStatus,
@@ -166,26 +168,8 @@ def _execute(job: _Job, config: AdmissionConfig) -> Finding:
 
 def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Finding:
     opts = _options(job.check, config, job.rerun, early=False)
-    return outcome_finding(job.check, job.target, opts, outcome,
-                           job.timeout_s or job.check.timeout_s)
-
-
-def outcome_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
-                    outcome: ChildOutcome, limit_s: float) -> Finding:
-    """The finding a child delivered, or an error finding saying why it delivered none (a
-    child killed at its hard time limit is marked as a timeout)."""
-    if outcome.status is ChildStatus.OK:
-        return outcome.value  # type: ignore[no-any-return]
-    reason = {
-        ChildStatus.TIMEOUT: f"child killed at its hard time limit ({limit_s:.1f}s + grace)",
-        ChildStatus.CRASH: f"child crashed: {outcome.detail}",
-        ChildStatus.RAISED: "child raised out of the harness",
-    }[outcome.status]
-    finding = error_finding(check, target, opts, reason, outcome.detail or None,
-                            outcome.duration_s)
-    if outcome.status is ChildStatus.TIMEOUT:
-        object.__setattr__(finding, "modes", {"timeout": 1})
-    return finding
+    return child_finding(job.check, job.target, opts, outcome,
+                         job.timeout_s or job.check.timeout_s)
 
 
 def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[MutantSpec],
@@ -201,9 +185,10 @@ def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[Muta
     return pairs, problems
 
 
-def _who(mutant: MutantSpec) -> str:
-    # A mutant id names a change to a module; lanes sharing the module share the id.
-    return f"{mutant.target}:{mutant.id}"
+def _slot(job: _Job) -> tuple[str, str, MutantKey | str]:
+    """Where a job's finding is gathered: by check, role, and the mutant on its lane (a mutant
+    id names a change to a module; lanes sharing the module share the id), else the lane."""
+    return (job.check.id, job.role, job.mutant.key if job.mutant else job.target.name)
 
 
 def _mutant_key(check: CheckSpec, mutant: MutantSpec, config: AdmissionConfig) -> str:
@@ -235,7 +220,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     """Admit each check or say why not; raises GateError when a sanity gate fails."""
     started = time.perf_counter()
     jobs: list[_Job] = []
-    results_by_key: dict[tuple[str, str, str], MutantResult] = {}
+    results_by_key: dict[tuple[str, MutantKey], MutantResult] = {}
     pairs: dict[str, list[MutantSpec]] = {}
     problems: dict[str, tuple[str, ...]] = {}
     forced = forced_broken()
@@ -253,7 +238,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                 continue
             cached = config.cache.get(_mutant_key(check, mutant, config))
             if cached is not None:
-                results_by_key[(check.id, mutant.target, mutant.id)] = cached
+                results_by_key[(check.id, mutant.key)] = cached
                 continue
             for r in range(config.reruns):
                 jobs.append(_Job(check, get_target(mutant.target), mutant, r, "mutant"))
@@ -278,20 +263,19 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                        else job.check.timeout_s + GRACE_S for job in batch],
         )
 
-    by_role: dict[tuple[str, str, str], list[Finding]] = {}
+    by_role: dict[tuple[str, str, MutantKey | str], list[Finding]] = {}
+    clean_s: dict[Cell, float] = {}  # the longest clean run of a check on a lane
     for job, outcome in zip(first, runner(first), strict=True):
-        key = (job.check.id, job.role, _who(job.mutant) if job.mutant else job.target.name)
-        by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
-    clean_s: dict[tuple[str, str], float] = {}
-    for (check_id, role, name), found in by_role.items():
-        if role in ("clean", "base"):
-            clean_s[(check_id, name)] = max(f.duration_s for f in found)
+        finding = _as_finding(job, outcome, config)
+        by_role.setdefault(_slot(job), []).append(finding)
+        if job.role in ("clean", "base"):
+            cell = Cell(job.check.id, job.target.name)
+            clean_s[cell] = max(clean_s.get(cell, 0.0), finding.duration_s)
     second = schedule([dataclasses.replace(job, timeout_s=mutant_timeout(
-        job.check, clean_s.get((job.check.id, job.target.name), job.check.timeout_s),
+        job.check, clean_s.get(Cell(job.check.id, job.target.name), job.check.timeout_s),
         job.target.waits_s)) for job in second], lambda job: job.mutant)
     for job, outcome in zip(second, runner(second), strict=True):
-        key = (job.check.id, job.role, _who(job.mutant) if job.mutant else job.target.name)
-        by_role.setdefault(key, []).append(_as_finding(job, outcome, config))
+        by_role.setdefault(_slot(job), []).append(_as_finding(job, outcome, config))
 
     admissions = []
     for check in checks:
@@ -312,7 +296,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                 f"reference backend gave {bad.verdict.value!r} ({evidence([bad])}); fix the "
                 f"check or targets/reference.py before scoring anything"
             )
-        forced_findings = by_role[(check.id, "forced", _who(forced))]
+        forced_findings = by_role[(check.id, "forced", forced.key)]
         if any(f.verdict is not Verdict.VIOLATED for f in forced_findings):
             raise GateError(
                 f"sanity gate 'forced-broken mutant is killed' failed for {check.id}: a "
@@ -330,8 +314,8 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                 continue
             base = None if mutant.target == REFERENCE.name else clean_base(
                 check.id, mutant.target, by_role[(check.id, "base", mutant.target)])
-            cached = results_by_key.get((check.id, mutant.target, mutant.id))
-            findings = by_role.get((check.id, "mutant", _who(mutant)), [])
+            cached = results_by_key.get((check.id, mutant.key))
+            findings = by_role.get((check.id, "mutant", mutant.key), [])
             if base is not None and not base.judgeable:
                 # Judged by this run's clean base, whether the mutant's own result is cached.
                 results.append(MutantResult(

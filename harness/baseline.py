@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.compare import GateResult, cells, gate, version_key
 from harness.errors import ResultsError, UsageError
+from harness.model import Cell
 from harness.results import RUN_GLOB, atomic_write_text, folder_lock, read_results
 from harness.run_coverage import coverage_of
 
@@ -110,16 +111,15 @@ def merge(previous: Mapping[str, Any] | None, document: Mapping[str, Any],
     for cell, finding in (cells(previous) if previous is not None else {}).items():
         if cell in run:
             continue
-        check, lane = cell
-        stale = not coverage.partial and (lane not in coverage.lanes_selected
-                                          or check not in coverage.checks_selected)
+        stale = not coverage.partial and (cell.lane not in coverage.lanes_selected
+                                          or cell.check_id not in coverage.checks_selected)
         if stale or coverage.why_not_measured(cell, run) is None:
             removed += 1
         else:
             kept.append(finding)
     merged = json.loads(json.dumps(document))
     merged["findings"] = sorted([*kept, *document["findings"]],
-                                key=lambda f: (f["invariant_id"], f["target"]))
+                                key=Cell.of)
     merged["accepted"] = {
         "run": source,
         "run_id": document.get("run_id"),

@@ -15,8 +15,8 @@ from typing import Any
 from checks.base import CheckSpec
 from harness.admission import GRACE_S, AdmissionConfig, admit
 from harness.cache import AdmissionCache
-from harness.child import ChildOutcome, ChildStatus, run_jobs
-from harness.execute import RunOptions, error_finding, run_check, sdk_version
+from harness.child import ChildOutcome, run_jobs
+from harness.execute import RunOptions, child_finding, error_finding, run_check, sdk_version
 from harness.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
 from harness.model import Admission, ExitCode, Finding, Verdict, exit_code
 from harness.progress import Progress
@@ -142,15 +142,11 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
             jobs.append((check, lane, opts))
     progress = Progress("bench", len(jobs), quiet=config.quiet)
     findings: list[Finding | None] = [None] * len(jobs)
+    limit_s = max((c.timeout_s for c in config.checks), default=60) + GRACE_S
 
     def done(index: int, outcome: ChildOutcome) -> None:
         check, lane, opts = jobs[index]
-        if outcome.status is ChildStatus.OK:
-            finding = outcome.value
-        else:
-            finding = error_finding(
-                check, lane, opts, f"lane child {outcome.status.value}: {outcome.detail[:300]}",
-                outcome.detail or None, outcome.duration_s)
+        finding = child_finding(check, lane, opts, outcome, limit_s, lane_child=True)
         if config.manager is not None and finding.verdict in (Verdict.VIOLATED, Verdict.ERROR):
             died = service_failure(lane, config.manager)
             if died is not None:
@@ -171,7 +167,7 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
 
     try:
         run_jobs([functools.partial(_judge, *job) for job in jobs], workers=config.workers,
-                 timeout_s=max((c.timeout_s for c in config.checks), default=60) + GRACE_S,
+                 timeout_s=limit_s,
                  on_done=done, on_start=started_lane)
     except KeyboardInterrupt:
         interrupted = True

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.model import Cell
 from harness.results import read_results
-from harness.run_coverage import Cell, coverage_of
+from harness.run_coverage import coverage_of
 
 
 class ChangeKind(str, enum.Enum):
@@ -46,6 +47,11 @@ class CellChange:
     before: Mapping[str, Any] | None
     after: Mapping[str, Any] | None
 
+    @property
+    def cell(self) -> Cell:
+        """The check on the lane that changed."""
+        return Cell(self.check, self.lane)
+
     def describe(self) -> str:
         """One line naming the cell and both sides."""
         return f"{self.check} on {self.lane}: {summary(self.before)} -> {summary(self.after)}"
@@ -65,8 +71,8 @@ def summary(finding: Mapping[str, Any] | None) -> str:
 
 
 def cells(document: Mapping[str, Any]) -> dict[Cell, Mapping[str, Any]]:
-    """The findings of a run by (invariant, lane)."""
-    return {(f["invariant_id"], f["target"]): f for f in document["findings"]}
+    """The findings of a run by cell (invariant, lane)."""
+    return {Cell.of(f): f for f in document["findings"]}
 
 
 def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
@@ -77,10 +83,10 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
     """
     old, new = cells(before), cells(after)
     changes = []
-    for key in sorted(set(old) | set(new)):
-        if scope is not None and not scope(key):
+    for cell in sorted(set(old) | set(new)):
+        if scope is not None and not scope(cell):
             continue
-        a, b = old.get(key), new.get(key)
+        a, b = old.get(cell), new.get(cell)
         if a is None:
             kind = ChangeKind.NEW
         elif b is None:
@@ -93,7 +99,7 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
             kind = ChangeKind.DETAIL
         else:
             continue
-        changes.append(CellChange(key[0], key[1], kind, a, b))
+        changes.append(CellChange(cell.check_id, cell.lane, kind, a, b))
     return changes
 
 
@@ -157,8 +163,8 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
         info.append(f"regression gate: {total} cell(s) of the accepted baseline of {sdk} "
                     f"not measured in this run, so not compared:")
         for reason, skipped in sorted(result.not_compared.items()):
-            lanes = sorted({lane for _, lane in skipped})
-            checks = sorted({check for check, _ in skipped})
+            lanes = sorted({cell.lane for cell in skipped})
+            checks = sorted({cell.check_id for cell in skipped})
             names = (f"checks {', '.join(checks)}" if len(checks) < len(lanes)
                      else f"lanes {', '.join(lanes)}")
             info.append(f"  {len(skipped)} cell(s) of {names}: {reason}")
@@ -198,27 +204,27 @@ def cross_version_markdown(documents: Sequence[Mapping[str, Any]]) -> str:
     """Backends x invariants x versions, then what changed between consecutive versions."""
     docs = sorted(documents, key=lambda d: version_key(d["sdk"]["version"]))
     versions = [d["sdk"]["version"] for d in docs]
-    all_cells = sorted({c for d in docs for c in cells(d)}, key=lambda c: (c[1], c[0]))
+    all_cells = sorted({c for d in docs for c in cells(d)}, key=lambda c: (c.lane, c.check_id))
     lines = ["# Integrity bench across openai-agents versions", "",
              "Generated from the result files by `python -m harness compare`; do not edit.", "",
              "Sources: " + ", ".join(f"`{d.get('_path', '?')}`" for d in docs), "",
              "| lane | invariant | " + " | ".join(versions) + " |",
              "|---|---|" + "---|" * len(versions)]
     by_version = [cells(d) for d in docs]
-    for check, lane in [(c[0], c[1]) for c in all_cells]:
+    for cell in all_cells:
         row = []
         for table in by_version:
-            f = table.get((check, lane))
+            f = table.get(cell)
             row.append("-" if f is None else (
                 f["verdict"] if f["verdict"] != "violated"
                 else f"**violated** {f['violating_trials']}/{f['trials']}"))
-        lines.append(f"| `{lane}` | {check} | " + " | ".join(row) + " |")
+        lines.append(f"| `{cell.lane}` | {cell.check_id} | " + " | ".join(row) + " |")
     lines += ["", "## What changed", ""]
     any_change = False
     for prev, cur in zip(docs, docs[1:], strict=False):
         before, after = not_measured_in(prev), not_measured_in(cur)
         skipped = {c for c in {*cells(prev), *cells(cur)} if before(c) or after(c)}
-        changes = [c for c in diff_runs(prev, cur) if (c.check, c.lane) not in skipped]
+        changes = [c for c in diff_runs(prev, cur) if c.cell not in skipped]
         a, b = prev["sdk"]["version"], cur["sdk"]["version"]
         if skipped:
             lines.append(f"- {a} -> {b}: {len(skipped)} cell(s) not compared, measured in "

@@ -30,7 +30,7 @@ import anyio
 
 from checks.base import CheckSpec, NotApplicable, TrialContext
 from harness import scratch
-from harness.child import Watchdog, finish_early, in_child
+from harness.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
 from harness.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
 from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
@@ -130,6 +130,33 @@ def error_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions, reason
     return Finding(**_base_finding(check, target, opts, seeds), verdict=Verdict.ERROR,
                    trials=0, violating_trials=0, counts=Counts(), duration_s=duration_s,
                    reason=reason, traceback=tb)
+
+
+def child_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                  outcome: ChildOutcome, limit_s: float, *, lane_child: bool = False) -> Finding:
+    """The finding a child delivered, or an error finding saying why it delivered none.
+
+    The one way a failed child (``ChildStatus`` timeout, crash or raised) becomes a result,
+    for admission, the survey and the bench; its detail is the traceback. The reason names
+    the status; a child killed at its hard time limit ``limit_s`` is marked as a timeout.
+    ``lane_child`` keeps the bench's own wording, ``lane child <status>: <detail>`` (300
+    characters of it), with no timeout mark, as its result files have it.
+    """
+    if outcome.status is ChildStatus.OK:
+        return outcome.value  # type: ignore[no-any-return]
+    if lane_child:
+        reason = f"lane child {outcome.status.value}: {outcome.detail[:300]}"
+    else:
+        reason = {
+            ChildStatus.TIMEOUT: f"child killed at its hard time limit ({limit_s:.1f}s + grace)",
+            ChildStatus.CRASH: f"child crashed: {outcome.detail}",
+            ChildStatus.RAISED: "child raised out of the harness",
+        }[outcome.status]
+    finding = error_finding(check, target, opts, reason, outcome.detail or None,
+                            outcome.duration_s)
+    if outcome.status is ChildStatus.TIMEOUT and not lane_child:
+        finding = dataclasses.replace(finding, modes={"timeout": 1})
+    return finding
 
 
 def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Sequence[Trial],

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.model import Cell
 from harness.seed import SEED_CELLS, SEED_NOTES, SEED_SDK
 
 SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",
@@ -24,11 +25,12 @@ def _cell(finding: Mapping[str, Any]) -> str:
 
 def _table(findings: Sequence[Mapping[str, Any]], lanes: Sequence[str],
            checks: Sequence[str]) -> list[str]:
-    index = {(f["invariant_id"], f["target"]): f for f in findings}
+    index = {Cell.of(f): f for f in findings}
     lines = ["| backend lane | " + " | ".join(checks) + " |",
              "|---|" + "---|" * len(checks)]
     for lane in lanes:
-        cells = [(_cell(index[(c, lane)]) if (c, lane) in index else "not run") for c in checks]
+        cells = [(_cell(index[Cell(c, lane)]) if Cell(c, lane) in index else "not run")
+                 for c in checks]
         lines.append(f"| `{lane}` | " + " | ".join(cells) + " |")
     return lines
 
@@ -95,10 +97,10 @@ def _seed_comparison(findings: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = ["## Against the seed's published cells (openai-agents 0.19.2)", ""]
     differ = []
     for f in findings:
-        seed = SEED_CELLS.get((f["invariant_id"], f["target"]))
+        seed = SEED_CELLS.get(Cell.of(f))
         if seed is not None and seed != f["verdict"]:
             differ.append((f, seed))
-    compared = sum(1 for f in findings if (f["invariant_id"], f["target"]) in SEED_CELLS)
+    compared = sum(1 for f in findings if Cell.of(f) in SEED_CELLS)
     if not differ:
         lines.append(f"All {compared} cells that the seed published match it.")
     else:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-Cell = tuple[str, str]  # (invariant id, lane)
+from harness.model import Cell
 
 NOT_SELECTED_LANE = "lane not selected in this run (--lanes)"
 NOT_SELECTED_CHECK = "check not selected in this run (--checks)"
@@ -50,8 +50,7 @@ class RunCoverage:
 
     def in_scope(self, cell: Cell) -> bool:
         """True when the run selected the cell's check and measured its lane."""
-        check, lane = cell
-        return check in self.checks_selected and lane in self.lanes_measured
+        return cell.check_id in self.checks_selected and cell.lane in self.lanes_measured
 
     def why_not_measured(self, cell: Cell, measured: Collection[Cell] = ()) -> str | None:
         """Why the run has no finding for ``cell`` without that being a change, or None.
@@ -59,10 +58,9 @@ class RunCoverage:
         None means the run should have measured the cell: a cell of the baseline that is then
         absent is really gone (e.g. its check is no longer admitted).
         """
-        check, lane = cell
-        if lane not in self.lanes_measured:
-            return self.lanes_not_measured.get(lane) or NOT_SELECTED_LANE
-        if check not in self.checks_selected:
+        if cell.lane not in self.lanes_measured:
+            return self.lanes_not_measured.get(cell.lane) or NOT_SELECTED_LANE
+        if cell.check_id not in self.checks_selected:
             return NOT_SELECTED_CHECK
         if not self.complete and cell not in measured:
             return INTERRUPTED

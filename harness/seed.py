@@ -8,6 +8,8 @@ SQLAlchemySession, which has no close(); everything else held.
 
 from __future__ import annotations
 
+from harness.model import Cell
+
 SEED_SDK = "0.19.2"
 
 SEED_LANES = {
@@ -17,12 +19,12 @@ SEED_LANES = {
     "sqlalchemy-sqlite-file": "SQLAlchemySession",
 }
 
-SEED_CELLS: dict[tuple[str, str], str] = {}
+SEED_CELLS: dict[Cell, str] = {}
 for _lane in SEED_LANES:
-    SEED_CELLS[("ARIB-CONC-001", _lane)] = "held"
-    SEED_CELLS[("ARIB-REPLAY-001", _lane)] = "violated"
+    SEED_CELLS[Cell("ARIB-CONC-001", _lane)] = "held"
+    SEED_CELLS[Cell("ARIB-REPLAY-001", _lane)] = "violated"
     for _check in ("ARIB-CONC-002", "ARIB-CONC-003"):
-        SEED_CELLS[(_check, _lane)] = {
+        SEED_CELLS[Cell(_check, _lane)] = {
             "async-sqlite-file": "violated",
             "sqlalchemy-sqlite-file": "not_applicable",
         }.get(_lane, "held")

@@ -35,7 +35,6 @@ from harness.admission import (
     clean_reruns,
     evidence,
     mutant_timeout,
-    outcome_finding,
     run_status,
 )
 from harness.cache import AdmissionCache
@@ -43,6 +42,7 @@ from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.coverage import ModuleLines, covered_run, read_record
 from harness.execute import (
     RunOptions,
+    child_finding,
     derive_seed,
     fast_tmpdir,
     lane_claims,
@@ -50,7 +50,15 @@ from harness.execute import (
 )
 from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
 from harness.keys import verdict_key
-from harness.model import CleanBase, Finding, MutantResult, MutantStatus, Verdict
+from harness.model import (
+    Cell,
+    CleanBase,
+    Finding,
+    MutantKey,
+    MutantResult,
+    MutantStatus,
+    Verdict,
+)
 from harness.progress import Progress
 from harness.survey_lane import LaneSurvey, MutantOutcome
 from harness.survey_scores import lane_status
@@ -121,6 +129,10 @@ class _Plan:
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:
         return self.report.mutants if self.report is not None else ()
+
+    def key(self, mutant: MutantSpec) -> MutantKey:
+        """``mutant`` on this plan's lane (lanes built on one module share its id)."""
+        return MutantKey(self.lane.name, mutant.id)
 
     def fail(self, reason: str) -> None:
         if self.error is None:
@@ -240,10 +252,10 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
               for p in guarded]
     limit = config.timeout_s * 3 + 10
     outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done)
-    findings: dict[tuple[str, str], list[Finding]] = {}
+    findings: dict[Cell, list[Finding]] = {}
     for (plan, c, r, record), out in zip(jobs, outcomes[:len(jobs)], strict=True):
-        finding = outcome_finding(c, plan.lane, options(c, r, False), out, limit)
-        findings.setdefault((plan.lane.name, c.id), []).append(finding)
+        finding = child_finding(c, plan.lane, options(c, r, False), out, limit)
+        findings.setdefault(Cell(c.id, plan.lane.name), []).append(finding)
         got = read_record(record, plan.file)
         if got.error is not None:
             plan.fail(f"coverage of {c.id} (clean rerun {r}) failed: {got.error}")
@@ -254,7 +266,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     for plan in plans:
         for c in checks:
             plan.clean[c.id] = clean_base(c.id, plan.lane.name,
-                                          findings[(plan.lane.name, c.id)])
+                                          findings[Cell(c.id, plan.lane.name)])
     for plan, out in zip(probes, outcomes[len(jobs):len(jobs) + len(probes)], strict=True):
         verified = out.value if out.status is ChildStatus.OK else (
             f"claims probe {out.status.value}: {out.detail[:200]}")
@@ -272,7 +284,8 @@ def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
     return lines is None or bool(lines & plan.coverage.get(check_id, frozenset()))
 
 
-Runs = dict[tuple[str, str, str], MutantResult]
+# A check's result on a mutant on a lane, by check id and mutant key.
+Runs = dict[tuple[str, MutantKey], MutantResult]
 
 
 def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) -> Runs:
@@ -296,7 +309,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) ->
                                        plan.clean[c.id].duration_s, plan.lane.waits_s)
                 hit = config.cache.get(_key(c, plan.lane, mutant, config))
                 if hit is not None:
-                    results[(plan.lane.name, c.id, mutant.id)] = dataclasses.replace(
+                    results[(c.id, plan.key(mutant))] = dataclasses.replace(
                         hit, cached=True)
                     counts["cached"] += 1
                     continue
@@ -323,12 +336,12 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) ->
         workers=config.workers, timeout_s=[job[4] + MUTANT_GRACE_S for job in jobs],
         on_done=done)
     share = (time.perf_counter() - started) / max(len(jobs), 1)
-    found: dict[tuple[str, str, str], list[Finding]] = {}
+    found: dict[tuple[str, MutantKey], list[Finding]] = {}
     for (plan, c, m, r, t), out in zip(jobs, outcomes, strict=True):
-        found.setdefault((plan.lane.name, c.id, m.id), []).append(
-            outcome_finding(c, plan.lane, options(c, r, True), out, t))
+        found.setdefault((c.id, plan.key(m)), []).append(
+            child_finding(c, plan.lane, options(c, r, True), out, t))
     for plan, c, mutant, _, _ in jobs:
-        key = (plan.lane.name, c.id, mutant.id)
+        key = (c.id, plan.key(mutant))
         if key in results:
             continue
         findings = found[key]
@@ -349,7 +362,7 @@ def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> 
         return S.NO_COVERAGE
     if not base.judgeable:
         return S.NOT_JUDGEABLE
-    return runs[(plan.lane.name, check_id, mutant.id)].status
+    return runs[(check_id, plan.key(mutant))].status
 
 
 def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurvey:
@@ -388,8 +401,8 @@ def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurv
             outcomes_by_id[mutant_id] = dataclasses.replace(
                 outcomes_by_id[mutant_id], reason=f"{dup.reason} ({dup.of}: "
                                                   f"{first.status.value})")
-    results = tuple(runs[(lane.name, c, m.id)] for m in plan.mutants for c in applicable
-                    if (lane.name, c, m.id) in runs)
+    results = tuple(runs[(c, plan.key(m))] for m in plan.mutants for c in applicable
+                    if (c, plan.key(m)) in runs)
     assert plan.lines is not None
     return LaneSurvey(lane.name, lane.module, plan.file,
                       tuple(outcomes_by_id[m.id] for m in plan.mutants),

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.coverage import to_ranges
 from harness.execute import python_version, sdk_version
-from harness.model import MutantStatus
+from harness.model import MutantKey, MutantStatus
 from harness.mutation_report import (
     STATUS_MAP,
     SourceText,
@@ -94,7 +94,7 @@ def survey_mutation_report(surveys: Sequence[LaneSurvey],
                 covered_by=covered, killed_by=killed,
                 tests_completed=sum(len(r.runs) for r in runs),
                 duration_s=sum(r.duration_s for r in runs),
-                report_id=f"{o.mutant.id}@{s.lane}"))
+                report_id=MutantKey(s.lane, o.mutant.id).report_id))
         files[f"{s.lane}/{module_path(s.module, s.file)}"] = file_entry(src, entries)
     report = report_document(files, sorted(check_ids), thresholds=thresholds)
     validate_mutation_report(report)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import BenchError
+from harness.model import MutantKey
 
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS_DIR = ROOT / "mutants" / "survivors"
@@ -54,6 +55,11 @@ class Entry:
     line: int
 
     @property
+    def key(self) -> MutantKey:
+        """The mutant on the lane this line is about."""
+        return MutantKey(self.lane, self.mutant_id)
+
+    @property
     def where(self) -> str:
         return f"line {self.line}"
 
@@ -72,7 +78,7 @@ def parse_survivors(text: str, lanes: Iterable[str], source: str = "survivors fi
     """The entries of a survivors file; a malformed line raises, naming it and the fix."""
     known = set(lanes)
     entries: list[Entry] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[MutantKey, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -97,12 +103,13 @@ def parse_survivors(text: str, lanes: Iterable[str], source: str = "survivors fi
             raise SurvivorsFileError(
                 f"{where}: unknown category {category!r}; use one of: "
                 f"{', '.join(c.value for c in Category)}") from None
-        if (lane, mutant_id) in seen:
+        entry = Entry(lane, mutant_id, kind, reason.strip(), number)
+        if entry.key in seen:
             raise SurvivorsFileError(
                 f"{where}: {lane} {mutant_id} is listed already on line "
-                f"{seen[(lane, mutant_id)]}; keep one line per mutant and lane")
-        seen[(lane, mutant_id)] = number
-        entries.append(Entry(lane, mutant_id, kind, reason.strip(), number))
+                f"{seen[entry.key]}; keep one line per mutant and lane")
+        seen[entry.key] = number
+        entries.append(entry)
     return tuple(entries)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model import MutantKind, Verdict
+from harness.model import MutantKey, MutantKind, Verdict
 from targets.base import Claims
 
 
@@ -41,6 +41,11 @@ class MutantSpec:
     source: str | None = None
     expected: Verdict = Verdict.VIOLATED
     claims: Claims | None = None
+
+    @property
+    def key(self) -> MutantKey:
+        """This mutant on its lane (``target``): lanes sharing a module share its id."""
+        return MutantKey(self.target, self.id)
 
     def apply(self) -> None:
         """Install the mutant in this (child) process; never writes any file."""

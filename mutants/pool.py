@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from checks.base import CheckSpec
 from harness.errors import MutantDefinitionError
+from harness.model import MutantKey
 from mutants.base import MutantSpec
 from mutants.generate import GenerationReport, generate, select
 from mutants.hook import prepare
@@ -38,13 +39,13 @@ def generated_for_check(check: CheckSpec) -> tuple[tuple[MutantSpec, ...], tuple
     strict = sdk_version() == SELECTORS_SDK
     # By lane and id: lanes built on one module (SQLAlchemy on SQLite and on PostgreSQL) share
     # the module's mutant ids, and each lane's mutant is a pair of its own.
-    chosen: dict[tuple[str, str], MutantSpec] = {}
+    chosen: dict[MutantKey, MutantSpec] = {}
     problems: list[str] = []
     for selector in check.generated:
         try:
             pool = generated_for_lane(selector.target).mutants
             for mutant in select(pool, selector):
-                chosen.setdefault((mutant.target, mutant.id), mutant)
+                chosen.setdefault(mutant.key, mutant)
         except MutantDefinitionError as exc:
             if strict:
                 problems.append(str(exc))

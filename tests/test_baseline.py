@@ -19,6 +19,7 @@ from harness.cache import AdmissionCache
 from harness.cli import main
 from harness.compare import ChangeKind, gate
 from harness.errors import UsageError
+from harness.model import Cell
 from harness.results import atomic_write_text, folder_lock, read_results, validate
 from harness.run_coverage import (
     INTERRUPTED,
@@ -89,9 +90,9 @@ def test_gate_compares_only_measured_cells_and_says_why_not_the_others(no_redis_
     assert result.changes == () and result.compared == 1
     reasons = {reason: cells for reason, cells in result.not_compared.items()}
     redis_reason = next(r for r in reasons if "redis-server not found" in r)
-    assert reasons[redis_reason] == ((REPLAY, "redis-from-url"),)
-    assert reasons[NOT_SELECTED_LANE] == ((REPLAY, "async-sqlite-file"),)
-    assert reasons[NOT_SELECTED_CHECK] == (("ARIB-CONC-001", "sqlite-file"),)
+    assert reasons[redis_reason] == (Cell(REPLAY, "redis-from-url"),)
+    assert reasons[NOT_SELECTED_LANE] == (Cell(REPLAY, "async-sqlite-file"),)
+    assert reasons[NOT_SELECTED_CHECK] == (Cell("ARIB-CONC-001", "sqlite-file"),)
 
 
 def test_a_cell_the_run_should_have_measured_is_still_gone(no_redis_run):
@@ -102,8 +103,8 @@ def test_a_cell_the_run_should_have_measured_is_still_gone(no_redis_run):
     assert (change.check, change.lane, change.kind) == (REPLAY, "sqlite-file", ChangeKind.GONE)
     run["coverage"]["complete"] = False  # ... unless the run was interrupted before it
     result = gate(baseline, run)
-    assert result.changes == () and result.not_compared == {INTERRUPTED: ((REPLAY,
-                                                                           "sqlite-file"),)}
+    assert result.changes == () and result.not_compared == {INTERRUPTED: (Cell(
+        REPLAY, "sqlite-file"),)}
 
 
 def test_accept_refuses_a_partial_run_then_updates_only_its_cells(no_redis_run, tmp_path):

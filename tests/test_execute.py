@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from checks.base import CheckSpec, Param
 from checks.registry import get_check
-from harness.execute import RunOptions, derive_seed, run_check
-from harness.model import Trial, Verdict
+from harness.child import ChildOutcome, ChildStatus
+from harness.execute import RunOptions, child_finding, derive_seed, run_check
+from harness.model import Counts, Finding, Trial, Verdict
 from mutants.registry import get_mutant
 from targets.reference import REFERENCE
 from targets.sdk import SQLITE_FILE
@@ -125,3 +128,50 @@ def test_claims_are_skipped_only_when_already_verified_and_never_for_a_claim_mut
     found = run_check(check, REFERENCE, dataclasses.replace(opts, verify_claims=False),
                       claim_mutant)
     assert found.verdict is Verdict.ERROR and "has_close=False" in (found.reason or "")
+
+
+def test_a_child_that_delivered_gives_its_finding_itself():
+    check, opts = small("ARIB-CONC-003", trials=1)
+    delivered = Finding(check.id, check.invariant, check.fault, REFERENCE.name, "0.24.0",
+                        "3.12.1", Verdict.VIOLATED, 1, 1, Counts(lost=1), (7,), 0.5)
+    outcome = ChildOutcome(ChildStatus.OK, delivered, duration_s=9.0)
+    assert child_finding(check, REFERENCE, opts, outcome, 5.0) is delivered
+    assert child_finding(check, REFERENCE, opts, outcome, 5.0, lane_child=True) is delivered
+
+
+# Each failed ChildStatus, and the finding it becomes: (reason, modes) as admission and the
+# survey word it, then as the bench words it for a lane's child.
+FAILED = [
+    (ChildStatus.TIMEOUT, "child killed at its hard time limit (12.3s + grace)",
+     {"timeout": 1}, "lane child timeout: died of SIGKILL"),
+    (ChildStatus.CRASH, "child crashed: died of SIGKILL", {}, "lane child crash: died of SIGKILL"),
+    (ChildStatus.RAISED, "child raised out of the harness", {},
+     "lane child raised: died of SIGKILL"),
+]
+
+
+@pytest.mark.parametrize("status, reason, modes, lane_reason", FAILED)
+def test_a_failed_child_is_one_error_finding_naming_its_status(status, reason, modes,
+                                                               lane_reason):
+    check, opts = small("ARIB-CONC-003", trials=1)
+    outcome = ChildOutcome(status, detail="died of SIGKILL", duration_s=4.5)
+    for finding, why, marks in (
+            (child_finding(check, SQLITE_FILE, opts, outcome, 12.34), reason, modes),
+            (child_finding(check, SQLITE_FILE, opts, outcome, 12.34, lane_child=True),
+             lane_reason, {})):
+        assert finding.verdict is Verdict.ERROR
+        assert finding.reason == why and finding.modes == marks
+        assert finding.traceback == "died of SIGKILL" and finding.duration_s == 4.5
+        assert (finding.invariant_id, finding.target) == (check.id, SQLITE_FILE.name)
+        assert finding.trials == finding.violating_trials == 0 and finding.seeds == ()
+        assert finding.params == {**opts.params, "loop": "asyncio", "run_seed": 0}
+
+
+def test_every_failed_child_status_is_covered_and_long_details_are_cut_for_the_bench():
+    assert {row[0] for row in FAILED} == set(ChildStatus) - {ChildStatus.OK}
+    check, opts = small("ARIB-CONC-003", trials=1)
+    outcome = ChildOutcome(ChildStatus.CRASH, detail="x" * 400)
+    lane = child_finding(check, REFERENCE, opts, outcome, 1.0, lane_child=True)
+    assert lane.reason == "lane child crash: " + "x" * 300 and lane.traceback == "x" * 400
+    plain = child_finding(check, REFERENCE, opts, ChildOutcome(ChildStatus.RAISED), 1.0)
+    assert plain.traceback is None and plain.duration_s == 0.0

@@ -33,6 +33,7 @@ from harness.model import (
     Admission,
     Counts,
     Finding,
+    MutantKey,
     MutantKind,
     MutantResult,
     MutantStatus,
@@ -250,10 +251,22 @@ def test_options_verify_claims_unless_told_they_were_verified(conc):
 def test_a_mutant_is_told_apart_by_lane_and_id():
     mutant = get_mutant("reference_lost_update")
     twin = dataclasses.replace(mutant, target="reference-twin")
-    assert admission._who(mutant) == admission._who(dataclasses.replace(mutant))
-    assert admission._who(mutant) != admission._who(twin)
-    assert admission._who(mutant) != admission._who(dataclasses.replace(mutant, id="m-x"))
-    assert admission._who(mutant) == f"reference:{mutant.id}"
+    assert mutant.key == dataclasses.replace(mutant).key
+    assert mutant.key != twin.key
+    assert mutant.key != dataclasses.replace(mutant, id="m-x").key
+    assert mutant.key == MutantKey("reference", mutant.id)
+    assert str(mutant.key) == f"reference:{mutant.id}"
+
+
+def test_a_job_is_gathered_by_check_role_and_its_mutant_on_a_lane_or_its_lane(conc):
+    mutant = get_mutant("reference_lost_update")
+    twin = dataclasses.replace(mutant, target="reference-twin")
+    assert admission._slot(_Job(conc, REFERENCE, None, 0, "clean")) == (
+        conc.id, "clean", REFERENCE.name)
+    assert admission._slot(_Job(conc, REFERENCE, mutant, 2, "mutant")) == (
+        conc.id, "mutant", MutantKey(REFERENCE.name, mutant.id))
+    assert admission._slot(_Job(conc, REFERENCE, twin, 2, "mutant")) != admission._slot(
+        _Job(conc, REFERENCE, mutant, 2, "mutant"))
 
 
 def test_ok_child_outcome_is_its_finding(conc):

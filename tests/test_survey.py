@@ -13,7 +13,7 @@ import pytest
 from checks.registry import get_check
 from harness.cache import AdmissionCache
 from harness.coverage import ModuleLines, Record
-from harness.model import MutantStatus, Trial, Verdict
+from harness.model import MutantKey, MutantStatus, Trial, Verdict
 from harness.mutation_report import validate_mutation_report
 from harness.survey import SURVEY_ENGINE, SurveyConfig, survey
 from harness.survey_lane import LaneSurvey
@@ -180,6 +180,13 @@ def test_the_survivors_file_is_applied_and_checked(lane: LaneSurvey) -> None:
                for p in problems)
     unlisted = {o.mutant.id for o in lane.survivors()}
     assert sum(1 for p in problems if "is not listed" in p) == len(unlisted) > 0
+
+
+def test_a_plan_keys_each_mutant_by_its_own_lane() -> None:
+    import harness.survey
+
+    plan = harness.survey._Plan(OPEN_CLOSE)
+    assert plan.key(KILLED) == MutantKey(OPEN_CLOSE.name, KILLED.id) != KILLED.key
 
 
 def test_scores_agree_with_the_outcomes(lane: LaneSurvey) -> None:
