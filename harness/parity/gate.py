@@ -40,11 +40,12 @@ from typing import Any
 from harness import results as _results
 from harness import scratch
 from harness.errors import UsageError
+from harness.execute import sdk_version
 from harness.parity.compare import Comparison, compare
 from harness.parity.generative import GeneratedCase, generate, replay_command
 from harness.parity.history import HistoryEntry, append_history, read_history
 from harness.parity.judge import budget_reasons, comparison_reasons, judge_history, lane_reasons
-from harness.parity.lanes import REFERENCE_LANE, LaneSpec, NotMeasured, select_lanes
+from harness.parity.lanes import REFERENCE_LANE, LaneSpec, select_lanes
 from harness.parity.mutants import ParityMutant, get_parity_mutant
 from harness.parity.options import GateOptions, out_inside_results
 from harness.parity.plan import LanePlan, plan_lanes, spread_service_lanes
@@ -70,8 +71,8 @@ from harness.parity.runner import (
     now_iso,
     preload,
     run_lanes,
-    sdk_version,
 )
+from harness.services import NotMeasured
 
 __all__ = [
     "KIND",
@@ -112,8 +113,8 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
     opts.validate()
     mutant = get_parity_mutant(opts.mutant) if opts.mutant else None
     lanes, not_measured = select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
-    known = {m.lane for m in not_measured}
-    not_measured = (*not_measured, *(m for m in opts.unavailable if m.lane not in known))
+    known = {m.name for m in not_measured}
+    not_measured = (*not_measured, *(m for m in opts.unavailable if m.name not in known))
     started_at = now_iso()
     started = time.perf_counter()
     try:

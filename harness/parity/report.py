@@ -15,12 +15,13 @@ from typing import Any
 from harness.model import ExitCode
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch
 from harness.parity.generative import GeneratedCase
-from harness.parity.lanes import REFERENCE_LANE, NotMeasured
+from harness.parity.lanes import REFERENCE_LANE
 from harness.parity.mutants import ParityMutant
 from harness.parity.normalize import rules_table
 from harness.parity.options import GateOptions
 from harness.parity.runner import LaneReport
 from harness.parity.workflows import domains
+from harness.services import NotMeasured
 
 KIND = "arib/agent-session-parity-v1"
 SCHEMA = "parity-report.schema.json"
@@ -183,7 +184,7 @@ class GateReport:
             "parameters": dict(self.parameters),
             "lanes": [lane.to_json() for lane in self.lanes],
             "reference_lane": self.reference_lane,
-            "not_measured": [n.to_json() for n in self.not_measured],
+            "not_measured": [{"lane": n.name, "reason": n.reason} for n in self.not_measured],
             "workflow_count": self.workflow_count,
             "domain_count": self.domain_count,
             "workflows": list(self.workflows),

@@ -16,7 +16,6 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +46,6 @@ class LaneStatus(str, enum.Enum):
     OK = "ok"  # every workflow and case ran to its end
     FAILED = "failed"  # at least one workflow or case raised (the lane still finished)
     ERROR = "error"  # the backend could not be built, a claim was false, or the child died
-
-
-def sdk_version() -> str:
-    """The installed openai-agents version."""
-    try:
-        return metadata.version("openai-agents")
-    except metadata.PackageNotFoundError:
-        return "not-installed"
 
 
 def now_iso() -> str:
