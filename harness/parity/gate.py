@@ -46,7 +46,7 @@ from harness.parity.generative import GeneratedCase, generate, replay_command
 from harness.parity.history import HistoryEntry, append_history, read_history
 from harness.parity.judge import budget_reasons, comparison_reasons, judge_history, lane_reasons
 from harness.parity.lanes import REFERENCE_LANE, LaneSpec, select_lanes
-from harness.parity.mutants import ParityMutant, get_parity_mutant
+from harness.parity.mutants import get_parity_mutant
 from harness.parity.options import GateOptions, out_inside_results
 from harness.parity.plan import LanePlan, plan_lanes, spread_service_lanes
 from harness.parity.report import (
@@ -73,6 +73,7 @@ from harness.parity.runner import (
     run_lanes,
 )
 from harness.services import NotMeasured
+from mutants.base import MutantSpec
 
 __all__ = [
     "KIND",
@@ -143,7 +144,7 @@ def _detail(exc: BaseException) -> str:
 def _failed_facts(
     opts: GateOptions,
     mode: str,
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
     not_measured: Sequence[NotMeasured],
     started_at: str,
 ) -> RunFacts:
@@ -172,7 +173,7 @@ def _safe(fn: Any) -> str:
 def _run_gate(
     opts: GateOptions,
     mode: str,
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
     lanes: Sequence[LaneSpec],
     not_measured: Sequence[NotMeasured],
 ) -> GateRun:
@@ -226,7 +227,7 @@ def _run_planned(
     lanes: Sequence[LaneSpec],
     opts: GateOptions,
     case_workflows: Sequence[tuple[int, Any]],
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
 ) -> list[LaneReport]:
     """Run the plan's fresh lanes; every lane's report (reused or fresh) in the lanes' order."""
     ran = run_lanes(

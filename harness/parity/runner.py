@@ -24,7 +24,7 @@ import anyio
 from harness.child import ChildStatus, run_jobs
 from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
-from harness.parity.mutants import ParityMutant
+from harness.parity.mutantkit import applies_to
 from harness.parity.options import LANE_TIMEOUT_S
 from harness.parity.workflows import (
     Read,
@@ -34,6 +34,7 @@ from harness.parity.workflows import (
     display,
     run_workflow,
 )
+from mutants.base import MutantSpec
 from targets.base import BuildContext, verify_claims
 
 LANE_KIND = "arib/agent-session-parity-lane-v1"
@@ -265,14 +266,14 @@ def _lane_job(
     cases: Sequence[tuple[int, Workflow]],
     services: Mapping[str, str],
     binding: Mapping[str, Any],
-    applied: ParityMutant | None,
+    applied: MutantSpec | None,
     tmpdir: str | None,
 ) -> Callable[[], LaneReport]:
     def job() -> LaneReport:
         cpu = time.process_time()
         os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
         if applied is not None:
-            applied.install()
+            applied.apply()
         report = anyio.run(
             run_lane_async,
             lane,
@@ -296,7 +297,7 @@ def run_lanes(
     cases: Sequence[tuple[int, Workflow]],
     *,
     services: Mapping[str, str],
-    mutant: ParityMutant | None = None,
+    mutant: MutantSpec | None = None,
     timeout_s: float = LANE_TIMEOUT_S,
     tmpdir: str | None = None,
     workers: int = 1,
@@ -308,7 +309,7 @@ def run_lanes(
     service targets derive their Redis key prefix and PostgreSQL tables from that root.
     """
     applied = [
-        mutant if mutant is not None and mutant.applies_to(lane.target.name, lane.loop.value)
+        mutant if mutant is not None and applies_to(mutant, lane.target.name, lane.loop.value)
         else None
         for lane, _ in lanes
     ]
@@ -347,7 +348,7 @@ def run_lane(
     *,
     services: Mapping[str, str],
     binding: Mapping[str, Any],
-    mutant: ParityMutant | None = None,
+    mutant: MutantSpec | None = None,
     timeout_s: float = LANE_TIMEOUT_S,
     tmpdir: str | None = None,
 ) -> LaneReport:
