@@ -43,7 +43,7 @@ from harness.errors import ResultsError
 from harness.model import MutantKind, MutantResult, MutantStatus
 from harness.results import load_schema
 from mutants.base import MutantSpec
-from mutants.generate import installed_source
+from mutants.hook import installed_source
 
 if TYPE_CHECKING:
     from checks.base import CheckSpec

@@ -41,6 +41,12 @@ class MutantSpec:
     source: str | None = None
     expected: Verdict = Verdict.VIOLATED
     claims: Claims | None = None
+    # Installed only under this event loop ("asyncio" or "uvloop"); None: under every loop.
+    loop: str | None = None
+    # The workflow written to see this mutant (a parity fault workflow), when there is one.
+    workflow: str | None = None
+    # Why no run can tell this mutant from the original, when none can (it must survive).
+    equivalent: str | None = None
 
     @property
     def key(self) -> MutantKey:

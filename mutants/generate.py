@@ -17,12 +17,10 @@ from __future__ import annotations
 import __future__
 
 import dataclasses
-import importlib.util
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -30,6 +28,7 @@ import libcst as cst
 from harness.errors import MutantDefinitionError, UnknownNameError
 from harness.model import MutantKind
 from mutants.base import MutantSpec, mutant_id
+from mutants.hook import installed_source
 from mutants.operators import OPERATORS, Operator, Replacement
 
 if TYPE_CHECKING:
@@ -351,17 +350,6 @@ def generate_from_source(
         dropped_details=tuple(dropped),
         sites_by_operator=sites_by_operator,
     )
-
-
-def installed_source(module: str) -> tuple[str, str]:
-    """The path and text of the installed module ``module`` (read only, never written)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not Path(spec.origin).is_file():
-        raise MutantDefinitionError(
-            f"module {module!r} is not installed as a source file; install the SDK extra "
-            f"that provides it"
-        )
-    return spec.origin, Path(spec.origin).read_text(encoding="utf-8")
 
 
 def generate(target: TargetSpec, operators: Iterable[str] | None = None) -> GenerationReport:

@@ -12,6 +12,10 @@ Nothing is written anywhere: the mutated code is compiled in memory under the fi
 ``<mutant /real/path.py>``, and ``linecache`` holds its lines under that name and under the
 real path, so tracebacks and ``inspect.getsource`` show the mutated lines while the module's
 ``__file__`` stays the real path.
+
+``installed_source(name)`` reads an installed module's path and text (the generator's input),
+and ``edited_source(name, original, replacement)`` makes one textual edit of it (the parity
+gate's generated-style mutants).
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+from harness.errors import MutantDefinitionError
 
 
 class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -185,6 +192,33 @@ def _remember_lines(finder: MutantFinder) -> None:
     for name in (finder.filename, finder.path):
         # mtime None: linecache.checkcache keeps the entry instead of re-reading the file.
         linecache.cache[name] = (len(finder.source), None, lines, name)
+
+
+def installed_source(module: str) -> tuple[str, str]:
+    """The path and text of the installed module ``module`` (read only, never written)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not Path(spec.origin).is_file():
+        raise MutantDefinitionError(
+            f"module {module!r} is not installed as a source file; install the SDK extra "
+            f"that provides it"
+        )
+    return spec.origin, Path(spec.origin).read_text(encoding="utf-8")
+
+
+def edited_source(module: str, original: str, replacement: str) -> str:
+    """The installed source of ``module`` with its one occurrence of ``original`` replaced.
+
+    The original text must occur exactly once; else ``MutantDefinitionError`` names the edit,
+    the file and the count.
+    """
+    origin, source = installed_source(module)
+    count = source.count(original)
+    if count != 1:
+        raise MutantDefinitionError(
+            f"mutant edit {original!r} -> {replacement!r} must match exactly once in {origin!r} "
+            f"but matches {count} times; make the original text more specific"
+        )
+    return source.replace(original, replacement, 1)
 
 
 def serve_mutated_module(module_name: str, source: str) -> None:

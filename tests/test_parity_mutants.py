@@ -19,9 +19,12 @@ from harness.model import ExitCode, MutantKind
 from harness.parity.fault_workflows import FAULT_WORKFLOWS
 from harness.parity.gate import GateOptions, check
 from harness.parity.lanes import Loop
+from harness.parity.mutantkit import must_kill, mutant_lane
 from harness.parity.mutants import PARITY_MUTANTS, get_parity_mutant
-from harness.parity.mutsource import installed_source, mutate_source
 from harness.parity.workflows import REFERENCE_WORKFLOWS
+from mutants.base import FORCED, HANDWRITTEN
+from mutants.hook import edited_source, installed_source
+from mutants.registry import get_mutant, handwritten_mutants
 
 # Enough of the pool to meet every defect: ordering, tool outputs, combining marks.
 KILLERS = tuple(
@@ -53,7 +56,9 @@ def gate(tmp_path: Path, **kw: Any) -> dict[str, Any]:
     name = kw.get("mutant")
     mutant = get_parity_mutant(name) if name else None
     lanes = (
-        ",".join([mutant.lane, *bystander(mutant.target)]) if mutant else ",".join(MUTANT_TARGETS)
+        ",".join([mutant_lane(mutant), *bystander(mutant.target)])
+        if mutant
+        else ",".join(MUTANT_TARGETS)
     )
     settings: dict[str, Any] = {
         "lanes": lanes,
@@ -72,12 +77,12 @@ def gate(tmp_path: Path, **kw: Any) -> dict[str, Any]:
 
 
 def test_every_fault_workflow_is_paired_with_a_mutant() -> None:
-    paired = {m.workflow for m in PARITY_MUTANTS if m.must_kill and m.workflow}
+    paired = {m.workflow for m in PARITY_MUTANTS if must_kill(m) and m.workflow}
     assert paired == {w.name for w in FAULT_WORKFLOWS}
 
 
 def test_the_pairing_has_handwritten_and_generated_mutants() -> None:
-    kinds = {m.kind for m in PARITY_MUTANTS if m.must_kill}
+    kinds = {m.kind for m in PARITY_MUTANTS if must_kill(m)}
     assert kinds == {MutantKind.HANDWRITTEN, MutantKind.GENERATED}
     assert len({m.id for m in PARITY_MUTANTS}) == len(PARITY_MUTANTS)
     for mutant in PARITY_MUTANTS:
@@ -93,7 +98,7 @@ def test_the_gate_passes_clean(tmp_path: Path) -> None:
     assert all(lane["mutant"] is None for lane in report["lanes"])
 
 
-@pytest.mark.parametrize("name", [m.name for m in PARITY_MUTANTS if m.must_kill])
+@pytest.mark.parametrize("name", [m.name for m in PARITY_MUTANTS if must_kill(m)])
 def test_the_gate_fails_on_each_mutant_and_names_only_its_lane(tmp_path: Path, name: str) -> None:
     mutant = get_parity_mutant(name)
     lane = f"{mutant.target}@{mutant.loop or 'asyncio'}"
@@ -135,7 +140,7 @@ def test_case_mismatches_carry_their_seed_and_replay_command(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [m.name for m in PARITY_MUTANTS if not m.must_kill])
+@pytest.mark.parametrize("name", [m.name for m in PARITY_MUTANTS if not must_kill(m)])
 def test_an_equivalent_mutant_does_not_fail_the_gate(tmp_path: Path, name: str) -> None:
     report = gate(tmp_path, mutant=name)
     assert report["ok"], report["fail_reasons"]
@@ -144,24 +149,39 @@ def test_an_equivalent_mutant_does_not_fail_the_gate(tmp_path: Path, name: str) 
 
 def test_generated_mutants_edit_exactly_once_and_never_write_site_packages() -> None:
     for mutant in (m for m in PARITY_MUTANTS if m.kind is MutantKind.GENERATED):
-        source, origin = installed_source(mutant.module)
+        origin, source = installed_source(mutant.module)
         before = hashlib.sha256(Path(origin).read_bytes()).hexdigest()
-        mutated = mutate_source(source, mutant.original, mutant.replacement, where=origin)
+        mutated = edited_source(mutant.module, mutant.original, mutant.replacement)
         assert mutated != source and mutated.count(mutant.replacement) >= 1
         assert hashlib.sha256(Path(origin).read_bytes()).hexdigest() == before
     with pytest.raises(MutantDefinitionError, match="matches 0 times"):
-        mutate_source("x = 1\n", "ORDER BY id ASC", "ORDER BY id DESC", where="m.py")
+        edited_source("agents.memory.sqlite_session", "ORDER BY no_such_column", "ORDER BY id")
+    many = installed_source("agents.memory.sqlite_session")[1].count("ORDER BY id")
+    assert many > 1
+    with pytest.raises(MutantDefinitionError, match=f"matches {many} times"):
+        edited_source("agents.memory.sqlite_session", "ORDER BY id", "ORDER BY id DESC")
     assert importlib.util.find_spec("agents.memory.sqlite_session") is not None
 
 
-def _reversed_by_private_helper() -> list[str]:
+def test_parity_mutants_are_kept_apart_from_the_checks_mutants() -> None:
+    check_ids = {m.id for m in (*HANDWRITTEN.values(), *FORCED.values())}
+    check_names = {m.name for m in (*HANDWRITTEN.values(), *FORCED.values())}
+    assert check_ids and check_names
+    assert not check_ids & {m.id for m in PARITY_MUTANTS}
+    assert not check_names & {m.name for m in PARITY_MUTANTS}
+    for mutant in PARITY_MUTANTS:
+        with pytest.raises(UnknownNameError, match=repr(mutant.name)):
+            get_mutant(mutant.name)
+    with pytest.raises(UnknownNameError, match="unknown parity mutant"):
+        get_parity_mutant(handwritten_mutants()[0].name)
+
+
+def _reversed_by_a_generated_parity_mutant() -> list[str]:
     import importlib
 
     import anyio
 
-    from harness.parity.mutsource import serve_edit
-
-    serve_edit("agents.memory.sqlite_session", "ORDER BY id ASC", "ORDER BY id DESC")
+    get_parity_mutant("parity_sqlite_order_desc").apply()
     module = importlib.import_module("agents.memory.sqlite_session")
     from agents.memory import sqlite_session  # the parent package attribute is rebound too
 
@@ -178,10 +198,10 @@ def _reversed_by_private_helper() -> list[str]:
     return anyio.run(run)
 
 
-def test_the_private_mutated_source_import_works_in_a_child_only() -> None:
+def test_a_generated_parity_mutant_is_served_by_the_hook_in_a_child_only() -> None:
     from harness.child import ChildStatus, run_one
 
-    outcome = run_one(_reversed_by_private_helper, timeout_s=60)
+    outcome = run_one(_reversed_by_a_generated_parity_mutant, timeout_s=60)
     assert outcome.status is ChildStatus.OK, outcome.detail
     assert outcome.value == ["b", "a"]
     import agents.memory.sqlite_session as parent_module

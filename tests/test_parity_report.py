@@ -11,7 +11,7 @@ import jsonschema
 from harness.model import ExitCode
 from harness.parity.history import HistoryEntry, append_history
 from harness.parity.judge import budget_reasons, judge_history, lane_reasons
-from harness.parity.lanes import REFERENCE_LANE, Loop, NotMeasured
+from harness.parity.lanes import REFERENCE_LANE, Loop
 from harness.parity.options import GateOptions
 from harness.parity.report import (
     SCHEMA,
@@ -27,6 +27,7 @@ from harness.parity.report import (
 from harness.parity.runner import LaneReport, LaneStatus
 from harness.parity.workflows import REFERENCE_WORKFLOWS
 from harness.results import SCHEMA_DIR
+from harness.services import NotMeasured
 
 SMALL = tuple(w for w in REFERENCE_WORKFLOWS if w.name in ("chat_multi_turn", "pop_item_undo"))
 

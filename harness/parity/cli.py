@@ -85,7 +85,7 @@ def options_from_args(
     unavailable: Sequence[tuple[str, str]] = (),
 ) -> Any:
     """GateOptions from parsed arguments (bad values raise UsageError)."""
-    from harness.parity.lanes import NotMeasured, parse_loops
+    from harness.parity.lanes import parse_loops
     from harness.parity.options import (
         DEFAULT_BUDGET_MS,
         DEFAULT_CASES,
@@ -95,6 +95,7 @@ def options_from_args(
         GateOptions,
         default_workers,
     )
+    from harness.services import NotMeasured
 
     cases = DEFAULT_CASES if args.cases is None else args.cases
     if args.case_seed is not None and args.cases is None:

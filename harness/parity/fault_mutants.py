@@ -16,7 +16,8 @@ import asyncio
 import sqlite3
 from typing import Any
 
-from harness.parity.mutantkit import ParityMutant, backend, generated, handwritten
+from harness.parity.mutantkit import backend, generated, handwritten
+from mutants.base import MutantSpec
 from targets.sdk import ADVANCED_SQLITE_MODULE, ASYNC_SQLITE_MODULE, SQLITE_MODULE
 
 REFERENCE_MODULE = "targets.reference"
@@ -223,7 +224,7 @@ def _advanced_tables_refused_by_driver_error() -> None:
     cls.__init__ = __init__
 
 
-FAULT_MUTANTS: tuple[ParityMutant, ...] = (
+FAULT_MUTANTS: tuple[MutantSpec, ...] = (
     handwritten(
         "parity_reference_keeps_cancelled_write",
         "reference",

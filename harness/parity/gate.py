@@ -40,12 +40,13 @@ from typing import Any
 from harness import results as _results
 from harness import scratch
 from harness.errors import UsageError
+from harness.execute import sdk_version
 from harness.parity.compare import Comparison, compare
 from harness.parity.generative import GeneratedCase, generate, replay_command
 from harness.parity.history import HistoryEntry, append_history, read_history
 from harness.parity.judge import budget_reasons, comparison_reasons, judge_history, lane_reasons
-from harness.parity.lanes import REFERENCE_LANE, LaneSpec, NotMeasured, select_lanes
-from harness.parity.mutants import ParityMutant, get_parity_mutant
+from harness.parity.lanes import REFERENCE_LANE, LaneSpec, select_lanes
+from harness.parity.mutants import get_parity_mutant
 from harness.parity.options import GateOptions, out_inside_results
 from harness.parity.plan import LanePlan, plan_lanes, spread_service_lanes
 from harness.parity.report import (
@@ -70,8 +71,9 @@ from harness.parity.runner import (
     now_iso,
     preload,
     run_lanes,
-    sdk_version,
 )
+from harness.services import NotMeasured
+from mutants.base import MutantSpec
 
 __all__ = [
     "KIND",
@@ -112,8 +114,8 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
     opts.validate()
     mutant = get_parity_mutant(opts.mutant) if opts.mutant else None
     lanes, not_measured = select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
-    known = {m.lane for m in not_measured}
-    not_measured = (*not_measured, *(m for m in opts.unavailable if m.lane not in known))
+    known = {m.name for m in not_measured}
+    not_measured = (*not_measured, *(m for m in opts.unavailable if m.name not in known))
     started_at = now_iso()
     started = time.perf_counter()
     try:
@@ -142,7 +144,7 @@ def _detail(exc: BaseException) -> str:
 def _failed_facts(
     opts: GateOptions,
     mode: str,
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
     not_measured: Sequence[NotMeasured],
     started_at: str,
 ) -> RunFacts:
@@ -171,7 +173,7 @@ def _safe(fn: Any) -> str:
 def _run_gate(
     opts: GateOptions,
     mode: str,
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
     lanes: Sequence[LaneSpec],
     not_measured: Sequence[NotMeasured],
 ) -> GateRun:
@@ -225,7 +227,7 @@ def _run_planned(
     lanes: Sequence[LaneSpec],
     opts: GateOptions,
     case_workflows: Sequence[tuple[int, Any]],
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
 ) -> list[LaneReport]:
     """Run the plan's fresh lanes; every lane's report (reused or fresh) in the lanes' order."""
     ran = run_lanes(

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from harness.parity.compare import Comparison
 from harness.parity.history import HISTORY_WINDOW, p95, read_history
-from harness.parity.mutants import ParityMutant
 from harness.parity.options import GateOptions
 from harness.parity.report import FailKind, FailReason, HistoryJudgement
 from harness.parity.runner import LaneReport, LaneStatus
+from mutants.base import MutantSpec
 
 
 def lane_reasons(reports: Sequence[LaneReport]) -> list[FailReason]:
@@ -138,7 +138,7 @@ def judge_history(
     sdk: str,
     case_count: int,
     elapsed_ms: float,
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
     failed_before: bool,
 ) -> tuple[HistoryJudgement, list[FailReason]]:
     """The p95 criterion over the comparable history samples, and its fail reasons.

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UnknownNameError, UsageError
+from harness.services import NotMeasured
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import (
@@ -45,17 +46,6 @@ class Loop(str, enum.Enum):
 # The in-memory lanes are the bench's own (targets.sdk); the parity history keys the
 # SQLAlchemy one by the name it had before it became a check lane.
 SQLALCHEMY_MEMORY = dataclasses.replace(SQLALCHEMY_SQLITE_MEMORY, name="sqlalchemy-memory")
-
-
-@dataclass(frozen=True)
-class NotMeasured:
-    """A lane the gate knows but could not run here, and why."""
-
-    lane: str
-    reason: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"lane": self.lane, "reason": self.reason}
 
 
 def encrypted_available() -> str | None:
@@ -172,10 +162,10 @@ def select_lanes(
             target_name, _, loop_name = name.partition("@")
             lane_loops = parse_loops(loop_name) if loop_name else tuple(loops)
             if target_name not in known:
-                gone = [m for m in missing if m.lane == target_name]
+                gone = [m for m in missing if m.name == target_name]
                 if gone:
                     continue  # listed in not_measured with its reason
-                names_ = [*known, *(m.lane for m in missing if m.lane not in known)]
+                names_ = [*known, *(m.name for m in missing if m.name not in known)]
                 raise UnknownNameError(
                     f"unknown parity lane {name!r}: use one of {', '.join(names_)} "
                     f"(optionally with @asyncio or @uvloop)"

@@ -1,92 +1,91 @@
-"""What a parity mutant is, and the two ways one is made (see ``harness.parity.mutants``).
+"""How a parity mutant is made: a ``MutantSpec`` of one backend lane (``harness.parity.mutants``).
 
-A mutant is installed only in the forked child of the lanes of its target (and, when ``loop``
-is set, only under that event loop), so exactly one lane diverges while every other lane stays
+A parity mutant is the bench's ``MutantSpec``, with the fields parity uses: ``loop`` (installed
+only under that event loop, when set), ``workflow`` (the fault workflow written to see it) and
+``equivalent`` (why no read can tell it from the original). It is installed only in the forked
+child of the lanes of its target, so exactly one lane diverges while every other lane stays
 clean: a hand-written mutant is an override (our own code) patched onto the backend class; a
 generated-style mutant is one textual edit of the installed module's source, served by the
-mutated-source import hook. Site-packages is never written.
+mutated-source import hook ``mutants.hook``. Site-packages is never written.
+
+The constructors here register nothing in ``mutants.base`` (``HANDWRITTEN``, ``FORCED``): the
+parity mutants live in parity's own table only, so admission and the survey never pair a check
+with one.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from harness.model import MutantKind
+from harness.model import MutantKind, Verdict
+from mutants.base import MutantSpec, mutant_id
 from mutants.base import load_class as backend
-from mutants.base import mutant_id
+from mutants.hook import edited_source, serve_mutated_module
 
-__all__ = ["ParityMutant", "backend", "generated", "handwritten"]
+__all__ = [
+    "applies_to",
+    "backend",
+    "generated",
+    "handwritten",
+    "must_kill",
+    "mutant_lane",
+    "parity_json",
+    "serve_edit",
+]
+
+TEXTUAL_EDIT = "textual-edit"
+HANDWRITTEN = "handwritten"
 
 
-@dataclass(frozen=True)
-class ParityMutant:
-    """One mutant of one backend lane, and whether the gate must fail on it."""
+def applies_to(mutant: MutantSpec, target: str, loop: str) -> bool:
+    """Whether ``mutant`` is installed in the lane of ``target`` under ``loop``."""
+    return target == mutant.target and mutant.loop in (None, loop)
 
-    name: str
-    kind: MutantKind
-    target: str
-    module: str
-    qualname: str
-    description: str
-    original: str
-    replacement: str
-    install: Callable[[], None]
-    equivalent: str | None = None
-    # Installed only under this event loop ("asyncio" or "uvloop"); None: every loop.
-    loop: str | None = None
-    # The workflow written to see this mutant (the mutant test runs it), when not the pool's.
-    workflow: str | None = None
 
-    def applies_to(self, target: str, loop: str) -> bool:
-        """Whether this mutant is installed in the lane of ``target`` under ``loop``."""
-        return target == self.target and self.loop in (None, loop)
+def mutant_lane(mutant: MutantSpec) -> str:
+    """The lane name ``mutant`` makes diverge (``target`` or ``target@loop``)."""
+    return mutant.target if mutant.loop is None else f"{mutant.target}@{mutant.loop}"
 
-    @property
-    def lane(self) -> str:
-        """The lane name this mutant makes diverge (``target`` or ``target@loop``)."""
-        return self.target if self.loop is None else f"{self.target}@{self.loop}"
 
-    @property
-    def id(self) -> str:
-        operator = "textual-edit" if self.kind is MutantKind.GENERATED else "handwritten"
-        return mutant_id(self.module, self.qualname, operator, self.original, self.replacement)
+def must_kill(mutant: MutantSpec) -> bool:
+    """Whether the gate must fail on ``mutant`` (it is not marked equivalent)."""
+    return mutant.equivalent is None
 
-    @property
-    def must_kill(self) -> bool:
-        return self.equivalent is None
 
-    def diff(self) -> str:
-        """The change, readable: a unified diff, or the override's code."""
-        if self.kind is MutantKind.HANDWRITTEN:
-            return f"# hand-written override of {self.module}.{self.qualname}\n{self.replacement}"
-        return "".join(
-            difflib.unified_diff(
-                [self.original + "\n"],
-                [self.replacement + "\n"],
-                fromfile=f"a/{self.module} ({self.qualname})",
-                tofile=f"b/{self.module} ({self.qualname})",
-            )
+def _edit_diff(mutant: MutantSpec) -> str:
+    """The change, readable: a unified diff of the edit, or the override's code."""
+    if mutant.kind is MutantKind.HANDWRITTEN:
+        return mutant.diff()
+    return "".join(
+        difflib.unified_diff(
+            [mutant.original + "\n"],
+            [mutant.replacement + "\n"],
+            fromfile=f"a/{mutant.module} ({mutant.qualname})",
+            tofile=f"b/{mutant.module} ({mutant.qualname})",
         )
+    )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "kind": self.kind.value,
-            "target": self.target,
-            "module": self.module,
-            "qualname": self.qualname,
-            "description": self.description,
-            "equivalent": self.equivalent,
-            "loop": self.loop,
-            "workflow": self.workflow,
-            "diff": self.diff(),
-        }
+
+def parity_json(mutant: MutantSpec) -> dict[str, Any]:
+    """The parity report's record of ``mutant`` (its edit as a one-line unified diff)."""
+    return {
+        "id": mutant.id,
+        "name": mutant.name,
+        "kind": mutant.kind.value,
+        "target": mutant.target,
+        "module": mutant.module,
+        "qualname": mutant.qualname,
+        "description": mutant.description,
+        "equivalent": mutant.equivalent,
+        "loop": mutant.loop,
+        "workflow": mutant.workflow,
+        "diff": _edit_diff(mutant),
+    }
 
 
 def handwritten(
@@ -99,22 +98,29 @@ def handwritten(
     *,
     loop: str | None = None,
     workflow: str | None = None,
-) -> ParityMutant:
+) -> MutantSpec:
     """A hand-written override mutant; its diff is ``fn``'s own source."""
     source = textwrap.dedent(inspect.getsource(fn))
-    return ParityMutant(
-        name=name,
+    return MutantSpec(
+        id=mutant_id(module, qualname, HANDWRITTEN, qualname, source),
         kind=MutantKind.HANDWRITTEN,
         target=target,
         module=module,
         qualname=qualname,
-        description=description,
+        operator=HANDWRITTEN,
         original=qualname,
         replacement=source,
-        install=fn,
+        description=description,
+        name=name,
+        patch=fn,
         loop=loop,
         workflow=workflow,
     )
+
+
+def serve_edit(module: str, original: str, replacement: str) -> None:
+    """Serve ``module`` with one textual edit of its installed source (in this process)."""
+    serve_mutated_module(module, edited_source(module, original, replacement))
 
 
 def generated(
@@ -128,30 +134,24 @@ def generated(
     equivalent: str | None = None,
     *,
     workflow: str | None = None,
-) -> ParityMutant:
-    """A one-edit mutant of the installed module's source (the edit must match once)."""
-    def install() -> None:
-        from harness.parity.mutsource import installed_source, mutate_source
+) -> MutantSpec:
+    """A one-edit mutant of the installed module's source (the edit must match once).
 
-        source, origin = installed_source(module)
-        mutated = mutate_source(source, original, replacement, where=origin)
-        serve: Callable[[str, str], object]
-        try:
-            from mutants.hook import serve_mutated_module as serve
-        except ImportError:  # the shared hook is absent: the private minimal one serves it
-            from harness.parity.mutsource import serve_source as serve
-        serve(module, mutated)
-
-    return ParityMutant(
-        name=name,
+    The source is read and edited when the mutant is applied, in the lane's child.
+    """
+    return MutantSpec(
+        id=mutant_id(module, qualname, TEXTUAL_EDIT, original, replacement),
         kind=MutantKind.GENERATED,
         target=target,
         module=module,
         qualname=qualname,
-        description=description,
+        operator=TEXTUAL_EDIT,
         original=original,
         replacement=replacement,
-        install=install,
-        equivalent=equivalent,
+        description=description,
+        name=name,
+        patch=functools.partial(serve_edit, module, original, replacement),
+        expected=Verdict.VIOLATED if equivalent is None else Verdict.HELD,
         workflow=workflow,
+        equivalent=equivalent,
     )

@@ -8,9 +8,11 @@ are in ``harness.parity.fault_mutants``; what a mutant is, in ``harness.parity.m
 
 - hand-written mutants are overrides, our own code, patched onto the backend class;
 - generated-style mutants are one textual edit of the installed module's source, served by the
-  mutated-source import hook ``mutants.hook.serve_mutated_module`` (or, where that is absent,
-  the minimal private ``harness.parity.mutsource.serve_source``); site-packages is never
+  mutated-source import hook ``mutants.hook.serve_mutated_module``; site-packages is never
   written.
+
+Each is a ``MutantSpec`` kept in this module's table only (``PARITY_MUTANTS``), never in the
+hand-written table of ``mutants.base``, so admission never pairs a check with one.
 
 An *equivalent* mutant changes the storage but not what any read returns; the gate cannot and
 must not fail on it. It is kept with its reason so that the blind spot is written down.
@@ -23,7 +25,8 @@ from typing import Any
 
 from harness.errors import UnknownNameError
 from harness.parity.fault_mutants import FAULT_MUTANTS
-from harness.parity.mutantkit import ParityMutant, backend, generated, handwritten
+from harness.parity.mutantkit import backend, generated, handwritten
+from mutants.base import MutantSpec
 from targets.sdk import (
     ADVANCED_SQLITE_MODULE,
     ASYNC_SQLITE_MODULE,
@@ -78,7 +81,7 @@ def _advanced_nfc_serialization() -> None:
     cls.add_items = add_items
 
 
-PARITY_MUTANTS: tuple[ParityMutant, ...] = (
+PARITY_MUTANTS: tuple[MutantSpec, ...] = (
     handwritten(
         "parity_sqlite_reversed_reads",
         "sqlite-file",
@@ -141,11 +144,12 @@ PARITY_MUTANTS: tuple[ParityMutant, ...] = (
 PARITY_MUTANTS = PARITY_MUTANTS + FAULT_MUTANTS
 
 
-def parity_mutants() -> tuple[ParityMutant, ...]:
+def parity_mutants() -> tuple[MutantSpec, ...]:
+    """Every parity mutant, the fault workflows' included."""
     return PARITY_MUTANTS
 
 
-def get_parity_mutant(name: str) -> ParityMutant:
+def get_parity_mutant(name: str) -> MutantSpec:
     """A parity mutant by name or id; an unknown one raises UnknownNameError listing the known."""
     for mutant in PARITY_MUTANTS:
         if name in (mutant.name, mutant.id):

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import UsageError
-from harness.parity.lanes import Loop, NotMeasured
+from harness.parity.lanes import Loop
+from harness.services import NotMeasured
 from targets.base import TargetSpec
 
 if TYPE_CHECKING:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.parity.lanes import LaneSpec
-from harness.parity.mutants import ParityMutant
 from harness.parity.options import GateOptions
 from harness.parity.report import FailKind, FailReason
 from harness.parity.retained import lane_report_path, load_retained
 from harness.parity.runner import LaneReport
+from mutants.base import MutantSpec
 
 
 def binding(
@@ -47,7 +47,7 @@ class LanePlan:
 def plan_lanes(
     lanes: Sequence[LaneSpec],
     opts: GateOptions,
-    mutant: ParityMutant | None,
+    mutant: MutantSpec | None,
     *,
     sdk: str,
     commit: str,

@@ -15,12 +15,14 @@ from typing import Any
 from harness.model import ExitCode
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch
 from harness.parity.generative import GeneratedCase
-from harness.parity.lanes import REFERENCE_LANE, NotMeasured
-from harness.parity.mutants import ParityMutant
+from harness.parity.lanes import REFERENCE_LANE
+from harness.parity.mutantkit import parity_json
 from harness.parity.normalize import rules_table
 from harness.parity.options import GateOptions
 from harness.parity.runner import LaneReport
 from harness.parity.workflows import domains
+from harness.services import NotMeasured
+from mutants.base import MutantSpec
 
 KIND = "arib/agent-session-parity-v1"
 SCHEMA = "parity-report.schema.json"
@@ -156,7 +158,7 @@ class GateReport:
     case_mismatches: tuple[WorkflowMismatch, ...]
     missing_cases: Mapping[str, list[str]]
     seed: int
-    mutant: ParityMutant | None = None
+    mutant: MutantSpec | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
     abstained: Mapping[str, list[tuple[str, str]]] = field(default_factory=dict)
 
@@ -183,7 +185,7 @@ class GateReport:
             "parameters": dict(self.parameters),
             "lanes": [lane.to_json() for lane in self.lanes],
             "reference_lane": self.reference_lane,
-            "not_measured": [n.to_json() for n in self.not_measured],
+            "not_measured": [{"lane": n.name, "reason": n.reason} for n in self.not_measured],
             "workflow_count": self.workflow_count,
             "domain_count": self.domain_count,
             "workflows": list(self.workflows),
@@ -217,7 +219,7 @@ class GateReport:
                 "missing_cases": {k: list(v) for k, v in self.missing_cases.items()},
                 "mismatches": [m.to_json() for m in self.case_mismatches],
             },
-            "mutant": self.mutant.to_json() if self.mutant else None,
+            "mutant": parity_json(self.mutant) if self.mutant else None,
         }
 
 
@@ -236,7 +238,7 @@ class RunFacts:
     started: str
     opts: GateOptions
     not_measured: tuple[NotMeasured, ...]
-    mutant: ParityMutant | None
+    mutant: MutantSpec | None
     history_path: str
 
 

@@ -16,7 +16,6 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import anyio
 from harness.child import ChildStatus, run_jobs
 from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
-from harness.parity.mutants import ParityMutant
+from harness.parity.mutantkit import applies_to
 from harness.parity.options import LANE_TIMEOUT_S
 from harness.parity.workflows import (
     Read,
@@ -35,6 +34,7 @@ from harness.parity.workflows import (
     display,
     run_workflow,
 )
+from mutants.base import MutantSpec
 from targets.base import BuildContext, verify_claims
 
 LANE_KIND = "arib/agent-session-parity-lane-v1"
@@ -47,14 +47,6 @@ class LaneStatus(str, enum.Enum):
     OK = "ok"  # every workflow and case ran to its end
     FAILED = "failed"  # at least one workflow or case raised (the lane still finished)
     ERROR = "error"  # the backend could not be built, a claim was false, or the child died
-
-
-def sdk_version() -> str:
-    """The installed openai-agents version."""
-    try:
-        return metadata.version("openai-agents")
-    except metadata.PackageNotFoundError:
-        return "not-installed"
 
 
 def now_iso() -> str:
@@ -274,14 +266,14 @@ def _lane_job(
     cases: Sequence[tuple[int, Workflow]],
     services: Mapping[str, str],
     binding: Mapping[str, Any],
-    applied: ParityMutant | None,
+    applied: MutantSpec | None,
     tmpdir: str | None,
 ) -> Callable[[], LaneReport]:
     def job() -> LaneReport:
         cpu = time.process_time()
         os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
         if applied is not None:
-            applied.install()
+            applied.apply()
         report = anyio.run(
             run_lane_async,
             lane,
@@ -305,7 +297,7 @@ def run_lanes(
     cases: Sequence[tuple[int, Workflow]],
     *,
     services: Mapping[str, str],
-    mutant: ParityMutant | None = None,
+    mutant: MutantSpec | None = None,
     timeout_s: float = LANE_TIMEOUT_S,
     tmpdir: str | None = None,
     workers: int = 1,
@@ -317,7 +309,7 @@ def run_lanes(
     service targets derive their Redis key prefix and PostgreSQL tables from that root.
     """
     applied = [
-        mutant if mutant is not None and mutant.applies_to(lane.target.name, lane.loop.value)
+        mutant if mutant is not None and applies_to(mutant, lane.target.name, lane.loop.value)
         else None
         for lane, _ in lanes
     ]
@@ -356,7 +348,7 @@ def run_lane(
     *,
     services: Mapping[str, str],
     binding: Mapping[str, Any],
-    mutant: ParityMutant | None = None,
+    mutant: MutantSpec | None = None,
     timeout_s: float = LANE_TIMEOUT_S,
     tmpdir: str | None = None,
 ) -> LaneReport:
