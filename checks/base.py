@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from harness.errors import ParameterError
-from harness.model import Trial
+from harness.ground.errors import ParameterError
+from harness.ground.model import Trial
 from targets.base import BuildContext, Handle, TargetSpec, close_session
 from targets.base import NotApplicable as NotApplicable  # re-exported: trials raise it
 

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from harness.errors import MutantDefinitionError, UnknownNameError
-from harness.model import MutantKind
+from harness.ground.errors import MutantDefinitionError, UnknownNameError
+from harness.ground.model import MutantKind
 from mutants.base import MutantSpec, mutant_id
 from mutants.operators import OPERATORS, Operator, Replacement
 

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from checks.base import CheckSpec
-from harness.errors import MutantDefinitionError
-from harness.model import MutantKey
+from harness.ground.errors import MutantDefinitionError
+from harness.ground.model import MutantKey
 from mutants.base import MutantSpec
 from mutants.generate import GenerationReport, generate, select
 from mutants.hook import prepare

@@ -10,8 +10,8 @@ from checks.base import Selector
 from checks.registry import get_check
 from harness.admission import AdmissionConfig, admit
 from harness.cache import AdmissionCache
-from harness.errors import GateError
-from harness.model import MutantKind, MutantStatus, Trial
+from harness.ground.errors import GateError
+from harness.ground.model import MutantKind, MutantStatus, Trial
 from targets.base import NotApplicable
 
 

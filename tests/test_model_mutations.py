@@ -27,9 +27,9 @@ from harness.admission import (
     mutant_timeout,
 )
 from harness.cache import AdmissionCache
-from harness.child import ChildOutcome, ChildStatus
 from harness.execute import derive_seed
-from harness.model import (
+from harness.ground.child import ChildOutcome, ChildStatus
+from harness.ground.model import (
     Admission,
     Counts,
     Finding,

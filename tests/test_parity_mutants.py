@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.errors import MutantDefinitionError, UnknownNameError
-from harness.model import ExitCode, MutantKind
+from harness.ground.errors import MutantDefinitionError, UnknownNameError
+from harness.ground.model import ExitCode, MutantKind
 from harness.parity.fault_workflows import FAULT_WORKFLOWS
 from harness.parity.gate import GateOptions, check
 from harness.parity.lanes import Loop
@@ -179,7 +179,7 @@ def _reversed_by_private_helper() -> list[str]:
 
 
 def test_the_private_mutated_source_import_works_in_a_child_only() -> None:
-    from harness.child import ChildStatus, run_one
+    from harness.ground.child import ChildStatus, run_one
 
     outcome = run_one(_reversed_by_private_helper, timeout_s=60)
     assert outcome.status is ChildStatus.OK, outcome.detail

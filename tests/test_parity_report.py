@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 
-from harness.model import ExitCode
+from harness.ground.model import ExitCode
 from harness.parity.history import HistoryEntry, append_history
 from harness.parity.judge import budget_reasons, judge_history, lane_reasons
 from harness.parity.lanes import REFERENCE_LANE, Loop, NotMeasured

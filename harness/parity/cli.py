@@ -2,7 +2,7 @@
 
 ``add_parser(subparsers)`` adds the ``parity`` command to an existing parser and
 ``handle(args)`` runs it; ``main(argv)`` is the same as a standalone program. Exit codes are
-``harness.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing ran.
+``harness.ground.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing ran.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BenchError, UsageError
-from harness.model import ExitCode
+from harness.ground.errors import BenchError, UsageError
+from harness.ground.model import ExitCode
 
 
 def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import UnknownNameError, UsageError
+from harness.ground.errors import UnknownNameError, UsageError
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import (

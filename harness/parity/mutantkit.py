@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model import MutantKind
+from harness.ground.model import MutantKind
 from mutants.base import load_class as backend
 from mutants.base import mutant_id
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from harness.errors import MutantDefinitionError
+from harness.ground.errors import MutantDefinitionError
 
 
 def installed_source(module_name: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import UsageError
+from harness.ground.errors import UsageError
 from harness.parity.lanes import Loop, NotMeasured
 from targets.base import TargetSpec
 

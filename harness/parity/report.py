@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model import ExitCode
+from harness.ground.model import ExitCode
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch
 from harness.parity.generative import GeneratedCase
 from harness.parity.lanes import REFERENCE_LANE, NotMeasured
