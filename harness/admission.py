@@ -178,9 +178,9 @@ def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[Muta
     pairs = [get_mutant(name) for name in check.mutants]
     problems: tuple[str, ...] = ()
     if config.generated:
-        from mutants.pool import generated_for_check
+        from mutants.pool import generated_for_selectors
 
-        generated, problems = generated_for_check(check)
+        generated, problems = generated_for_selectors(check.generated, sdk_version())
         pairs.extend(generated)
     return pairs, problems
 

@@ -33,7 +33,7 @@ from mutants.base import MutantSpec, mutant_id
 from mutants.operators import OPERATORS, Operator, Replacement
 
 if TYPE_CHECKING:
-    from checks.base import Selector
+    from harness.ground.selector import Selector
     from targets.base import TargetSpec
 
 
