@@ -22,7 +22,7 @@ from openai.types.responses.response_usage import OutputTokensDetails
 from checks._adv_model import Figures, Model
 from checks.base import NotApplicable, TrialContext, describe
 from checks.common import canonical, first_differences, label, tally
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 # The advanced API a check needs on the runtime object, else it abstains.
 BRANCH_API = ("create_branch_from_turn", "create_branch_from_content", "switch_to_branch",

@@ -15,7 +15,7 @@ import anyio
 
 from checks._problems import Problems
 from checks.base import NotApplicable, TrialContext, describe
-from harness.model import Trial
+from harness.ground.model import Trial
 
 CALL_TIMEOUT_S = 10.0
 

@@ -44,7 +44,7 @@ from openai.types.responses.response_compaction_item import ResponseCompactionIt
 
 from checks.base import NotApplicable, Param, TrialContext, describe
 from checks.common import canonical, label, read_items
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 COMPACTION_MODULE = "agents.memory.openai_responses_compaction_session"
 # Stores documented as able to replace a bounded suffix (by exact class), see the docstring.

@@ -31,8 +31,8 @@ from typing import Any
 
 import anyio
 
-from harness import interrupts
-from harness.child import die_with_parent, quiet_fork
+from harness.ground import interrupts
+from harness.ground.child import die_with_parent, quiet_fork
 
 Body = Callable[["Channel"], Awaitable[None]]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checks.common import label
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 if TYPE_CHECKING:
     from checks.base import TrialContext

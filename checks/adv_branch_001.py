@@ -47,7 +47,7 @@ from checks._adv_world import (
 )
 from checks.base import CheckSpec, Selector, TrialContext
 from checks.common import trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

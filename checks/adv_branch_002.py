@@ -43,7 +43,7 @@ from checks._adv_probe import (
 from checks._adv_world import TOOLS, reopen, write_turn
 from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import label, trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 Start = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[None]]
 SIDE = "side"

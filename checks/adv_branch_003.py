@@ -19,7 +19,7 @@ from checks._adv_probe import BRANCH_API, FAILED, Recorder, check_items, check_l
 from checks._adv_world import TOOLS, write_turn
 from checks.base import CheckSpec, Selector, TrialContext
 from checks.common import trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

@@ -40,7 +40,7 @@ from checks._adv_probe import (
 from checks._adv_world import TOOLS, check_peer, fill_peer, open_peer_first, reopen
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext
 from checks.common import canonical, label, read_items, trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 TERMS = ("hello world", "WORLD", "100%", "%", "_", "e_c", "\\temp", '"hi"', "café", "CAFÉ",
          "日本", "🚀", "parts text", "long long", "\n", "\t", "role", "answer")

@@ -48,7 +48,7 @@ from checks._adv_world import (
 )
 from checks.base import CheckSpec, Param, Selector, TrialContext, race
 from checks.common import trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

@@ -15,7 +15,7 @@ from checks._adv_probe import USAGE_API, Recorder, check_tools, require
 from checks._adv_world import write_turn
 from checks.base import CheckSpec, Selector, TrialContext
 from checks.common import trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 HOSTED = ("computer_call", "file_search_call", "web_search_call", "code_interpreter_call",
           "image_generation_call")

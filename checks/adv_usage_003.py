@@ -18,7 +18,7 @@ from checks._adv_probe import FAILED, USAGE_API, Recorder, check_usage, require,
 from checks._adv_world import reopen, store_usage, write_turn
 from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

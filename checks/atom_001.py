@@ -25,7 +25,7 @@ from typing import Any
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 # Stands for an item of an acknowledged write whose stored form the backend chose (it
 # stringified the unencodable value): it matches any item at its position.

@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from harness.errors import ParameterError
-from harness.model import Trial
+from harness.ground.errors import ParameterError
+from harness.ground.model import Trial
+from harness.ground.selector import Selector as Selector  # re-exported: checks name it
 from targets.base import BuildContext, Handle, TargetSpec, close_session
 from targets.base import NotApplicable as NotApplicable  # re-exported: trials raise it
 
@@ -35,18 +36,6 @@ class Param:
                 f"--param {check_id}.{self.name}={self.default}"
             )
         return value
-
-
-@dataclass(frozen=True)
-class Selector:
-    """Names generated mutants a check must kill: backend lane, qualified name, operator."""
-
-    target: str
-    qualname: str = "*"
-    operator: str = "*"
-
-    def to_json(self) -> dict[str, str]:
-        return {"target": self.target, "qualname": self.qualname, "operator": self.operator}
 
 
 @dataclass(frozen=True)

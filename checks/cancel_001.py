@@ -32,7 +32,7 @@ import anyio
 from checks._stores import require_shared_store
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 from targets.base import BuildContext, Handle
 
 CHECK_ID = "ARIB-CANCEL-001"

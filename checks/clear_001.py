@@ -36,7 +36,7 @@ import anyio.lowlevel
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, judged_trial, label, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 @dataclass(frozen=True)

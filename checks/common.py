@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 if TYPE_CHECKING:
     from checks.base import Param, TrialContext

@@ -54,7 +54,7 @@ from checks.atom_001 import Unencodable
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import read_items, tally, trials_param
 from checks.iso_001 import PEER_SUFFIX, open_peer
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 # Trial i runs fault CYCLE[(i // 2) % len] (lanes without a terminal close skip that one);
 # even trials send the whole history, odd ones a seeded SessionSettings.limit window.

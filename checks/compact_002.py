@@ -44,7 +44,7 @@ from checks._compaction import (
 from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 def replaced_suffix(stored: Sequence[Any], final: Sequence[Any], output: Sequence[Any]) -> bool:

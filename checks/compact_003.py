@@ -49,7 +49,7 @@ from checks._compaction import (
 from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 OPS = ("append", "pop", "clear")
 

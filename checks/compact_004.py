@@ -69,7 +69,7 @@ from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from checks.iso_001 import open_peer
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 ENCRYPT_MODULE = "agents.extensions.memory.encrypt_session"
 PEER_PREFIX = "0peer-"

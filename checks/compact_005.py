@@ -50,7 +50,7 @@ from checks._compaction import Expectation as Expected
 from checks._stores import reader_of
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import tally, trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 
 class AtCount:

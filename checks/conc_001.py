@@ -6,7 +6,7 @@ import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import first_differences, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

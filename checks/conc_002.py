@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe, race, race_close
 from checks.common import trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

@@ -41,7 +41,7 @@ from typing import Any
 
 from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 MODES = ("loud_refusal", "silent_drop", "silent_commit", "raise_but_committed")
 OPS = ("add", "add([])", "pop", "clear")

@@ -36,7 +36,7 @@ from typing import Any
 from checks._stores import PEER_SUFFIX, open_peer
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-CORRUPT-001"
 

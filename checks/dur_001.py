@@ -24,7 +24,7 @@ from checks import _forked
 from checks._stores import process_local_store
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 READY_TIMEOUT_S = 20.0
 ACK_TIMEOUT_S = 20.0

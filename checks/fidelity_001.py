@@ -17,7 +17,7 @@ from typing import Any
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 Item = dict[str, Any]
 

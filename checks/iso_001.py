@@ -30,7 +30,7 @@ import anyio
 from checks._stores import PEER_SUFFIX, open_peer, require_shared_store
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 @dataclasses.dataclass

@@ -27,7 +27,7 @@ from typing import Any
 from checks._stores import open_peer, require_shared_store
 from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 SUFFIX = ":counter"
 

@@ -32,7 +32,7 @@ from typing import Any
 from checks._problems import Problem, labels, problems_trial
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-KEY-001"
 # Another fixed, public test key (32 bytes, urlsafe base64, as Fernet keys are): not a secret.

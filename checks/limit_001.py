@@ -47,7 +47,7 @@ from checks.common import (
     tally,
     trials_param,
 )
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 from targets.base import Handle
 
 

@@ -32,7 +32,7 @@ import anyio.to_thread
 from checks._sqlite_faults import SqliteWatch
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, first_differences, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-LOCK-001"
 

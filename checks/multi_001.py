@@ -35,7 +35,7 @@ from checks.base import (
     describe,
 )
 from checks.common import first_differences, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 from targets.base import Handle
 
 CHECK_ID = "ARIB-MULTI-001"

@@ -31,7 +31,7 @@ from checks.common import (
     tally,
     trials_param,
 )
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, first_differences, label, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 SECOND_MARGIN_S = 0.02  # past the second boundary, so the second batch is in the next second
 

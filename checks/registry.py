@@ -8,7 +8,7 @@ import re
 from types import ModuleType
 
 from checks.base import CheckSpec
-from harness.errors import CheckDefinitionError, UnknownNameError
+from harness.ground.errors import CheckDefinitionError, UnknownNameError
 
 INFRASTRUCTURE = {"base", "common", "registry"}
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")

@@ -38,7 +38,7 @@ import anyio
 from checks._calls import ProblemLog, Stop
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 CHECK_ID = "ARIB-RELEASE-001"
 OP_TIMEOUT_S = 10.0

@@ -6,7 +6,7 @@ import copy
 
 from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import first_differences, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 def model_batch(tag: str) -> list[dict[str, object]]:

@@ -40,7 +40,7 @@ from checks._problems import Problems
 from checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 CHECK_ID = "ARIB-RETRY-001"
 OPS = ("add", "pop", "clear")

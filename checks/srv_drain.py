@@ -37,7 +37,7 @@ import anyio.lowlevel
 
 from checks.base import Barrier, CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, first_differences, label, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 KINDS = ("add", "pop", "read")
 

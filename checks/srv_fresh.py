@@ -23,7 +23,7 @@ from typing import Any
 
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe, race
 from checks.common import canonical, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 FIRST_CALLS: tuple[str, ...] = ("pop_item()", "clear_session()", "get_items()",
                                 "get_items(limit=2)")

@@ -47,7 +47,7 @@ import anyio
 from checks._netfault import Cut, Direction, Relayed, relayed
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, first_differences, label, read_items, tally, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 # How long a held request stays in flight, and how long after a call ends its effect must
 # have settled (a second read then must agree with the first).

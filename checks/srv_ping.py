@@ -32,7 +32,7 @@ import anyio
 from checks._netfault import CutProxy, relayed
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 # The longest a ping may take to answer, live or down, before it counts as hung.
 PING_DEADLINE_S = 5.0

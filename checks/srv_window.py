@@ -31,7 +31,7 @@ import anyio
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
 from checks.iso_001 import PEER_SUFFIX, open_peer
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 def edge_limits(history_len: int, last_batch: int) -> list[int | None]:

@@ -34,7 +34,7 @@ import anyio
 from checks._calls import CALL_TIMEOUT_S, ProblemLog, Stop
 from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 CHECK_ID = "ARIB-TABLES-001"
 

@@ -40,7 +40,7 @@ import anyio
 from checks._problems import Problems
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, label, read_items, trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-TTL-001"
 # A read counts as "before the ttl" only if it ended this long before the ttl passed since the

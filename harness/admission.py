@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 
 from checks.base import CheckSpec
 from harness.cache import AdmissionCache
-from harness.child import ChildOutcome, ChildStatus, run_jobs
-from harness.errors import GateError
 from harness.execute import (
     RunOptions,
     child_finding,
@@ -35,8 +33,9 @@ from harness.execute import (
     run_check,
     sdk_version,
 )
-from harness.keys import verdict_key
-from harness.model import (
+from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
+from harness.ground.errors import GateError
+from harness.ground.model import (
     Admission,
     Cell,
     CleanBase,
@@ -48,6 +47,7 @@ from harness.model import (
     Verdict,
     mutant_status,
 )
+from harness.keys import verdict_key
 from harness.progress import Progress
 from mutants.base import MutantSpec
 from mutants.pool import schedule
@@ -178,9 +178,9 @@ def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[Muta
     pairs = [get_mutant(name) for name in check.mutants]
     problems: tuple[str, ...] = ()
     if config.generated:
-        from mutants.pool import generated_for_check
+        from mutants.pool import generated_for_selectors
 
-        generated, problems = generated_for_check(check)
+        generated, problems = generated_for_selectors(check.generated, sdk_version())
         pairs.extend(generated)
     return pairs, problems
 

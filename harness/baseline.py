@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.compare import GateResult, cells, gate, version_key
-from harness.errors import ResultsError, UsageError
-from harness.model import Cell
+from harness.ground.errors import ResultsError, UsageError
+from harness.ground.model import Cell
 from harness.results import RUN_GLOB, atomic_write_text, folder_lock, read_results
 from harness.run_coverage import coverage_of
 

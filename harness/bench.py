@@ -15,10 +15,11 @@ from typing import Any
 from checks.base import CheckSpec
 from harness.admission import GRACE_S, AdmissionConfig, admit
 from harness.cache import AdmissionCache
-from harness.child import ChildOutcome, run_jobs
 from harness.execute import RunOptions, child_finding, error_finding, run_check, sdk_version
+from harness.ground.child import ChildOutcome, run_jobs
+from harness.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
+from harness.ground.services import ServiceManager
 from harness.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
-from harness.model import Admission, ExitCode, Finding, Verdict, exit_code
 from harness.progress import Progress
 from harness.report import render_markdown
 from harness.results import (
@@ -30,7 +31,6 @@ from harness.results import (
     writable_folder,
 )
 from harness.run_coverage import RunCoverage, known_selection, not_admitted
-from harness.services import ServiceManager
 from targets.base import TargetSpec
 
 RESULTS_DIR = Path("results")

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.model import MutantResult
+from harness.ground.model import MutantResult
 from harness.results import atomic_write_text
 
 DEFAULT_DIR = Path(os.environ.get("ARIB_CACHE_DIR", ".arib-cache"))

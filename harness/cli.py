@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import BenchError, ParameterError, UsageError
-from harness.model import ExitCode, MutantStatus
+from harness.ground.errors import BenchError, ParameterError, UsageError
+from harness.ground.model import ExitCode, MutantStatus
 
 KNOWN_LOOPS = ("asyncio", "uvloop")
 
@@ -83,9 +83,9 @@ def _at_least(value: int, least: int, option: str, why: str) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import BenchConfig, run_bench
     from harness.cache import AdmissionCache
+    from harness.ground.services import ServiceManager
     from harness.results import writable_folder
     from harness.run_coverage import known_selection
-    from harness.services import ServiceManager
     from targets.registry import parse_lanes
 
     _expect_sdk(args.sdk)
@@ -187,8 +187,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_admit(args: argparse.Namespace) -> int:
     from harness.admission import AdmissionConfig, admit
     from harness.cache import AdmissionCache
+    from harness.ground.services import ServiceManager
     from harness.lanes import services_for_checks
-    from harness.services import ServiceManager
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -257,11 +257,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run one check on one lane (a replay), with the servers the lane needs."""
     import dataclasses
 
-    from harness.child import ChildStatus, run_one
     from harness.execute import run_check
+    from harness.ground.child import ChildStatus, run_one
+    from harness.ground.model import exit_code
+    from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
-    from harness.model import exit_code
-    from harness.services import ServiceManager
 
     check, lane, mutant, opts = _run_selection(args)
     with ServiceManager() as manager:
@@ -287,9 +287,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_survey(args: argparse.Namespace) -> int:
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
+    from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
     from harness.results import atomic_write_text
-    from harness.services import ServiceManager
     from harness.survey import SurveyConfig, survey
     from harness.survey_report import render_text, survey_mutation_report, write_survey
     from harness.survey_scores import gate, parse_fail_under
@@ -420,9 +420,9 @@ def cmd_parity(args: argparse.Namespace) -> int:
     Every argument is checked before any server starts (a usage error costs no server), and
     only the servers of the lanes the selection names are started.
     """
+    from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
     from harness.parity.cli import handle, validate_args
-    from harness.services import ServiceManager
     from targets.services import SERVICE_TARGETS
 
     service_lanes = tuple(t for t in SERVICE_TARGETS if t.service is not None)
@@ -553,12 +553,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run a command, turning misuse into one clear line and an exit code.
 
-    SIGINT, SIGTERM and SIGHUP stop a command the same way (harness.interrupts): what was
+    SIGINT, SIGTERM and SIGHUP stop a command the same way (harness.ground.interrupts): what was
     measured is written, children and servers are stopped, and the exit status is 128 + the
     signal's number. A harness crash (an exception no command expects) exits 4 with one
     line and its traceback, never 1, which means "violated".
     """
-    from harness import interrupts, scratch
+    from harness.ground import interrupts, scratch
 
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     parser = build_parser()

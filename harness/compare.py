@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.model import Cell
+from harness.ground.model import Cell
 from harness.results import read_results
 from harness.run_coverage import coverage_of
 

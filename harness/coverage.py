@@ -37,9 +37,9 @@ from types import CodeType, FrameType
 from typing import Any
 
 from checks.base import CheckSpec
-from harness.errors import BenchError
 from harness.execute import RunOptions, run_check
-from harness.model import Finding
+from harness.ground.errors import BenchError
+from harness.ground.model import Finding
 from harness.mutation_report import SourceText, changed_span, site_span
 from mutants.base import MutantSpec
 from targets.base import TargetSpec

@@ -1,6 +1,6 @@
 """Runs one check on one target, in this process, and turns what happened into a Finding.
 
-Meant to be called inside a child process (see harness.child): a mutant is installed first,
+Meant to be called inside a child process (see harness.ground.child): a mutant is installed first,
 then every trial runs on a fresh temporary root with its own seed. An exception escaping a
 check body, a target that cannot be built, a false claim or a timeout becomes an ``error``
 finding with its traceback; nothing here raises because of a backend.
@@ -29,9 +29,9 @@ from typing import Any
 import anyio
 
 from checks.base import CheckSpec, NotApplicable, TrialContext
-from harness import scratch
-from harness.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
-from harness.model import Counts, Finding, Trial, Verdict
+from harness.ground import scratch
+from harness.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
+from harness.ground.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
 from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 
@@ -59,7 +59,7 @@ def fast_tmpdir() -> str | None:
 
     The invariants judged there are about concurrency, close and redelivery, not durability;
     the bench itself measures on the default temporary folder (a real disk). Only the base:
-    ``run_check`` works in this run's private folder under it (harness.scratch).
+    ``run_check`` works in this run's private folder under it (harness.ground.scratch).
     """
     return scratch.fast_base()
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from checks.base import CheckSpec
-from harness.errors import ServiceError
-from harness.services import NotMeasured, ServiceManager
+from harness.ground.errors import ServiceError
+from harness.ground.services import NotMeasured, ServiceManager
 from targets.base import TargetSpec
 
 

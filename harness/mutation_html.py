@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ResultsError
+from harness.ground.errors import ResultsError
 from harness.mutation_report import validate_mutation_report
 from harness.results import atomic_write_text
 
@@ -172,7 +172,7 @@ def render_page(report: Mapping[str, Any], bundle: str = BUNDLE_NAME) -> str:
 
 def check_out_dir(out_dir: Path) -> None:
     """Refuse an ``out_dir`` that is a file or cannot be created or written (UsageError)."""
-    from harness.errors import UsageError
+    from harness.ground.errors import UsageError
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -39,8 +39,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import ResultsError
-from harness.model import MutantKind, MutantResult, MutantStatus
+from harness.ground.errors import ResultsError
+from harness.ground.model import MutantKind, MutantResult, MutantStatus
 from harness.results import load_schema
 from mutants.base import MutantSpec
 from mutants.hook import installed_source

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.model import Cell
+from harness.ground.model import Cell
 from harness.seed import SEED_CELLS, SEED_NOTES, SEED_SDK
 
 SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",

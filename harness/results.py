@@ -18,8 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ResultsError, UsageError
-from harness.model import Admission, Finding
+from harness.ground.errors import ResultsError, UsageError
+from harness.ground.model import Admission, Finding
 
 SCHEMA_VERSION = 1
 LOCK_NAME = ".arib.lock"

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from checks.registry import ID_RULE, load_checks
-from harness.errors import UsageError
+from harness.ground.errors import UsageError
 from targets.registry import get_target
 
 CHECK_TEMPLATE = '''"""{check_id}: TODO the invariant in one sentence."""
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from checks.base import CheckSpec, Selector, TrialContext
 from checks.common import trials_param
-from harness.model import Counts, Trial
+from harness.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

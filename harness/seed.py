@@ -8,7 +8,7 @@ SQLAlchemySession, which has no close(); everything else held.
 
 from __future__ import annotations
 
-from harness.model import Cell
+from harness.ground.model import Cell
 
 SEED_SDK = "0.19.2"
 

@@ -3,7 +3,7 @@
 mutmut writes its working copy to ``./mutants/`` of the directory it runs in, which here would
 be our own ``mutants`` package. So the sources and the chosen tests are copied into a staging
 directory (``build/mutmut-staging/`` by default, gitignored, wiped at every run) and mutmut
-runs there. Only ``harness/model.py`` and the pure functions of ``harness/admission.py`` are
+runs there. Only ``harness/ground/model.py`` and the pure functions of ``harness/admission.py`` are
 mutated; the other packages are copied unmutated so that the staged tests import nothing
 from the work tree.
 
@@ -28,12 +28,12 @@ from pathlib import Path
 
 import libcst as cst
 
-from harness.interrupts import run_in_group
+from harness.ground.interrupts import run_in_group
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STAGING = ROOT / "build" / "mutmut-staging"
 PACKAGES = ("harness",)
-MUTATED = ("harness/model.py", "harness/admission.py")
+MUTATED = ("harness/ground/model.py", "harness/admission.py")
 TESTS = (
     "tests/__init__.py",
     "tests/conftest.py",

@@ -38,7 +38,6 @@ from harness.admission import (
     run_status,
 )
 from harness.cache import AdmissionCache
-from harness.child import ChildOutcome, ChildStatus, run_jobs
 from harness.coverage import ModuleLines, covered_run, read_record
 from harness.execute import (
     RunOptions,
@@ -48,9 +47,8 @@ from harness.execute import (
     lane_claims,
     run_check,
 )
-from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
-from harness.keys import verdict_key
-from harness.model import (
+from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
+from harness.ground.model import (
     Cell,
     CleanBase,
     Finding,
@@ -59,6 +57,8 @@ from harness.model import (
     MutantStatus,
     Verdict,
 )
+from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
+from harness.keys import verdict_key
 from harness.progress import Progress
 from harness.survey_lane import LaneSurvey, MutantOutcome
 from harness.survey_scores import lane_status

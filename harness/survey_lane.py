@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.coverage import to_ranges
-from harness.model import CleanBase, MutantResult, MutantStatus
+from harness.ground.model import CleanBase, MutantResult, MutantStatus
 from harness.survey_scores import LANE_WIDE, Scores
 from harness.survivors import UNKILLED as UNKILLED_VALUES
 from harness.survivors import Entry, disagreements

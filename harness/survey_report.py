@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.coverage import to_ranges
 from harness.execute import python_version, sdk_version
-from harness.model import MutantKey, MutantStatus
+from harness.ground.model import MutantKey, MutantStatus
 from harness.mutation_report import (
     STATUS_MAP,
     SourceText,

@@ -3,7 +3,7 @@
 How each number is computed (the README's survey section says the same):
 
 - A pair (check, mutant) on a lane is ``killed``, ``survived``, ``flaky``, ``timeout`` or
-  ``error`` when it was run (``harness.model.mutant_status`` over the reruns); it is
+  ``error`` when it was run (``harness.ground.model.mutant_status`` over the reruns); it is
   ``no_coverage`` when the check's clean runs never executed the mutant's lines, and
   ``not_judgeable`` when the check's clean base was not ``held`` in every rerun; neither is
   run.
@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import UsageError
-from harness.model import MutantStatus
+from harness.ground.errors import UsageError
+from harness.ground.model import MutantStatus
 
 S = MutantStatus
 # The order statuses are listed in, everywhere.

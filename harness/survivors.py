@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BenchError
-from harness.model import MutantKey
+from harness.ground.errors import BenchError
+from harness.ground.model import MutantKey
 
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS_DIR = ROOT / "mutants" / "survivors"

@@ -7,7 +7,7 @@ of parallel workers (the machine's cores). A third row shows ours under mutmut's
 rule, 15 x (clean run + 1 s), instead of the check's fixed timeout:
 
 - ours: the libcst mutants of ``mutants.generate.generate(SQLITE_FILE)``, each judged by
-  ``harness.execute.run_check`` in a forked child of ``harness.child.run_jobs``; a clean
+  ``harness.execute.run_check`` in a forked child of ``harness.ground.child.run_jobs``; a clean
   run of the unmutated backend goes first in the same batch;
 - mutmut: a temporary project (deleted after the run, never committed) holding a copy of the
   installed module as ``sqlite_session_copy.py`` (relative imports made absolute) and one
@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import scratch
-from harness.interrupts import run_in_group
+from harness.ground import scratch
+from harness.ground.interrupts import run_in_group
 from harness.results import atomic_write_text, environment, harness_commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ import os
 import {copy}
 from checks.conc_001 import CHECK
 from harness.execute import RunOptions, fast_tmpdir, run_check
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.sdk import SQLITE_FILE, _file_builder
 
 PARAMS = {params}
@@ -134,9 +134,9 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     """
     from checks.conc_001 import CHECK
     from harness.admission import MUTANT_GRACE_S, mutant_timeout
-    from harness.child import ChildStatus, run_jobs
     from harness.execute import RunOptions, fast_tmpdir, run_check
-    from harness.model import Verdict
+    from harness.ground.child import ChildStatus, run_jobs
+    from harness.ground.model import Verdict
     from mutants.generate import generate
     from mutants.pool import schedule
     from targets.sdk import SQLITE_FILE
@@ -310,7 +310,8 @@ def table(runs: Sequence[ToolRun]) -> str:
 
 def runner_settings() -> dict[str, Any]:
     """The settings of our runner that shape its throughput, recorded with the figures."""
-    from harness import admission, child, execute
+    from harness import admission, execute
+    from harness.ground import child
 
     return {
         "mutant_time_limit": f"{admission.TIMEOUT_FACTOR:g} x clean run, at least "

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model import MutantKey, MutantKind, Verdict
+from harness.ground.model import MutantKey, MutantKind, Verdict
 from targets.base import Claims
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
-from harness.model import MutantStatus
+from harness.ground.model import MutantStatus
 from mutants.base import MutantSpec
 
 # CO_OPTIMIZED | CO_NEWLOCALS: set on function code, not on module or class-body code.

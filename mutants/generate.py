@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from harness.errors import MutantDefinitionError, UnknownNameError
-from harness.model import MutantKind
+from harness.ground.errors import MutantDefinitionError, UnknownNameError
+from harness.ground.model import MutantKind
 from mutants.base import MutantSpec, mutant_id
 from mutants.hook import installed_source
 from mutants.operators import OPERATORS, Operator, Replacement
 
 if TYPE_CHECKING:
-    from checks.base import Selector
+    from harness.ground.selector import Selector
     from targets.base import TargetSpec
 
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.errors import MutantDefinitionError
+from harness.ground.errors import MutantDefinitionError
 
 
 class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -6,9 +6,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from checks.base import CheckSpec
-from harness.errors import MutantDefinitionError
-from harness.model import MutantKey
+from harness.ground.errors import MutantDefinitionError
+from harness.ground.model import MutantKey
+from harness.ground.selector import Selector
 from mutants.base import MutantSpec
 from mutants.generate import GenerationReport, generate, select
 from mutants.hook import prepare
@@ -31,17 +31,17 @@ def generated_for_lane(lane: str) -> GenerationReport:
 SELECTORS_SDK = "0.24.0"
 
 
-def generated_for_check(check: CheckSpec) -> tuple[tuple[MutantSpec, ...], tuple[str, ...]]:
-    """The generated mutants a check's selectors name, and one problem line per bad selector
-    (on the SDK version the selectors are written against)."""
-    from harness.execute import sdk_version
-
-    strict = sdk_version() == SELECTORS_SDK
+def generated_for_selectors(selectors: Sequence[Selector], sdk: str
+                            ) -> tuple[tuple[MutantSpec, ...], tuple[str, ...]]:
+    """The generated mutants a check's ``selectors`` name, and one problem line per bad
+    selector (only on ``sdk`` == SELECTORS_SDK, the version the selectors are written against;
+    the caller passes the installed SDK version)."""
+    strict = sdk == SELECTORS_SDK
     # By lane and id: lanes built on one module (SQLAlchemy on SQLite and on PostgreSQL) share
     # the module's mutant ids, and each lane's mutant is a pair of its own.
     chosen: dict[MutantKey, MutantSpec] = {}
     problems: list[str] = []
-    for selector in check.generated:
+    for selector in selectors:
         try:
             pool = generated_for_lane(selector.target).mutants
             for mutant in select(pool, selector):

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from mutants.base import handwritten, load_class
 from targets.base import Claims
 

@@ -6,7 +6,7 @@ import importlib
 import pkgutil
 
 import mutants
-from harness.errors import UnknownNameError
+from harness.ground.errors import UnknownNameError
 from mutants.base import FORCED, HANDWRITTEN, MutantSpec
 
 # Modules of the mutants package that hold machinery, not hand-written mutants.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.errors import UnknownNameError
+from harness.ground.errors import UnknownNameError
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import LOCAL_TARGETS

@@ -1,7 +1,7 @@
 """Adapters for the openai-agents backends that need a server or an extra package.
 
 Redis and PostgreSQL lanes read their server URL from ``ctx.services`` (filled from
-``harness.services.ServiceManager.services``); every trial gets its own store on that server
+``harness.ground.services.ServiceManager.services``); every trial gets its own store on that server
 (a Redis key prefix, or a pair of PostgreSQL tables, derived from the trial's root), and
 ``reopen()`` opens a fresh instance on the same store. The encrypted lanes need no server,
 only ``cryptography``. MongoDB and Dapr are listed as not measured, with the reason.
@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.errors import ServiceError
-from harness.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
+from harness.ground.errors import ServiceError
+from harness.ground.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
 from targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
 from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, redis_list_writer, sqlite_row_writer
 from targets.sdk import SQLALCHEMY_RETRY_NOTE, SQLITE_BUSY_TIMEOUT_S
@@ -67,7 +67,7 @@ def _service_url(ctx: BuildContext, service: str, lane: str) -> str:
         raise ServiceError(
             f"target {lane!r} needs the {service!r} service but BuildContext.services has no "
             f"{service!r} URL (has {sorted(ctx.services)!r}); fix: start it with "
-            f"harness.services.ServiceManager().start({service!r}) and pass manager.services"
+            f"harness.ground.services.ServiceManager().start({service!r}) and pass manager.services"
         )
     return url
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 import pytest
 
 from checks.registry import get_check
-from harness.child import run_one
 from harness.execute import RunOptions, run_check
-from harness.model import Finding, Verdict
-from harness.services import ServiceManager
+from harness.ground.child import run_one
+from harness.ground.model import Finding, Verdict
+from harness.ground.services import ServiceManager
 from mutants.registry import get_mutant
 from targets.base import TargetSpec
 from targets.reference import REFERENCE

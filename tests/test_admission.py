@@ -10,8 +10,8 @@ from checks.base import Selector
 from checks.registry import get_check
 from harness.admission import AdmissionConfig, admit
 from harness.cache import AdmissionCache
-from harness.errors import GateError
-from harness.model import MutantKind, MutantStatus, Trial
+from harness.ground.errors import GateError
+from harness.ground.model import MutantKind, MutantStatus, Trial
 from targets.base import NotApplicable
 
 
@@ -169,15 +169,16 @@ def test_selector_matching_nothing_is_named_and_the_run_goes_on(tmp_path):
     assert first.check_id == "ARIB-REPLAY-001"
 
 
-def test_a_selector_of_code_another_sdk_version_lacks_pairs_nothing_there(monkeypatch):
-    from mutants.pool import generated_for_check
+def test_a_selector_of_code_another_sdk_version_lacks_pairs_nothing_there():
+    from mutants.pool import SELECTORS_SDK, generated_for_selectors
 
     check = dataclasses.replace(
         get_check("ARIB-REPLAY-001"),
         generated=(Selector("reference", "ReferenceSession.nope", "*"),
                    Selector("reference", "ReferenceSession.add_items", "early_return")))
-    mutants, problems = generated_for_check(check)  # the pinned version: a definition error
+    # The pinned version: a definition error.
+    mutants, problems = generated_for_selectors(check.generated, SELECTORS_SDK)
     assert len(mutants) == 1 and "ReferenceSession.nope" in problems[0]
-    monkeypatch.setattr("harness.execute.sdk_version", lambda: "0.19.2")
-    mutants, problems = generated_for_check(check)  # that code may not exist there
+    # Another version: that code may not exist there.
+    mutants, problems = generated_for_selectors(check.generated, "0.19.2")
     assert len(mutants) == 1 and problems == ()

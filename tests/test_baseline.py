@@ -18,8 +18,9 @@ from harness.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
 from harness.cache import AdmissionCache
 from harness.cli import main
 from harness.compare import ChangeKind, gate
-from harness.errors import UsageError
-from harness.model import Cell
+from harness.ground.errors import UsageError
+from harness.ground.model import Cell
+from harness.ground.services import ServiceManager
 from harness.results import atomic_write_text, folder_lock, read_results, validate
 from harness.run_coverage import (
     INTERRUPTED,
@@ -28,7 +29,6 @@ from harness.run_coverage import (
     coverage_of,
     known_selection,
 )
-from harness.services import ServiceManager
 from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 from targets.services import REDIS_FROM_URL
 

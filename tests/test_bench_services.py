@@ -13,7 +13,7 @@ import pytest
 from checks.registry import get_check
 from harness.bench import BenchConfig, run_bench
 from harness.cache import AdmissionCache
-from harness.services import ServiceManager
+from harness.ground.services import ServiceManager
 from targets.sdk import SQLITE_FILE
 from targets.services import REDIS_FROM_URL, SQLALCHEMY_POSTGRES
 

@@ -16,7 +16,7 @@ from checks._adv_model import MAIN, Catalogue, Figures, Model
 from checks._adv_probe import matches
 from checks.adv_turns_001 import merge_problem
 from checks.registry import get_check
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from mutants.registry import forced_broken, get_mutant
 from targets import reference_turns as turns
 from targets.reference import ReferenceSession
@@ -108,8 +108,8 @@ def test_abstains_where_the_api_is_missing(check_id: str) -> None:
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))
 def test_forced_broken_reference_is_violated(check_id: str) -> None:
-    from harness.child import run_one
     from harness.execute import RunOptions, run_check
+    from harness.ground.child import run_one
     from targets.reference import REFERENCE
 
     check = get_check(check_id)

@@ -7,7 +7,7 @@ import pytest
 
 from checks.atom_001 import ANY, compare
 from checks.common import canonical
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 

@@ -16,9 +16,9 @@ from checks.compact_002 import replaced_suffix
 from checks.compact_003 import allowed_finals
 from checks.compact_004 import encrypted_view, expected_compaction, reclaim_problem
 from checks.registry import get_check
-from harness.child import run_one
 from harness.execute import RunOptions, run_check
-from harness.model import Verdict
+from harness.ground.child import run_one
+from harness.ground.model import Verdict
 from mutants.registry import forced_broken, get_mutant
 from targets.reference import REFERENCE
 from targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE

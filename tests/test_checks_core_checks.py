@@ -16,7 +16,7 @@ from checks.base import TrialContext
 from checks.corrupt_001 import Ledger, plan_rows
 from checks.limit_001 import Edge, edge_problem, judge_limit
 from checks.retry_001 import judge_call
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.base import BuildContext
 from targets.reference import REFERENCE
 from targets.registry import get_target

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
 from targets.registry import REAL_TARGETS, get_target
 from targets.sdk import MEMORY_OWNER_FILE, SQLALCHEMY_SQLITE_MEMORY, SQLITE_MEMORY

@@ -8,7 +8,7 @@ import pytest
 from checks.common import canonical
 from checks.conc_003 import MODES, OPS, outcome_mode, trial_mode
 from checks.fidelity_001 import shapes
-from harness.model import Finding, Verdict
+from harness.ground.model import Finding, Verdict
 from tests.checkrun import run_small
 
 SMALL = {

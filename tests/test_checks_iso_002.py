@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, on_redis, run_small
 

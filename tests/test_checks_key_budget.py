@@ -12,7 +12,7 @@ import pytest
 
 from checks.budget_001 import _window
 from checks.key_001 import OTHER_KEY
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.base import BuildContext, Handle, TargetSpec
 from targets.reference import REFERENCE
 from targets.registry import get_target

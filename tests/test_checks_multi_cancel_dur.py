@@ -17,7 +17,7 @@ from checks import _forked
 from checks.cancel_001 import _cancelled_call
 from checks.dur_001 import _judge, process_local_store
 from checks.registry import get_check
-from harness.model import Finding, Verdict
+from harness.ground.model import Finding, Verdict
 from mutants.registry import get_mutant
 from targets.base import BuildContext, Handle, TargetSpec
 from targets.reference import REFERENCE

@@ -12,7 +12,7 @@ from checks.limit_001 import Stamp, Window, judge_limit, window_problem
 from checks.order_001 import Append, judge_order
 from checks.pop_001 import judge_pops
 from checks.registry import get_check
-from harness.model import Counts
+from harness.ground.model import Counts
 from mutants.registry import get_mutant
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates
 

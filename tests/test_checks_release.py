@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from checks.release_001 import is_store_error, open_files
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 

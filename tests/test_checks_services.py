@@ -21,10 +21,10 @@ from checks.srv_drain import Call, judge_drain
 from checks.srv_fresh import answer_problem
 from checks.srv_net import Fault, Outcome, judge_call
 from checks.srv_window import edge_limits, window_problem
-from harness.child import run_one
 from harness.execute import RunOptions, run_check
-from harness.model import Finding, Verdict
-from harness.services import ServiceManager
+from harness.ground.child import run_one
+from harness.ground.model import Finding, Verdict
+from harness.ground.services import ServiceManager
 from mutants.registry import get_mutant
 from targets.base import TargetSpec
 from targets.registry import get_target

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.reference import ReferenceSession
 from targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small

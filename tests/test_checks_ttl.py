@@ -16,9 +16,9 @@ import anyio
 import pytest
 
 from checks.registry import get_check
-from harness.child import run_one
 from harness.execute import RunOptions, run_check
-from harness.model import Finding, Verdict
+from harness.ground.child import run_one
+from harness.ground.model import Finding, Verdict
 from mutants.registry import forced_broken
 from targets.base import BuildContext
 from targets.reference import REFERENCE, ReferenceSession

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import scratch
-from harness.child import ChildStatus, Watchdog, run_jobs, run_one
+from harness.ground import scratch
+from harness.ground.child import ChildStatus, Watchdog, run_jobs, run_one
 
 
 def test_value_comes_back():
@@ -92,7 +92,7 @@ def test_a_busy_child_keeps_its_worker():
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_runnable_tells_a_computing_process_from_a_sleeping_one():
-    from harness.child import _runnable
+    from harness.ground.child import _runnable
 
     sleeper = subprocess.Popen(["sleep", "30"])
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from checks.registry import get_check
 from harness.execute import RunOptions, run_check
-from harness.model import Verdict
+from harness.ground.model import Verdict
 from targets.base import Claims, verify_claims
 from targets.reference import REFERENCE
 from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE

@@ -12,8 +12,8 @@ import pytest
 import checks.registry
 from harness.bench import run_bench
 from harness.cli import main, parse_params
-from harness.errors import ParameterError
-from harness.services import ServiceManager
+from harness.ground.errors import ParameterError
+from harness.ground.services import ServiceManager
 
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
                    for name in ("redis", "postgres"))
@@ -84,10 +84,10 @@ def test_run_refuses_a_param_of_another_check(capsys):
 
 
 def test_run_without_a_server_is_not_measured_exit_4(capsys, monkeypatch):
-    import harness.binaries
+    import harness.ground.binaries
 
     monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.setattr(harness.binaries, "find", lambda *args, **kwargs: None)
+    monkeypatch.setattr(harness.ground.binaries, "find", lambda *args, **kwargs: None)
     code, out, err = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane",
                          "redis-from-url", "--trial-seed", "1")
     assert code == 4 and out == ""
@@ -182,7 +182,7 @@ def canned(statuses, error=None):
 ])
 def test_survey_exit_codes(capsys, monkeypatch, statuses, gate, code, needle):
     import harness.survey
-    from harness.model import MutantStatus
+    from harness.ground.model import MutantStatus
 
     lane = canned([MutantStatus(s) for s in statuses])
     monkeypatch.setattr(harness.survey, "survey", lambda config: (lane,))
@@ -196,7 +196,7 @@ def test_survey_exit_codes(capsys, monkeypatch, statuses, gate, code, needle):
 
 def test_a_lane_in_error_fails_the_survey(capsys, monkeypatch):
     import harness.survey
-    from harness.model import MutantStatus
+    from harness.ground.model import MutantStatus
 
     bad = canned([MutantStatus.ERROR] * 2, error="coverage of ARIB-CONC-001 failed: test")
     monkeypatch.setattr(harness.survey, "survey", lambda config: (bad,))

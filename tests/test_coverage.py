@@ -240,7 +240,7 @@ def test_a_change_inside_a_multiline_string_maps_to_its_statement(mapped) -> Non
 
 
 def test_a_change_outside_any_statement_is_unmapped() -> None:
-    from harness.model import MutantKind
+    from harness.ground.model import MutantKind
     from mutants.base import MutantSpec
 
     source = "# a comment only\nx = 1\n"

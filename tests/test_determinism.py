@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from checks.registry import load_checks
-from harness.child import run_one
 from harness.execute import RunOptions, run_check
+from harness.ground.child import run_one
 from targets.reference import REFERENCE
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from checks.registry import load_checks
 from harness.docs import BEGIN, END, render_readme
-from harness.errors import UsageError
+from harness.ground.errors import UsageError
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.model import MutantKind, MutantStatus
+from harness.ground.model import MutantKind, MutantStatus
 from mutants.base import MutantSpec, mutant_id
 from mutants.equivalence import classify, shape, unit_codes, unit_name
 

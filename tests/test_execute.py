@@ -8,9 +8,9 @@ import pytest
 
 from checks.base import CheckSpec, Param
 from checks.registry import get_check
-from harness.child import ChildOutcome, ChildStatus
 from harness.execute import RunOptions, child_finding, derive_seed, run_check
-from harness.model import Counts, Finding, Trial, Verdict
+from harness.ground.child import ChildOutcome, ChildStatus
+from harness.ground.model import Counts, Finding, Trial, Verdict
 from mutants.registry import get_mutant
 from targets.reference import REFERENCE
 from targets.sdk import SQLITE_FILE
@@ -80,7 +80,7 @@ def test_replay_seed_reproduces_the_trial():
 
 def test_mutant_installed_in_process_breaks_reference():
     # In-process install is only for this test; the harness installs mutants in children.
-    from harness.child import run_one
+    from harness.ground.child import run_one
 
     check, opts = small("ARIB-CONC-002", trials=2)
     mutant = get_mutant("reference_racy_close")
@@ -100,7 +100,7 @@ def test_a_trial_that_ignores_cancellation_is_reported_by_the_watchdog():
 
     import anyio
 
-    from harness.child import run_one
+    from harness.ground.child import run_one
 
     async def blocked(ctx):
         # A worker thread that cannot be cancelled, like a write waiting on a database lock.

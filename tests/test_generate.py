@@ -16,9 +16,9 @@ import libcst as cst
 import pytest
 
 from checks.base import Selector
-from harness.child import ChildStatus, run_jobs
-from harness.errors import MutantDefinitionError, UnknownNameError
-from harness.model import MutantKind
+from harness.ground.child import ChildStatus, run_jobs
+from harness.ground.errors import MutantDefinitionError, UnknownNameError
+from harness.ground.model import MutantKind
 from mutants.base import MutantSpec, mutant_id
 from mutants.generate import (
     GenerationReport,

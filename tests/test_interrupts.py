@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.interrupts import Interrupted, exit_status, received, stops_raise
-from harness.services import ServiceManager
+from harness.ground.interrupts import Interrupted, exit_status, received, stops_raise
+from harness.ground.services import ServiceManager
 
 REPO = Path(__file__).resolve().parents[1]
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
@@ -181,7 +181,7 @@ def test_a_stopped_bench_writes_what_it_measured_and_leaves_nothing(
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 def test_a_tool_run_in_its_own_group_dies_whole_when_the_run_is_stopped(tmp_path):
-    from harness.interrupts import run_in_group
+    from harness.ground.interrupts import run_in_group
 
     pidfile = tmp_path / "grandchild.pid"
     script = f"sleep 60 & echo $! > {pidfile}; wait"
@@ -215,8 +215,8 @@ def _alive(pid: int) -> bool:
 def test_a_stop_whose_exception_was_dropped_still_ends_the_scheduling_loop():
     # A signal handled inside an at-fork hook has its exception dropped ("Exception
     # ignored"); the runner's loop asks again between steps, so the stop still ends the run.
-    from harness import interrupts
-    from harness.child import run_jobs
+    from harness.ground import interrupts
+    from harness.ground.child import run_jobs
 
     with stops_raise():
         interrupts._received.append(int(signal.SIGTERM))  # received, its exception lost

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import model
-from harness.model import (
+from harness.ground import model
+from harness.ground.model import (
     Cell,
     CleanBase,
     Counts,

@@ -27,9 +27,9 @@ from harness.admission import (
     mutant_timeout,
 )
 from harness.cache import AdmissionCache
-from harness.child import ChildOutcome, ChildStatus
 from harness.execute import derive_seed
-from harness.model import (
+from harness.ground.child import ChildOutcome, ChildStatus
+from harness.ground.model import (
     Admission,
     Counts,
     Finding,
@@ -306,11 +306,11 @@ def test_paired_mutants_are_named_ones_then_generated(conc, monkeypatch):
     extra = dataclasses.replace(get_mutant("reference_lost_update"), id="m-extra", name="x")
     plain, none = admission.paired_mutants(conc, cfg(generated=False))
     assert [m.name for m in plain] == list(conc.mutants) and none == ()
-    monkeypatch.setattr(mutants.pool, "generated_for_check",
-                        lambda check: ((extra,), (f"bad selector of {check.id}",)))
+    monkeypatch.setattr(mutants.pool, "generated_for_selectors",
+                        lambda selectors, sdk: ((extra,), (f"bad {selectors[0]!r} on {sdk}",)))
     both, problems = admission.paired_mutants(conc, cfg(generated=True))
     assert [m.name for m in both] == [*conc.mutants, "x"]
-    assert problems == ("bad selector of ARIB-CONC-001",)
+    assert problems == (f"bad {conc.generated[0]!r} on {admission.sdk_version()}",)
 
 
 # The cache key must change whenever anything that can change the outcome changes.

@@ -14,8 +14,8 @@ import pytest
 
 from harness import mutation_html
 from harness.cli import main
-from harness.errors import ResultsError, UsageError
-from harness.model import MutantResult, MutantStatus, Verdict
+from harness.ground.errors import ResultsError, UsageError
+from harness.ground.model import MutantResult, MutantStatus, Verdict
 from harness.mutation_html import ViewerUnavailableError, write_html, write_html_from_file
 from harness.mutation_report import to_mutation_report
 from mutants.registry import get_mutant
@@ -124,7 +124,7 @@ def test_survey_fetches_the_viewer_before_it_measures_anything(
     monkeypatch.setattr(mutation_html.shutil, "which", lambda name: None)
     ran: list[str] = []
     monkeypatch.setattr("harness.survey.survey", lambda config: ran.append("survey") or [])
-    monkeypatch.setattr("harness.services.ServiceManager.__enter__",
+    monkeypatch.setattr("harness.ground.services.ServiceManager.__enter__",
                         lambda self: ran.append("services") or self)
     code = main(["survey", "--lanes", "sqlite-file", "--html", str(tmp_path / "h")])
     assert code == ViewerUnavailableError.exit_code

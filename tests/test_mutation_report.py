@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from harness import mutation_html
-from harness.errors import ResultsError
-from harness.model import MutantResult, MutantStatus, Verdict
+from harness.ground.errors import ResultsError
+from harness.ground.model import MutantResult, MutantStatus, Verdict
 from harness.mutation_html import ViewerUnavailableError, render_page, write_html
 from harness.mutation_report import STATUS_MAP, to_mutation_report, validate_mutation_report
 from mutants.base import MutantSpec

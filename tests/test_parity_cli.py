@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.errors import ServiceError
-from harness.model import ExitCode
-from harness.services import ServiceManager
+from harness.ground.errors import ServiceError
+from harness.ground.model import ExitCode
+from harness.ground.services import ServiceManager
 
 
 @pytest.fixture

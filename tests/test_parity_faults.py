@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from harness.model import ExitCode
+from harness.ground.model import ExitCode
 from harness.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
 from harness.parity.faultkit import (
     batch_state,

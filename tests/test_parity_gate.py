@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness.model import ExitCode
+from harness.ground.model import ExitCode
 from harness.parity import KIND
 from harness.parity.cli import add_parser, handle, main
 from harness.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.errors import MutantDefinitionError, UnknownNameError
-from harness.model import ExitCode, MutantKind
+from harness.ground.errors import MutantDefinitionError, UnknownNameError
+from harness.ground.model import ExitCode, MutantKind
 from harness.parity.fault_workflows import FAULT_WORKFLOWS
 from harness.parity.gate import GateOptions, check
 from harness.parity.lanes import Loop
@@ -199,7 +199,7 @@ def _reversed_by_a_generated_parity_mutant() -> list[str]:
 
 
 def test_a_generated_parity_mutant_is_served_by_the_hook_in_a_child_only() -> None:
-    from harness.child import ChildStatus, run_one
+    from harness.ground.child import ChildStatus, run_one
 
     outcome = run_one(_reversed_by_a_generated_parity_mutant, timeout_s=60)
     assert outcome.status is ChildStatus.OK, outcome.detail

@@ -8,7 +8,8 @@ from typing import Any
 
 import jsonschema
 
-from harness.model import ExitCode
+from harness.ground.model import ExitCode
+from harness.ground.services import NotMeasured
 from harness.parity.history import HistoryEntry, append_history
 from harness.parity.judge import budget_reasons, judge_history, lane_reasons
 from harness.parity.lanes import REFERENCE_LANE, Loop
@@ -27,7 +28,6 @@ from harness.parity.report import (
 from harness.parity.runner import LaneReport, LaneStatus
 from harness.parity.workflows import REFERENCE_WORKFLOWS
 from harness.results import SCHEMA_DIR
-from harness.services import NotMeasured
 
 SMALL = tuple(w for w in REFERENCE_WORKFLOWS if w.name in ("chat_multi_turn", "pop_item_undo"))
 

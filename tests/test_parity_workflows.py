@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness.errors import UnknownNameError, UsageError
+from harness.ground.errors import UnknownNameError, UsageError
 from harness.parity.generative import (
     DEFAULT_CASES,
     GENERATIVE_DOMAIN,

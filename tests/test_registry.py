@@ -8,13 +8,13 @@ import textwrap
 import pytest
 
 from checks.registry import get_check, load_checks
-from harness.errors import CheckDefinitionError, ParameterError, UnknownNameError
+from harness.ground.errors import CheckDefinitionError, ParameterError, UnknownNameError
 from mutants.registry import get_mutant, handwritten_mutants
 from targets.registry import get_target, parse_lanes
 
 GOOD = """
 from checks.base import CheckSpec, Param
-from harness.model import Trial
+from harness.ground.model import Trial
 
 async def run_trial(ctx):
     return Trial(ctx.index, ctx.seed, False)

@@ -10,7 +10,7 @@ import pytest
 from checks.registry import get_check
 from harness.bench import BenchConfig, run_bench
 from harness.cache import AdmissionCache
-from harness.errors import ResultsError
+from harness.ground.errors import ResultsError
 from harness.report import render_markdown
 from harness.results import atomic_write_text, read_results, validate
 from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from checks.registry import validate_module
-from harness.errors import UnknownNameError, UsageError
+from harness.ground.errors import UnknownNameError, UsageError
 from harness.scaffold import scaffold
 
 

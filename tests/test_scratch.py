@@ -7,7 +7,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from harness import scratch
+from harness.ground import scratch
 
 
 def test_one_private_folder_per_process_removed_at_cleanup(private_tmp: Path) -> None:

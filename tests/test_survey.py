@@ -13,7 +13,7 @@ import pytest
 from checks.registry import get_check
 from harness.cache import AdmissionCache
 from harness.coverage import ModuleLines, Record
-from harness.model import MutantKey, MutantStatus, Trial, Verdict
+from harness.ground.model import MutantKey, MutantStatus, Trial, Verdict
 from harness.mutation_report import validate_mutation_report
 from harness.survey import SURVEY_ENGINE, SurveyConfig, survey
 from harness.survey_lane import LaneSurvey
@@ -328,7 +328,7 @@ def test_a_hang_is_a_timeout_and_a_kill_only_where_the_invariant_is_no_hang(
 @pytest.mark.slow
 def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
     import targets.reference
-    from harness.model import CleanBase
+    from harness.ground.model import CleanBase
     from harness.survey_lane import MutantOutcome
     from tests.test_mutation_report import NO_VIEWER, viewer_metrics
 

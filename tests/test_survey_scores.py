@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import UsageError
-from harness.model import MutantStatus
+from harness.ground.errors import UsageError
+from harness.ground.model import MutantStatus
 from harness.survey_scores import FailUnder, Scores, gate, lane_status, parse_fail_under
 
 S = MutantStatus

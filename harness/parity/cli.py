@@ -2,7 +2,7 @@
 
 ``add_parser(subparsers)`` adds the ``parity`` command to an existing parser and
 ``handle(args)`` runs it; ``main(argv)`` is the same as a standalone program. Exit codes are
-``harness.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing ran.
+``harness.ground.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing ran.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BenchError, UsageError
-from harness.model import ExitCode
+from harness.ground.errors import BenchError, UsageError
+from harness.ground.model import ExitCode
 
 
 def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
@@ -85,6 +85,7 @@ def options_from_args(
     unavailable: Sequence[tuple[str, str]] = (),
 ) -> Any:
     """GateOptions from parsed arguments (bad values raise UsageError)."""
+    from harness.ground.services import NotMeasured
     from harness.parity.lanes import parse_loops
     from harness.parity.options import (
         DEFAULT_BUDGET_MS,
@@ -95,7 +96,6 @@ def options_from_args(
         GateOptions,
         default_workers,
     )
-    from harness.services import NotMeasured
 
     cases = DEFAULT_CASES if args.cases is None else args.cases
     if args.case_seed is not None and args.cases is None:

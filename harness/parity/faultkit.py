@@ -34,7 +34,7 @@ from typing import Any
 
 import anyio
 
-from harness.errors import UsageError
+from harness.ground.errors import UsageError
 from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
 
 OP_TIMEOUT_S = 10.0

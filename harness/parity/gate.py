@@ -20,9 +20,9 @@ could never be outgrown). A retained lane report is reused (``--reuse``) only wh
 seed and cases) equals this run's, it was ok, and the work tree is clean.
 
 Every failing step still yields a report naming it in ``fail_reasons``. Exit codes
-(``harness.model.ExitCode``): 0 the gate passed; 1 it failed on mismatches, budget or p95; 4 a
-step failed (a lane could not be built or died, a workflow raised or is missing, the history is
-corrupt or foreign, a retained report is stale or corrupt) or nothing was compared; 2 is a usage
+(``harness.ground.model.ExitCode``): 0 the gate passed; 1 it failed on mismatches, budget or
+p95; 4 a step failed (a lane could not be built or died, a workflow raised or is missing, the
+history is corrupt or foreign, a retained report is stale or corrupt) or nothing was compared; 2 is a usage
 error, raised before any lane runs.
 """
 
@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from harness import results as _results
-from harness import scratch
-from harness.errors import UsageError
 from harness.execute import sdk_version
+from harness.ground import scratch
+from harness.ground.errors import UsageError
+from harness.ground.services import NotMeasured
 from harness.parity.compare import Comparison, compare
 from harness.parity.generative import GeneratedCase, generate, replay_command
 from harness.parity.history import HistoryEntry, append_history, read_history
@@ -72,7 +73,6 @@ from harness.parity.runner import (
     preload,
     run_lanes,
 )
-from harness.services import NotMeasured
 from mutants.base import MutantSpec
 
 __all__ = [
@@ -286,7 +286,8 @@ def _write_run(run: GateRun, folder: Path, *, fresh_only: bool) -> None:
 
 def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
     """Run the gate read-only: report and lane reports go to a fresh temporary folder only,
-    inside the run's private folder (harness.scratch), which is removed when the process ends.
+    inside the run's private folder (harness.ground.scratch), which is removed when the process
+    ends.
 
     ``out``, when given, receives one more copy of the report; it must lie outside the results
     folder (only ``update`` writes there).

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import UnknownNameError, UsageError
-from harness.services import NotMeasured
+from harness.ground.errors import UnknownNameError, UsageError
+from harness.ground.services import NotMeasured
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import (

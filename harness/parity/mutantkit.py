@@ -22,7 +22,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from harness.model import MutantKind, Verdict
+from harness.ground.model import MutantKind, Verdict
 from mutants.base import MutantSpec, mutant_id
 from mutants.base import load_class as backend
 from mutants.hook import edited_source, serve_mutated_module

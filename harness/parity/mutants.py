@@ -23,7 +23,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from harness.errors import UnknownNameError
+from harness.ground.errors import UnknownNameError
 from harness.parity.fault_mutants import FAULT_MUTANTS
 from harness.parity.mutantkit import backend, generated, handwritten
 from mutants.base import MutantSpec

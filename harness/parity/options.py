@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import UsageError
+from harness.ground.errors import UsageError
+from harness.ground.services import NotMeasured
 from harness.parity.lanes import Loop
-from harness.services import NotMeasured
 from targets.base import TargetSpec
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model import ExitCode
+from harness.ground.model import ExitCode
+from harness.ground.services import NotMeasured
 from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch
 from harness.parity.generative import GeneratedCase
 from harness.parity.lanes import REFERENCE_LANE
@@ -21,7 +22,6 @@ from harness.parity.normalize import rules_table
 from harness.parity.options import GateOptions
 from harness.parity.runner import LaneReport
 from harness.parity.workflows import domains
-from harness.services import NotMeasured
 from mutants.base import MutantSpec
 
 KIND = "arib/agent-session-parity-v1"

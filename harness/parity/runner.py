@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from harness.child import ChildStatus, run_jobs
+from harness.ground.child import ChildStatus, run_jobs
 from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
 from harness.parity.mutantkit import applies_to

@@ -5,12 +5,12 @@ from __future__ import annotations
 import signal
 import ssl
 
-from harness.binaries import ServerBinary
-from harness.errors import ServiceError
-from harness.services.info import HOST, ServiceInfo
-from harness.services.launcher import Launcher, new_password, write_private
-from harness.services.resp import redis_probe
-from harness.services.urls import mask_url, parse_redis_url
+from harness.ground.binaries import ServerBinary
+from harness.ground.errors import ServiceError
+from harness.ground.services.info import HOST, ServiceInfo
+from harness.ground.services.launcher import Launcher, new_password, write_private
+from harness.ground.services.resp import redis_probe
+from harness.ground.services.urls import mask_url, parse_redis_url
 
 
 def start_redis(launcher: Launcher, binary: ServerBinary, port: int) -> ServiceInfo | None:

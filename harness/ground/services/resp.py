@@ -7,7 +7,7 @@ import ssl
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from harness.services.info import HOST
+from harness.ground.services.info import HOST
 
 
 def _resp_encode(*args: str) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.model import ExitCode
+from harness.ground.model import ExitCode
 
 
 class BenchError(Exception):

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness import binaries
-from harness.binaries import ServerBinary
-from harness.errors import ServiceError
-from harness.services.info import HOST, ServiceInfo
-from harness.services.launcher import Launcher, log_tail, new_password, write_private
-from harness.services.pgclient import postgres_query
-from harness.services.urls import mask_url, parse_postgres_url
+from harness.ground import binaries
+from harness.ground.binaries import ServerBinary
+from harness.ground.errors import ServiceError
+from harness.ground.services.info import HOST, ServiceInfo
+from harness.ground.services.launcher import Launcher, log_tail, new_password, write_private
+from harness.ground.services.pgclient import postgres_query
+from harness.ground.services.urls import mask_url, parse_postgres_url
 
 PG_SUPERUSER = "bench"
 PG_SETTINGS = {

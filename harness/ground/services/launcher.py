@@ -1,6 +1,6 @@
 """Running a throwaway server process: its private folder, its start, readiness and stop.
 
-The recipes of each server (harness.services.redis_server, .postgres_server) say what to run;
+The recipes of each server (harness.ground.services.redis_server, .postgres_server) say what to run;
 ``Launcher`` (the base of ``ServiceManager``) runs it in a fresh 0700 folder, polls it until
 it is ready, and stops it with its own signal, then SIGKILL to its process group.
 """
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ServiceError
-from harness.services.info import HOST
+from harness.ground.errors import ServiceError
+from harness.ground.services.info import HOST
 
 _PORT_IN_USE = re.compile(r"address already in use", re.IGNORECASE)
 
@@ -69,7 +69,7 @@ class Server:
     log: Path
     port: int
     stop_signal: int
-    # A forked child (harness.child) inherits the manager and its signal handlers; only the
+    # A forked child (harness.ground.child) inherits the manager and its signal handlers; only the
     # process that started a server may stop it.
     owner_pid: int = field(default_factory=os.getpid)
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.binaries import ServerBinary
-from harness.errors import UnknownNameError
-from harness.services.urls import mask_url
+from harness.ground.binaries import ServerBinary
+from harness.ground.errors import UnknownNameError
+from harness.ground.services.urls import mask_url
 
 SERVICES = ("redis", "postgres")
 ENV_VARS = {"redis": "REDIS_URL", "postgres": "POSTGRES_URL"}

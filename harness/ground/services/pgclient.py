@@ -10,9 +10,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.errors import ServiceError
-from harness.services.info import ServiceInfo
-from harness.services.urls import asyncpg_dsn, with_database
+from harness.ground.errors import ServiceError
+from harness.ground.services.info import ServiceInfo
+from harness.ground.services.urls import asyncpg_dsn, with_database
 
 
 def _run_coroutine(factory: Callable[[], Coroutine[Any, Any, Any]]) -> Any:

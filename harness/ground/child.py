@@ -28,7 +28,7 @@ from typing import Any
 # otherwise import anyio's asyncio backend and the thread pool afresh, ~55 ms a child).
 import anyio._backends._asyncio  # noqa: F401
 
-from harness import interrupts, scratch
+from harness.ground import interrupts, scratch
 
 # In a child: the pipe its result goes to (None in the parent).
 _RESULT_FD: int | None = None

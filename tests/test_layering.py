@@ -1,0 +1,155 @@
+"""The import graph keeps its layers (read with ``ast``; nothing is imported or run).
+
+The ground floor (harness/ground/) holds what checks/, mutants/ and targets/ share with the
+harness: the result and key types, the errors, the forked runner and the services. The rules:
+
+- checks/, mutants/ and targets/ import from harness/ only the ground floor;
+- the ground floor imports nothing of checks/, mutants/, targets/ or the rest of harness/;
+- mutants/ does not import checks/ (a check names its mutants; a mutant knows no check);
+- harness/__init__.py imports nothing (importing the ground floor runs it first).
+
+Every import counts: at module level, inside a function, under ``if TYPE_CHECKING``, and
+``importlib.import_module("...")`` called with a literal name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("checks", "mutants", "targets", "harness")
+LEAVES = ("checks", "mutants", "targets")
+GROUND = "harness.ground"
+
+
+def module_name(root: Path, path: Path) -> str:
+    """``harness/ground/model.py`` -> ``harness.ground.model``; a package is its folder."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
+    """The absolute module a (possibly relative) ``from ... import`` names."""
+    if level == 0:
+        return name or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+def imports(root: Path, path: Path) -> Iterator[tuple[int, str]]:
+    """(line, imported name) for every import in a source file; ``from a import b`` gives
+    ``a.b`` (b may be a submodule)."""
+    module = module_name(root, path)
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, is_package, node.level, node.module)
+            for alias in node.names:
+                yield node.lineno, base if alias.name == "*" else f"{base}.{alias.name}"
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            yield node.lineno, node.args[0].value
+
+
+def layer(name: str) -> str | None:
+    """The layer a module belongs to: a leaf package, ``ground``, ``harness``, or None for
+    anything outside the project (the standard library, the SDK, ...)."""
+    if name == GROUND or name.startswith(GROUND + "."):
+        return "ground"
+    top = name.split(".")[0]
+    return top if top in PACKAGES else None
+
+
+def rule_broken(importer: str, imported: str) -> str | None:
+    """The layering rule an import breaks, or None."""
+    source, target = layer(importer), layer(imported)
+    if importer == "harness":
+        return "harness/__init__.py must import nothing: importing the ground floor runs it"
+    if source in LEAVES and target == "harness":
+        return f"{source}/ may import from harness/ only the ground floor ({GROUND})"
+    if source == "ground" and target is not None and target != "ground":
+        return f"the ground floor ({GROUND}) must import nothing of {target}/"
+    if source == "mutants" and target == "checks":
+        return "mutants/ must not import checks/ (pass what is needed in, or move it down)"
+    return None
+
+
+def violations(root: Path) -> list[str]:
+    """One line per import that breaks a rule: the file, line, import and rule."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            importer = module_name(root, path)
+            for line, imported in imports(root, path):
+                reason = rule_broken(importer, imported)
+                if reason:
+                    found.append(f"{path.relative_to(root)}:{line} imports {imported}: {reason}")
+    return found
+
+
+def test_the_project_keeps_its_layers():
+    found = violations(ROOT)
+    assert not found, "imports that break the layering:\n" + "\n".join(found)
+
+
+def test_the_ground_floor_is_a_package_of_its_own():
+    assert (ROOT / "harness" / "ground" / "__init__.py").is_file()
+    assert not any(imports(ROOT, ROOT / "harness" / "__init__.py"))
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for package in PACKAGES:
+        (root / package).mkdir(exist_ok=True)
+        (root / package / "__init__.py").touch()
+    (root / "harness" / "ground").mkdir(exist_ok=True)
+    (root / "harness" / "ground" / "__init__.py").touch()
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(("rel", "text", "expected"), [
+    ("checks/bad.py", "from harness.execute import sdk_version\n",
+     "checks/bad.py:1 imports harness.execute.sdk_version: checks/ may import"),
+    ("targets/bad.py", "from harness import interrupts\n",
+     "targets/bad.py:1 imports harness.interrupts: targets/ may import"),
+    ("mutants/bad.py", "def f():\n    import harness.cli\n",
+     "mutants/bad.py:2 imports harness.cli: mutants/ may import"),
+    ("mutants/bad.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                       "    from checks.base import CheckSpec\n",
+     "mutants/bad.py:3 imports checks.base.CheckSpec: mutants/ must not import checks/"),
+    ("harness/ground/bad.py", "from harness.keys import verdict_key\n",
+     "harness/ground/bad.py:1 imports harness.keys.verdict_key: the ground floor"),
+    ("harness/ground/bad.py", "from .. import admission\n",
+     "harness/ground/bad.py:1 imports harness.admission: the ground floor"),
+    ("harness/ground/bad.py", "import importlib\nimportlib.import_module('targets.base')\n",
+     "harness/ground/bad.py:2 imports targets.base: the ground floor"),
+    ("harness/__init__.py", "from harness import cli\n",
+     "harness/__init__.py:1 imports harness.cli: harness/__init__.py must import nothing"),
+])
+def test_an_upward_import_is_named_with_its_rule(tmp_path, rel, text, expected):
+    found = violations(_tree(tmp_path, {rel: text}))
+    assert len(found) == 1 and found[0].startswith(expected), found
+
+
+@pytest.mark.parametrize("text", [
+    "from harness.ground.model import Trial\nfrom harness.ground import child\n",
+    "import harness.ground.services\nfrom targets.base import Handle\nimport anyio\n",
+    "from . import sibling\nfrom .sibling import thing\n",
+])
+def test_imports_the_layers_allow_are_not_reported(tmp_path, text):
+    files = {f"{leaf}/good.py": text for leaf in LEAVES}
+    files["harness/ground/good.py"] = "import os\nfrom . import a\nfrom harness.ground import b\n"
+    files["harness/good.py"] = "from checks.base import CheckSpec\nfrom mutants import pool\n"
+    assert violations(_tree(tmp_path, files)) == []
