@@ -22,8 +22,8 @@ seed and cases) equals this run's, it was ok, and the work tree is clean.
 Every failing step still yields a report naming it in ``fail_reasons``. Exit codes
 (``harness.ground.model.ExitCode``): 0 the gate passed; 1 it failed on mismatches, budget or
 p95; 4 a step failed (a lane could not be built or died, a workflow raised or is missing, the
-history is corrupt or foreign, a retained report is stale or corrupt) or nothing was compared; 2 is a usage
-error, raised before any lane runs.
+history is corrupt or foreign, a retained report is stale or corrupt) or nothing was compared;
+2 is a usage error, raised before any lane runs.
 """
 
 from __future__ import annotations
