@@ -23,13 +23,12 @@ point as a mode: ``returned_then_once``, ``absent_then_once``, ``present_then_on
 from __future__ import annotations
 
 import asyncio
-import types
-from collections.abc import Awaitable, Generator
 from typing import Any
 
 import anyio
 
 from checks._stores import require_shared_store
+from checks._suspend import at_suspension, cancel_current
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from harness.ground.model import Counts, Trial
@@ -50,38 +49,21 @@ class _Outcome:
         self.error: BaseException | None = None
 
 
-@types.coroutine
-def _counted(awaitable: Awaitable[Any], k: int, outcome: _Outcome) -> Generator[Any, Any, Any]:
-    """Drive ``awaitable`` like ``yield from``; before its k-th suspension cancel the task."""
-    gen = awaitable.__await__()
-    send: Any = None
-    throw: BaseException | None = None
-    while True:
-        try:
-            yielded = gen.send(send) if throw is None else gen.throw(throw)
-        except StopIteration as stop:
-            return stop.value
-        outcome.suspensions += 1
-        if outcome.suspensions == k:
-            task = asyncio.current_task()
-            assert task is not None
-            # Requested while the task runs: the task cancels the future it is about to wait
-            # on, so the CancelledError lands at this very suspension, deterministically.
-            task.cancel()
-            outcome.cancel_sent = True
-        send, throw = None, None
-        try:
-            send = yield yielded
-        except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped coroutine
-            throw = exc
-
-
 async def _cancelled_call(session: Any, batch: list[Any], k: int) -> _Outcome:
     """add_items(batch) cancelled at its k-th suspension; never raises."""
     outcome = _Outcome()
 
+    seen = [0]
+
+    def cancel() -> None:
+        cancel_current()
+        outcome.cancel_sent = True
+
     async def call() -> None:
-        await _counted(session.add_items(batch), k, outcome)
+        try:
+            await at_suspension(session.add_items(batch), k, cancel, seen)
+        finally:
+            outcome.suspensions = seen[0]
 
     task = asyncio.ensure_future(call())
     await asyncio.wait({task})

@@ -28,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
-import types
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from checks._calls import ProblemLog, Stop
+from checks._suspend import at_suspension, cancel_current
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import canonical, read_items, trials_param
 from harness.ground.model import Trial
@@ -78,38 +78,21 @@ class _Counter:
         self.cancel_sent = False
 
 
-@types.coroutine
-def _cancel_at(awaitable: Awaitable[Any], k: int, counter: _Counter) -> Generator[Any, Any, Any]:
-    """Drive ``awaitable``; at its k-th suspension (k >= 1) cancel the running task first, so
-    the CancelledError lands exactly there; k = 0 only counts."""
-    gen = awaitable.__await__()
-    send: Any = None
-    throw: BaseException | None = None
-    while True:
-        try:
-            yielded = gen.send(send) if throw is None else gen.throw(throw)
-        except StopIteration as stop:
-            return stop.value
-        counter.suspensions += 1
-        if counter.suspensions == k:
-            task = asyncio.current_task()
-            assert task is not None
-            task.cancel()
-            counter.cancel_sent = True
-        send, throw = None, None
-        try:
-            send = yield yielded
-        except BaseException as exc:  # noqa: BLE001 - handed on to the driven coroutine
-            throw = exc
-
-
 async def _drive(call: Callable[[], Awaitable[Any]], k: int) -> tuple[str, _Counter, Any]:
     """Run ``call()`` in its own task cancelled at suspension k: ("returned", value),
     ("cancelled", None) or ("raised", exception); a call that does not end is ("hung", None)."""
     counter = _Counter()
+    seen = [0]
+
+    def cancel() -> None:
+        cancel_current()
+        counter.cancel_sent = True
 
     async def body() -> Any:
-        return await _cancel_at(call(), k, counter)
+        try:
+            return await at_suspension(call(), k, cancel, seen)
+        finally:
+            counter.suspensions = seen[0]
 
     task = asyncio.ensure_future(body())
     done, _ = await asyncio.wait({task}, timeout=OP_TIMEOUT_S)

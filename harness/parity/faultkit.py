@@ -26,14 +26,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import types
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from checks._suspend import at_suspension
 from harness.ground.errors import UsageError
 from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
 
@@ -107,33 +107,6 @@ async def read(session: Any) -> tuple[list[Any] | None, str]:
     return (list(items) if items is not None else None), what
 
 
-@types.coroutine
-def _at_suspension(
-    awaitable: Awaitable[Any], k: int, action: Callable[[], None], seen: list[int]
-) -> Generator[Any, Any, Any]:
-    """Drive ``awaitable`` like ``yield from``; run ``action`` just before its k-th suspension.
-
-    ``seen[0]`` counts the suspensions. The action runs while the awaiting task is current,
-    so ``asyncio.current_task().cancel()`` there lands at this very suspension.
-    """
-    gen = awaitable.__await__()
-    send: Any = None
-    throw: BaseException | None = None
-    while True:
-        try:
-            yielded = gen.send(send) if throw is None else gen.throw(throw)
-        except StopIteration as stop:
-            return stop.value
-        seen[0] += 1
-        if seen[0] == k:
-            action()
-        send, throw = None, None
-        try:
-            send = yield yielded
-        except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped coroutine
-            throw = exc
-
-
 @dataclass
 class Interrupted:
     """What a call interrupted at one suspension did: its suspensions and outcome class."""
@@ -168,7 +141,7 @@ async def interrupt(
             started.append(asyncio.ensure_future(value))
 
     async def call() -> None:
-        await _at_suspension(make(), k, fire, seen)
+        await at_suspension(make(), k, fire, seen)
 
     task = asyncio.ensure_future(call())
     done, _ = await asyncio.wait({task}, timeout=OP_TIMEOUT_S)

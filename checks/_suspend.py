@@ -1,0 +1,47 @@
+"""Act on a call at one of its own suspensions (ARIB-CANCEL-001, ARIB-RELEASE-001 and the
+parity fault workflows).
+
+A fault "at the k-th suspension" is counted in the call's own awaits, not in wall-clock time:
+the coroutine is driven like ``yield from``, and just before it yields for the k-th time the
+action runs while its task is current, so ``cancel_current()`` there lands the CancelledError
+exactly at that await, whatever the backend's worker threads are doing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any
+
+
+@types.coroutine
+def at_suspension(
+    awaitable: Awaitable[Any], k: int, action: Callable[[], None], seen: list[int]
+) -> Generator[Any, Any, Any]:
+    """Drive ``awaitable`` like ``yield from``; run ``action`` just before its k-th
+    suspension (k = 0: never). ``seen[0]`` counts the suspensions."""
+    gen = awaitable.__await__()
+    send: Any = None
+    throw: BaseException | None = None
+    while True:
+        try:
+            yielded = gen.send(send) if throw is None else gen.throw(throw)
+        except StopIteration as stop:
+            return stop.value
+        seen[0] += 1
+        if seen[0] == k:
+            action()
+        send, throw = None, None
+        try:
+            send = yield yielded
+        except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped coroutine
+            throw = exc
+
+
+def cancel_current() -> None:
+    """Cancel the running task; called by ``at_suspension`` the CancelledError lands at the
+    suspension it is about to make (the task cancels the future it then waits on)."""
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
