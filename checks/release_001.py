@@ -326,8 +326,10 @@ CHECK = CheckSpec(
         "reference_open_error_masked",
         "async_sqlite_cancelled_close_abandons",
     ),
+    # AsyncSQLiteSession.close's drop_await mutants are killed in the survey (Python 3.12) but
+    # not paired: on Python 3.10 m-70d7214e85d0's leftover close task sometimes finishes
+    # before the second close() and sometimes makes it hang, so admission there is flaky.
     generated=(
-        Selector("async-sqlite-file", "AsyncSQLiteSession.close", "drop_await"),
         Selector("async-sqlite-file", "AsyncSQLiteSession._close_owned_connection",
                  "early_return"),
     ),
