@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.ground.family import active_family, get_family
 from harness.ground.model import Counts, Trial
 
 if TYPE_CHECKING:
@@ -53,7 +55,18 @@ def canonical(item: Any) -> str:
     return json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-async def read_items(session: Any, limit: int | None = None) -> list[Any]:
+async def read_items(store: Any, limit: int | None = None) -> list[Any]:
+    """The store's items, read as the active family reads an item store (its ``read_items``
+    field; for openai-agents sessions, ``read_session_items``)."""
+    return await _reader(active_family().name)(store, limit)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _reader(family: str) -> Callable[..., Any]:
+    return get_family(family).resolve("read_items")  # type: ignore[no-any-return]
+
+
+async def read_session_items(session: Any, limit: int | None = None) -> list[Any]:
     """``get_items()`` that insists on a list: anything else is a broken read, raised."""
     items = await session.get_items() if limit is None else await session.get_items(limit)
     if not isinstance(items, list):

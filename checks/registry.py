@@ -9,6 +9,7 @@ from types import ModuleType
 
 from checks.base import CheckSpec
 from harness.ground.errors import CheckDefinitionError, UnknownNameError
+from harness.ground.family import active_family
 
 INFRASTRUCTURE = {"base", "common", "registry"}
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")
@@ -53,8 +54,10 @@ def _import_check(name: str) -> ModuleType:
         ) from None
 
 
-def load_checks(package: str = "checks") -> tuple[CheckSpec, ...]:
-    """Every check in ``package``, sorted by id; two checks with one id is an error."""
+def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
+    """Every check in ``package`` (default: the active family's checks), sorted by id; two
+    checks with one id is an error."""
+    package = package or active_family().checks
     pkg = importlib.import_module(package)
     found: dict[str, CheckSpec] = {}
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):

@@ -35,6 +35,7 @@ from harness.execute import (
 )
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
 from harness.ground.errors import GateError
+from harness.ground.family import active_family
 from harness.ground.model import (
     Admission,
     Cell,
@@ -53,7 +54,6 @@ from mutants.base import MutantSpec
 from mutants.pool import schedule
 from mutants.registry import forced_broken, get_mutant
 from targets.base import TargetSpec
-from targets.reference import REFERENCE
 from targets.registry import get_target
 
 GRACE_S = 15.0
@@ -172,6 +172,11 @@ def _as_finding(job: _Job, outcome: ChildOutcome, config: AdmissionConfig) -> Fi
                          job.timeout_s or job.check.timeout_s)
 
 
+def _reference() -> TargetSpec:
+    """The active family's reference target."""
+    return active_family().resolve("reference")  # type: ignore[no-any-return]
+
+
 def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[MutantSpec],
                                                                         tuple[str, ...]]:
     """Hand-written mutants named by the check, then the generated ones it selects."""
@@ -227,9 +232,9 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     for check in checks:
         pairs[check.id], problems[check.id] = paired_mutants(check, config)
         for r in range(config.reruns):
-            jobs.append(_Job(check, REFERENCE, None, r, "clean"))
-        jobs.append(_Job(check, REFERENCE, forced, 0, "forced"))
-        bases = sorted({m.target for m in pairs[check.id]} - {REFERENCE.name})
+            jobs.append(_Job(check, _reference(), None, r, "clean"))
+        jobs.append(_Job(check, _reference(), forced, 0, "forced"))
+        bases = sorted({m.target for m in pairs[check.id]} - {_reference().name})
         for name in bases:
             for r in range(clean_reruns(config.reruns)):
                 jobs.append(_Job(check, get_target(name), None, r, "base"))
@@ -279,13 +284,14 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
 
     admissions = []
     for check in checks:
-        clean = by_role[(check.id, "clean", REFERENCE.name)]
+        clean = by_role[(check.id, "clean", _reference().name)]
         if clean and all(f.verdict is Verdict.NOT_APPLICABLE for f in clean):
             # The contract is not offered by this SDK version (verified on the runtime object,
             # e.g. compaction before the bounded-suffix protocol): nothing to admit or measure.
             admissions.append(Admission(
                 check.id, False,
-                (f"does not apply to openai-agents {sdk_version()}: the clean reference gave "
+                (f"does not apply to {active_family().name} {sdk_version()}: the clean "
+                 f"reference gave "
                  f"not_applicable ({evidence(clean[:1])})",),
                 tuple(f.verdict for f in clean), (), time.perf_counter() - started))
             continue
@@ -312,7 +318,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                                             mutant.expected, f"waived as equivalent: {waiver}",
                                             mutant.diff()))
                 continue
-            base = None if mutant.target == REFERENCE.name else clean_base(
+            base = None if mutant.target == _reference().name else clean_base(
                 check.id, mutant.target, by_role[(check.id, "base", mutant.target)])
             cached = results_by_key.get((check.id, mutant.key))
             findings = by_role.get((check.id, "mutant", mutant.key), [])
@@ -322,7 +328,8 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
                     check.id, mutant.id, mutant.kind, mutant.target, mutant.description,
                     MutantStatus.NOT_JUDGEABLE, tuple(f.verdict for f in findings),
                     mutant.expected,
-                    f"not judgeable on openai-agents {sdk_version()}: the {base.describe()} "
+                    f"not judgeable on {active_family().name} {sdk_version()}: the "
+                    f"{base.describe()} "
                     f"without the mutant, so a kill would prove nothing", mutant.diff(),
                     sum(f.duration_s for f in findings), cached=cached is not None,
                     judgeable=False))
@@ -357,7 +364,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         for kind in (MutantKind.HANDWRITTEN, MutantKind.GENERATED):
             if kind in kinds and kind not in killed_kinds and (
                     kind is MutantKind.HANDWRITTEN or config.generated):
-                reasons.append(f"no {kind.value} mutant is killed on openai-agents "
+                reasons.append(f"no {kind.value} mutant is killed on {active_family().name} "
                                f"{sdk_version()} (the others are not judgeable or waived)")
         admissions.append(Admission(
             check.id, not reasons, tuple(reasons), tuple(f.verdict for f in clean),

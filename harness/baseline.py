@@ -16,8 +16,9 @@ from typing import Any
 
 from harness.compare import GateResult, cells, gate, version_key
 from harness.ground.errors import ResultsError, UsageError
+from harness.ground.family import active_family
 from harness.ground.model import Cell
-from harness.results import RUN_GLOB, atomic_write_text, folder_lock, read_results
+from harness.results import atomic_write_text, folder_lock, read_results, run_glob
 from harness.run_coverage import coverage_of
 
 
@@ -39,7 +40,7 @@ def _started(text: str) -> dt.datetime:
 def run_files(out_dir: Path, sdk: str | None = None) -> list[RunFile]:
     """The run files of ``out_dir`` (day-named older ones too), oldest first by start time."""
     found = []
-    for path in out_dir.glob(RUN_GLOB if sdk is None else f"*-openai-agents-{sdk}.json"):
+    for path in out_dir.glob(run_glob(sdk)):
         document = read_results(path)
         found.append(RunFile(path, document["sdk"]["version"], _started(document["started"]),
                              coverage_of(document).partial))
@@ -50,7 +51,7 @@ def latest_run(out_dir: Path, sdk: str) -> Path:
     """The newest run file of an SDK version, whole or partial."""
     runs = run_files(out_dir, sdk)
     if not runs:
-        raise ResultsError(f"no run of openai-agents {sdk!r} in {str(out_dir)!r}; run "
+        raise ResultsError(f"no run of {active_family().name} {sdk!r} in {str(out_dir)!r}; run "
                            f"`nox -s bench -- --versions {sdk}` first")
     return runs[-1].path
 
@@ -70,7 +71,7 @@ def newest_whole_runs(out_dir: Path) -> tuple[list[Path], list[RunFile]]:
 
 def baseline_path(out_dir: Path, sdk: str) -> Path:
     """Where the accepted results of an SDK version live."""
-    return out_dir / "baselines" / f"openai-agents-{sdk}.json"
+    return out_dir / "baselines" / f"{active_family().stem(sdk)}.json"
 
 
 def regressions(document: Mapping[str, Any], out_dir: Path) -> GateResult | None:
@@ -143,7 +144,7 @@ def refuse_partial(run: Path, partial: bool = False) -> dict[str, Any]:
     if coverage.partial and not partial:
         raise UsageError(
             f"{str(run)!r} is a partial run ({'; '.join(coverage.partial_reasons())}): "
-            f"accepting it would stand for the whole baseline of openai-agents {sdk}; "
+            f"accepting it would stand for the whole baseline of {document['sdk']['name']} {sdk}; "
             f"accept only the cells it measured with `python -m harness accept --partial "
             f"{run}`, or accept a whole run (`nox -s bench -- --versions {sdk}`)")
     return document

@@ -50,17 +50,20 @@ def _select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type:
 
 def _expect_sdk(requested: str | None) -> None:
     from harness.execute import sdk_version
+    from harness.ground.family import active_family
     from harness.noxsupport import unlocked_version_error
 
     if requested is None:
         return
-    unlocked = unlocked_version_error(requested)
-    if unlocked is not None:
-        raise UsageError(unlocked)
+    family = active_family()
+    if family.lock_dir is not None:
+        unlocked = unlocked_version_error(requested, family.lock_dir, family.name)
+        if unlocked is not None:
+            raise UsageError(unlocked)
     installed = sdk_version()
     if installed != requested:
         raise UsageError(
-            f"SDK version {requested!r} requested but this environment has openai-agents "
+            f"SDK version {requested!r} requested but this environment has {family.name} "
             f"{installed}; each version runs in its own environment: "
             f"`nox -s bench -- --versions {requested}`"
         )
@@ -134,7 +137,8 @@ def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
     sdk = document["sdk"]["version"]
     result = regressions(document, out)
     if result is None:
-        print(f"no accepted baseline for openai-agents {sdk} yet; accept this run with "
+        print(f"no accepted baseline for {document['sdk']['name']} {sdk} yet; accept this "
+              f"run with "
               f"`python -m harness accept --sdk {sdk}`")
         return int(code)
     info, failures = render_gate(result, sdk)
@@ -165,6 +169,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from harness.baseline import newest_whole_runs
     from harness.compare import cross_version_markdown, load_runs
+    from harness.ground.family import active_family
     from harness.results import atomic_write_text
 
     out = Path(args.out)
@@ -173,7 +178,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:  # the newest whole run per version when a folder is compared
         paths, left_out = newest_whole_runs(out)
         for run in left_out:
-            print(f"left out {run.path}: a partial run of openai-agents {run.sdk}")
+            print(f"left out {run.path}: a partial run of {active_family().name} {run.sdk}")
         docs = load_runs(paths)
     if not docs:
         raise UsageError(f"no whole run to compare in {str(out)!r}: run `nox -s bench` (a "
@@ -287,6 +292,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_survey(args: argparse.Namespace) -> int:
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
+    from harness.ground.family import active_family
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
     from harness.results import atomic_write_text
@@ -294,18 +300,17 @@ def cmd_survey(args: argparse.Namespace) -> int:
     from harness.survey_report import render_text, survey_mutation_report, write_survey
     from harness.survey_scores import gate, parse_fail_under
     from harness.survivors import load_survivors, survivors_path
-    from targets.reference import REFERENCE
-    from targets.registry import ALL_TARGETS, REAL_TARGETS, parse_lanes
-    from targets.sdk import LOCAL_TARGETS
+    from targets.registry import family_lanes, parse_lanes
 
+    family = active_family()
     params = parse_params(args.param)
     checks = _select_checks(args.checks, params)
-    known = [t.name for t in ALL_TARGETS]
+    known = [t.name for t in family_lanes()]
     fail_under = parse_fail_under(args.fail_under, known)
     entries = load_survivors(sdk_version(), known)
     waivers = survivors_path(sdk_version())
-    lanes = ((REFERENCE, *REAL_TARGETS) if args.lanes == "all" else parse_lanes(args.lanes)
-             if args.lanes else (REFERENCE, *LOCAL_TARGETS))
+    lanes = (family_lanes() if args.lanes == "all" else parse_lanes(args.lanes)
+             if args.lanes else (family.resolve("reference"), *family.resolve("survey_lanes")))
     if args.html:  # fail in seconds, not after the survey, when the viewer cannot be had
         from harness.mutation_html import check_out_dir, fetch_viewer
 
@@ -329,7 +334,7 @@ def cmd_survey(args: argparse.Namespace) -> int:
         surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
     if args.write:
-        out = Path(args.out or f"results/survey/openai-agents-{sdk_version()}")
+        out = Path(args.out or f"results/survey/{family.stem(sdk_version())}")
         for path in write_survey(surveys, out, config):
             print(f"wrote {path}")
     if args.write or args.html:
@@ -387,14 +392,14 @@ def cmd_docs(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from checks.registry import load_checks
     from mutants.registry import handwritten_mutants
-    from targets.registry import ALL_TARGETS
+    from targets.registry import family_lanes
 
     print("checks:")
     for c in load_checks():
         params = ", ".join(f"{p.name}={p.default}" for p in c.params)
         print(f"  {c.id}: {c.invariant} [{params}]")
     print("lanes:")
-    for t in ALL_TARGETS:
+    for t in family_lanes():
         print(f"  {t.name}: {t.description}")
     print("hand-written mutants:")
     for m in handwritten_mutants():
@@ -439,6 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m harness``."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=(
         "Mutation-first integrity bench for agent session backends."))
+    parser.add_argument("--family", default=None, help=(
+        "the runtime family to measure (default: $ARIB_FAMILY, else openai-agents); families "
+        "are registered in the entry-point group arib.families"))
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -449,7 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="admit checks, run them on every lane, write results/")
     common(p)
-    p.add_argument("--sdk", help="expected openai-agents version of this environment")
+    p.add_argument("--sdk", help="expected version of the family's distribution here (for "
+                                 "openai-agents, the SDK's version)")
     p.add_argument("--lanes", help="comma-separated lanes (default: every real local lane)")
     p.add_argument("--checks", help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=3, help="admission reruns per mutant")
@@ -566,6 +575,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with interrupts.stops_raise():
             try:
+                if args.family is not None:
+                    from harness.ground.family import use_family
+
+                    use_family(args.family)
                 return int(args.func(args))
             finally:
                 scratch.cleanup()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.ground.family import active_family
 from harness.ground.model import Cell
 from harness.results import read_results
 from harness.run_coverage import coverage_of
@@ -176,7 +177,7 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
                     f"{sdk} ({result.compared} cell(s) compared)")
         return info, []
     failures = [f"regression gate: {len(gating)} of {result.compared} compared cell(s) differ "
-                f"from the accepted baseline of openai-agents {sdk}:"]
+                f"from the accepted baseline of {active_family().name} {sdk}:"]
     failures += [f"  {c.kind.value}: {c.describe()}" for c in gating]
     failures.append(f"if the change is real, accept it: `python -m harness accept --sdk {sdk}` "
                     f"and commit results/baselines/")
@@ -205,7 +206,8 @@ def cross_version_markdown(documents: Sequence[Mapping[str, Any]]) -> str:
     docs = sorted(documents, key=lambda d: version_key(d["sdk"]["version"]))
     versions = [d["sdk"]["version"] for d in docs]
     all_cells = sorted({c for d in docs for c in cells(d)}, key=lambda c: (c.lane, c.check_id))
-    lines = ["# Integrity bench across openai-agents versions", "",
+    family = docs[0]["sdk"]["name"] if docs else "openai-agents"
+    lines = [f"# Integrity bench across {family} versions", "",
              "Generated from the result files by `python -m harness compare`; do not edit.", "",
              "Sources: " + ", ".join(f"`{d.get('_path', '?')}`" for d in docs), "",
              "| lane | invariant | " + " | ".join(versions) + " |",

@@ -22,7 +22,6 @@ import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import anyio
 from checks.base import CheckSpec, NotApplicable, TrialContext
 from harness.ground import scratch
 from harness.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
+from harness.ground.family import active_family
 from harness.ground.model import Counts, Finding, Trial, Verdict
 from mutants.base import MutantSpec
 from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
@@ -41,13 +41,10 @@ SWITCH_INTERVAL_S = 1e-5
 WATCHDOG_SLACK_S = 0.1
 
 
-@functools.cache
 def sdk_version() -> str:
-    """The installed openai-agents version (read once: parsing metadata is slow)."""
-    try:
-        return metadata.version("openai-agents")
-    except metadata.PackageNotFoundError:
-        return "not-installed"
+    """The installed version of the active family's distribution (for openai-agents, the
+    SDK's version), read once per distribution: parsing metadata is slow."""
+    return active_family().version()
 
 
 def python_version() -> str:

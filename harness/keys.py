@@ -7,26 +7,33 @@ stores apart where their runs differ (the survey's engine, its lane's waits).
 
 from __future__ import annotations
 
+import functools
+import importlib
 import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
-import checks as checks_package
-import targets as targets_package
 from checks.base import CheckSpec
 from harness.cache import cache_key, source_hash
 from harness.execute import python_version, sdk_version
+from harness.ground.family import active_family, get_family
 from mutants.base import MutantSpec
 
-# Helper modules checks share (checks/_*.py): a change to one must not reuse cached verdicts.
-CHECK_HELPERS = tuple(sorted(
-    f"checks.{info.name}" for info in pkgutil.iter_modules(checks_package.__path__)
-    if info.name.startswith("_")))
 
-# Every module of the targets package (builders, row writers, the reference and its mixins):
-# a change to any of them must not reuse cached verdicts either.
-TARGET_MODULES = tuple(sorted(
-    f"targets.{info.name}" for info in pkgutil.iter_modules(targets_package.__path__)))
+def _modules(package: str, helpers_only: bool) -> tuple[str, ...]:
+    found = pkgutil.iter_modules(importlib.import_module(package).__path__)
+    return tuple(sorted(f"{package}.{info.name}" for info in found
+                        if info.name.startswith("_") or not helpers_only))
+
+
+@functools.cache
+def family_sources(family: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The modules of a family whose change must not reuse cached verdicts: the helper
+    modules its checks share (``checks/_*.py``), and every module of the package that holds
+    its reference target (builders, row writers, the reference and its mixins: targets/)."""
+    record = get_family(family)
+    reference_package = record.reference.partition(":")[0].rpartition(".")[0]
+    return _modules(record.checks, True), _modules(reference_package, False)
 
 
 def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, reruns: int,
@@ -35,12 +42,13 @@ def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, r
     them (the check, its helpers, how a check is run, the mutated module and every target
     module, the mutant's own source), the interpreter and SDK versions, and the run's
     reruns, seed, parameters and time-limit rule."""
+    helpers, targets = family_sources(active_family().name)
     return cache_key(
         kind=kind,
         lane=lane,
         check=source_hash(check.module, "checks.base", "checks.common", "harness.execute",
-                          *CHECK_HELPERS),
-        target=source_hash(mutant.module, *TARGET_MODULES),
+                          *helpers),
+        target=source_hash(mutant.module, *targets),
         mutant=mutant.id,
         mutant_source=mutant.replacement if mutant.source is None else mutant.source,
         python=python_version(),

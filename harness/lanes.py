@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from checks.base import CheckSpec
 from harness.ground.errors import ServiceError
+from harness.ground.family import active_family
 from harness.ground.services import NotMeasured, ServiceManager
 from targets.base import TargetSpec
 
@@ -24,12 +25,13 @@ class PreparedLanes:
 
 def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager) -> PreparedLanes:
     """Start each needed service once; a lane whose server or driver is missing is listed."""
-    from targets.services import NOT_MEASURED, lane_availability
-
+    family = active_family()
+    availability = family.resolve("availability") if family.availability else _service_only
     ready: list[TargetSpec] = []
-    missing: list[NotMeasured] = list(NOT_MEASURED)
+    missing: list[NotMeasured] = list(family.resolve("not_measured") if family.not_measured
+                                      else ())
     for lane in lanes:
-        absent = lane_availability(lane, manager) or absent_backend(lane)
+        absent = availability(lane, manager) or absent_backend(lane)
         if absent is not None:
             missing.append(absent)
             continue
@@ -42,6 +44,13 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager) -> Prepa
         ready.append(lane)
     versions = {name: info.version for name, info in manager.infos.items()}
     return PreparedLanes(tuple(ready), dict(manager.services), versions, tuple(missing))
+
+
+def _service_only(lane: TargetSpec, manager: ServiceManager) -> NotMeasured | None:
+    """A lane cannot run here when its service cannot (a family that states no more)."""
+    if lane.service is None:
+        return None
+    return manager.availability(lane.service)
 
 
 def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager) -> dict[str, str]:
@@ -66,10 +75,10 @@ def absent_backend(lane: TargetSpec) -> NotMeasured | None:
     try:
         module = importlib.import_module(lane.module)
     except ImportError as exc:
-        return NotMeasured(lane.name, f"absent: openai-agents {sdk_version()} has no module "
-                                      f"{lane.module} ({exc})")
+        return NotMeasured(lane.name, f"absent: {active_family().name} {sdk_version()} has no "
+                                      f"module {lane.module} ({exc})")
     if not hasattr(module, lane.backend):
-        return NotMeasured(lane.name, f"absent: openai-agents {sdk_version()} has no "
+        return NotMeasured(lane.name, f"absent: {active_family().name} {sdk_version()} has no "
                                       f"{lane.backend} in {lane.module}")
     return None
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.ground.errors import ResultsError
+from harness.ground.family import active_family
 from harness.ground.model import MutantKind, MutantResult, MutantStatus
 from harness.results import load_schema
 from mutants.base import MutantSpec
@@ -331,7 +332,8 @@ def _version(name: str) -> str | None:
 
 
 def _framework() -> dict[str, Any]:
-    deps = {name: _version(name) for name in ("openai-agents", "libcst", "anyio")}
+    deps = {name: _version(name)
+            for name in (active_family().distribution, "libcst", "anyio")}
     deps["python"] = platform.python_version()
     return {
         "name": "agent-integrity-bench",

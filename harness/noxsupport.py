@@ -125,21 +125,23 @@ def link_pythons(found: Mapping[str, Path | None], folder: Path) -> Path:
     return folder
 
 
-def locked_versions(lock_dir: Path = LOCK_DIR) -> list[str]:
-    """The SDK versions that have a lock file, oldest first."""
-    names = (p.name.removeprefix("openai-agents-").removesuffix(".txt")
-             for p in lock_dir.glob("openai-agents-*.txt"))
+def locked_versions(lock_dir: Path = LOCK_DIR, family: str = "openai-agents") -> list[str]:
+    """The versions of a family's distribution that have a lock file, oldest first."""
+    names = (p.name.removeprefix(f"{family}-").removesuffix(".txt")
+             for p in lock_dir.glob(f"{family}-*.txt"))
     return sorted(names, key=lambda v: tuple(int(x) if x.isdigit() else 0
                                              for x in v.split(".")))
 
 
-def unlocked_version_error(version: str, lock_dir: Path = LOCK_DIR) -> str | None:
+def unlocked_version_error(version: str, lock_dir: Path = LOCK_DIR,
+                           family: str = "openai-agents") -> str | None:
     """None when ``version`` has a lock file, else one line naming it and the fix."""
-    known = locked_versions(lock_dir)
+    known = locked_versions(lock_dir, family)
     if version in known:
         return None
     return (f"unavailable SDK version {version!r}: the bench has lock files for "
-            f"{', '.join(known)}; create one with `nox -s lock -- {version}`")
+            f"{', '.join(known) or f'no {family} version'}; create one with "
+            f"`nox -s lock -- {version}`")
 
 
 def split_versions(args: Sequence[str], default: Sequence[str], every: Sequence[str],

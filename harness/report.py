@@ -137,7 +137,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     tally = Counter(f["verdict"] for f in findings)
     env = doc["environment"]
     lines = [
-        f"# Integrity bench: openai-agents {sdk}",
+        f"# Integrity bench: {doc['sdk']['name']} {sdk}",
         "",
         "Generated from the JSON result by `python -m harness report`; do not edit by hand.",
         "",
@@ -163,7 +163,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         lines += ["## Not measured", ""]
         lines += [f"- `{n['name']}`: {n['reason']}" for n in doc["not_measured"]]
         lines.append("")
-    if sdk == SEED_SDK:
+    if sdk == SEED_SDK and doc["sdk"]["name"] == "openai-agents":
         lines += _seed_comparison(findings)
     lines += _admission(doc["admission"])
     bad = [f for f in findings if f["verdict"] in ("violated", "error")]

@@ -19,16 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.ground.errors import ResultsError, UsageError
+from harness.ground.family import active_family
 from harness.ground.model import Admission, Finding
 
 SCHEMA_VERSION = 1
 LOCK_NAME = ".arib.lock"
-RUN_GLOB = "*-openai-agents-*.json"  # run files, day-named (older) or time-and-id-named
 SCHEMA_DIR = Path(__file__).parent / "schemas"
-LOCK_DIR = Path(__file__).parent / "locks"
-PACKAGES = ("openai-agents", "openai", "pydantic", "sqlalchemy", "aiosqlite", "anyio",
-            "libcst", "jsonschema", "uvloop", "mutmut", "pytest", "redis", "asyncpg",
-            "cryptography")
 
 
 def atomic_write_text(path: Path, text: str, *, replace: bool = True) -> None:
@@ -92,11 +88,17 @@ def writable_folder(folder: Path, option: str = "--out") -> Path:
     return folder
 
 
+def run_glob(version: str | None = None) -> str:
+    """The file names of the active family's runs (of one version, or of every version),
+    day-named (older) or time-and-id-named."""
+    return f"*-{active_family().stem(version or '*')}.json"
+
+
 def run_stem(started: dt.datetime, run_id: str, sdk: str) -> str:
     """The name of a run's files: its start time (UTC) and run id, never only the day, so a
     run never replaces another: ``2026-11-30T101502Z-3f9a1c2e-openai-agents-0.24.0``."""
     utc = started.astimezone(dt.timezone.utc)
-    return f"{utc:%Y-%m-%dT%H%M%SZ}-{run_id}-openai-agents-{sdk}"
+    return f"{utc:%Y-%m-%dT%H%M%SZ}-{run_id}-{active_family().stem(sdk)}"
 
 
 def new_run_id() -> str:
@@ -117,15 +119,10 @@ def harness_commit() -> str:
         return "unknown"
 
 
-def lock_file(sdk: str) -> Path:
-    """The lock (constraints) file for an SDK version."""
-    return LOCK_DIR / f"openai-agents-{sdk}.txt"
-
-
 def lock_hash(sdk: str) -> str:
     """SHA-256 of the lock file the environment was installed from, or 'unlocked'."""
-    path = lock_file(sdk)
-    if not path.exists():
+    path = active_family().lock_file(sdk)
+    if path is None or not path.exists():
         return "unlocked"
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -133,7 +130,8 @@ def lock_hash(sdk: str) -> str:
 def environment() -> dict[str, Any]:
     """Python, platform and every relevant package version of this process."""
     packages: dict[str, str | None] = {}
-    for name in PACKAGES:
+    family = active_family()
+    for name in (family.distribution, *family.packages):
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -162,7 +160,7 @@ def run_document(
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "arib-bench-run",
-        "sdk": {"name": "openai-agents", "version": sdk},
+        "sdk": {"name": active_family().name, "version": sdk},
         "harness_commit": harness_commit(),
         "lock_hash": lock_hash(sdk),
         "started": started,

@@ -98,9 +98,9 @@ class RunCoverage:
 def known_selection() -> tuple[frozenset[str], frozenset[str]]:
     """Every lane a default bench run selects and every check id the harness has."""
     from checks.registry import load_checks
-    from targets.registry import REAL_TARGETS
+    from targets.registry import real_lanes
 
-    return (frozenset(t.name for t in REAL_TARGETS),
+    return (frozenset(t.name for t in real_lanes()),
             frozenset(c.id for c in load_checks()))
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ground.errors import BenchError
+from harness.ground.family import active_family
 from harness.ground.model import MutantKey
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,8 @@ class Entry:
 
 def survivors_path(sdk: str, root: Path | None = None) -> Path:
     """Where the survivors file of one SDK version lives."""
-    return (root or SURVIVORS_DIR) / f"openai-agents-{sdk}.txt"
+    family = active_family()
+    return (root or family.survivors_dir or SURVIVORS_DIR) / f"{family.stem(sdk)}.txt"
 
 
 def parse_survivors(text: str, lanes: Iterable[str], source: str = "survivors file") -> tuple[

@@ -91,6 +91,8 @@ class MutantSpec:
 
 HANDWRITTEN: dict[str, MutantSpec] = {}
 FORCED: dict[str, MutantSpec] = {}
+# mutant id -> the module that wrote it (a family's mutants are those of its package)
+DEFINED_IN: dict[str, str] = {}
 
 
 def load_class(module: str, name: str) -> Any:
@@ -131,6 +133,7 @@ def handwritten(
         if spec.name in {m.name for m in (*HANDWRITTEN.values(), *FORCED.values())}:
             raise ValueError(f"two hand-written mutants are named {spec.name!r}; rename one")
         table[spec.id] = spec
+        DEFINED_IN[spec.id] = fn.__module__
         return fn
 
     return register

@@ -1,44 +1,62 @@
-"""Every hand-written mutant, by name or id, with a clear error for an unknown one."""
+"""Every hand-written mutant of the active family, by name or id, with a clear error for an
+unknown one. A family's mutants are those that the modules of its mutants package register
+(openai-agents: mutants/)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 
-import mutants
-from harness.ground.errors import UnknownNameError
-from mutants.base import FORCED, HANDWRITTEN, MutantSpec
+from harness.ground.errors import MutantDefinitionError, UnknownNameError
+from harness.ground.family import active_family
+from mutants.base import DEFINED_IN, FORCED, HANDWRITTEN, MutantSpec
 
 # Modules of the mutants package that hold machinery, not hand-written mutants.
 MACHINERY = {"base", "registry", "generate", "operators", "hook", "pool"}
 
 
-def _load_all() -> None:
-    for info in sorted(pkgutil.iter_modules(mutants.__path__), key=lambda i: i.name):
+@functools.cache
+def _load_all(package: str) -> None:
+    pkg = importlib.import_module(package)
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         if info.name not in MACHINERY and not info.name.startswith("_"):
-            importlib.import_module(f"mutants.{info.name}")
+            importlib.import_module(f"{package}.{info.name}")
 
 
-_load_all()
+def _family_specs(table: dict[str, MutantSpec]) -> list[MutantSpec]:
+    package = active_family().mutants
+    _load_all(package)
+    return [m for m in table.values()
+            if DEFINED_IN.get(m.id, "") == package or DEFINED_IN.get(m.id, "").startswith(
+                package + ".")]
 
 
 def handwritten_mutants() -> tuple[MutantSpec, ...]:
-    """Every registered hand-written mutant, sorted by name."""
-    return tuple(sorted(HANDWRITTEN.values(), key=lambda m: m.name))
+    """Every hand-written mutant of the active family, sorted by name."""
+    return tuple(sorted(_family_specs(HANDWRITTEN), key=lambda m: m.name))
 
 
 def forced_broken() -> MutantSpec:
-    """The forced-broken mutant of the reference backend used by the sanity gate."""
-    (spec,) = FORCED.values()
-    return spec
+    """The forced-broken mutant of the family's reference, used by the sanity gate."""
+    family = active_family()
+    found = [m for m in _family_specs(FORCED) if m.name == family.forced_broken]
+    if not found:
+        raise MutantDefinitionError(
+            f"family {family.name!r} names forced_broken={family.forced_broken!r}, but its "
+            f"package {family.mutants!r} registers no forced mutant of that name; register "
+            f"it with @handwritten(..., forced=True)"
+        )
+    return found[0]
 
 
 def get_mutant(key: str) -> MutantSpec:
     """A hand-written mutant by name or id; unknown keys raise UnknownNameError."""
-    for spec in HANDWRITTEN.values():
+    for spec in handwritten_mutants():
         if key in (spec.name, spec.id):
             return spec
     known = ", ".join(m.name for m in handwritten_mutants())
     raise UnknownNameError(
-        f"unknown mutant {key!r}: pair a check with a mutant defined in mutants/; known: {known}"
+        f"unknown mutant {key!r}: pair a check with a mutant defined in "
+        f"{active_family().mutants}/; known: {known}"
     )

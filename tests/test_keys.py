@@ -37,6 +37,7 @@ def test_both_kinds_follow_every_source(monkeypatch: pytest.MonkeyPatch, module:
 
 
 def test_every_check_helper_and_target_module_is_listed() -> None:
-    assert "checks._calls" in keys.CHECK_HELPERS and "checks._problems" in keys.CHECK_HELPERS
-    assert "targets.reference_tables" in keys.TARGET_MODULES
-    assert "targets.sdk" in keys.TARGET_MODULES
+    helpers, targets = keys.family_sources("openai-agents")
+    assert "checks._calls" in helpers and "checks._problems" in helpers
+    assert "targets.reference_tables" in targets
+    assert "targets.sdk" in targets

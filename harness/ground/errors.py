@@ -47,3 +47,7 @@ class ResultsError(BenchError):
     """A result file is corrupt, foreign or fails its schema."""
 
     exit_code = ExitCode.ERROR_OR_NOTHING
+
+
+class PluginError(BenchError):
+    """A family (or another plugin) registered through an entry point cannot be loaded."""

@@ -1,0 +1,151 @@
+"""Runtime families: what one family of backends brings, and the registry that finds them.
+
+A family (openai-agents' sessions is the first) is a plugin: a frozen ``Family`` record names
+the distribution whose versions are measured, its lock files, its reference target and
+forced-broken mutant, the packages of its checks and hand-written mutants, its lanes, and how
+its item stores are read by the checks' common helpers. The harness asks the *active* family
+for each of these and names none of them itself.
+
+Families are found in the entry-point group ``arib.families`` (an installed package adds one
+with ``[project.entry-points."arib.families"] name = "module:FAMILY"``), besides the built-in
+openai-agents family, which is found even when this project runs uninstalled from a checkout.
+Every field that names code is a ``"module:attribute"`` reference, resolved only when used, so
+that this ground floor imports nothing of checks/, mutants/ or targets/.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness.ground.errors import PluginError, UnknownNameError
+
+ENTRY_POINT_GROUP = "arib.families"
+ENV_VAR = "ARIB_FAMILY"  # the active family, inherited by every child process
+DEFAULT = "openai-agents"
+BUILTIN: Mapping[str, str] = {DEFAULT: "targets.family:OPENAI_AGENTS"}
+
+
+@dataclass(frozen=True)
+class Family:
+    """One runtime family: its distribution, lock files, reference, lanes, checks, mutants."""
+
+    name: str  # names its results, baselines and survivors files: "<name>-<version>"
+    distribution: str  # the installed distribution whose version is measured
+    description: str
+    checks: str  # package whose modules each define CHECK
+    mutants: str  # package whose modules register the hand-written mutants
+    lanes: str  # -> tuple[TargetSpec, ...]: every lane, the reference first
+    survey_lanes: str  # -> tuple[TargetSpec, ...]: the survey's default lanes (no reference)
+    reference: str  # -> TargetSpec of the family's own reference backend
+    forced_broken: str  # name of the forced-broken hand-written mutant of the reference
+    read_items: str  # -> async (store, limit) -> list: how checks read an item store
+    # -> (lane, ServiceManager) -> NotMeasured | None: why a lane cannot run here (a missing
+    # driver or server); "" when only the lanes' services are asked
+    availability: str = ""
+    # -> tuple[NotMeasured, ...]: backends of the family that no lane can measure here
+    not_measured: str = ""
+    lock_dir: Path | None = None  # holds "<name>-<version>.txt" constraints files
+    # holds "<name>-<version>.txt" survivor waivers; None: mutants/survivors/
+    survivors_dir: Path | None = None
+    packages: tuple[str, ...] = ()  # other distributions whose versions a run records
+
+    def resolve(self, field_name: str) -> Any:
+        """The object a ``"module:attribute"`` field names, imported now."""
+        ref = getattr(self, field_name)
+        module, _, attr = ref.partition(":")
+        try:
+            value = importlib.import_module(module)
+            for part in attr.split(".") if attr else ():
+                value = getattr(value, part)
+        except (ImportError, AttributeError) as exc:
+            raise PluginError(
+                f"family {self.name!r}: {field_name}={ref!r} cannot be loaded "
+                f"({type(exc).__name__}: {exc}); the rule: every code field is "
+                f"'module:attribute' naming an importable object; fix the family's record"
+            ) from None
+        return value
+
+    def version(self) -> str:
+        """The installed version of the family's distribution, or 'not-installed'."""
+        return _installed_version(self.distribution)
+
+    def lock_file(self, version: str) -> Path | None:
+        """The constraints file of ``version``, or None when the family keeps no locks."""
+        return None if self.lock_dir is None else self.lock_dir / f"{self.name}-{version}.txt"
+
+    def stem(self, version: str) -> str:
+        """``<name>-<version>``: the tail of this family's result, baseline and waiver names."""
+        return f"{self.name}-{version}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "distribution": self.distribution,
+                "description": self.description}
+
+
+@functools.cache
+def _installed_version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+def _entry_points() -> dict[str, str]:
+    """name -> "module:attr" of the installed ``arib.families`` entry points."""
+    return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _load(name: str, ref: str) -> Family:
+    module, _, attr = ref.partition(":")
+    try:
+        value: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except Exception as exc:  # a plugin's import can fail any way: name it, never crash
+        raise PluginError(
+            f"family {name!r} ({ref!r}) cannot be loaded: {type(exc).__name__}: {exc}; "
+            f"fix or uninstall the package that registers it in {ENTRY_POINT_GROUP!r}"
+        ) from None
+    if not isinstance(value, Family) or value.name != name:
+        raise PluginError(
+            f"entry point {name!r} = {ref!r} in {ENTRY_POINT_GROUP!r} is {value!r}; the rule: "
+            f"it names a harness.ground.family.Family whose name is {name!r}; fix the record"
+        )
+    return value
+
+
+def known_families() -> dict[str, str]:
+    """Every family's name -> "module:attr": the built-in one, then the entry points."""
+    return {**BUILTIN, **_entry_points()}
+
+
+@functools.cache
+def get_family(name: str) -> Family:
+    """The family called ``name``; unknown names raise UnknownNameError listing the known."""
+    known = known_families()
+    if name not in known:
+        raise UnknownNameError(
+            f"unknown family {name!r}: the installed families are {', '.join(sorted(known))}; "
+            f"install the package that registers it in {ENTRY_POINT_GROUP!r}, or pick one "
+            f"with --family"
+        )
+    return _load(name, known[name])
+
+
+def use_family(name: str) -> Family:
+    """Make ``name`` the active family of this process and of every child it starts."""
+    family = get_family(name)
+    os.environ[ENV_VAR] = name
+    return family
+
+
+def active_family() -> Family:
+    """The family this process measures: ``$ARIB_FAMILY``, else openai-agents."""
+    return get_family(os.environ.get(ENV_VAR) or DEFAULT)
