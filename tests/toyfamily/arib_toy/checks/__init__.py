@@ -1,0 +1,1 @@
+"""The toy family's checks."""

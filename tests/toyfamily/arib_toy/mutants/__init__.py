@@ -1,0 +1,1 @@
+"""The toy family's hand-written mutants."""
