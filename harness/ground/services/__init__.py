@@ -16,7 +16,7 @@ Parts, one job each (everything is imported from here):
 
 - ``info``: ``ServiceInfo``, ``NotMeasured``, the service names and the Python drivers;
 - ``urls``: validating ``REDIS_URL`` / ``POSTGRES_URL`` and ``mask_url``;
-- ``resp``: ``redis_probe``, PING and INFO over raw RESP;
+- ``redis_probe``: PING and INFO through redis-py;
 - ``pgclient``: ``postgres_query``, a fresh database per lane run and its drop;
 - ``launcher``: a server process in its private folder: spawn, readiness, stop;
 - ``redis_server`` and ``postgres_server``: how each server is started or probed;
@@ -42,7 +42,7 @@ from harness.ground.services.pgclient import (
     postgres_query,
 )
 from harness.ground.services.postgres_server import PG_HBA, PG_SETTINGS, PG_SUPERUSER
-from harness.ground.services.resp import redis_probe
+from harness.ground.services.redis_probe import redis_probe
 from harness.ground.services.urls import (
     EXPECTED_FORMS,
     mask_url,

@@ -9,7 +9,7 @@ from harness.ground.binaries import ServerBinary
 from harness.ground.errors import ServiceError
 from harness.ground.services.info import HOST, ServiceInfo
 from harness.ground.services.launcher import Launcher, new_password, write_private
-from harness.ground.services.resp import redis_probe
+from harness.ground.services.redis_probe import redis_probe
 from harness.ground.services.urls import mask_url, parse_redis_url
 
 
