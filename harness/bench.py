@@ -106,6 +106,115 @@ def _coverage(config: BenchConfig, prepared: PreparedLanes,
     )
 
 
+@dataclass(frozen=True)
+class LaneRun:
+    """One admitted check measured on one lane, with the options it runs under."""
+
+    check: CheckSpec
+    lane: TargetSpec
+    opts: RunOptions
+
+
+def _admit(config: BenchConfig) -> tuple[Admission, ...]:
+    """The bench's admission of its checks, with the services their mutants' lanes need."""
+    admissions = admit(
+        config.checks,
+        AdmissionConfig(reruns=config.reruns, workers=config.admission_workers,
+                        run_seed=config.run_seed, params=config.params, cache=config.cache,
+                        quiet=config.quiet, generated=config.generated,
+                        services=(services_for_checks(config.checks, config.manager)
+                                  if config.manager is not None else {})),
+    )
+    for a in admissions:
+        if not a.admitted and not config.quiet:
+            print(f"not admitted: {a.check_id}: " + "; ".join(a.reasons))
+    return admissions
+
+
+def _lane_runs(config: BenchConfig, prepared: PreparedLanes,
+               admissions: tuple[Admission, ...]) -> list[LaneRun]:
+    """Every admitted check on every lane that can be measured, in the order of the checks."""
+    admitted = {a.check_id for a in admissions if a.admitted}
+    return [LaneRun(check, lane, RunOptions(
+                params=check.resolve_params(config.params.get(check.id)),
+                run_seed=config.run_seed, loop=config.loop, services=prepared.services))
+            for check in config.checks if check.id in admitted for lane in prepared.lanes]
+
+
+def _measure(config: BenchConfig, prepared: PreparedLanes,
+             runs: list[LaneRun]) -> tuple[list[Finding], bool]:
+    """The findings of ``runs`` (each in a forked child), and whether an interrupt cut them
+    short (what was measured before it is kept)."""
+    progress = Progress("bench", len(runs), quiet=config.quiet)
+    findings: list[Finding | None] = [None] * len(runs)
+    limit_s = max((c.timeout_s for c in config.checks), default=60) + GRACE_S
+
+    def done(index: int, outcome: ChildOutcome) -> None:
+        run = runs[index]
+        finding = child_finding(run.check, run.lane, run.opts, outcome, limit_s,
+                                lane_child=True)
+        if config.manager is not None and finding.verdict in (Verdict.VIOLATED, Verdict.ERROR):
+            died = service_failure(run.lane, config.manager)
+            if died is not None:
+                finding = error_finding(run.check, run.lane, run.opts,
+                                        f"the lane's server died: {died}", None,
+                                        finding.duration_s, finding.seeds)
+        if run.lane.service is not None:
+            finding = dataclasses.replace(
+                finding, service_version=prepared.versions.get(run.lane.service))
+        findings[index] = finding
+        progress.advance(f"{run.check.id} on {run.lane.name}: {finding.verdict.value}")
+
+    observer = config.on_lane_start
+
+    def started_lane(index: int) -> None:
+        if observer is not None:
+            observer(runs[index].check, runs[index].lane)
+
+    interrupted = False
+    try:
+        run_jobs([functools.partial(_judge, r.check, r.lane, r.opts) for r in runs],
+                 workers=config.workers, timeout_s=limit_s, on_done=done,
+                 on_start=started_lane)
+    except KeyboardInterrupt:
+        interrupted = True
+    return [f for f in findings if f is not None], interrupted
+
+
+def _document(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Admission, ...],
+              measured: list[Finding], interrupted: bool, started: dt.datetime,
+              duration_s: float) -> dict[str, Any]:
+    """The run's JSON document, validated against its schema."""
+    parameters = {
+        "run_seed": config.run_seed,
+        "reruns": config.reruns,
+        "loop": config.loop,
+        "workers": config.workers,
+        "lanes": [lane.name for lane in prepared.lanes],
+        "checks": {c.id: c.resolve_params(config.params.get(c.id)) for c in config.checks},
+        "complete": not interrupted,
+    }
+    return run_document(
+        sdk=sdk_version(), parameters=parameters, findings=measured, admissions=admissions,
+        not_measured=[n.to_json() for n in prepared.not_measured],
+        started=started.isoformat(timespec="seconds"), duration_s=duration_s,
+    )
+
+
+def _write(paths: tuple[Path, Path], document: dict[str, Any]) -> list[Path]:
+    """Write the JSON and the Markdown report, never replacing a file; an interrupt while
+    writing says what was written."""
+    written: list[Path] = []
+    try:
+        for path, text in zip(paths, (json.dumps(document, indent=1, ensure_ascii=False)
+                                      + "\n", render_markdown(document)), strict=True):
+            atomic_write_text(path, text, replace=False)
+            written.append(path)
+    except KeyboardInterrupt:
+        raise BenchInterrupted(tuple(written)) from None
+    return written
+
+
 def run_bench(config: BenchConfig) -> BenchOutcome:
     """Admit, measure, write; what was measured is written even when the run is interrupted.
 
@@ -116,77 +225,12 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     started = dt.datetime.now(dt.timezone.utc)
     run_id = new_run_id()
     t0 = time.perf_counter()
-    sdk = sdk_version()
-    admissions: tuple[Admission, ...] = admit(
-        config.checks,
-        AdmissionConfig(reruns=config.reruns, workers=config.admission_workers,
-                        run_seed=config.run_seed, params=config.params, cache=config.cache,
-                        quiet=config.quiet, generated=config.generated,
-                        services=(services_for_checks(config.checks, config.manager)
-                                  if config.manager is not None else {})),
-    )
+    admissions = _admit(config)
     prepared = (prepare_lanes(config.lanes, config.manager) if config.manager is not None
                 else PreparedLanes(config.lanes))
-    admitted = {a.check_id for a in admissions if a.admitted}
-    for a in admissions:
-        if not a.admitted and not config.quiet:
-            print(f"not admitted: {a.check_id}: " + "; ".join(a.reasons))
-    jobs: list[tuple[CheckSpec, TargetSpec, RunOptions]] = []
-    for check in config.checks:
-        if check.id not in admitted:
-            continue
-        opts = RunOptions(params=check.resolve_params(config.params.get(check.id)),
-                          run_seed=config.run_seed, loop=config.loop,
-                          services=prepared.services)
-        for lane in prepared.lanes:
-            jobs.append((check, lane, opts))
-    progress = Progress("bench", len(jobs), quiet=config.quiet)
-    findings: list[Finding | None] = [None] * len(jobs)
-    limit_s = max((c.timeout_s for c in config.checks), default=60) + GRACE_S
-
-    def done(index: int, outcome: ChildOutcome) -> None:
-        check, lane, opts = jobs[index]
-        finding = child_finding(check, lane, opts, outcome, limit_s, lane_child=True)
-        if config.manager is not None and finding.verdict in (Verdict.VIOLATED, Verdict.ERROR):
-            died = service_failure(lane, config.manager)
-            if died is not None:
-                finding = error_finding(check, lane, opts, f"the lane's server died: {died}",
-                                        None, finding.duration_s, finding.seeds)
-        if lane.service is not None:
-            finding = dataclasses.replace(
-                finding, service_version=prepared.versions.get(lane.service))
-        findings[index] = finding
-        progress.advance(f"{check.id} on {lane.name}: {findings[index].verdict.value}")  # type: ignore[union-attr]
-
-    interrupted = False
-    observer = config.on_lane_start
-
-    def started_lane(index: int) -> None:
-        if observer is not None:
-            observer(jobs[index][0], jobs[index][1])
-
-    try:
-        run_jobs([functools.partial(_judge, *job) for job in jobs], workers=config.workers,
-                 timeout_s=limit_s,
-                 on_done=done, on_start=started_lane)
-    except KeyboardInterrupt:
-        interrupted = True
-    measured = [f for f in findings if f is not None]
-    parameters = {
-        "run_seed": config.run_seed,
-        "reruns": config.reruns,
-        "loop": config.loop,
-        "workers": config.workers,
-        "lanes": [lane.name for lane in prepared.lanes],
-        "checks": {c.id: c.resolve_params(config.params.get(c.id)) for c in config.checks},
-        "complete": not interrupted,
-    }
-    document = run_document(
-        sdk=sdk, parameters=parameters, findings=measured, admissions=admissions,
-        not_measured=[n.to_json() for n in prepared.not_measured],
-        started=started.isoformat(timespec="seconds"),
-        duration_s=time.perf_counter() - t0,
-    )
+    measured, interrupted = _measure(config, prepared, _lane_runs(config, prepared, admissions))
+    document = _document(config, prepared, admissions, measured, interrupted, started,
+                         time.perf_counter() - t0)
     document["run_id"] = run_id
     document["coverage"] = _coverage(config, prepared, admissions, not interrupted).to_json()
     document["lanes"] = [lane.to_json() for lane in prepared.lanes]
@@ -194,17 +238,10 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
         config.manager.infos.items() if config.manager is not None else ())}
     document["checks"] = [c.to_json() for c in config.checks]
     validate(document)
-    json_path, report_path = result_paths(config.out_dir, sdk, started, run_id)
+    json_path, report_path = result_paths(config.out_dir, sdk_version(), started, run_id)
     if interrupted and not measured:
         raise BenchInterrupted(())
-    written: list[Path] = []
-    try:
-        for path, text in ((json_path, json.dumps(document, indent=1, ensure_ascii=False)
-                            + "\n"), (report_path, render_markdown(document))):
-            atomic_write_text(path, text, replace=False)
-            written.append(path)
-    except KeyboardInterrupt:  # a second interrupt while writing: say what was written
-        raise BenchInterrupted(tuple(written)) from None
+    written = _write((json_path, report_path), document)
     if interrupted:
         raise BenchInterrupted(tuple(written))
     return BenchOutcome(document, json_path, report_path, exit_code(measured))
