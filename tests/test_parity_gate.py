@@ -230,6 +230,9 @@ def test_a_lane_that_cannot_be_built_or_crashes_fails_only_itself(
     lanes = {lane["name"]: lane for lane in report["lanes"]}
     assert lanes["svc-broken@asyncio"]["status"] == "error"
     assert lanes["sqlite-memory@asyncio"]["status"] == "ok"
+    assert {name: lane["verdict"] for name, lane in lanes.items()} == {
+        "reference@asyncio": "held", "sqlite-memory@asyncio": "held",
+        "svc-broken@asyncio": "error"}
     assert any("'svc-broken@asyncio'" in r and words in r for r in report["fail_reasons"])
     validate(report)
 
@@ -253,6 +256,8 @@ def test_a_workflow_raising_inside_a_lane_is_a_divergence(tmp_path: Path) -> Non
     mismatch = report["workflow_mismatches"][0]
     lane = next(h for h in mismatch["lanes"] if h["lane"] == "svc-flaky@asyncio")
     assert lane["ok"] is False and mismatch["reference"]["ok"] is True
+    verdicts = {lane["name"]: lane["verdict"] for lane in report["lanes"]}
+    assert verdicts == {"reference@asyncio": "held", "svc-flaky@asyncio": "violated"}
     validate(report)
 
 
@@ -417,6 +422,8 @@ def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
     assert any("lane 'reference@asyncio' failed" in r for r in report["fail_reasons"])
     assert any("no workflow was compared" in r for r in report["fail_reasons"])
     assert not any("parity hash" in r for r in report["fail_reasons"])
+    verdicts = {lane["name"]: lane["verdict"] for lane in report["lanes"]}
+    assert verdicts["reference@asyncio"] == "error"
     validate(report)
 
 
