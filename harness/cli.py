@@ -1,4 +1,4 @@
-"""The command line: ``python -m harness {bench,admit,run,list,report} ...``."""
+"""The command line: ``python -m harness {bench,admit,run,survey,parity,list,...} ...``."""
 
 from __future__ import annotations
 
@@ -419,27 +419,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_parity(args: argparse.Namespace) -> int:
-    """The parity gate, with the service lanes whose servers can run here.
-
-    Every argument is checked before any server starts (a usage error costs no server), and
-    only the servers of the lanes the selection names are started.
-    """
-    from harness.ground.services import ServiceManager
-    from harness.lanes import prepare_lanes
-    from harness.parity.cli import handle, validate_args
-    from targets.services import SERVICE_TARGETS
-
-    service_lanes = tuple(t for t in SERVICE_TARGETS if t.service is not None)
-    _, wanted = validate_args(args, service_lanes)
-    with ServiceManager() as manager:
-        prepared = prepare_lanes(wanted, manager)
-        for missing in prepared.not_measured:
-            print(f"{missing.name}: {missing.reason}")
-        unavailable = [(m.name, m.reason) for m in prepared.not_measured]
-        return handle(args, prepared.lanes, prepared.services, unavailable)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m harness``."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=(
@@ -538,12 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from harness.parity.cli import add_parser as add_parity_parser
 
-    add_parity_parser(sub)
-    for name in ("check", "update"):  # route the gate through the service manager
-        parity = sub.choices["parity"]
-        parity_sub = next(a for a in parity._actions
-                          if isinstance(a, argparse._SubParsersAction))
-        parity_sub.choices[name].set_defaults(func=cmd_parity)
+    add_parity_parser(sub)  # parity check / parity update
 
     p = sub.add_parser("docs", help="regenerate the README's table of invariants")
     p.add_argument("--readme", default="README.md")

@@ -19,6 +19,7 @@ from harness.ground.model import (
     exit_code,
     merge_verdicts,
     mutant_status,
+    verdict_exit_code,
 )
 
 H, V, N, E = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE, Verdict.ERROR
@@ -53,6 +54,16 @@ def test_merge_verdicts(verdicts, merged):
 def test_exit_code(verdicts, code):
     assert exit_code([finding(v) for v in verdicts]) is code
     assert int(code) in (0, 1, 4)
+    # The bench and the parity gate map a merged verdict to the same exit code.
+    assert verdict_exit_code(merge_verdicts(verdicts)) is code
+
+
+@pytest.mark.parametrize("verdict, code", [
+    (H, ExitCode.OK), (V, ExitCode.VIOLATED), (E, ExitCode.ERROR_OR_NOTHING),
+    (N, ExitCode.ERROR_OR_NOTHING),
+])
+def test_verdict_exit_code(verdict, code):
+    assert verdict_exit_code(verdict) is code
 
 
 @pytest.mark.parametrize("runs, expected, status", [

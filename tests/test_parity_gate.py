@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -13,9 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from harness.cli import build_parser, main
 from harness.ground.model import ExitCode
 from harness.parity import KIND
-from harness.parity.cli import add_parser, handle, main
+from harness.parity.cli import run_command
 from harness.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
 from harness.parity.gate import SCHEMA, GateOptions, check, update
 from harness.parity.history import HISTORY_KIND, p95, read_history
@@ -230,6 +230,9 @@ def test_a_lane_that_cannot_be_built_or_crashes_fails_only_itself(
     lanes = {lane["name"]: lane for lane in report["lanes"]}
     assert lanes["svc-broken@asyncio"]["status"] == "error"
     assert lanes["sqlite-memory@asyncio"]["status"] == "ok"
+    assert {name: lane["verdict"] for name, lane in lanes.items()} == {
+        "reference@asyncio": "held", "sqlite-memory@asyncio": "held",
+        "svc-broken@asyncio": "error"}
     assert any("'svc-broken@asyncio'" in r and words in r for r in report["fail_reasons"])
     validate(report)
 
@@ -253,6 +256,8 @@ def test_a_workflow_raising_inside_a_lane_is_a_divergence(tmp_path: Path) -> Non
     mismatch = report["workflow_mismatches"][0]
     lane = next(h for h in mismatch["lanes"] if h["lane"] == "svc-flaky@asyncio")
     assert lane["ok"] is False and mismatch["reference"]["ok"] is True
+    verdicts = {lane["name"]: lane["verdict"] for lane in report["lanes"]}
+    assert verdicts == {"reference@asyncio": "held", "svc-flaky@asyncio": "violated"}
     validate(report)
 
 
@@ -284,16 +289,19 @@ def test_history_p95_is_enforced_once_there_are_enough_samples(tmp_path: Path) -
 
 
 def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "--loops", "trio"]) == ExitCode.USAGE
-    assert main(["check", "--budget-ms", "0"]) == ExitCode.USAGE
-    assert main(["check", "--cases", "-1"]) == ExitCode.USAGE
-    assert main(["check", "--mutant", "nope"]) == ExitCode.USAGE
-    assert main(["check", "--lanes", "nope"]) == ExitCode.USAGE
-    assert main(["check", "--no-such-option"]) == ExitCode.USAGE
+    assert main(["parity", "check", "--loops", "trio"]) == ExitCode.USAGE
+    assert main(["parity", "check", "--budget-ms", "0"]) == ExitCode.USAGE
+    assert main(["parity", "check", "--cases", "-1"]) == ExitCode.USAGE
+    assert main(["parity", "check", "--mutant", "nope"]) == ExitCode.USAGE
+    assert main(["parity", "check", "--lanes", "nope"]) == ExitCode.USAGE
+    with pytest.raises(SystemExit) as unknown:  # argparse's own usage error
+        main(["parity", "check", "--no-such-option"])
+    assert unknown.value.code == ExitCode.USAGE
     results = tmp_path / "results"
     assert (
         main(
             [
+                "parity",
                 "check",
                 "--results",
                 str(results),
@@ -335,16 +343,20 @@ def test_cli_check_runs_and_prints_a_summary(
     report = json.loads(out.read_text())
     assert report["workflow_count"] == len(GATE_WORKFLOWS)
     assert {w.name for w in FAULT_WORKFLOWS} <= set(report["workflows"])
-    shutil.rmtree(Path(text.strip().splitlines()[-1].split("report: ")[1]).parent)
+    assert [lane["verdict"] for lane in report["lanes"]] == ["held", "held"]
+    # check is read-only: its folder went with the run's private folder when main returned.
+    assert not Path(text.strip().splitlines()[-1].split("report: ")[1]).exists()
 
 
-def test_add_parser_wires_parity_into_a_parent_command_line() -> None:
-    parser = argparse.ArgumentParser(prog="python -m harness")
-    add_parser(parser.add_subparsers(dest="command", required=True))
+def test_parity_is_a_subcommand_of_the_harness_command_line() -> None:
+    parser = build_parser()
     args = parser.parse_args(["parity", "update", "--cases", "3", "--loops", "asyncio"])
-    assert args.func is handle and args.parity_command == "update" and args.cases == 3
+    assert args.func is run_command and args.parity_command == "update" and args.cases == 3
+    assert not hasattr(args, "mutant")  # update never installs a mutant
     args = parser.parse_args(["parity", "check", "--mutant", "m", "--case-seed", "9"])
     assert args.parity_command == "check" and args.mutant == "m" and args.case_seed == 9
+    assert args.command == "parity" and args.func is run_command
+    assert "parity gate: reference workflows on every lane" in parser.format_help()
 
 
 @pytest.mark.slow
@@ -417,6 +429,8 @@ def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
     assert any("lane 'reference@asyncio' failed" in r for r in report["fail_reasons"])
     assert any("no workflow was compared" in r for r in report["fail_reasons"])
     assert not any("parity hash" in r for r in report["fail_reasons"])
+    verdicts = {lane["name"]: lane["verdict"] for lane in report["lanes"]}
+    assert verdicts["reference@asyncio"] == "error"
     validate(report)
 
 

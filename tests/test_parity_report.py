@@ -1,14 +1,16 @@
-"""The gate report's one builder and the gate's criteria, on fixed inputs (no lane runs)."""
+"""The gate report, its verdicts and the gate's criteria, on fixed inputs (no lane runs)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
-from harness.ground.model import ExitCode
+from harness.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
 from harness.ground.services import NotMeasured
 from harness.parity.history import HistoryEntry, append_history
 from harness.parity.judge import budget_reasons, judge_history, lane_reasons
@@ -16,17 +18,19 @@ from harness.parity.lanes import REFERENCE_LANE, Loop
 from harness.parity.options import GateOptions
 from harness.parity.report import (
     SCHEMA,
-    FailKind,
     FailReason,
+    GateReport,
     HistoryJudgement,
     RunFacts,
     RunOutcome,
-    build_report,
-    exit_code_for,
+    gate_verdict,
+    lane_summaries,
+    lane_summary,
+    lane_verdict,
     nothing_compared,
 )
 from harness.parity.runner import LaneReport, LaneStatus
-from harness.parity.workflows import REFERENCE_WORKFLOWS
+from harness.parity.workflows import REFERENCE_WORKFLOWS, WorkflowResult
 from harness.results import SCHEMA_DIR
 
 SMALL = tuple(w for w in REFERENCE_WORKFLOWS if w.name in ("chat_multi_turn", "pop_item_undo"))
@@ -61,9 +65,9 @@ def _lane(name: str, *, reused: bool = False, status: LaneStatus = LaneStatus.OK
 def test_a_run_whose_step_failed_reports_every_workflow_missing_and_no_history(
     tmp_path: Path,
 ) -> None:
-    reason = FailReason(FailKind.STEP, "the parity gate itself failed (KeyError: 'boom')")
+    reason = FailReason(Verdict.ERROR, "the parity gate itself failed (KeyError: 'boom')")
     lanes = {"reference@asyncio": ["chat_multi_turn", "pop_item_undo"]}
-    report = build_report(_facts(tmp_path), RunOutcome(
+    report = GateReport(_facts(tmp_path), RunOutcome(
         reasons=(reason,), elapsed_ms=12.3456, workflows=nothing_compared(lanes)))
     document = report.to_json()
     _validate(document)
@@ -86,8 +90,8 @@ def test_a_run_whose_step_failed_reports_every_workflow_missing_and_no_history(
 
 def test_the_report_carries_the_outcome_it_is_built_from(tmp_path: Path) -> None:
     history = HistoryJudgement(samples=9, p95_ms=70_000.0, enforced=True, ok=False)
-    violation = FailReason(FailKind.VIOLATION, "history p95 70000 ms over 9 samples")
-    report = build_report(_facts(tmp_path, budget_ms=65_000.0), RunOutcome(
+    violation = FailReason(Verdict.VIOLATED, "history p95 70000 ms over 9 samples")
+    report = GateReport(_facts(tmp_path, budget_ms=65_000.0), RunOutcome(
         reasons=(violation,), elapsed_ms=1.0, history=history, environment={"python": "3"}))
     document = report.to_json()
     _validate(document)
@@ -95,33 +99,89 @@ def test_the_report_carries_the_outcome_it_is_built_from(tmp_path: Path) -> None
     assert (document["history_samples"], document["history_p95_ms"]) == (9, 70_000.0)
     assert (document["history_p95_enforced"], document["history_p95_ok"]) == (True, False)
     assert document["environment"] == {"python": "3"} and document["budget_ms"] == 65_000.0
-    passed = build_report(_facts(tmp_path), RunOutcome(reasons=(), elapsed_ms=1.0))
+    passed = GateReport(_facts(tmp_path), RunOutcome(reasons=(), elapsed_ms=1.0))
     assert passed.ok and passed.exit_code is ExitCode.OK
 
 
 def test_a_failed_step_outranks_a_violation() -> None:
-    step = FailReason(FailKind.STEP, "s")
-    violation = FailReason(FailKind.VIOLATION, "v")
-    assert exit_code_for([]) is ExitCode.OK
-    assert exit_code_for([violation]) is ExitCode.VIOLATED
-    assert exit_code_for([violation, step]) is ExitCode.ERROR_OR_NOTHING
+    step = FailReason(Verdict.ERROR, "s")
+    violation = FailReason(Verdict.VIOLATED, "v")
+    assert gate_verdict([]) is Verdict.HELD
+    assert gate_verdict([violation]) is Verdict.VIOLATED
+    assert gate_verdict([violation, step]) is Verdict.ERROR
+    assert [verdict_exit_code(gate_verdict(r)) for r in ([], [violation], [violation, step])] == [
+        ExitCode.OK, ExitCode.VIOLATED, ExitCode.ERROR_OR_NOTHING]
+    assert step.to_json() == {"kind": "step_failed", "text": "s"}
+    assert violation.to_json() == {"kind": "violation", "text": "v"}
+
+
+@pytest.mark.parametrize("verdict", [Verdict.HELD, Verdict.NOT_APPLICABLE])
+def test_a_fail_reason_is_an_error_or_a_violation(verdict: Verdict) -> None:
+    with pytest.raises(ValueError, match=repr(verdict.value)):
+        FailReason(verdict, "nothing failed")
+
+
+def _results(*abstained: str | None) -> tuple[WorkflowResult, ...]:
+    return tuple(
+        WorkflowResult(name=f"w{i}", domain="d", ok=True, replay_hash="h",
+                       replay_hash_normalized=None, read_labels=(), read_hashes=(),
+                       abstained=why)
+        for i, why in enumerate(abstained)
+    )
+
+
+def test_each_lane_has_the_verdict_of_the_reasons_that_name_it() -> None:
+    lane = replace(_lane("x@asyncio"), workflows=_results(None, "no close()"))
+    other = FailReason(Verdict.ERROR, "about another lane", "y@asyncio")
+    run_wide = FailReason(Verdict.VIOLATED, "elapsed over budget")
+    diverged = FailReason(Verdict.VIOLATED, "hash differs", "x@asyncio")
+    broken = FailReason(Verdict.ERROR, "missing workflow", "x@asyncio")
+    assert lane_verdict(lane, [other, run_wide]) is Verdict.HELD
+    assert lane_verdict(lane, [other, diverged]) is Verdict.VIOLATED
+    assert lane_verdict(lane, [diverged, broken]) is Verdict.ERROR
+    # A lane that abstained from everything compared nothing: not applicable, unless named.
+    idle = replace(lane, workflows=_results("no close()", "no limit"))
+    assert lane_verdict(idle, [other, run_wide]) is Verdict.NOT_APPLICABLE
+    assert lane_verdict(idle, [diverged]) is Verdict.VIOLATED
+    summary = lane_summary(lane, ["a note"], lane_verdict(lane, [other, diverged]))
+    assert summary.verdict is Verdict.VIOLATED and summary.to_json()["verdict"] == "violated"
+    assert summary.notes == ("a note",)
+    # The gate's verdict is the merge of its lanes' verdicts and the reasons naming no lane.
+    reasons = [other, run_wide, diverged]
+    lanes = [lane, replace(_lane("y@asyncio"), workflows=_results(None))]
+    merged = merge_verdicts([Verdict.HELD, *(lane_verdict(r, reasons) for r in lanes),
+                             *(r.verdict for r in reasons if r.lane is None)])
+    assert merged is gate_verdict(reasons) is Verdict.ERROR
+
+
+def test_no_lane_is_held_when_the_reference_lane_failed() -> None:
+    ok = replace(_lane("x@asyncio"), workflows=_results(None))
+    reference = replace(_lane("reference@asyncio"), workflows=_results(None))
+    broken = _lane("reference@asyncio", status=LaneStatus.ERROR)
+    failed = FailReason(Verdict.ERROR, "lane 'reference@asyncio' failed", "reference@asyncio")
+    lines = lane_summaries([broken, ok], {"x@asyncio": ["n"]}, [failed])
+    assert [(x.name, x.verdict, x.notes) for x in lines] == [
+        ("reference@asyncio", Verdict.ERROR, ()), ("x@asyncio", Verdict.ERROR, ("n",))]
+    lines = lane_summaries([reference, ok], {}, [])
+    assert [x.verdict for x in lines] == [Verdict.HELD, Verdict.HELD]
 
 
 def test_budget_is_violated_only_above_it(tmp_path: Path) -> None:
     opts = _opts(tmp_path, budget_ms=100.0)
     assert budget_reasons(100.0, opts) == []
     (reason,) = budget_reasons(100.6, opts)
-    assert reason.kind is FailKind.VIOLATION
+    assert reason.verdict is Verdict.VIOLATED
     assert reason.text == "elapsed 101 ms is over the budget of 100 ms"
 
 
 def test_lane_reasons_name_each_broken_lane_and_a_run_without_a_second_lane() -> None:
     reasons = lane_reasons([_lane("reference@asyncio"),
                             _lane("sqlite-memory@asyncio", status=LaneStatus.ERROR)])
-    assert [(r.kind, r.text) for r in reasons] == [
-        (FailKind.STEP, "lane 'sqlite-memory@asyncio' failed: it broke\nsecond line")]
+    assert [(r.verdict, r.text, r.lane) for r in reasons] == [
+        (Verdict.ERROR, "lane 'sqlite-memory@asyncio' failed: it broke\nsecond line",
+         "sqlite-memory@asyncio")]
     (alone,) = lane_reasons([_lane("reference@asyncio")])
-    assert alone.kind is FailKind.STEP and alone.text.startswith("nothing was compared")
+    assert alone.verdict is Verdict.ERROR and alone.text.startswith("nothing was compared")
 
 
 def _entry(elapsed: float, **kw: Any) -> HistoryEntry:
@@ -164,4 +224,4 @@ def test_a_corrupt_history_is_a_failed_step_and_takes_no_sample(tmp_path: Path) 
     judged, reasons = judge_history(path, [_lane("x@asyncio"), _lane("reference@asyncio")],
                                     _opts(tmp_path), sdk="0.24.0", case_count=0,
                                     elapsed_ms=30.0, mutant=None, failed_before=False)
-    assert judged.samples == 0 and [r.kind for r in reasons] == [FailKind.STEP]
+    assert judged.samples == 0 and [r.verdict for r in reasons] == [Verdict.ERROR]

@@ -384,16 +384,22 @@ def merge_verdicts(verdicts: Iterable[Verdict]) -> Verdict:
     return Verdict.NOT_APPLICABLE
 
 
+_VERDICT_EXIT = {
+    Verdict.HELD: ExitCode.OK,
+    Verdict.VIOLATED: ExitCode.VIOLATED,
+    Verdict.ERROR: ExitCode.ERROR_OR_NOTHING,
+    Verdict.NOT_APPLICABLE: ExitCode.ERROR_OR_NOTHING,  # nothing was judged
+}
+
+
+def verdict_exit_code(verdict: Verdict) -> ExitCode:
+    """Exit code of a merged verdict: 0 held, 1 violated, 4 error or not applicable (nothing)."""
+    return _VERDICT_EXIT[verdict]
+
+
 def exit_code(findings: Iterable[Finding]) -> ExitCode:
     """Exit code of a run: 0 all held/n.a. with one held, 1 violated, 4 error or nothing."""
-    verdicts = [f.verdict for f in findings]
-    if Verdict.ERROR in verdicts:
-        return ExitCode.ERROR_OR_NOTHING
-    if Verdict.VIOLATED in verdicts:
-        return ExitCode.VIOLATED
-    if Verdict.HELD in verdicts:
-        return ExitCode.OK
-    return ExitCode.ERROR_OR_NOTHING
+    return verdict_exit_code(merge_verdicts(f.verdict for f in findings))
 
 
 def mutant_status(

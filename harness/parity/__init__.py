@@ -14,7 +14,7 @@ Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.
 - ``history``: the p95 history; ``retained``: reusable lane reports;
 - ``gate``: the gate's steps, ``check`` (read-only) and ``update`` (the producer); ``plan``:
   lane bindings, reuse and start order; ``judge``: each criterion as fail reasons;
-  ``report``: ``GateReport`` and its one builder; ``cli``:
+  ``report``: ``GateReport`` (facts and outcome), fail reasons and verdicts; ``cli``:
   ``python -m harness parity {check,update}``.
 """
 

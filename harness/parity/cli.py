@@ -1,8 +1,10 @@
 """``python -m harness parity {check,update}``: the parity gate's command line.
 
-``add_parser(subparsers)`` adds the ``parity`` command to an existing parser and
-``handle(args)`` runs it; ``main(argv)`` is the same as a standalone program. Exit codes are
-``harness.ground.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing ran.
+``add_parser(subparsers)`` adds the ``parity`` command, with its ``check`` and ``update``
+subcommands, to the subparsers of ``python -m harness`` (``harness.cli.build_parser``), like
+every other command; ``run_command(args)`` is what they run. Exit codes are
+``harness.ground.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing
+ran.
 """
 
 from __future__ import annotations
@@ -10,13 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from harness.ground.errors import BenchError, UsageError
-from harness.ground.model import ExitCode
 
 
 def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
@@ -58,11 +56,11 @@ def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
         parser.add_argument(
             "--mutant", help="install a parity mutant (see harness.parity.mutants) first"
         )
-    parser.set_defaults(func=handle, parity_command="update" if producer else "check")
+    parser.set_defaults(func=run_command, parity_command="update" if producer else "check")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``parity`` (with ``check`` and ``update``) to an ``add_subparsers()`` object."""
+    """Add ``parity`` (with ``check`` and ``update``) to ``python -m harness``'s subparsers."""
     parser = subparsers.add_parser(
         "parity", help="parity gate: reference workflows on every lane, same replay digests"
     )
@@ -218,33 +216,21 @@ def handle(
     return int(report["exit_code"])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness", description="Parity gate of the agent session integrity bench."
-    )
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return parser
+def run_command(args: argparse.Namespace) -> int:
+    """``parity check`` or ``parity update``, with the service lanes whose servers can run here.
 
+    Every argument is checked before any server starts (a usage error costs no server), and
+    only the servers of the lanes the selection names are started.
+    """
+    from harness.ground.services import ServiceManager
+    from harness.lanes import prepare_lanes
+    from targets.services import SERVICE_TARGETS
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``main(["parity", "check", ...])`` or ``main(["check", ...])``; returns the exit code."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] in ("check", "update"):
-        args_list = ["parity", *args_list]
-    parser = build_parser()
-    try:
-        args = parser.parse_args(args_list)
-    except SystemExit as exc:  # argparse: --help is 0, a bad option is 2
-        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)
-    try:
-        return handle(args)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return int(ExitCode.USAGE)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    service_lanes = tuple(t for t in SERVICE_TARGETS if t.service is not None)
+    _, wanted = validate_args(args, service_lanes)
+    with ServiceManager() as manager:
+        prepared = prepare_lanes(wanted, manager)
+        for missing in prepared.not_measured:
+            print(f"{missing.name}: {missing.reason}")
+        unavailable = [(m.name, m.reason) for m in prepared.not_measured]
+        return handle(args, prepared.lanes, prepared.services, unavailable)

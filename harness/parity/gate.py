@@ -19,11 +19,13 @@ could never be outgrown). A retained lane report is reused (``--reuse``) only wh
 (lane identity, SDK version, harness commit, lock hash, Python version, workflow definitions,
 seed and cases) equals this run's, it was ok, and the work tree is clean.
 
-Every failing step still yields a report naming it in ``fail_reasons``. Exit codes
-(``harness.ground.model.ExitCode``): 0 the gate passed; 1 it failed on mismatches, budget or
-p95; 4 a step failed (a lane could not be built or died, a workflow raised or is missing, the
-history is corrupt or foreign, a retained report is stale or corrupt) or nothing was compared;
-2 is a usage error, raised before any lane runs.
+Every failing step still yields a report naming it in ``fail_reasons``; each reason carries a
+``Verdict``, and each lane its comparison's verdict (``harness.parity.report``). Exit codes
+(``harness.ground.model.verdict_exit_code`` of the merged verdict): 0 the gate passed (held);
+1 it failed on mismatches, budget or p95 (violated); 4 a step failed (error: a lane could not
+be built or died, a workflow raised or is missing, the history is corrupt or foreign, a
+retained report is stale or corrupt) or nothing was compared; 2 is a usage error, raised
+before any lane runs.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from harness import results as _results
 from harness.execute import sdk_version
 from harness.ground import scratch
 from harness.ground.errors import UsageError
+from harness.ground.model import Verdict
 from harness.ground.services import NotMeasured
 from harness.parity.compare import Comparison, compare
 from harness.parity.generative import GeneratedCase, generate, replay_command
@@ -54,15 +57,12 @@ from harness.parity.report import (
     KIND,
     SCHEMA,
     SCHEMA_VERSION,
-    FailKind,
     FailReason,
     GateReport,
     LaneSummary,
     RunFacts,
     RunOutcome,
-    build_report,
-    exit_code_for,
-    lane_summary,
+    lane_summaries,
     nothing_compared,
 )
 from harness.parity.retained import lane_report_path, parity_dir
@@ -79,14 +79,12 @@ __all__ = [
     "KIND",
     "SCHEMA",
     "SCHEMA_VERSION",
-    "FailKind",
     "FailReason",
     "GateOptions",
     "GateReport",
     "GateRun",
     "LaneSummary",
     "check",
-    "exit_code_for",
     "run_gate",
     "spread_service_lanes",
     "update",
@@ -122,7 +120,7 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
         return _run_gate(opts, mode, mutant, lanes, not_measured)
     except Exception as exc:  # noqa: BLE001 - a broken step still yields a report
         reason = FailReason(
-            FailKind.STEP,
+            Verdict.ERROR,
             f"the parity gate itself failed ({_detail(exc)}); this is a harness bug, not a "
             f"backend finding:\n{traceback.format_exc(limit=8)}",
         )
@@ -134,7 +132,7 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
                 {lane.name: [w.name for w in opts.run_workflows] for lane in lanes}
             ),
         )
-        return GateRun(build_report(facts, outcome), ())
+        return GateRun(GateReport(facts, outcome), ())
 
 
 def _detail(exc: BaseException) -> str:
@@ -212,14 +210,14 @@ def _run_gate(
     outcome = RunOutcome(
         reasons=tuple(reasons),
         elapsed_ms=elapsed_ms,
-        lanes=tuple(lane_summary(r, plan.notes.get(r.lane, [])) for r in reports),
+        lanes=lane_summaries(reports, plan.notes, reasons),
         history=history,
         workflows=wf_cmp,
         cases=tuple(generated),
         case_comparison=case_cmp,
         environment=_results.environment(),
     )
-    return GateRun(build_report(facts, outcome), tuple(reports))
+    return GateRun(GateReport(facts, outcome), tuple(reports))
 
 
 def _run_planned(
@@ -314,28 +312,28 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
             f"update does not retain mutant runs (got mutant {opts.mutant!r}); use check"
         )
     run = run_gate(opts, mode="update")
-    base = parity_dir(opts.results_dir, run.report.sdk)
+    facts, outcome = run.report.facts, run.report.outcome
+    base = parity_dir(opts.results_dir, facts.sdk)
     appended = False
-    report = run.report
     history_path = base / "history.jsonl"
-    only_p95 = all(r.text.startswith("history p95") for r in report.fail_reasons)
-    if all(not lane.reused for lane in run.lane_reports) and (report.ok or only_p95):
+    only_p95 = all(r.text.startswith("history p95") for r in outcome.reasons)
+    if all(not lane.reused for lane in run.lane_reports) and (run.report.ok or only_p95):
         if read_history(history_path).problem is None:
             append_history(
                 history_path,
                 HistoryEntry(
-                    at=report.started,
-                    elapsed_ms=report.elapsed_ms,
-                    sdk=report.sdk,
-                    harness_commit=report.harness_commit,
-                    lock_hash=report.lock_hash,
+                    at=facts.started,
+                    elapsed_ms=outcome.elapsed_ms,
+                    sdk=facts.sdk,
+                    harness_commit=facts.harness_commit,
+                    lock_hash=facts.lock_hash,
                     lanes=tuple(sorted(lane.lane for lane in run.lane_reports)),
-                    cases=len(report.cases),
+                    cases=len(outcome.cases),
                     workers=opts.workers,
                 ),
             )
             appended = True
-    run = GateRun(replace(report, history_appended=appended), run.lane_reports)
+    run = GateRun(replace(run.report, history_appended=appended), run.lane_reports)
     _write_run(run, base, fresh_only=True)
     document = run.report.to_json()
     if out is not None:

@@ -1,8 +1,9 @@
 """The parity gate's criteria, each turned into fail reasons: lanes, comparisons, time, p95.
 
 A failed step (a lane that could not run, the reference lane raising or abstaining, a corrupt
-history) is ``FailKind.STEP`` (exit 4); a divergence from the reference lane, elapsed time
-over budget or a p95 over budget is ``FailKind.VIOLATION`` (exit 1).
+history) is a reason with verdict ``error`` (exit 4); a divergence from the reference lane,
+elapsed time over budget or a p95 over budget is ``violated`` (exit 1). A reason about one
+lane names it, so that the lane's comparison gets its verdict (``report.lane_verdict``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.ground.model import Verdict
 from harness.parity.compare import Comparison
 from harness.parity.history import HISTORY_WINDOW, p95, read_history
 from harness.parity.options import GateOptions
-from harness.parity.report import FailKind, FailReason, HistoryJudgement
+from harness.parity.report import FailReason, HistoryJudgement
 from harness.parity.runner import LaneReport, LaneStatus
 from mutants.base import MutantSpec
 
@@ -21,14 +23,14 @@ from mutants.base import MutantSpec
 def lane_reasons(reports: Sequence[LaneReport]) -> list[FailReason]:
     """A failed step for every lane that could not run, and for a run that compares nothing."""
     out = [
-        FailReason(FailKind.STEP, f"lane {report.lane!r} failed: {report.error}")
+        FailReason(Verdict.ERROR, f"lane {report.lane!r} failed: {report.error}", report.lane)
         for report in reports
         if report.status is LaneStatus.ERROR
     ]
     if len(reports) < 2:
         out.append(
             FailReason(
-                FailKind.STEP,
+                Verdict.ERROR,
                 "nothing was compared: only the reference lane ran; name at least one more "
                 "lane or loop",
             )
@@ -45,16 +47,19 @@ def comparison_reasons(
     for name, reason in cmp.abstained.get(reference_lane, []):
         out.append(
             FailReason(
-                FailKind.STEP,
+                Verdict.ERROR,
                 f"the reference lane {reference_lane!r} abstained from {what} {name!r} "
                 f"({reason}); the reference backend must offer every contract",
+                reference_lane,
             )
         )
     for lane, names in cmp.missing.items():
         if lane in broken:
             continue  # the lane's own failure is already named
         out.append(
-            FailReason(FailKind.STEP, f"{what}s missing on lane {lane!r}: {', '.join(names)}")
+            FailReason(
+                Verdict.ERROR, f"{what}s missing on lane {lane!r}: {', '.join(names)}", lane
+            )
         )
     results = {r.lane: {w.name: w for w in r.results()} for r in reports}
     for lane, names in cmp.failed.items():
@@ -63,14 +68,17 @@ def comparison_reasons(
             # A backend that raises through its public API where the reference lane completes
             # is a divergence (evidence, exit 1); the reference lane raising is the harness's
             # own failure (exit 4).
-            kind = FailKind.STEP if lane == reference_lane else FailKind.VIOLATION
-            out.append(FailReason(kind, f"{what} {name!r} raised on lane {lane!r}: {error}"))
+            verdict = Verdict.ERROR if lane == reference_lane else Verdict.VIOLATED
+            out.append(
+                FailReason(verdict, f"{what} {name!r} raised on lane {lane!r}: {error}", lane)
+            )
     if reference_lane in broken:
         if cmp.mismatches or cmp.domain_mismatches:
             out.append(
                 FailReason(
-                    FailKind.STEP,
+                    Verdict.ERROR,
                     f"no {what} was compared: the reference lane {reference_lane!r} failed",
+                    reference_lane,
                 )
             )
         return out
@@ -80,10 +88,11 @@ def comparison_reasons(
             continue  # every domain of a broken lane is short; its failure is already named
         out.append(
             FailReason(
-                FailKind.VIOLATION,
+                Verdict.VIOLATED,
                 f"domain {dm.domain!r}: lane {dm.lane!r} has {dm.ok_count}/{dm.total} ok, "
                 f"reference lane {reference_lane!r} has {dm.reference_ok_count}/"
                 f"{dm.reference_total}",
+                dm.lane,
             )
         )
     return out
@@ -108,11 +117,12 @@ def _mismatch_reasons(cmp: Comparison, reference_lane: str, what: str) -> list[F
                 at += f"; case seed {mismatch.case_seed}, replay: {replay}"
             out.append(
                 FailReason(
-                    FailKind.VIOLATION,
+                    Verdict.VIOLATED,
                     f"{what} {mismatch.workflow!r}: lane {lane_h.lane!r} parity hash "
                     f"{(lane_h.parity_hash or '')[:12]} ok={lane_h.ok} differs from reference "
                     f"lane {reference_lane!r} {(mismatch.reference.parity_hash or '')[:12]} "
                     f"ok={mismatch.reference.ok}{at}",
+                    lane_h.lane,
                 )
             )
     return out
@@ -123,7 +133,7 @@ def budget_reasons(elapsed_ms: float, opts: GateOptions) -> list[FailReason]:
     if elapsed_ms > opts.budget_ms:
         return [
             FailReason(
-                FailKind.VIOLATION,
+                Verdict.VIOLATED,
                 f"elapsed {elapsed_ms:.0f} ms is over the budget of {opts.budget_ms:.0f} ms",
             )
         ]
@@ -149,7 +159,7 @@ def judge_history(
     reasons: list[FailReason] = []
     history = read_history(history_path)
     if history.problem:
-        reasons.append(FailReason(FailKind.STEP, history.problem))
+        reasons.append(FailReason(Verdict.ERROR, history.problem))
     lane_names = tuple(sorted(r.lane for r in reports))
     samples = [
         e.elapsed_ms
@@ -169,7 +179,7 @@ def judge_history(
     if not p95_ok:
         reasons.append(
             FailReason(
-                FailKind.VIOLATION,
+                Verdict.VIOLATED,
                 f"history p95 {p95_ms:.0f} ms over {len(samples)} samples is over the budget "
                 f"of {opts.budget_ms:.0f} ms",
             )

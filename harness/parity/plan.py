@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.ground.model import Verdict
 from harness.parity.lanes import LaneSpec
 from harness.parity.options import GateOptions
-from harness.parity.report import FailKind, FailReason
+from harness.parity.report import FailReason
 from harness.parity.retained import lane_report_path, load_retained
 from harness.parity.runner import LaneReport
 from mutants.base import MutantSpec
@@ -72,7 +73,8 @@ def plan_lanes(
             else:
                 found = load_retained(lane_report_path(base, lane.name), lane_binding)
                 if found.failure:
-                    plan.reasons.append(FailReason(FailKind.STEP, found.failure))
+                    # the run's failed step, not the lane's: the lane runs fresh and is compared
+                    plan.reasons.append(FailReason(Verdict.ERROR, found.failure))
                 if found.note:
                     lane_notes.append(found.note)
                 if found.report is not None:

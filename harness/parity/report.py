@@ -1,26 +1,32 @@
-"""The parity gate's report: its records, its exit code, and the one place it is built.
+"""The parity gate's report: its records, its verdicts, and the one type that holds them.
 
 ``GateReport.to_json`` is the contract ``kind = "arib/agent-session-parity-v1"``, validated by
-``harness/schemas/parity-report.schema.json``; ``build_report`` makes every report, the one of
-a finished run and the one of a run whose harness step failed.
+``harness/schemas/parity-report.schema.json``. A report is the run's ``RunFacts`` (known before
+any lane runs) and its ``RunOutcome`` (what it found); the report of a finished run and the one
+of a run whose harness step failed are made the same way.
+
+Outcomes speak the bench's language (``harness.ground.model``): every ``FailReason`` carries a
+``Verdict`` (``error`` for a failed step, ``violated`` for a broken criterion) and names its
+lane when it is about one; each lane's comparison with the reference lane has the verdict
+``merge_verdicts`` gives over its reasons, and the gate's exit code is ``verdict_exit_code`` of
+the same merge over every reason, as for the bench's findings.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.model import ExitCode
+from harness.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
 from harness.ground.services import NotMeasured
-from harness.parity.compare import Comparison, DomainMismatch, WorkflowMismatch
+from harness.parity.compare import Comparison
 from harness.parity.generative import GeneratedCase
 from harness.parity.lanes import REFERENCE_LANE
 from harness.parity.mutantkit import parity_json
 from harness.parity.normalize import rules_table
 from harness.parity.options import GateOptions
-from harness.parity.runner import LaneReport
+from harness.parity.runner import LaneReport, LaneStatus
 from harness.parity.workflows import domains
 from mutants.base import MutantSpec
 
@@ -28,32 +34,52 @@ KIND = "arib/agent-session-parity-v1"
 SCHEMA = "parity-report.schema.json"
 SCHEMA_VERSION = 1
 
-
-class FailKind(str, enum.Enum):
-    """Whether a fail reason is a failed step (exit 4) or a violated gate criterion (exit 1)."""
-
-    STEP = "step_failed"
-    VIOLATION = "violation"
+# The report's word for each verdict a fail reason can carry (its "failures" field).
+_FAILURE_KIND = {Verdict.ERROR: "step_failed", Verdict.VIOLATED: "violation"}
 
 
 @dataclass(frozen=True)
 class FailReason:
-    """One reason the gate did not pass."""
+    """One reason the gate did not pass: a failed step (``error``, exit 4) or a violated
+    criterion (``violated``, exit 1), about one lane or (``lane`` None) about the whole run."""
 
-    kind: FailKind
+    verdict: Verdict
     text: str
+    lane: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in _FAILURE_KIND:
+            raise ValueError(
+                f"a fail reason's verdict is error or violated, not {self.verdict.value!r}: "
+                f"a reason that held is no reason ({self.text!r})"
+            )
 
     def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind.value, "text": self.text}
+        return {"kind": _FAILURE_KIND[self.verdict], "text": self.text}
 
 
-def exit_code_for(reasons: Sequence[FailReason]) -> ExitCode:
-    """4 when a step failed, 1 when only a criterion was violated, 0 without reasons."""
-    if any(r.kind is FailKind.STEP for r in reasons):
-        return ExitCode.ERROR_OR_NOTHING
-    if reasons:
-        return ExitCode.VIOLATED
-    return ExitCode.OK
+def gate_verdict(reasons: Sequence[FailReason]) -> Verdict:
+    """The merge of every reason's verdict over ``held``: held exactly when nothing failed."""
+    return merge_verdicts([Verdict.HELD, *(r.verdict for r in reasons)])
+
+
+def lane_verdict(
+    report: LaneReport, reasons: Sequence[FailReason], *, reference_failed: bool = False
+) -> Verdict:
+    """One lane's comparison with the reference lane, merged over the reasons naming it.
+
+    ``held`` when no reason names the lane, ``not_applicable`` when it also compared nothing
+    (it abstained from every workflow and case), ``error`` when it could not be compared
+    because the reference lane itself failed (``reference_failed``). The reference lane is
+    held to its own part of the criteria: it ran every workflow and case, and each passed.
+    """
+    if reference_failed and report.lane != REFERENCE_LANE.name:
+        base = Verdict.ERROR
+    elif any(r.abstained is None for r in report.results()):
+        base = Verdict.HELD
+    else:
+        base = Verdict.NOT_APPLICABLE
+    return merge_verdicts([base, *(r.verdict for r in reasons if r.lane == report.lane)])
 
 
 @dataclass(frozen=True)
@@ -77,6 +103,7 @@ class LaneSummary:
     mutant: str | None
     report: str | None
     notes: tuple[str, ...] = ()
+    verdict: Verdict = Verdict.HELD  # its comparison with the reference lane (lane_verdict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,11 +124,15 @@ class LaneSummary:
             "mutant": self.mutant,
             "report": self.report,
             "notes": list(self.notes),
+            "verdict": self.verdict.value,
         }
 
 
-def lane_summary(report: LaneReport, notes: Sequence[str]) -> LaneSummary:
-    """The gate report's line for one lane report (with the gate's own notes on it)."""
+def lane_summary(
+    report: LaneReport, notes: Sequence[str], verdict: Verdict = Verdict.HELD
+) -> LaneSummary:
+    """The gate report's line for one lane report, with the gate's own notes on it and its
+    ``verdict`` against the reference lane."""
     return LaneSummary(
         name=report.lane,
         target=report.target,
@@ -120,111 +151,25 @@ def lane_summary(report: LaneReport, notes: Sequence[str]) -> LaneSummary:
         mutant=report.mutant,
         report=f"lanes/{report.lane}.json",
         notes=tuple([*report.notes, *notes]),
+        verdict=verdict,
     )
 
 
-@dataclass(frozen=True)
-class GateReport:
-    """The parity gate's verdict and everything behind it."""
-
-    ok: bool
-    exit_code: ExitCode
-    mode: str
-    sdk: str
-    harness_commit: str
-    lock_hash: str
-    started: str
-    parameters: Mapping[str, Any]
-    lanes: tuple[LaneSummary, ...]
-    reference_lane: str
-    not_measured: tuple[NotMeasured, ...]
-    workflows: tuple[str, ...]
-    domains: tuple[str, ...]
-    elapsed_ms: float
-    budget_ms: float
-    history_samples: int
-    history_p95_ms: float | None
-    history_p95_enforced: bool
-    history_p95_ok: bool
-    p95_min_samples: int
-    history_path: str
-    history_appended: bool
-    fail_reasons: tuple[FailReason, ...]
-    missing_workflows: Mapping[str, list[str]]
-    failed_workflows: Mapping[str, list[str]]
-    workflow_mismatches: tuple[WorkflowMismatch, ...]
-    domain_mismatches: tuple[DomainMismatch, ...]
-    cases: tuple[GeneratedCase, ...]
-    case_mismatches: tuple[WorkflowMismatch, ...]
-    missing_cases: Mapping[str, list[str]]
-    seed: int
-    mutant: MutantSpec | None = None
-    environment: Mapping[str, Any] = field(default_factory=dict)
-    abstained: Mapping[str, list[tuple[str, str]]] = field(default_factory=dict)
-
-    @property
-    def workflow_count(self) -> int:
-        return len(self.workflows)
-
-    @property
-    def domain_count(self) -> int:
-        return len(self.domains)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": KIND,
-            "schema_version": SCHEMA_VERSION,
-            "ok": self.ok,
-            "exit_code": int(self.exit_code),
-            "mode": self.mode,
-            "sdk": {"name": "openai-agents", "version": self.sdk},
-            "harness_commit": self.harness_commit,
-            "lock_hash": self.lock_hash,
-            "started": self.started,
-            "environment": dict(self.environment),
-            "parameters": dict(self.parameters),
-            "lanes": [lane.to_json() for lane in self.lanes],
-            "reference_lane": self.reference_lane,
-            "not_measured": [{"lane": n.name, "reason": n.reason} for n in self.not_measured],
-            "workflow_count": self.workflow_count,
-            "domain_count": self.domain_count,
-            "workflows": list(self.workflows),
-            "domains": list(self.domains),
-            "elapsed_ms": round(self.elapsed_ms, 3),
-            "budget_ms": self.budget_ms,
-            "history_samples": self.history_samples,
-            "history_p95_ms": (
-                None if self.history_p95_ms is None else round(self.history_p95_ms, 3)
-            ),
-            "history_p95_enforced": self.history_p95_enforced,
-            "history_p95_ok": self.history_p95_ok,
-            "p95_min_samples": self.p95_min_samples,
-            "history_path": self.history_path,
-            "history_appended": self.history_appended,
-            "fail_reasons": [r.text for r in self.fail_reasons],
-            "failures": [r.to_json() for r in self.fail_reasons],
-            "missing_workflows": {k: list(v) for k, v in self.missing_workflows.items()},
-            "abstained_workflows": {
-                lane: [{"workflow": name, "reason": reason} for name, reason in entries]
-                for lane, entries in self.abstained.items()
-            },
-            "failed_workflows": {k: list(v) for k, v in self.failed_workflows.items()},
-            "workflow_mismatches": [m.to_json() for m in self.workflow_mismatches],
-            "domain_mismatches": [m.to_json() for m in self.domain_mismatches],
-            "normalization_rules": rules_table(),
-            "generative": {
-                "seed": self.seed,
-                "case_count": len(self.cases),
-                "cases": [c.to_json() for c in self.cases],
-                "missing_cases": {k: list(v) for k, v in self.missing_cases.items()},
-                "mismatches": [m.to_json() for m in self.case_mismatches],
-            },
-            "mutant": parity_json(self.mutant) if self.mutant else None,
-        }
-
-
-# ---------------------------------------------------------------------------------------------
-# Building the report.
+def lane_summaries(
+    reports: Sequence[LaneReport],
+    notes: Mapping[str, Sequence[str]],
+    reasons: Sequence[FailReason],
+) -> tuple[LaneSummary, ...]:
+    """Every lane's line, with its notes and its verdict over the run's fail ``reasons``."""
+    reference_failed = any(
+        r.lane == REFERENCE_LANE.name and r.status is LaneStatus.ERROR for r in reports
+    )
+    return tuple(
+        lane_summary(
+            r, notes.get(r.lane, ()), lane_verdict(r, reasons, reference_failed=reference_failed)
+        )
+        for r in reports
+    )
 
 
 @dataclass(frozen=True)
@@ -251,6 +196,15 @@ class HistoryJudgement:
     enforced: bool = False
     ok: bool = True
 
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``history_*`` fields."""
+        return {
+            "history_samples": self.samples,
+            "history_p95_ms": None if self.p95_ms is None else round(self.p95_ms, 3),
+            "history_p95_enforced": self.enforced,
+            "history_p95_ok": self.ok,
+        }
+
 
 def nothing_compared(missing: Mapping[str, list[str]] | None = None) -> Comparison:
     """A comparison that compared nothing (``missing``: what each lane lacks, if named)."""
@@ -271,42 +225,86 @@ class RunOutcome:
     environment: Mapping[str, Any] = field(default_factory=dict)
 
 
-def build_report(facts: RunFacts, outcome: RunOutcome) -> GateReport:
-    """The gate report of a run: passed when there is no fail reason (the only builder)."""
-    opts = facts.opts
-    return GateReport(
-        ok=not outcome.reasons,
-        exit_code=exit_code_for(outcome.reasons),
-        mode=facts.mode,
-        sdk=facts.sdk,
-        harness_commit=facts.harness_commit,
-        lock_hash=facts.lock_hash,
-        started=facts.started,
-        parameters=opts.parameters(),
-        lanes=outcome.lanes,
-        reference_lane=REFERENCE_LANE.name,
-        not_measured=facts.not_measured,
-        workflows=tuple(w.name for w in opts.run_workflows),
-        domains=domains(opts.run_workflows),
-        elapsed_ms=outcome.elapsed_ms,
-        budget_ms=opts.budget_ms,
-        history_samples=outcome.history.samples,
-        history_p95_ms=outcome.history.p95_ms,
-        history_p95_enforced=outcome.history.enforced,
-        history_p95_ok=outcome.history.ok,
-        p95_min_samples=opts.p95_min_samples,
-        history_path=facts.history_path,
-        history_appended=False,
-        fail_reasons=outcome.reasons,
-        missing_workflows=outcome.workflows.missing,
-        failed_workflows=outcome.workflows.failed,
-        workflow_mismatches=outcome.workflows.mismatches,
-        domain_mismatches=outcome.workflows.domain_mismatches,
-        cases=outcome.cases,
-        case_mismatches=outcome.case_comparison.mismatches,
-        missing_cases=outcome.case_comparison.missing,
-        abstained=outcome.workflows.abstained,
-        seed=opts.seed,
-        mutant=facts.mutant,
-        environment=outcome.environment,
-    )
+@dataclass(frozen=True)
+class GateReport:
+    """The parity gate's verdict and everything behind it: the run's facts and its outcome."""
+
+    facts: RunFacts
+    outcome: RunOutcome
+    history_appended: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        """The gate's verdict (``gate_verdict`` of its fail reasons)."""
+        return gate_verdict(self.outcome.reasons)
+
+    @property
+    def ok(self) -> bool:
+        """Passed: no fail reason."""
+        return self.verdict is Verdict.HELD
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 passed, 1 only violated criteria, 4 a failed step (as the bench's exit codes)."""
+        return verdict_exit_code(self.verdict)
+
+    def to_json(self) -> dict[str, Any]:
+        facts, outcome, opts = self.facts, self.outcome, self.facts.opts
+        workflows = tuple(w.name for w in opts.run_workflows)
+        run_domains = domains(opts.run_workflows)
+        return {
+            "kind": KIND,
+            "schema_version": SCHEMA_VERSION,
+            "ok": self.ok,
+            "exit_code": int(self.exit_code),
+            "mode": facts.mode,
+            "sdk": {"name": "openai-agents", "version": facts.sdk},
+            "harness_commit": facts.harness_commit,
+            "lock_hash": facts.lock_hash,
+            "started": facts.started,
+            "environment": dict(outcome.environment),
+            "parameters": dict(opts.parameters()),
+            "lanes": [lane.to_json() for lane in outcome.lanes],
+            "reference_lane": REFERENCE_LANE.name,
+            "not_measured": [{"lane": n.name, "reason": n.reason} for n in facts.not_measured],
+            "workflow_count": len(workflows),
+            "domain_count": len(run_domains),
+            "workflows": list(workflows),
+            "domains": list(run_domains),
+            "elapsed_ms": round(outcome.elapsed_ms, 3),
+            "budget_ms": opts.budget_ms,
+            **outcome.history.to_json(),
+            "p95_min_samples": opts.p95_min_samples,
+            "history_path": facts.history_path,
+            "history_appended": self.history_appended,
+            "fail_reasons": [r.text for r in outcome.reasons],
+            "failures": [r.to_json() for r in outcome.reasons],
+            **_comparison_json(outcome.workflows),
+            "normalization_rules": rules_table(),
+            "generative": {
+                "seed": opts.seed,
+                "case_count": len(outcome.cases),
+                "cases": [c.to_json() for c in outcome.cases],
+                "missing_cases": _lists(outcome.case_comparison.missing),
+                "mismatches": [m.to_json() for m in outcome.case_comparison.mismatches],
+            },
+            "mutant": parity_json(facts.mutant) if facts.mutant else None,
+        }
+
+
+def _lists(by_lane: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    return {lane: list(names) for lane, names in by_lane.items()}
+
+
+def _comparison_json(cmp: Comparison) -> dict[str, Any]:
+    """The report's fields of the workflows' comparison with the reference lane."""
+    return {
+        "missing_workflows": _lists(cmp.missing),
+        "abstained_workflows": {
+            lane: [{"workflow": name, "reason": reason} for name, reason in entries]
+            for lane, entries in cmp.abstained.items()
+        },
+        "failed_workflows": _lists(cmp.failed),
+        "workflow_mismatches": [m.to_json() for m in cmp.mismatches],
+        "domain_mismatches": [m.to_json() for m in cmp.domain_mismatches],
+    }

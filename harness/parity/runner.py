@@ -42,7 +42,14 @@ WORKFLOW_TIMEOUT_S = 60.0
 
 
 class LaneStatus(str, enum.Enum):
-    """How a lane ended."""
+    """How a lane's run ended, before it is compared with anything.
+
+    Not a ``Verdict``: a lane's verdict (``harness.parity.report.lane_verdict``) comes from its
+    comparison with the reference lane, which this status precedes. FAILED (a workflow raised)
+    is an ``error`` on the reference lane but ``violated`` on any other; an OK lane is
+    ``violated`` when it diverges. The status is what the lane's own report
+    (``lanes/<lane>.json``, reused by ``--reuse``) records about the lane alone.
+    """
 
     OK = "ok"  # every workflow and case ran to its end
     FAILED = "failed"  # at least one workflow or case raised (the lane still finished)
