@@ -22,13 +22,10 @@ from harness.parity.generative import (
 )
 from harness.parity.lanes import REFERENCE_LANE, Loop, parse_loops, select_lanes
 from harness.parity.normalize import RULES, NormalizationRule, normalize_reads
+from harness.parity.steps import Read, canonical_json, digest, display
 from harness.parity.workflows import (
     REFERENCE_WORKFLOWS,
-    Read,
     Workflow,
-    canonical_json,
-    digest,
-    display,
     run_workflow,
     step_pool,
 )

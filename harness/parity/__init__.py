@@ -3,6 +3,7 @@
 Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.report`` and
 ``harness/schemas/parity-report.schema.json``). Parts:
 
+- ``steps``: the steps workflows are made of, and the context they run in;
 - ``workflows``: the reference workflows (offline openai-agents runs with a scripted model);
 - ``fault_workflows``: every fault a check injects, as a workflow (steps in ``faults`` and
   ``races``, shared tools and outcome classes in ``faultkit``);

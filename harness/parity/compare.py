@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.parity.runner import LaneReport
-from harness.parity.workflows import Read, Workflow, WorkflowResult
+from harness.parity.steps import Read
+from harness.parity.workflows import Workflow, WorkflowResult
 
 DIFF_MAX_LINES = 120
 

@@ -24,7 +24,7 @@ from harness.parity.faultkit import (
     read,
     spread,
 )
-from harness.parity.workflows import StepSpec, WorkflowContext
+from harness.parity.steps import StepSpec, WorkflowContext
 
 FORK_TIMEOUT_S = 20.0
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.parity.options import DEFAULT_CASES
-from harness.parity.workflows import REFERENCE_WORKFLOWS, LimitReads, StepSpec, Workflow
+from harness.parity.steps import LimitReads, StepSpec
+from harness.parity.workflows import REFERENCE_WORKFLOWS, Workflow
 
 MAX_STEPS = 9
 GENERATIVE_DOMAIN = "generative"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.parity.workflows import Read
+    from harness.parity.steps import Read
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def normalize_reads(
     rules: Sequence[NormalizationRule] | None = None,
 ) -> tuple[list[Read], tuple[str, ...]]:
     """The reads with every applicable rule applied, and the ids of the rules that changed any."""
-    from harness.parity.workflows import Read
+    from harness.parity.steps import Read
 
     active = [r for r in (RULES if rules is None else rules) if r.applies(lane, domain)]
     if not active:

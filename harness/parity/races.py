@@ -25,7 +25,7 @@ from checks import _forked
 from checks.base import Barrier
 from harness.parity.faultkit import bounded, key, multiset, projection, read
 from harness.parity.faults import FORK_TIMEOUT_S, _store, forked_writer
-from harness.parity.workflows import StepSpec, WorkflowContext
+from harness.parity.steps import StepSpec, WorkflowContext
 
 
 def _item(tag: str) -> dict[str, Any]:

@@ -26,14 +26,8 @@ from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
 from harness.parity.mutantkit import applies_to
 from harness.parity.options import LANE_TIMEOUT_S
-from harness.parity.workflows import (
-    Read,
-    Workflow,
-    WorkflowResult,
-    digest,
-    display,
-    run_workflow,
-)
+from harness.parity.steps import Read, digest, display
+from harness.parity.workflows import Workflow, WorkflowResult, run_workflow
 from mutants.base import MutantSpec
 from targets.base import BuildContext, verify_claims
 

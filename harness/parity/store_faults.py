@@ -37,7 +37,7 @@ from harness.parity.faultkit import (
     spread,
 )
 from harness.parity.faults import _items, _store
-from harness.parity.workflows import StepSpec, WorkflowContext
+from harness.parity.steps import StepSpec, WorkflowContext
 
 TABLE_OPTIONS = ("create_tables", "sessions_table", "messages_table")
 
