@@ -35,6 +35,7 @@ class Entry:
 
     @property
     def user(self) -> bool:
+        """Whether this item is a user message (it starts a turn)."""
         return self.kind == "user"
 
 
@@ -50,16 +51,19 @@ class Catalogue:
         return f"{self.tag}_{self.serial}"
 
     def user(self, text: str, parts: bool = False) -> Entry:
+        """A user message with ``text``, as a plain string or (``parts``) one input_text part."""
         content: Any = [{"type": "input_text", "text": text}] if parts else text
         return Entry({"role": "user", "content": content}, "user")
 
     def assistant(self, text: str) -> Entry:
+        """A completed assistant message with ``text``."""
         return Entry({"id": f"msg_{self._next()}", "type": "message", "role": "assistant",
                       "status": "completed",
                       "content": [{"type": "output_text", "text": text, "annotations": []}]},
                      "assistant")
 
     def function_call(self, name: str, namespace: str | None = None) -> list[Entry]:
+        """A function call of ``name`` (in ``namespace`` if given) and its output: one tool call."""
         call_id = f"call_{self._next()}"
         item = {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
         if namespace:
@@ -69,15 +73,18 @@ class Catalogue:
         return [Entry(item, "function_call", tool, True), Entry(output, "function_call_output")]
 
     def mcp_call(self, label: str, name: str) -> Entry:
+        """An MCP call of ``name`` on server ``label``: one call of ``label.name``."""
         return Entry({"type": "mcp_call", "id": f"mcp_{self._next()}", "server_label": label,
                       "name": name, "arguments": "{}", "output": "ok"},
                      "mcp_call", f"{label}.{name}", True)
 
     def hosted(self, kind: str) -> Entry:
+        """A hosted tool call of type ``kind`` (e.g. web_search_call): one call of ``kind``."""
         return Entry({"type": kind, "id": f"ht_{self._next()}", "status": "completed"},
                      kind, kind, True)
 
     def custom_call(self, name: str) -> Entry:
+        """A custom tool call of ``name``: one call of that tool."""
         return Entry({"type": "custom_tool_call", "call_id": f"ct_{self._next()}",
                       "name": name, "input": "x"}, "custom_tool_call", name, True)
 
@@ -99,6 +106,7 @@ class Catalogue:
                      "tool_search_output", "tool_search", False)
 
     def reasoning(self) -> Entry:
+        """A reasoning item (not a tool call)."""
         return Entry({"type": "reasoning", "id": f"rs_{self._next()}", "summary": []},
                      "reasoning")
 
@@ -140,14 +148,17 @@ class Figures:
 
     @property
     def total_tokens(self) -> int:
+        """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
     def totals(self) -> dict[str, int]:
+        """Requests and input, output and total tokens: the figures a usage total sums."""
         return {"requests": self.requests, "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens, "total_tokens": self.total_tokens}
 
     @classmethod
     def draw(cls, rng: Random) -> Figures:
+        """Usage figures drawn at random from ``rng``."""
         return cls(rng.randint(1, 4), rng.randint(10, 5000), rng.randint(1, 900),
                    rng.randint(0, 9), rng.randint(0, 9))
 
@@ -163,12 +174,15 @@ class Model:
     serial: int = 0
 
     def entries(self, branch: str) -> list[Entry]:
+        """The entries of ``branch`` in order (none for a branch that does not exist)."""
         return [e for _, e in self.branches.get(branch, [])]
 
     def items(self, branch: str) -> list[dict[str, Any]]:
+        """The items of ``branch`` in order, as get_items must return them."""
         return [e.item for e in self.entries(branch)]
 
     def turns(self, branch: str) -> list[int]:
+        """The turn of each entry of ``branch``: the user messages up to and including it."""
         numbers, turn = [], 0
         for entry in self.entries(branch):
             turn += entry.user
@@ -176,18 +190,22 @@ class Model:
         return numbers
 
     def last_turn(self, branch: str) -> int:
+        """The current turn of ``branch`` (0 before its first user message)."""
         return max(self.turns(branch), default=0)
 
     def append(self, branch: str, entries: Sequence[Entry]) -> None:
+        """Append ``entries`` to ``branch``, each with a new serial."""
         for entry in entries:
             self.serial += 1
             self.branches.setdefault(branch, []).append((self.serial, entry))
 
     def pop(self, branch: str) -> Entry | None:
+        """Remove and return the newest entry of ``branch``, or None when it is empty."""
         rows = self.branches.get(branch, [])
         return rows.pop()[1] if rows else None
 
     def has_turn(self, branch: str, turn: int) -> bool:
+        """Whether ``branch`` holds the user message that starts turn ``turn``."""
         return any(e.user and t == turn for e, t in zip(self.entries(branch), self.turns(branch),
                                                         strict=True))
 
@@ -200,10 +218,12 @@ class Model:
         self.append(name, kept)
 
     def delete(self, name: str) -> None:
+        """Drop branch ``name`` and its usage (its id stays used)."""
         self.branches.pop(name, None)
         self.usage = {k: v for k, v in self.usage.items() if k[0] != name}
 
     def clear(self) -> None:
+        """Empty the session: an empty ``main`` branch and no usage."""
         self.branches = {MAIN: []}
         self.usage = {}
 
@@ -228,6 +248,7 @@ class Model:
                 if b == branch and anchors.get(turn) == anchor}
 
     def session_usage(self, branch: str | None = None) -> dict[str, int] | None:
+        """Summed usage of the visible turns of ``branch`` (all when None), or None if none."""
         rows = [f for b in self.branches if branch in (None, b)
                 for f in self.visible_usage(b).values()]
         if not rows:
@@ -257,6 +278,7 @@ class Model:
                        if e.call or (e.kind == "tool_search_output" and t not in searched))
 
     def by_turns(self, branch: str) -> dict[int, list[tuple[str, str | None]]]:
+        """(kind, tool) of each entry of ``branch``, grouped by turn."""
         grouped: dict[int, list[tuple[str, str | None]]] = {}
         for entry, turn in zip(self.entries(branch), self.turns(branch), strict=True):
             grouped.setdefault(turn, []).append((entry.kind, entry.tool))

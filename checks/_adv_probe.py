@@ -90,6 +90,7 @@ class Recorder:
         self.wedged = self.wedged or "locked" in str(exc).lower()
 
     def fail(self, mode: str, text: str) -> None:
+        """Record one problem of ``mode``, its text cut to 300 characters."""
         self.problems.append((mode, text[:300]))
 
     async def call(self, text: str, fn: Callable[..., Awaitable[Any]], *args: Any,
@@ -147,6 +148,7 @@ class Recorder:
             self.fail(mode, f"{what}: expected {_short(expected)}, got {_short(seen)}")
 
     def trial(self) -> Trial:
+        """The trial: violated when a problem was recorded (the first one's mode), with counts."""
         counts = Counts(lost=self.lost, duplicated=self.duplicated, foreign=self.foreign,
                         errors=self.errors)
         if not self.problems:
@@ -325,6 +327,7 @@ def _turn_rows(seen: Any) -> Any:
 
 
 def usage_row(turn: int | None, figures: Figures) -> dict[str, Any]:
+    """The usage row expected for ``figures``: totals and detail counts, under ``turn`` if given."""
     row: dict[str, Any] = {**figures.totals(), "cached_tokens": figures.cached,
                            "reasoning_tokens": figures.reasoning}
     return row if turn is None else {"user_turn_number": turn, **row}

@@ -193,9 +193,11 @@ class CompactClient:
 
     @property
     def responses(self) -> CompactClient:
+        """This client, so that ``client.responses.compact`` reaches ``compact``."""
         return self
 
     async def compact(self, **kwargs: Any) -> Any:
+        """Record one compact request, run ``during``, then raise (``fail``) or answer it."""
         self.requests.append(json.loads(json.dumps(kwargs, default=str)))
         n = len(self.requests)
         if self.during is not None:
@@ -306,6 +308,7 @@ class Expectation:
     mode: str = ""
 
     def describe(self) -> str:
+        """The expectation in words, e.g. 'compact from index 3 in input mode'."""
         return (f"compact from index {self.start} in {self.mode} mode" if self.applies
                 else "skip (history unchanged)")
 
@@ -379,9 +382,11 @@ class Reads:
 
     @property
     def mode(self) -> str | None:
+        """The kind of the first problem noted, or None."""
         return self.kinds[0] if self.kinds else None
 
     def sample(self) -> str | None:
+        """The problems noted, joined and cut to 400 characters, or None."""
         return "; ".join(self.problems)[:400] or None
 
     def trial(self, ctx: TrialContext, counts: Counts, held_mode: str) -> Trial:

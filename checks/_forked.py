@@ -92,6 +92,7 @@ class Worker:
 
     @property
     def reaped(self) -> bool:
+        """Whether the child's exit status has been collected."""
         return self.status is not None
 
     def describe_exit(self) -> str:

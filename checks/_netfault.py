@@ -66,6 +66,7 @@ class Cut:
     hold_s: float = 0.0
 
     def describe(self) -> str:
+        """The cut in words, e.g. 'cut the connection at the reply chunk #2 after arming'."""
         what = f"{self.direction.value} chunk #{self.skip + 1} after arming"
         if self.hold_s:
             return f"hold the {what} for {self.hold_s}s in flight"

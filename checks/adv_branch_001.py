@@ -51,6 +51,7 @@ from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: two instances make, switch, pop, list and delete branches beside a peer."""
     peer = await open_peer_first(ctx, BRANCH_API)
     handle = await ctx.open()
     s = handle.session

@@ -98,6 +98,7 @@ async def queue_writes(ctx: TrialContext, rec: Recorder, s: Any, m: Model, branc
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: rounds of writes in flight while the branch is switched, made or deleted."""
     handle = await ctx.open()
     s = handle.session
     require(s, (*BRANCH_API, *USAGE_API))

@@ -23,6 +23,7 @@ from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: two empty branches from turn 1 are listed, switched to, written on and deleted."""
     handle = await ctx.open()
     s = handle.session
     require(s, BRANCH_API)

@@ -75,6 +75,7 @@ def merge_problem(observed: Sequence[Any], batches: dict[str, list[list[Any]]]) 
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: instances write hard-to-search turns concurrently; turns and search judged."""
     peer = await open_peer_first(ctx, (*BRANCH_API, *TURNS_API))
     handle = await ctx.open()
     s = handle.session

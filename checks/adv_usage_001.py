@@ -52,6 +52,7 @@ from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: usage stored over turns, a branch, pops, a clear and races, judged each time."""
     peer = await open_peer_first(ctx, (*BRANCH_API, *USAGE_API))
     handle = await ctx.open()
     s = handle.session

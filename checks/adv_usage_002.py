@@ -36,6 +36,7 @@ def every_tool_call(cat: Catalogue) -> list[Entry]:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: two turns holding every kind of tool call, get_tool_usage judged after each."""
     handle = await ctx.open()
     s = handle.session
     require(s, USAGE_API)

@@ -22,6 +22,7 @@ from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: usage stored, the session closed; a later store must raise and record nothing."""
     handle = await ctx.open()
     s = handle.session
     require(s, USAGE_API)

@@ -75,6 +75,7 @@ def compare(seen: list[Any], model: list[Any], failed: set[str]) -> Mismatch | N
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: good writes alternate with failing appends; reads must show only the good."""
     steps = ctx.params["steps"]
     session = (await ctx.open()).session
     tag = f"{ctx.seed:016x}"

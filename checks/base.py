@@ -29,6 +29,7 @@ class Param:
     help: str
 
     def validate(self, check_id: str, value: int) -> int:
+        """``value`` if it is within the range, else ParameterError naming it and the fix."""
         if not self.low <= value <= self.high:
             raise ParameterError(
                 f"parameter {check_id}.{self.name}={value!r} is out of range: it must be "
@@ -71,6 +72,7 @@ class CheckSpec:
         return values
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this check's description: id, invariant, fault, defaults and mutants."""
         return {
             "id": self.id,
             "invariant": self.invariant,
@@ -138,6 +140,7 @@ class TrialContext:
         return fresh
 
     async def dispose(self) -> None:
+        """Dispose of every instance this trial opened, newest first."""
         for handle in reversed(self._handles):
             await handle.dispose()
         self._handles.clear()
@@ -156,6 +159,7 @@ class Barrier:
         self._event = anyio.Event()
 
     async def wait(self) -> None:
+        """Arrive, then wait until all ``parties`` have arrived."""
         self._arrived += 1
         if self._arrived >= self._parties:
             self._event.set()

@@ -91,6 +91,7 @@ async def _judge_reads(ctx: TrialContext, session: Any, items: list[Any], budget
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: bad budgets refused, then budgeted reads at every limit edge of two histories."""
     budget = ctx.params["budget"]
     ctx.log(f"open with max_scan_items={budget}; open without a budget")
     try:

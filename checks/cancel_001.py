@@ -212,6 +212,7 @@ async def _point(ctx: TrialContext, k: int, size: int, notes: list[str],
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: add_items cancelled at each sampled suspension, each on a fresh store."""
     size = ctx.rng.randint(2, 4)
     notes: list[str] = []
     modes: dict[int, str] = {}

@@ -63,6 +63,7 @@ class ClearJudgement:
 
     @property
     def violated(self) -> bool:
+        """Whether the race left a state no serial order gives."""
         return self.mode != "serializable"
 
 
@@ -156,6 +157,7 @@ def judge_clear(final: Sequence[Any], batches: Mapping[str, Sequence[Any]],
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: writers append batches while clears run; the final state is judged."""
     writers, per_writer = ctx.params["writers"], ctx.params["batches"]
     size, clears = ctx.params["batch"], ctx.params["clears"]
     handle = await ctx.open()

@@ -19,13 +19,20 @@ class Judgement(Protocol):
     """What a check's judge returns about one trial."""
 
     @property
-    def violated(self) -> bool: ...
+    def violated(self) -> bool:
+        """Whether the trial broke the invariant."""
+
     @property
-    def counts(self) -> Counts: ...
+    def counts(self) -> Counts:
+        """The trial's violation counters."""
+
     @property
-    def mode(self) -> str: ...
+    def mode(self) -> str:
+        """The name of the first defect, or of the outcome that held."""
+
     @property
-    def sample(self) -> str | None: ...
+    def sample(self) -> str | None:
+        """A short text showing the defect, or None."""
 
 
 def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:

@@ -108,6 +108,7 @@ async def refused_append(ctx: TrialContext, session: Any, tag: str) -> None:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: a compacting turn beside a peer's items, one fault in flight, then judged."""
     compaction_class()
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()

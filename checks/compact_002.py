@@ -57,6 +57,7 @@ def replaced_suffix(stored: Sequence[Any], final: Sequence[Any], output: Sequenc
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: other instances read throughout a compacting turn; no read may be torn."""
     compaction_class()
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()

@@ -66,6 +66,7 @@ def allowed_finals(after: Sequence[Any], stored: Sequence[Any], start: int | Non
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: another instance writes during the compact request; its write must survive."""
     compaction_class()
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()

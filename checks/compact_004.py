@@ -101,6 +101,7 @@ class Forger:
         self.template = {k: v for k, v in template.items() if k != "payload"}
 
     def old(self, item: Any) -> dict[str, Any]:
+        """The envelope of ``item`` as written ``AGE_S`` seconds ago (an older Fernet timestamp)."""
         data = json.dumps(item, separators=(",", ":")).encode()
         token = self.enc.cipher.encrypt_at_time(data, int(time.time()) - AGE_S)
         return {**self.template, "payload": token.decode()}
@@ -224,6 +225,7 @@ async def seed(ctx: TrialContext, enc: Any, peer: Any | None, tag: str, live: li
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: expired, unauthenticated and live rows, one compaction; only expired rows go."""
     compaction_class()
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()

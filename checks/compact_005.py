@@ -107,6 +107,7 @@ def tool_turn_items(tag: str, text: str) -> list[Any]:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: compaction approved at a tool step; exactly one compact request must follow."""
     compaction = compaction_class()
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()

@@ -10,6 +10,7 @@ from harness.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: N writers append concurrently, then the history is read back and tallied."""
     writers, appends = ctx.params["writers"], ctx.params["appends"]
     handle = await ctx.open()
     session = handle.session

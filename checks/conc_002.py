@@ -8,6 +8,7 @@ from harness.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: overlapping close() calls, then concurrent reads that must all be refused."""
     closers = ctx.params["closers"]
     handle = await ctx.open()
     session = handle.session

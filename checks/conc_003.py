@@ -92,6 +92,7 @@ async def _private_store_trial(ctx: TrialContext, session: Any, after: Any) -> T
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: four writes on a closed session; each must raise and leave the store as it was."""
     handle = await ctx.open()
     session = handle.session
     before = [{"role": "user", "content": f"{ctx.seed:x} written before close #{n}"}

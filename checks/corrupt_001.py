@@ -53,6 +53,7 @@ class Ledger:
     notes: list[str] = field(default_factory=list)
 
     def problem(self, mode: str, text: str) -> None:
+        """Record a problem; the first one sets the trial's mode and sample."""
         if self.sample is None:
             self.mode, self.sample = mode, text
         self.notes.append(text)
@@ -86,6 +87,7 @@ def plan_rows(ctx: TrialContext, tag: str) -> list[list[Any] | int]:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: items among undecodable rows; reads and pops must skip the bad rows."""
     handle = await ctx.open()
     session = handle.session
     if handle.write_undecodable is None:

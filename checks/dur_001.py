@@ -78,6 +78,7 @@ def _writer_body(ctx: TrialContext, plan: list[list[dict[str, Any]]]) -> _forked
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: a forked writer killed mid-stream; every acknowledged batch must survive."""
     appends = ctx.params["appends"]
     tag = f"{ctx.seed:016x}"
     plan = _plan(ctx, tag, appends)

@@ -142,6 +142,7 @@ def _diff(expected: str, seen: str) -> str:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: items of every SDK shape appended, read back and popped; each must be equal."""
     handle = await ctx.open()
     session = handle.session
     tag = f"{ctx.seed:016x}"

@@ -45,6 +45,7 @@ class Side:
     serial: int = 0
 
     def new_item(self, tag: str, label: str) -> dict[str, str]:
+        """A new item unique to this side, recorded as owned."""
         self.serial += 1
         item = {"role": "user", "content": f"{tag} {self.name} {label} #{self.serial}"}
         self.owned.add(canonical(item))
@@ -78,11 +79,13 @@ class Judge:
         return len(self.strays)
 
     def note(self, kind: str, text: str) -> None:
+        """Count a problem of ``kind``, keeping the text of the first four."""
         self.kinds[kind] += 1
         if len(self.notes) < 4:
             self.notes.append(text)
 
     def error(self, where: str, exc: BaseException) -> None:
+        """Count an operation at ``where`` that raised ``exc``."""
         self.errors += 1
         self.note("op_raised", f"{where} raised {describe(exc)}")
 
@@ -97,6 +100,7 @@ class Judge:
             self.note("foreign_read", f"{where}: {side.name} saw {whose} item {key[:80]}")
 
     async def read(self, side: Side, other: Side, where: str) -> list[Any] | None:
+        """``side``'s read, its foreign items judged; None when it raised."""
         try:
             seen = await read_items(side.session)
         except Exception as exc:  # noqa: BLE001 - a read that raises is evidence
@@ -127,6 +131,7 @@ class Judge:
         side.expected = mine
 
     async def pop(self, side: Side, other: Side, where: str) -> None:
+        """Pop once on ``side`` and judge the item it returned."""
         try:
             popped = await side.session.pop_item()
         except Exception as exc:  # noqa: BLE001 - a pop that raises is evidence
@@ -147,6 +152,7 @@ class Judge:
                                  f"{canonical(popped)[:80]}")
 
     async def add(self, side: Side, label: str, where: str) -> None:
+        """Append one new item on ``side``; if it raises, its presence is left uncertain."""
         item = side.new_item(self.tag, label)
         side.expected.append(item)  # before the await: a racing pop may take it at once
         try:
@@ -172,6 +178,7 @@ async def released(calls: list[Callable[[], Awaitable[None]]]) -> None:
 
 def writer(j: Judge, side: Side, count: int, label: str, where: str
            ) -> Callable[[], Awaitable[None]]:
+    """A task body: ``count`` single-item appends on ``side``."""
     async def run() -> None:
         for n in range(count):
             await j.add(side, f"{label}{n}", where)
@@ -180,6 +187,7 @@ def writer(j: Judge, side: Side, count: int, label: str, where: str
 
 def reader(j: Judge, side: Side, other: Side, count: int, where: str
            ) -> Callable[[], Awaitable[None]]:
+    """A task body: ``count`` reads of ``side``, each judged."""
     async def run() -> None:
         for _ in range(count):
             await j.read(side, other, where)
@@ -188,6 +196,7 @@ def reader(j: Judge, side: Side, other: Side, count: int, where: str
 
 def popper(j: Judge, side: Side, other: Side, count: int, where: str
            ) -> Callable[[], Awaitable[None]]:
+    """A task body: ``count`` pops on ``side``, each judged."""
     async def run() -> None:
         for _ in range(count):
             await j.pop(side, other, where)
@@ -195,6 +204,7 @@ def popper(j: Judge, side: Side, other: Side, count: int, where: str
 
 
 def clearer(j: Judge, side: Side, where: str) -> Callable[[], Awaitable[None]]:
+    """A task body: one clear of ``side``; if it raises, its items are left uncertain."""
     async def run() -> None:
         try:
             await side.session.clear_session()
@@ -206,6 +216,7 @@ def clearer(j: Judge, side: Side, where: str) -> Callable[[], Awaitable[None]]:
 
 
 async def one_round(ctx: TrialContext, j: Judge, x: Side, y: Side, r: int) -> None:
+    """One round, each race verified: both append; x pops, then clears, while y writes."""
     writers, appends = ctx.params["writers"], ctx.params["appends"]
     pops, reads = ctx.params["pops"], ctx.params["reads"]
     where = f"round {r} writes"
@@ -276,6 +287,7 @@ async def clear_then_peer(ctx: TrialContext, j: Judge, x: Side, y: Side) -> None
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: a session and a peer id on one store, used in turn, then raced round by round."""
     first = await ctx.open()
     require_shared_store(first, "ARIB-ISO-001", "a second instance, as another session id, on "
                          "the same store")

@@ -43,10 +43,12 @@ class Pair:
         self.counts = Counts()
 
     def note(self, mode: str, text: str, counts: Counts | None = None) -> None:
+        """Record a problem of ``mode`` and add its counts."""
         self.problems.append((mode, text))
         self.counts = self.counts + (counts or Counts())
 
     async def add(self, name: str, items: list[Any]) -> None:
+        """Append ``items`` to session ``name``; the model keeps them if the call returned."""
         self.ctx.log(f"{name}.add_items([{', '.join(label(i) for i in items)}])")
         try:
             await self.sessions[name].add_items(items)
@@ -57,6 +59,7 @@ class Pair:
         self.model[name].extend(items)
 
     async def pop(self, name: str) -> None:
+        """Pop on session ``name``: it must return that session's newest item."""
         self.ctx.log(f"{name}.pop_item()")
         try:
             popped = await self.sessions[name].pop_item()
@@ -74,6 +77,7 @@ class Pair:
             self.model[name].pop()
 
     async def clear(self, name: str) -> None:
+        """Clear session ``name``; a refusal is allowed and changes nothing in the model."""
         self.ctx.log(f"{name}.clear_session()")
         try:
             await self.sessions[name].clear_session()
@@ -83,6 +87,7 @@ class Pair:
         self.model[name].clear()
 
     async def verify(self, after: str) -> None:
+        """Each session's read must be exactly its model, in order."""
         for name, session in self.sessions.items():
             self.ctx.log(f"{name}.get_items()")
             try:
@@ -106,6 +111,7 @@ class Pair:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: X and X:counter append, pop and clear in turn, each judged after every step."""
     first = await ctx.open()
     require_shared_store(first, "ARIB-ISO-002", "a second instance, as another session id, "
                          "on the same store")

@@ -40,6 +40,7 @@ OTHER_KEY = base64.urlsafe_b64encode(b"arib-OTHER-test-key-not-secret!!").decode
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: key A appends, key B reads and pops; key A must still read every item."""
     writer = await ctx.open()
     intruder = await ctx.open_configured(encryption_key=OTHER_KEY)
     tag = f"{ctx.seed:016x}"

@@ -79,6 +79,7 @@ class LimitJudgement:
 
     @property
     def violated(self) -> bool:
+        """Whether any read broke the invariant."""
         return self.mode != "consistent"
 
 
@@ -202,6 +203,7 @@ def judge_limit(history: Sequence[Any], expected: Sequence[Any], appended: dict[
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: limit reads race appends, then every limit edge is read beside a peer."""
     writers, appends = ctx.params["writers"], ctx.params["appends"]
     readers, reads, limit = ctx.params["readers"], ctx.params["reads"], ctx.params["limit"]
     handle = await ctx.open()

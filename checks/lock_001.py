@@ -96,6 +96,7 @@ class Holder:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: a new session appends and reads while another connection holds the lock."""
     name = await store_file(ctx)
     hold_s = ctx.params["hold_ms"] / 1000
     tag = f"{ctx.seed:016x}"

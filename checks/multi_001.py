@@ -112,6 +112,7 @@ def _worker_body(ctx: TrialContext, process: int, plans: dict[str, list[dict[str
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: instances in several processes append together; every append is read once."""
     instances, processes = ctx.params["instances"], ctx.params["processes"]
     appends = ctx.params["appends"]
     tag = f"{ctx.seed:016x}"

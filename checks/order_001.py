@@ -55,6 +55,7 @@ class OrderJudgement:
 
     @property
     def violated(self) -> bool:
+        """Whether the read broke the invariant."""
         return self.mode != "ordered"
 
 
@@ -114,6 +115,7 @@ def judge_order(seen: Sequence[Any], batches: Mapping[str, Sequence[Any]],
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: writers append batches concurrently; one read must show each whole, in order."""
     writers, per_writer, size = ctx.params["writers"], ctx.params["batches"], ctx.params["batch"]
     handle = await ctx.open()
     session = handle.session

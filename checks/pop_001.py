@@ -54,6 +54,7 @@ class PopJudgement:
 
     @property
     def violated(self) -> bool:
+        """Whether the pop race broke the invariant."""
         return self.mode != "exact"
 
 
@@ -172,6 +173,7 @@ async def fill(ctx: TrialContext, session: Any, items: list[Any]) -> None:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: two rounds of concurrent pops on the stored items, each round judged."""
     size = ctx.params["items"]
     handle = await ctx.open()
     session = handle.session

@@ -271,6 +271,7 @@ async def _count(t: _Trial, history: list[Any], what: str,
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: first calls and closes cancelled at each suspension; no store file stays open."""
     if not FD_DIR.is_dir():
         raise NotApplicable(f"{CHECK_ID} does not apply here: it reads open files from "
                             f"{str(FD_DIR)!r}, which this system does not have")

@@ -21,6 +21,7 @@ def model_batch(tag: str) -> list[dict[str, object]]:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: a batch with ids delivered twice, two equal messages; the read is tallied."""
     handle = await ctx.open()
     session = handle.session
     tag = f"{ctx.seed:016x}"

@@ -114,6 +114,7 @@ def judge_call(op: str, before: list[Any], batch: list[Any], returned: Any,
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: "database is locked" injected into each kind of write at sampled points."""
     with SqliteWatch(ctx.build.root) as watch:
         return await _faults(ctx, watch)
 

@@ -56,6 +56,7 @@ class Call:
 
     @property
     def returned(self) -> bool:
+        """Whether the call ended normally."""
         return self.error is None and self.ended >= 0
 
 
@@ -95,6 +96,7 @@ def judge_drain(seeds: list[Any], calls: list[Call], close_invoked: int, close_r
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: appends, pops and reads race close(); drains, refusals and effects judged."""
     n_calls = ctx.params["calls"]
     handle = await ctx.open()
     session = handle.session

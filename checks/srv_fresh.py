@@ -52,6 +52,7 @@ def answer_problem(kind: str, answer: Any) -> str | None:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: first calls of each kind on new stores, alone and together; all see empty."""
     instances = ctx.params["instances"]
     problems: list[str] = []
     order = list(FIRST_CALLS)

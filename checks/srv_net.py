@@ -68,6 +68,7 @@ class Fault:
     delay_s: float = 0.0
 
     def describe(self) -> str:
+        """The fault in words, e.g. 'cut the connection at reply chunk #2'."""
         if self.kind == "cancel":
             return f"caller cancels the call {self.delay_s * 1000:.2f} ms after it began"
         if self.kind == "hold+cancel":
@@ -89,9 +90,11 @@ class Outcome:
 
     @property
     def returned(self) -> bool:
+        """Whether the call ended normally: no exception, not cancelled, not hung."""
         return self.error is None and not self.cancelled and not self.hung
 
     def describe(self) -> str:
+        """What the call did, in words, e.g. 'raised ...' or 'returned 3 items'."""
         if self.hung:
             return f"no answer within {CALL_DEADLINE_S}s"
         if self.cancelled:
@@ -159,6 +162,7 @@ async def call_under(fault: Fault, route: Relayed | None,
 
 
 def keys(items: Sequence[Any]) -> list[str]:
+    """The canonical JSON of each item."""
     return [canonical(i) for i in items]
 
 
@@ -262,6 +266,7 @@ def draw(rng: random.Random, kind: str, span: float) -> Fault:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: every operation under every fault kind, each call judged all or nothing."""
     rounds = ctx.params["rounds"]
     query = {"max_connections": "1"} if ctx.target.service == "redis" else {}
     async with relayed(ctx, **query) as route:

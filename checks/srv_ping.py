@@ -47,6 +47,7 @@ class Answer:
     hung: bool = False
 
     def describe(self) -> str:
+        """What the ping did, in words: returned a value, raised, or no answer in time."""
         if self.hung:
             return f"no answer within {PING_DEADLINE_S}s"
         if self.error is not None:
@@ -72,6 +73,7 @@ class FileOutage:
         self.moved: list[tuple[Path, Path]] = []
 
     def down(self) -> None:
+        """Move the store's file and its WAL companions away from their paths."""
         for suffix in ("", "-wal", "-shm"):
             src = Path(f"{self.path}{suffix}")
             if src.exists():
@@ -80,6 +82,7 @@ class FileOutage:
                 self.moved.append((dst, src))
 
     def up(self) -> None:
+        """Move the files back to their paths."""
         while self.moved:
             dst, src = self.moved.pop()
             os.replace(dst, src)
@@ -105,6 +108,7 @@ def expect(answer: Answer, want: str) -> str | None:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: ping() while the store answers, while it is down, back up, after close()."""
     downs = ctx.params["downs"]
     async with relayed(ctx) as route:
         handle = route.handle if route is not None else await ctx.open()

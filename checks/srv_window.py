@@ -74,6 +74,7 @@ def window_problem(k: int | None, history: list[Any], got: list[Any] | None,
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: X reads every limit edge while a peer keeps writing to the same store."""
     batches, peer_reads = ctx.params["batches"], ctx.params["peer_reads"]
     mine = await ctx.open()
     peer = await open_peer(ctx, ctx.build.session_id + PEER_SUFFIX)

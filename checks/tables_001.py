@@ -150,6 +150,7 @@ async def _phases(ctx: TrialContext, log: ProblemLog) -> None:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: sessions set for tables the store lacks must be refused, changing nothing."""
     log = ProblemLog()
     try:
         await _phases(ctx, log)

@@ -111,6 +111,7 @@ async def _after_expiry(ledger: Ledger, reads: Reads, session: Any) -> None:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: items written with a ttl are read within it, then must be gone after it."""
     ttl = ctx.params["ttl"]
     handle = await ctx.open_configured(ttl=ttl)
     session = handle.session

@@ -92,6 +92,7 @@ class Accepted:
     removed: int  # cells of the previous baseline the run should have measured and has not
 
     def describe(self) -> str:
+        """One line: the baseline's path and its cells updated, kept and removed."""
         return (f"{self.path}: {self.updated} cell(s) from the run, {self.kept} kept from the "
                 f"previous baseline (not measured in this run), {self.removed} removed")
 

@@ -46,6 +46,7 @@ class AdmissionCache:
         self.root = root
 
     def get(self, key: str) -> MutantResult | None:
+        """The cached result under ``key``, or None (no cache, no entry, or unreadable)."""
         if self.root is None:
             return None
         path = self.root / f"{key}.json"
@@ -55,6 +56,7 @@ class AdmissionCache:
             return None
 
     def put(self, key: str, result: MutantResult) -> None:
+        """Store ``result`` under ``key``, atomically (nothing when there is no cache)."""
         if self.root is None:
             return
         self.root.mkdir(parents=True, exist_ok=True)

@@ -58,6 +58,7 @@ class CellChange:
         return f"{self.check} on {self.lane}: {summary(self.before)} -> {summary(self.after)}"
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this change, each side summarized."""
         return {"check": self.check, "lane": self.lane, "kind": self.kind.value,
                 "before": summary(self.before), "after": summary(self.after)}
 
@@ -185,6 +186,7 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
 
 
 def version_key(version: str) -> tuple[int, ...]:
+    """A sort key for a dotted version: numeric parts as numbers, others as 0."""
     return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
@@ -258,4 +260,5 @@ def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
 
 
 def changes_json(changes: Sequence[CellChange]) -> str:
+    """The changes as indented JSON text."""
     return json.dumps([c.to_json() for c in changes], indent=1)

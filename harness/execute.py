@@ -48,6 +48,7 @@ def sdk_version() -> str:
 
 
 def python_version() -> str:
+    """This interpreter's version, e.g. '3.12.1'."""
     return platform.python_version()
 
 
@@ -84,6 +85,7 @@ class RunOptions:
     verify_claims: bool = True
 
     def seeds(self, check: CheckSpec, target: TargetSpec) -> tuple[int, ...]:
+        """The trial seeds: the explicit ones, else one derived per trial from the run seed."""
         if self.trial_seeds is not None:
             return self.trial_seeds
         n = int(self.params[check.trials_param])

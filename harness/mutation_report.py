@@ -109,9 +109,11 @@ class SourceText:
         return {"line": line, "column": offset - self.line_starts[line - 1] + 1}
 
     def location(self, span: Span) -> dict[str, dict[str, int]]:
+        """The schema location (start and end positions) of ``span``."""
         return {"start": self.position(span[0]), "end": self.position(span[1])}
 
     def line_end(self, offset: int) -> int:
+        """The offset of the end of the line holding ``offset`` (its newline, or the text's end)."""
         end = self.text.find("\n", offset)
         return len(self.text) if end < 0 else end
 

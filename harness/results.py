@@ -174,6 +174,7 @@ def run_document(
 
 
 def load_schema(name: str) -> dict[str, Any]:
+    """The JSON schema ``name`` kept in the repo's schema folder."""
     return json.loads((SCHEMA_DIR / name).read_text())  # type: ignore[no-any-return]
 
 

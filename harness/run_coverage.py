@@ -67,6 +67,7 @@ class RunCoverage:
         return None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this coverage."""
         return {
             "lanes_selected": list(self.lanes_selected),
             "lanes_measured": list(self.lanes_measured),
@@ -82,6 +83,7 @@ class RunCoverage:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunCoverage:
+        """Coverage from its JSON form (the reasons default to none)."""
         return cls(
             lanes_selected=tuple(data["lanes_selected"]),
             lanes_measured=tuple(data["lanes_measured"]),

@@ -62,9 +62,11 @@ class Entry:
 
     @property
     def where(self) -> str:
+        """Where the line is in the survivors file, e.g. 'line 12'."""
         return f"line {self.line}"
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this line."""
         return {"lane": self.lane, "mutant_id": self.mutant_id,
                 "category": self.category.value, "reason": self.reason, "line": self.line}
 

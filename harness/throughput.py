@@ -122,6 +122,7 @@ class ToolRun:
         return self.judged / self.wall_s if self.wall_s else 0.0
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this run, with its mutants per second."""
         return {**dataclasses.asdict(self), "wall_s": round(self.wall_s, 3),
                 "mutants_per_s": round(self.rate, 3)}
 

@@ -75,6 +75,7 @@ class MutantSpec:
         return "".join(lines)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this mutant (its code change is not included)."""
         return {
             "id": self.id,
             "name": self.name,

@@ -38,6 +38,7 @@ class Equivalence:
     of: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this equivalence."""
         return {"mutant_id": self.mutant_id, "status": self.status.value,
                 "reason": self.reason, "of": self.of}
 

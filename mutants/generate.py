@@ -57,6 +57,7 @@ class GenerationReport:
         return {name: counts.get(name, 0) for name in self.sites_by_operator}
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this report, each mutant with its original and replacement."""
         return {
             "target": self.target,
             "module": self.module,

@@ -55,6 +55,7 @@ class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         path: Sequence[str] | None = None,
         target: types.ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
+        """A spec loaded by this finder for its one module; None for every other."""
         if fullname != self.module_name:
             return None
         is_package = os.path.basename(self.path) == "__init__.py"
@@ -67,16 +68,20 @@ class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return spec
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        """None: the default module creation."""
         return None
 
     def exec_module(self, module: types.ModuleType) -> None:
+        """Run the in-memory source in ``module``, under this finder's file name."""
         code = compile(self.source, self.filename, "exec", dont_inherit=True)
         exec(code, module.__dict__)  # noqa: S102 - the point of the hook
 
     def get_source(self, fullname: str) -> str | None:
+        """The in-memory source for this finder's module; None for every other."""
         return self.source if fullname == self.module_name else None
 
     def is_package(self, fullname: str) -> bool:
+        """Whether the module's real path is a package's ``__init__.py``."""
         return os.path.basename(self.path) == "__init__.py"
 
 

@@ -28,6 +28,7 @@ class Claims:
     retry_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of these claims."""
         return {
             "has_close": self.has_close,
             "close_is_async": self.close_is_async,
@@ -49,6 +50,7 @@ class FixedGuard:
     why: str
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this guard."""
         return {"expr": self.expr, "value": self.value, "why": self.why}
 
 
@@ -140,6 +142,7 @@ class TargetSpec:
         return getattr(importlib.import_module(self.module), self.backend)  # type: ignore[no-any-return]
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this lane (its builder is not included)."""
         return {
             "name": self.name,
             "backend": self.backend,

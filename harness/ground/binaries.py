@@ -43,6 +43,7 @@ class ServerBinary:
     package: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this binary: path, source and package."""
         return {"path": self.path, "source": self.source, "package": self.package}
 
 

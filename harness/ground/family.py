@@ -85,6 +85,7 @@ class Family:
         return f"{self.name}-{version}"
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this family: name, distribution and description."""
         return {"name": self.name, "distribution": self.distribution,
                 "description": self.description}
 

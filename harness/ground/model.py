@@ -83,6 +83,7 @@ class MutantKey:
         return f"{self.mutant_id}@{self.lane}"
 
     def to_json(self) -> dict[str, str]:
+        """The JSON form of this key."""
         return {"lane": self.lane, "mutant_id": self.mutant_id}
 
 
@@ -105,6 +106,7 @@ class Cell:
         return cls(finding["invariant_id"], finding["target"])
 
     def to_json(self) -> dict[str, str]:
+        """The JSON form of this cell."""
         return {"check_id": self.check_id, "lane": self.lane}
 
 
@@ -127,9 +129,11 @@ class Counts:
 
     @property
     def total(self) -> int:
+        """All counters summed."""
         return self.lost + self.duplicated + self.foreign + self.errors
 
     def to_json(self) -> dict[str, int]:
+        """The JSON form of these counts."""
         return {
             "lost": self.lost,
             "duplicated": self.duplicated,
@@ -139,6 +143,7 @@ class Counts:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Counts:
+        """Counts from their JSON form; a missing counter is 0."""
         return cls(**{k: int(data.get(k, 0)) for k in ("lost", "duplicated", "foreign", "errors")})
 
 
@@ -155,6 +160,7 @@ class Trial:
     ops: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this trial."""
         return {
             "index": self.index,
             "seed": self.seed,
@@ -167,6 +173,7 @@ class Trial:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Trial:
+        """A trial from its JSON form."""
         return cls(
             index=int(data["index"]),
             seed=int(data["seed"]),
@@ -204,6 +211,7 @@ class Finding:
     service_version: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this finding."""
         return {
             "invariant_id": self.invariant_id,
             "invariant": self.invariant,
@@ -229,6 +237,7 @@ class Finding:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Finding:
+        """A finding from its JSON form."""
         return cls(
             invariant_id=data["invariant_id"],
             invariant=data["invariant"],
@@ -279,6 +288,7 @@ class MutantResult:
     judgeable: bool = True
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this mutant result."""
         return {
             "check_id": self.check_id,
             "mutant_id": self.mutant_id,
@@ -297,6 +307,7 @@ class MutantResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MutantResult:
+        """A mutant result from its JSON form (older files' missing fields take defaults)."""
         return cls(
             check_id=data["check_id"],
             mutant_id=data["mutant_id"],
@@ -330,6 +341,7 @@ class CleanBase:
 
     @property
     def judgeable(self) -> bool:
+        """Whether every clean rerun held, so mutants may be judged on this lane."""
         return bool(self.verdicts) and all(v is Verdict.HELD for v in self.verdicts)
 
     @property
@@ -343,6 +355,7 @@ class CleanBase:
         return text + (f" ({self.reason})" if self.reason and not self.judgeable else "")
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of these clean runs."""
         return {
             "check_id": self.check_id,
             "lane": self.lane,
@@ -365,6 +378,7 @@ class Admission:
     duration_s: float
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this admission, its mutant results included."""
         return {
             "check_id": self.check_id,
             "admitted": self.admitted,

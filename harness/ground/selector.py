@@ -19,4 +19,5 @@ class Selector:
     operator: str = "*"
 
     def to_json(self) -> dict[str, str]:
+        """The JSON form of this selector."""
         return {"target": self.target, "qualname": self.qualname, "operator": self.operator}

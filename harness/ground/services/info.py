@@ -42,6 +42,7 @@ class ServiceInfo:
     binary: ServerBinary | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this service, its URL's password masked."""
         return {
             "name": self.name,
             "url": mask_url(self.url),
@@ -64,6 +65,7 @@ class NotMeasured:
     reason: str
 
     def to_json(self) -> dict[str, str]:
+        """The JSON form of this record."""
         return {"name": self.name, "reason": self.reason}
 
 
