@@ -75,7 +75,12 @@ def merge_problem(observed: Sequence[Any], batches: dict[str, list[list[Any]]]) 
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
-    """One trial: instances write hard-to-search turns concurrently; turns and search judged."""
+    """One trial: instances write hard-to-search turns concurrently; turns and search judged.
+
+    Long (over 80 lines) on purpose: the trial is one scenario read top to bottom, and its
+    concurrent tasks are closures over the trial's state; split up, that state would be
+    threaded through every helper.
+    """
     peer = await open_peer_first(ctx, (*BRANCH_API, *TURNS_API))
     handle = await ctx.open()
     s = handle.session

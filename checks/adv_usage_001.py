@@ -52,7 +52,12 @@ from harness.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
-    """One trial: usage stored over turns, a branch, pops, a clear and races, judged each time."""
+    """One trial: usage stored over turns, a branch, pops, a clear and races, judged each time.
+
+    Long (over 80 lines) on purpose: the trial is one scenario read top to bottom, and its
+    concurrent tasks are closures over the trial's state; split up, that state would be
+    threaded through every helper.
+    """
     peer = await open_peer_first(ctx, (*BRANCH_API, *USAGE_API))
     handle = await ctx.open()
     s = handle.session

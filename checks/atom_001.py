@@ -75,7 +75,12 @@ def compare(seen: list[Any], model: list[Any], failed: set[str]) -> Mismatch | N
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
-    """One trial: good writes alternate with failing appends; reads must show only the good."""
+    """One trial: good writes alternate with failing appends; reads must show only the good.
+
+    Long (over 80 lines) on purpose: the trial is one scenario read top to bottom, and its
+    concurrent tasks are closures over the trial's state; split up, that state would be
+    threaded through every helper.
+    """
     steps = ctx.params["steps"]
     session = (await ctx.open()).session
     tag = f"{ctx.seed:016x}"

@@ -108,6 +108,9 @@ async def _point(ctx: TrialContext, k: int, size: int, notes: list[str],
     """One cancellation point (0: none) on a fresh store: its mode and counts.
 
     ``spent[k]`` gets the number of suspensions the call made. Backend errors are evidence.
+
+    Long (over 80 lines) on purpose: one cancellation point is one scenario (open, cancel at
+    the k-th suspension, recover, judge), read top to bottom.
     """
     root = ctx.build.root / f"k{k}"
     root.mkdir()

@@ -108,7 +108,12 @@ async def refused_append(ctx: TrialContext, session: Any, tag: str) -> None:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
-    """One trial: a compacting turn beside a peer's items, one fault in flight, then judged."""
+    """One trial: a compacting turn beside a peer's items, one fault in flight, then judged.
+
+    Long (over 80 lines) on purpose: the trial is one scenario read top to bottom, and its
+    concurrent tasks are closures over the trial's state; split up, that state would be
+    threaded through every helper.
+    """
     compaction_class()
     tag = f"{ctx.seed:016x}"[:10]
     handle = await ctx.open()

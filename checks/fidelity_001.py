@@ -51,7 +51,10 @@ def _nested(depth: int, tag: str) -> Any:
 
 
 def shapes(tag: str, large_kib: int, rng_block: str) -> dict[str, Item]:
-    """One item per shape, named; ``tag`` makes every trial's items unique."""
+    """One item per shape, named; ``tag`` makes every trial's items unique.
+
+    Long (over 80 lines) on purpose: it is a table, one literal item per shape.
+    """
     items: dict[str, Item] = {
         "user_text": {"role": "user", "content": f"what is the weather? ({tag})"},
         "user_parts": {

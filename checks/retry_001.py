@@ -120,6 +120,12 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
 
 async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
+    """Clean calls count each kind's statements; then a lock is met at each statement of each
+    call, and every call is judged on what its caller saw and what the store holds.
+
+    Long (over 80 lines) on purpose: the counts of the clean calls decide where the faults
+    land, on one session, so the trial is read top to bottom.
+    """
     handle = await ctx.open()
     session = handle.session
     try:

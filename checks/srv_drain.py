@@ -96,7 +96,12 @@ def judge_drain(seeds: list[Any], calls: list[Call], close_invoked: int, close_r
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
-    """One trial: appends, pops and reads race close(); drains, refusals and effects judged."""
+    """One trial: appends, pops and reads race close(); drains, refusals and effects judged.
+
+    Long (over 80 lines) on purpose: the trial is one scenario read top to bottom, and its
+    concurrent tasks are closures over the trial's state; split up, that state would be
+    threaded through every helper.
+    """
     n_calls = ctx.params["calls"]
     handle = await ctx.open()
     session = handle.session
