@@ -84,6 +84,7 @@ def _at_least(value: int, least: int, option: str, why: str) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
     from harness.bench import BenchConfig, run_bench
     from harness.cache import AdmissionCache
     from harness.ground.services import ServiceManager
@@ -152,6 +153,7 @@ def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
+    """`python -m harness accept`: make result files (or a version's latest run) the baseline."""
     from harness.baseline import accept, latest_run, refuse_partial
 
     out = Path(args.out)
@@ -167,6 +169,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """`python -m harness compare`: write the cross-version report of whole runs."""
     from harness.baseline import newest_whole_runs
     from harness.compare import cross_version_markdown, load_runs
     from harness.ground.family import active_family
@@ -190,6 +193,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_admit(args: argparse.Namespace) -> int:
+    """`python -m harness admit`: run checks against their paired mutants and print admissions."""
     from harness.admission import AdmissionConfig, admit
     from harness.cache import AdmissionCache
     from harness.ground.services import ServiceManager
@@ -290,6 +294,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
+    """`python -m harness survey`: run the mutant survey, write it, apply the score gate."""
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
     from harness.ground.family import active_family
@@ -372,6 +377,7 @@ def cmd_html(args: argparse.Namespace) -> int:
 
 
 def cmd_scaffold(args: argparse.Namespace) -> int:
+    """`python -m harness scaffold`: write a new check and its paired mutant from templates."""
     from harness.scaffold import scaffold
 
     check_path, mutant_path = scaffold(args.check_id, args.lane, Path(args.root))
@@ -382,6 +388,7 @@ def cmd_scaffold(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    """`python -m harness docs`: regenerate the README's table of invariants."""
     from harness.docs import update_readme
 
     changed = update_readme(Path(args.readme))
@@ -390,6 +397,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """`python -m harness list`: print the checks, lanes and hand-written mutants."""
     from checks.registry import load_checks
     from mutants.registry import handwritten_mutants
     from targets.registry import family_lanes
@@ -408,6 +416,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """`python -m harness report`: regenerate the Markdown report of a result file."""
     from harness.report import render_markdown
     from harness.results import atomic_write_text, read_results
 
@@ -420,7 +429,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m harness``."""
+    """The argument parser of ``python -m harness``.
+
+    Long because it declares every subcommand and its options in one place, a flat run of
+    ``add_argument`` calls with no logic to split out: the whole command line reads top to
+    bottom here.
+    """
     parser = argparse.ArgumentParser(prog="python -m harness", description=(
         "Mutation-first integrity bench for agent session backends."))
     parser.add_argument("--family", default=None, help=(

@@ -37,6 +37,7 @@ class LaneHashes:
     abstained: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this lane's hashes for one workflow."""
         return {
             "lane": self.lane,
             "present": self.present,
@@ -62,6 +63,7 @@ class FirstDifference:
     note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this first difference."""
         return {
             "lane": self.lane,
             "read_index": self.read_index,
@@ -86,9 +88,11 @@ class WorkflowMismatch:
 
     @property
     def differing_lanes(self) -> tuple[str, ...]:
+        """The lanes that differ from the reference lane (abstaining lanes left out)."""
         return tuple(h.lane for h in self.lanes if not h.matches and h.abstained is None)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this mismatch, the reference lane's hashes and every lane's."""
         return {
             "workflow": self.workflow,
             "domain": self.domain,
@@ -115,6 +119,7 @@ class DomainMismatch:
     reference_ok: bool
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this domain mismatch."""
         return {
             "domain": self.domain,
             "lane": self.lane,
@@ -260,7 +265,12 @@ def compare(
     case_seeds: dict[str, int] | None = None,
     replay_for: Any = None,
 ) -> Comparison:
-    """Compare every lane with the reference lane over ``expected`` workflows (or cases)."""
+    """Compare every lane with the reference lane over ``expected`` workflows (or cases).
+
+    Long because its four parts (missing and failed workflows, abstentions, workflow
+    mismatches, domain mismatches) are built in sequence over the same per-lane indexes
+    (``pick``, ``ref_results``, ``by_lane``), which split functions would pass around.
+    """
 
     def pick(report: LaneReport) -> dict[str, WorkflowResult]:
         return {r.name: r for r in (report.cases if cases else report.workflows)}

@@ -286,6 +286,7 @@ class StoreAccess:
         return (await bounded(call))[1]
 
     async def dispose(self) -> None:
+        """Dispose of every store this access opened, newest first, ignoring their failures."""
         for handle in reversed(self._opened):
             try:
                 await handle.dispose()

@@ -72,6 +72,7 @@ class CancelledWrite(StepSpec):
     kind: ClassVar[str] = "cancelled_write"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Cancel add_items at spread suspensions and record the outcome classes."""
         store = _store(ctx)
         before = {"role": "user", "content": "cancel: before"}
         batch = _items("cancel: batch", self.size)
@@ -122,6 +123,7 @@ class CloseRacesWrite(StepSpec):
     kind: ClassVar[str] = "close_races_write"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Close the session at spread suspensions of a write and record the classes."""
         store = _store(ctx)
         store.closer(ctx.session)  # abstains up front when there is no close()
         batch = _items("close race: batch", self.size)
@@ -176,6 +178,7 @@ class WritesAfterClose(StepSpec):
     kind: ClassVar[str] = "writes_after_close"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Close the session, try each kind of write on it and record each one's mode."""
         store = _store(ctx)
         store.terminal_closer(ctx.session)
         session = ctx.session
@@ -219,6 +222,7 @@ class ConcurrentClose(StepSpec):
     kind: ClassVar[str] = "concurrent_close"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Release the closes together, then the reads, and record their sorted outcomes."""
         store = _store(ctx)
         store.terminal_closer(ctx.session)  # abstains without a terminal close()
         session = ctx.session
@@ -245,6 +249,7 @@ class Redelivery(StepSpec):
     kind: ClassVar[str] = "redelivery"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Add the same batch twice, reading after each delivery."""
         batch = [
             {
                 "id": "msg_redeliver_1",
@@ -319,6 +324,7 @@ class WriterKilled(StepSpec):
     kind: ClassVar[str] = "writer_killed"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Kill a forked writer after its acks and record what a fresh read kept."""
         store = _store(ctx)
         await store.reopen()  # abstains for a store in process memory
         batches = [_items(f"killed writer: {n}", self.size) for n in range(self.appends)]

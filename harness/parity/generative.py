@@ -43,6 +43,7 @@ class GeneratedCase:
     workflow: Workflow
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this case: seed, name, operators, sources and steps."""
         return {
             "case_seed": self.seed,
             "name": self.workflow.name,

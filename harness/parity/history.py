@@ -34,6 +34,7 @@ class HistoryEntry:
     workers: int = 1
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this history entry."""
         return {
             "kind": HISTORY_KIND,
             "at": self.at,
@@ -48,6 +49,7 @@ class HistoryEntry:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HistoryEntry:
+        """The entry from its JSON form (``workers`` defaults to 1)."""
         return cls(
             at=str(data["at"]),
             elapsed_ms=float(data["elapsed_ms"]),

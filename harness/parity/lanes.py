@@ -85,9 +85,11 @@ class LaneSpec:
 
     @property
     def name(self) -> str:
+        """The lane's name: ``<target>@<loop>``."""
         return f"{self.target.name}@{self.loop.value}"
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this lane: name, target and loop."""
         return {"name": self.name, "target": self.target.to_json(), "loop": self.loop.value}
 
 

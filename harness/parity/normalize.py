@@ -33,6 +33,7 @@ class NormalizationRule:
     pattern: str = ""
 
     def applies(self, lane: str, domain: str) -> bool:
+        """Whether this rule covers ``lane`` and ``domain``."""
         return _matches(self.lanes, lane) and _matches(self.domains, domain)
 
     def rewrite(self, item: Any) -> tuple[Any, bool]:
@@ -45,6 +46,7 @@ class NormalizationRule:
         return {**item, self.field: f"<normalized:{self.id}>"}, True
 
     def to_json(self) -> dict[str, str]:
+        """The JSON form of this rule."""
         return {
             "id": self.id,
             "field": self.field,

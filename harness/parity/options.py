@@ -95,6 +95,7 @@ class GateOptions:
             )
 
     def parameters(self) -> dict[str, Any]:
+        """The run's parameters as the gate report records them."""
         return {
             "lanes": (
                 self.lanes

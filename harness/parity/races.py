@@ -113,6 +113,7 @@ class ConcurrentBatches(StepSpec):
     kind: ClassVar[str] = "concurrent_batches"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Release the writers together and record the final items' classes."""
         mine = _plan(self.writers, self.batches, self.size)
         errors: list[str] = []
         await _together([_writer(ctx.session, m, errors) for m in mine], self.seed)
@@ -167,6 +168,7 @@ class ClearRacesWriters(StepSpec):
     kind: ClassVar[str] = "clear_races_writers"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Race a clear against the writers and record what survived."""
         session = ctx.session
         seeded = [_item(f"seed {i}") for i in range(self.seeds)]
         await session.add_items(list(seeded))
@@ -208,6 +210,7 @@ class ConcurrentPops(StepSpec):
     kind: ClassVar[str] = "concurrent_pops"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Release the pops together in two rounds and record each round."""
         session = ctx.session
         await session.add_items([_item(f"pop {i}") for i in range(self.items)])
         for round_ in (1, 2):
@@ -266,6 +269,7 @@ class LimitReadsRaceAppends(StepSpec):
     kind: ClassVar[str] = "limit_reads_race_appends"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Race limited readers against writers and record the windows' consistency."""
         session = ctx.session
         mine = _plan(self.writers, self.appends, 1)
         errors: list[str] = []
@@ -317,6 +321,7 @@ class PeerSessions(StepSpec):
     kind: ClassVar[str] = "peer_sessions"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Race appends, a pop and a clear on two session ids and record each side."""
         store = _store(ctx)
         x = ctx.session
         peer = (await store.peer(store.handle, f"{store.session_id}-peer")).session
@@ -389,6 +394,7 @@ class InstancesOnOneStore(StepSpec):
     kind: ClassVar[str] = "instances_on_one_store"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Append from several instances and a forked process at once and record the store."""
         store = _store(ctx)
         await store.reopen()  # abstains for a store in process memory
         build = store.fork_context()

@@ -55,6 +55,7 @@ class FailReason:
             )
 
     def to_json(self) -> dict[str, str]:
+        """The JSON form of this reason: its kind (error or violated) and text."""
         return {"kind": _FAILURE_KIND[self.verdict], "text": self.text}
 
 
@@ -106,6 +107,7 @@ class LaneSummary:
     verdict: Verdict = Verdict.HELD  # its comparison with the reference lane (lane_verdict)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this lane summary."""
         return {
             "name": self.name,
             "target": self.target,
@@ -249,6 +251,7 @@ class GateReport:
         return verdict_exit_code(self.verdict)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of the gate report (the parity report's document)."""
         facts, outcome, opts = self.facts, self.outcome, self.facts.opts
         workflows = tuple(w.name for w in opts.run_workflows)
         run_domains = domains(opts.run_workflows)

@@ -17,10 +17,12 @@ from harness.parity.runner import LANE_KIND, LaneReport
 
 
 def parity_dir(results_dir: Path, sdk: str) -> Path:
+    """The folder of the parity results of ``sdk`` under ``results_dir``."""
     return results_dir / "parity" / sdk
 
 
 def lane_report_path(base: Path, lane: str) -> Path:
+    """Where the retained report of ``lane`` lives under ``base``."""
     return base / "lanes" / f"{lane}.json"
 
 

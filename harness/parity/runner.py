@@ -51,6 +51,7 @@ class LaneStatus(str, enum.Enum):
 
 
 def now_iso() -> str:
+    """The current UTC time in ISO 8601, to the second."""
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
@@ -82,15 +83,19 @@ class LaneReport:
 
     @property
     def ok(self) -> bool:
+        """Whether the lane's status is OK."""
         return self.status is LaneStatus.OK
 
     def results(self) -> tuple[WorkflowResult, ...]:
+        """The lane's workflow results, then its case results."""
         return self.workflows + self.cases
 
     def as_reused(self) -> LaneReport:
+        """This report marked as reused."""
         return replace(self, reused=True)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this lane report."""
         return {
             "kind": LANE_KIND,
             "lane": self.lane,
@@ -112,6 +117,7 @@ class LaneReport:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LaneReport:
+        """The lane report from its JSON form."""
         return cls(
             lane=data["lane"],
             target=data["target"],

@@ -107,6 +107,7 @@ class ScriptedModel(Model):
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
+        """Report the input and return the next scripted response (or raise or block)."""
         self.calls += 1
         if self._on_input is not None:
             self._on_input(input)
@@ -128,4 +129,5 @@ class ScriptedModel(Model):
     def stream_response(  # type: ignore[override]
         self, *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
+        """Refuse: the parity workflows never stream."""
         raise NotImplementedError("the parity workflows never stream")

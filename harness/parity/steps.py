@@ -51,9 +51,11 @@ class Read:
     items: list[Any]
 
     def payload(self) -> list[Any]:
+        """The label and items, the value the read's digest is computed over."""
         return [self.label, self.items]
 
     def digest(self) -> str:
+        """The digest of this read's label and items."""
         return digest(self.payload())
 
 
@@ -131,6 +133,7 @@ class WorkflowContext:
         return f"{prefix}_{n:04d}"
 
     def record(self, what: str, items: Any) -> None:
+        """Record ``items`` as a read labelled with the current step and ``what``."""
         self.reads.append(Read(f"{self.step_label}/{what}", plain(items)))
 
     async def read(self, limit: int | None = None) -> None:
@@ -177,9 +180,11 @@ class StepSpec:
     turn: ClassVar[bool] = False
 
     async def run(self, ctx: WorkflowContext) -> None:  # pragma: no cover - abstract
+        """Run the step on the context's session and record its reads."""
         raise NotImplementedError
 
     def describe(self) -> str:
+        """The step's name in generated workflows: its ``kind``."""
         return self.kind
 
 
@@ -193,6 +198,7 @@ class ChatTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Run one chat turn and record the session's reads."""
         model = ctx.model([[message(ctx.next_id("msg"), self.reply)]])
         await ctx.run(Agent(name="assistant", instructions="Be brief.", model=model), self.user)
         await ctx.read()
@@ -209,6 +215,7 @@ class ToolTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Run one turn that calls the tools, then answers, and record the session's reads."""
         outputs = [
             function_call(ctx.next_id("fc"), ctx.next_id("call"), name, dict(args))
             for name, args in self.calls
@@ -230,6 +237,7 @@ class HandoffTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Run one turn handed off to billing and record the last agent and the reads."""
         model = ctx.model(
             [
                 [function_call(ctx.next_id("fc"), ctx.next_id("call"), "transfer_to_billing", {})],
@@ -255,6 +263,7 @@ class StructuredTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Run one structured-output turn and record the final output and the reads."""
         body = {"answer": self.answer, "confidence": self.confidence, "tags": list(self.tags)}
         text = json.dumps(body, ensure_ascii=False)
         model = ctx.model([[message(ctx.next_id("msg"), text)]])
@@ -274,6 +283,7 @@ class FailingTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Run a turn whose model raises, record it and the reads, then rerun the turn."""
         model = ctx.model([ScriptedFailure("transient model failure (scripted)")])
         agent = Agent(name="assistant", instructions="Be brief.", model=model)
         try:
@@ -298,6 +308,7 @@ class CancelledTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Cancel a turn while the model answers, record it and the reads, then rerun."""
         block = Block()
         model = ctx.model([block])
         agent = Agent(name="assistant", instructions="Be brief.", model=model)
@@ -333,6 +344,7 @@ class SettingsTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Run one turn with the session limit setting and record the session's reads."""
         model = ctx.model([[message(ctx.next_id("msg"), self.reply)]])
         agent = Agent(name="assistant", instructions="Be brief.", model=model)
         await ctx.run(agent, self.user, session_limit=self.limit)
@@ -347,6 +359,7 @@ class PopTurn(StepSpec):
     max_pops: ClassVar[int] = 64
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Pop items until a user message came off, recording each, then read."""
         for _ in range(self.max_pops):
             item = await ctx.session.pop_item()
             ctx.record("pop_item", [] if item is None else [item])
@@ -363,6 +376,7 @@ class LimitReads(StepSpec):
     kind: ClassVar[str] = "limit_reads"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Record a limited read for each of the limits."""
         for limit in self.limits:
             await ctx.read(limit)
 
@@ -374,6 +388,7 @@ class ClearSession(StepSpec):
     kind: ClassVar[str] = "clear"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Clear the session, then read."""
         await ctx.session.clear_session()
         await ctx.read()
 
@@ -386,6 +401,7 @@ class DirectAppend(StepSpec):
     kind: ClassVar[str] = "direct_append"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Append the items directly, then read."""
         await ctx.session.add_items([dict(item) for item in self.items])
         await ctx.read()
 
@@ -398,6 +414,7 @@ class SessionDefaultLimit(StepSpec):
     kind: ClassVar[str] = "session_default_limit"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Read with the session's default limit set, then reset it."""
         from agents.memory import SessionSettings
 
         ctx.session.session_settings = SessionSettings(limit=self.limit)
@@ -424,6 +441,7 @@ class LargeTurn(StepSpec):
     turn: ClassVar[bool] = True
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Run one turn with large content and record a full and a limit-1 read."""
         text = large_text(self.size)
         model = ctx.model([[message(ctx.next_id("msg"), text[::-1][: self.size // 4])]])
         await ctx.run(Agent(name="assistant", instructions="Echo.", model=model), text)

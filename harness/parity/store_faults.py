@@ -156,6 +156,7 @@ class CancelledFirstCall(StepSpec):
     kind: ClassVar[str] = "cancelled_first_call"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Cancel a fresh instance's first call at spread suspensions and record the classes."""
         store = _store(ctx)
         store.closer(ctx.session)  # abstains up front when there is no close()
         history = _items("first call: kept", 2)
@@ -195,6 +196,7 @@ class FailedOpen(StepSpec):
     kind: ClassVar[str] = "failed_open"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Call an instance on a missing folder, make it, write and read, and record the row."""
         store = _store(ctx)
         store.closer(ctx.session)  # abstains up front when there is no close()
         item = {"role": "user", "content": "failed open: after mkdir"}
@@ -245,6 +247,7 @@ class CancelledClose(StepSpec):
     kind: ClassVar[str] = "cancelled_close"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Cancel close() at spread suspensions and record the classes."""
         store = _store(ctx)
         close = store.closer(ctx.session)
         if not store.target.claims.close_is_async or not inspect.iscoroutinefunction(close):
@@ -328,6 +331,7 @@ class MisconfiguredTables(StepSpec):
     kind: ClassVar[str] = "misconfigured_tables"
 
     async def run(self, ctx: WorkflowContext) -> None:
+        """Open instances with mismatched tables and record each one's outcome and the store."""
         store = _store(ctx)
         missing = sorted(set(TABLE_OPTIONS) - set(store.target.options))
         if missing:

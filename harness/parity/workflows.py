@@ -58,6 +58,7 @@ class Workflow:
     steps: tuple[StepSpec, ...]
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this workflow: name, domain, description and steps."""
         return {
             "name": self.name,
             "domain": self.domain,
@@ -261,10 +262,12 @@ REFERENCE_WORKFLOWS = REFERENCE_WORKFLOWS + PROBE_WORKFLOWS
 
 
 def workflow_names() -> tuple[str, ...]:
+    """The names of the reference pool's workflows, in order."""
     return tuple(w.name for w in REFERENCE_WORKFLOWS)
 
 
 def domains(workflows: Sequence[Workflow] = REFERENCE_WORKFLOWS) -> tuple[str, ...]:
+    """The sorted distinct domains of ``workflows``."""
     return tuple(sorted({w.domain for w in workflows}))
 
 
@@ -307,11 +310,13 @@ class WorkflowResult:
         return self.replay_hash_normalized or self.replay_hash
 
     def without_reads(self) -> WorkflowResult:
+        """This result without its reads."""
         from dataclasses import replace
 
         return replace(self, reads=None)
 
     def to_json(self, *, with_reads: bool = False) -> dict[str, Any]:
+        """The JSON form of this result (its reads in display form when asked)."""
         data: dict[str, Any] = {
             "name": self.name,
             "domain": self.domain,
@@ -333,6 +338,7 @@ class WorkflowResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkflowResult:
+        """The workflow result from its JSON form."""
         return cls(
             name=data["name"],
             domain=data["domain"],
