@@ -11,7 +11,8 @@ import pytest
 
 import checks.registry
 from harness.bench import run_bench
-from harness.cli import main, parse_params
+from harness.cli import main
+from harness.commands import parse_params
 from harness.ground.errors import ParameterError
 from harness.ground.services import ServiceManager
 

@@ -1,0 +1,427 @@
+"""The command handlers of ``python -m harness``: one ``cmd_*`` per subcommand, and the
+checks of their arguments (harness.cli builds the parser and runs them)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.ground.errors import ParameterError, UsageError
+from harness.ground.model import ExitCode, MutantStatus
+
+KNOWN_LOOPS = ("asyncio", "uvloop")
+
+
+def parse_params(values: Sequence[str]) -> dict[str, dict[str, int]]:
+    """``CHECK.NAME=INT`` strings into {check id: {name: value}}; malformed ones are errors."""
+    out: dict[str, dict[str, int]] = {}
+    for text in values:
+        head, sep, raw = text.partition("=")
+        check_id, dot, name = head.rpartition(".")
+        if not sep or not dot or not check_id or not name:
+            raise ParameterError(
+                f"malformed --param {text!r}: the form is CHECK.NAME=INTEGER, e.g. "
+                f"--param ARIB-CONC-001.writers=8"
+            )
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ParameterError(
+                f"--param {text!r} has a non-integer value {raw!r}; parameters are integers"
+            ) from None
+        out.setdefault(check_id, {})[name] = value
+    return out
+
+
+def _select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type: ignore[no-untyped-def]
+    from checks.registry import get_check, load_checks
+
+    pool = load_checks()
+    chosen = pool if not ids else tuple(get_check(i.strip(), pool) for i in ids.split(","))
+    for check_id, values in params.items():
+        get_check(check_id, pool).resolve_params(values)
+    return chosen
+
+
+def _expect_sdk(requested: str | None) -> None:
+    from harness.execute import sdk_version
+    from harness.ground.family import active_family
+    from harness.noxsupport import unlocked_version_error
+
+    if requested is None:
+        return
+    family = active_family()
+    if family.lock_dir is not None:
+        unlocked = unlocked_version_error(requested, family.lock_dir, family.name)
+        if unlocked is not None:
+            raise UsageError(unlocked)
+    installed = sdk_version()
+    if installed != requested:
+        raise UsageError(
+            f"SDK version {requested!r} requested but this environment has {family.name} "
+            f"{installed}; each version runs in its own environment: "
+            f"`nox -s bench -- --versions {requested}`"
+        )
+
+
+def _check_loop(loop: str) -> str:
+    if loop not in KNOWN_LOOPS:
+        raise UsageError(f"unknown event loop {loop!r}: use one of {', '.join(KNOWN_LOOPS)}")
+    return loop
+
+
+def _at_least(value: int, least: int, option: str, why: str) -> int:
+    """``value`` when it is at least ``least``; else UsageError naming it, the rule and why."""
+    if value < least:
+        raise UsageError(f"{option} {value!r} is below {least}: {why}; pass {option} {least} "
+                         f"or more")
+    return value
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
+    from harness.bench import BenchConfig, run_bench
+    from harness.cache import AdmissionCache
+    from harness.ground.services import ServiceManager
+    from harness.results import writable_folder
+    from harness.run_coverage import known_selection
+    from targets.registry import parse_lanes
+
+    _expect_sdk(args.sdk)
+    _at_least(args.reruns, 1, "--reruns", "admission needs every paired mutant killed in at "
+                                          "least one rerun")
+    _at_least(args.workers, 1, "--workers", "lanes are measured by at least one worker")
+    params = parse_params(args.param)
+    checks = _select_checks(args.checks, params)
+    lanes = parse_lanes(args.lanes)
+    loop = _check_loop(args.loop)
+    all_lanes, all_checks = known_selection()
+    subset = not (all_lanes <= {t.name for t in lanes} and all_checks <= {c.id for c in checks})
+    if args.accept and subset and not args.partial:
+        raise UsageError("--accept with a subset of lanes or checks would accept a partial "
+                         "run as the whole baseline; add --partial to accept only the cells "
+                         "this run measures, or drop --lanes/--checks")
+    out = writable_folder(Path(args.out))  # before anything is measured
+    with ServiceManager() as manager:
+        outcome = run_bench(BenchConfig(
+            lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
+            workers=args.workers, params=params, loop=loop, out_dir=out,
+            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            quiet=args.quiet, manager=manager,
+        ))
+    print(f"wrote {outcome.json_path} and {outcome.report_path}")
+    tally: dict[str, int] = {}
+    for f in outcome.document["findings"]:
+        tally[f["verdict"]] = tally.get(f["verdict"], 0) + 1
+    print(f"{len(outcome.document['findings'])} findings: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
+          + f"; {outcome.document['duration_s']:.1f}s")
+    if args.accept:
+        from harness.baseline import accept
+
+        accepted = accept(outcome.json_path, out, args.partial)
+        print(f"accepted as the baseline: {accepted.describe()}")
+        return int(outcome.code)
+    return _regression_gate(outcome.document, out, outcome.code)
+
+
+def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
+    """Compare a run's measured cells with its version's baseline; exit 3 naming changes."""
+    from harness.baseline import regressions
+    from harness.compare import render_gate
+
+    sdk = document["sdk"]["version"]
+    result = regressions(document, out)
+    if result is None:
+        print(f"no accepted baseline for {document['sdk']['name']} {sdk} yet; accept this "
+              f"run with "
+              f"`python -m harness accept --sdk {sdk}`")
+        return int(code)
+    info, failures = render_gate(result, sdk)
+    print("\n".join(info))
+    if not failures:
+        return int(code)
+    print("\n".join(failures), file=sys.stderr)
+    if code is ExitCode.ERROR_OR_NOTHING:
+        return int(code)
+    return int(ExitCode.REGRESSION)
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    """`python -m harness accept`: make result files (or a version's latest run) the baseline."""
+    from harness.baseline import accept, latest_run, refuse_partial
+
+    out = Path(args.out)
+    versions = [v.strip() for v in args.sdk.split(",") if v.strip()] if args.sdk else []
+    paths = [Path(p) for p in args.result] + [latest_run(out, v) for v in versions]
+    if not paths:
+        raise UsageError("accept needs result files or --sdk VERSION[,VERSION]")
+    for path in paths:  # every run is checked before any baseline changes
+        refuse_partial(path, args.partial)
+    for path in paths:
+        print(f"accepted {path} as {accept(path, out, args.partial).describe()}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """`python -m harness compare`: write the cross-version report of whole runs."""
+    from harness.baseline import newest_whole_runs
+    from harness.compare import cross_version_markdown, load_runs
+    from harness.ground.family import active_family
+    from harness.results import atomic_write_text
+
+    out = Path(args.out)
+    if args.result:
+        docs = load_runs([Path(p) for p in args.result])
+    else:  # the newest whole run per version when a folder is compared
+        paths, left_out = newest_whole_runs(out)
+        for run in left_out:
+            print(f"left out {run.path}: a partial run of {active_family().name} {run.sdk}")
+        docs = load_runs(paths)
+    if not docs:
+        raise UsageError(f"no whole run to compare in {str(out)!r}: run `nox -s bench` (a "
+                         f"partial run, with --lanes or --checks, is never compared)")
+    target = Path(args.report or out / "cross-version.md")
+    atomic_write_text(target, cross_version_markdown(docs))
+    print(f"wrote {target} ({len(docs)} versions)")
+    return 0
+
+
+def cmd_admit(args: argparse.Namespace) -> int:
+    """`python -m harness admit`: run checks against their paired mutants and print admissions."""
+    from harness.admission import AdmissionConfig, admit
+    from harness.cache import AdmissionCache
+    from harness.ground.services import ServiceManager
+    from harness.lanes import services_for_checks
+
+    params = parse_params(args.param)
+    if not args.all and not args.check:
+        raise UsageError("admit needs a check id (e.g. `admit ARIB-CONC-001`) or --all")
+    _at_least(args.reruns, 1, "--reruns", "a mutant is killed only when violated in every "
+                                          "rerun, and there must be one")
+    _at_least(args.workers, 0, "--workers", "0 means one per core")
+    checks = _select_checks(None if args.all else ",".join(args.check), params)
+    started = time.perf_counter()
+    with ServiceManager() as manager:
+        admissions = admit(checks, AdmissionConfig(
+            reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
+            workers=args.workers or os.cpu_count() or 1,
+            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            services=services_for_checks(checks, manager),
+        ))
+    all_in = True
+    for a in admissions:
+        print(f"{a.check_id}: {'ADMITTED' if a.admitted else 'NOT ADMITTED'} "
+              f"(clean reference: {', '.join(v.value for v in a.clean)})")
+        for r in a.results:
+            cached = " (cached)" if r.cached else ""
+            print(f"  {r.status.value:10} {r.kind.value:11} {r.target:24} {r.mutant_id} "
+                  f"{r.description[:70]}{cached}")
+            if r.status is not MutantStatus.KILLED and r.diff:
+                print("    evidence: " + (r.evidence or "-"))
+                print("    " + r.diff.replace("\n", "\n    "))
+        for reason in a.reasons:
+            print(f"  reason: {reason}")
+        all_in = all_in and a.admitted
+    print(f"{sum(a.admitted for a in admissions)}/{len(admissions)} checks admitted in "
+          f"{time.perf_counter() - started:.1f}s")
+    return int(ExitCode.OK if all_in else ExitCode.VIOLATED)
+
+
+def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The check, lane, mutant and options of ``run``; refuses what does not fit together."""
+    from harness.execute import RunOptions
+    from mutants.registry import get_mutant
+    from targets.registry import get_target
+
+    params = parse_params(args.param)
+    (check,) = _select_checks(args.check, params)
+    foreign = sorted(set(params) - {check.id})
+    if foreign:
+        raise UsageError(
+            f"--param for check {foreign[0]!r} given to `run --check {check.id}`: the rule: run "
+            f"takes parameters of its own check only; fix: write --param {check.id}.NAME=VALUE "
+            f"or drop the parameter"
+        )
+    lane = get_target(args.lane)
+    mutant = get_mutant(args.mutant) if args.mutant else None
+    if mutant is not None and mutant.target != lane.name:
+        raise UsageError(
+            f"mutant {args.mutant!r} breaks lane {mutant.target!r}, not the lane {lane.name!r} "
+            f"given with --lane: the rule: a mutant runs on its own lane; fix: --lane "
+            f"{mutant.target} --mutant {args.mutant}, or pick a mutant of {lane.name!r}"
+        )
+    opts = RunOptions(params=check.resolve_params(params.get(check.id)), run_seed=args.seed,
+                      loop=_check_loop(args.loop),
+                      trial_seeds=tuple(args.trial_seed) if args.trial_seed else None)
+    return check, lane, mutant, opts
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run one check on one lane (a replay), with the servers the lane needs."""
+    import dataclasses
+
+    from harness.execute import run_check
+    from harness.ground.child import ChildStatus, run_one
+    from harness.ground.model import exit_code
+    from harness.ground.services import ServiceManager
+    from harness.lanes import prepare_lanes
+
+    check, lane, mutant, opts = _run_selection(args)
+    with ServiceManager() as manager:
+        prepared = prepare_lanes((lane,), manager)
+        if not prepared.lanes:
+            reason = next(n.reason for n in prepared.not_measured if n.name == lane.name)
+            print(f"{lane.name}: {reason}", file=sys.stderr)
+            return int(ExitCode.ERROR_OR_NOTHING)
+        opts = dataclasses.replace(opts, services=prepared.services)
+        outcome = run_one(lambda: run_check(check, lane, opts, mutant), check.timeout_s + 15)
+    if outcome.status is not ChildStatus.OK:
+        print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
+              file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    finding = outcome.value
+    if lane.service is not None:
+        finding = dataclasses.replace(finding,
+                                      service_version=prepared.versions.get(lane.service))
+    print(json.dumps(finding.to_json(), indent=1, ensure_ascii=False))
+    return int(exit_code([finding]))
+
+
+def cmd_survey(args: argparse.Namespace) -> int:
+    """`python -m harness survey`: run the mutant survey, write it, apply the score gate."""
+    from harness.cache import AdmissionCache
+    from harness.execute import sdk_version
+    from harness.ground.family import active_family
+    from harness.ground.services import ServiceManager
+    from harness.lanes import prepare_lanes
+    from harness.results import atomic_write_text
+    from harness.survey import SurveyConfig, survey
+    from harness.survey_report import render_text, survey_mutation_report, write_survey
+    from harness.survey_scores import gate, parse_fail_under
+    from harness.survivors import load_survivors, survivors_path
+    from targets.registry import family_lanes, parse_lanes
+
+    family = active_family()
+    params = parse_params(args.param)
+    checks = _select_checks(args.checks, params)
+    known = [t.name for t in family_lanes()]
+    fail_under = parse_fail_under(args.fail_under, known)
+    entries = load_survivors(sdk_version(), known)
+    waivers = survivors_path(sdk_version())
+    lanes = (family_lanes() if args.lanes == "all" else parse_lanes(args.lanes)
+             if args.lanes else (family.resolve("reference"), *family.resolve("survey_lanes")))
+    if args.html:  # fail in seconds, not after the survey, when the viewer cannot be had
+        from harness.mutation_html import check_out_dir, fetch_viewer
+
+        check_out_dir(Path(args.html))
+        fetch_viewer()
+    started = time.perf_counter()
+    with ServiceManager() as manager:
+        prepared = prepare_lanes(lanes, manager)
+        asked = {lane.name for lane in lanes}
+        missing = [m for m in prepared.not_measured if m.name in asked]
+        for absent in prepared.not_measured:
+            print(f"{absent.name}: {absent.reason}")
+        config = SurveyConfig(
+            lanes=prepared.lanes, checks=checks, reruns=args.reruns, params=params,
+            timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
+            workers=args.workers or os.cpu_count() or 1,
+            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            services=prepared.services, survivors=entries,
+            survivors_source=str(waivers) if waivers.is_file() else None,
+        )
+        surveys = survey(config)
+    print(render_text(surveys, show_diffs=args.diffs))
+    if args.write:
+        out = Path(args.out or f"results/survey/{family.stem(sdk_version())}")
+        for path in write_survey(surveys, out, config):
+            print(f"wrote {path}")
+    if args.write or args.html:
+        report = survey_mutation_report(surveys)
+        if args.write:
+            path = out / "mutation-report.json"
+            atomic_write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+            print(f"wrote {path} (mutation-testing-report-schema v2, one file per lane)")
+        if args.html:
+            from harness.mutation_html import write_html
+
+            print(f"wrote {write_html(report, Path(args.html))}")
+    print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
+          f"in {time.perf_counter() - started:.1f}s"
+          + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
+    errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
+    lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
+    for line in lines:
+        print(f"gate: {line.describe()}")
+    judged = sum(s.scores().covered for s in surveys if not s.error)
+    if errors or not judged:
+        print("error: " + ("; ".join(f"{lane}: {why}" for lane, why in errors.items())
+                           or "the survey judged no mutant: nothing was measured"),
+              file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    """The HTML kill matrix from a mutation-report JSON that ``survey --write`` wrote."""
+    from harness.mutation_html import write_html_from_file
+
+    print(f"wrote {write_html_from_file(Path(args.report), Path(args.out))}")
+    return 0
+
+
+def cmd_scaffold(args: argparse.Namespace) -> int:
+    """`python -m harness scaffold`: write a new check and its paired mutant from templates."""
+    from harness.scaffold import scaffold
+
+    check_path, mutant_path = scaffold(args.check_id, args.lane, Path(args.root))
+    print(f"wrote {check_path} and {mutant_path}")
+    print(f"next: fill in the TODOs, then `python -m harness admit {args.check_id}` until "
+          f"every paired mutant is killed")
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    """`python -m harness docs`: regenerate the README's table of invariants."""
+    from harness.docs import update_readme
+
+    changed = update_readme(Path(args.readme))
+    print(f"{args.readme}: {'table of invariants regenerated' if changed else 'up to date'}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """`python -m harness list`: print the checks, lanes and hand-written mutants."""
+    from checks.registry import load_checks
+    from mutants.registry import handwritten_mutants
+    from targets.registry import family_lanes
+
+    print("checks:")
+    for c in load_checks():
+        params = ", ".join(f"{p.name}={p.default}" for p in c.params)
+        print(f"  {c.id}: {c.invariant} [{params}]")
+    print("lanes:")
+    for t in family_lanes():
+        print(f"  {t.name}: {t.description}")
+    print("hand-written mutants:")
+    for m in handwritten_mutants():
+        print(f"  {m.name} ({m.id}, {m.target}): {m.description}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """`python -m harness report`: regenerate the Markdown report of a result file."""
+    from harness.report import render_markdown
+    from harness.results import atomic_write_text, read_results
+
+    path = Path(args.result)
+    document = read_results(path)
+    out = Path(args.out) if args.out else path.with_suffix(".md")
+    atomic_write_text(out, render_markdown(document))
+    print(f"wrote {out}")
+    return 0
