@@ -69,26 +69,18 @@ def test_an_unknown_family_names_the_known_ones() -> None:
         get_family("nope")
 
 
-def test_a_broken_entry_point_is_named_with_the_fix(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    install_entry_point(tmp_path, "broken", "no_such_module_xyz:FAMILY", dist="broken-fam")
+@pytest.mark.parametrize(("name", "ref", "message"), [
+    ("broken", "no_such_module_xyz:FAMILY", r"family 'broken'.*no_such_module_xyz.*uninstall"),
+    ("wrong", "os:sep", r"'wrong'.*harness.ground.family.Family"),
+])
+def test_a_bad_entry_point_is_named_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 name: str, ref: str, message: str) -> None:
+    install_entry_point(tmp_path, name, ref, dist=f"{name}-fam")
     monkeypatch.syspath_prepend(str(tmp_path))
     get_family.cache_clear()
     try:
-        with pytest.raises(PluginError, match=r"family 'broken'.*no_such_module_xyz.*uninstall"):
-            get_family("broken")
-    finally:
-        get_family.cache_clear()
-
-
-def test_an_entry_point_that_is_not_a_family_is_refused(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    install_entry_point(tmp_path, "wrong", "os:sep", dist="wrong-fam")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    get_family.cache_clear()
-    try:
-        with pytest.raises(PluginError, match=r"'wrong'.*harness.ground.family.Family"):
-            get_family("wrong")
+        with pytest.raises(PluginError, match=message):
+            get_family(name)
     finally:
         get_family.cache_clear()
 
