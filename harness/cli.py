@@ -19,10 +19,26 @@ from harness.commands import (
     cmd_report,
     cmd_run,
     cmd_scaffold,
+    cmd_show,
     cmd_survey,
 )
 from harness.ground.errors import BenchError
 from harness.ground.model import ExitCode
+
+
+def _version_line() -> str:
+    """``arib <version>`` with the Python it runs on and the families it can measure."""
+    import platform
+    from importlib import metadata
+
+    from harness.ground.family import known_families
+
+    try:
+        version = metadata.version("agent-integrity-bench")
+    except metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    return (f"arib {version} (python {platform.python_version()}; families: "
+            f"{', '.join(sorted(known_families()))})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(prog="python -m harness", description=(
         "Mutation-first integrity bench for agent session backends."))
+    parser.add_argument("--version", action="version", version=_version_line())
     parser.add_argument("--family", default=None, help=(
         "the runtime family to measure (default: $ARIB_FAMILY, else openai-agents); families "
         "are registered in the entry-point group arib.families"))
@@ -91,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", required=True)
     p.add_argument("--lane", required=True)
     p.add_argument("--trial-seed", type=int, action="append", help="exact trial seed(s)")
-    p.add_argument("--mutant", help="install a hand-written mutant first")
+    p.add_argument("--mutant", help="install a mutant of the lane first: a hand-written one's "
+                                    "name or id, or a generated one's id")
     p.add_argument("--loop", default="asyncio")
     p.set_defaults(func=cmd_run)
 
@@ -129,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.parity.cli import add_parser as add_parity_parser
 
     add_parity_parser(sub)  # parity check / parity update
+
+    p = sub.add_parser("show", help="one mutant: its diff, lane, operator, survey status and "
+                                    "the checks that killed it")
+    p.add_argument("mutant", help="a mutant id (m-...) or a hand-written mutant's name")
+    p.add_argument("--lane", help="look for a generated mutant on this lane only (faster)")
+    p.add_argument("--survey", help="folder of a written survey (default: "
+                                    "results/survey/<family>-<version>)")
+    p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("docs", help="regenerate the README's table of invariants")
     p.add_argument("--readme", default="README.md")

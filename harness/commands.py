@@ -235,7 +235,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
 def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The check, lane, mutant and options of ``run``; refuses what does not fit together."""
     from harness.execute import RunOptions
-    from mutants.registry import get_mutant
+    from harness.show import find_mutant
     from targets.registry import get_target
 
     params = parse_params(args.param)
@@ -248,7 +248,7 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             f"or drop the parameter"
         )
     lane = get_target(args.lane)
-    mutant = get_mutant(args.mutant) if args.mutant else None
+    mutant = find_mutant(args.mutant, (lane.name,)) if args.mutant else None
     if mutant is not None and mutant.target != lane.name:
         raise UsageError(
             f"mutant {args.mutant!r} breaks lane {mutant.target!r}, not the lane {lane.name!r} "
@@ -425,3 +425,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     atomic_write_text(out, render_markdown(document))
     print(f"wrote {out}")
     return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """`python -m harness show ID`: one mutant's diff, lane, operator, status and killers."""
+    from harness.show import default_survey_dir, describe, find_mutant
+    from targets.registry import family_lanes
+
+    lanes = [args.lane] if args.lane else [t.name for t in family_lanes()]
+    mutant = find_mutant(args.mutant, lanes)
+    print(describe(mutant, Path(args.survey) if args.survey else default_survey_dir()))
+    return 0
+

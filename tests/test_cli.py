@@ -291,3 +291,11 @@ def test_interrupted_before_any_result_says_nothing_was_written(capsys, tmp_path
     assert code == 130 and err.startswith("interrupted")
     assert err.strip().endswith("nothing was written") and len(err.strip().splitlines()) == 1
     assert list(tmp_path.glob("*.json")) == []
+
+
+def test_version_names_the_tool_and_its_families(capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("arib ") and "openai-agents" in out
