@@ -28,3 +28,12 @@ def test_every_check_is_in_the_table():
 def test_missing_markers_are_named():
     with pytest.raises(UsageError, match="no generated block"):
         render_readme("# nothing here\n", load_checks())
+
+
+def test_every_operator_is_in_the_table():
+    from harness.docs import OPS_BEGIN, OPS_END
+    from mutants.operators import OPERATORS
+
+    block = README.read_text().split(OPS_BEGIN, 1)[1].split(OPS_END, 1)[0]
+    for name, op in OPERATORS.items():
+        assert f"| `{name}` |" in block and op.defect in block
