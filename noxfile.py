@@ -15,6 +15,7 @@ import nox
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
 from harness.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
+    REPORT_REQUIREMENTS,
     find_python,
     find_uv,
     link_pythons,
@@ -60,16 +61,19 @@ def lock_file(session: nox.Session, sdk: str) -> Path:
     return LOCKS / f"openai-agents-{sdk}.txt"
 
 
-def install(session: nox.Session, sdk: str) -> None:
-    """Install the locked environment of one SDK version, then the project without deps."""
+def install(session: nox.Session, sdk: str, report: bool = False) -> None:
+    """Install the locked environment of one SDK version, then the project without deps;
+    with ``report``, also what draws the reports' pictures (the `report` extra)."""
     session.install("-r", str(lock_file(session, sdk)))
     session.install("--no-deps", "-e", ".")
+    if report:
+        session.install(*REPORT_REQUIREMENTS)
 
 
 @nox.session(python=PYTHONS)
 def selftest(session: nox.Session) -> None:
     """Run the pytest suite and, beside it, admit every check against its paired mutants."""
-    install(session, PINNED_SDK)
+    install(session, PINNED_SDK, report=True)
     # Admission runs beside pytest: pytest keeps about one core busy, admission's workers use
     # what is left; its output is shown once pytest is done.
     python = str(Path(session.bin) / "python")
@@ -89,7 +93,7 @@ def selftest(session: nox.Session) -> None:
 @nox.session(python=BENCH_PYTHON)
 def slowtest(session: nox.Session) -> None:
     """Run the slow tests: real servers mid-run, Chromium, determinism, full parity timing."""
-    install(session, PINNED_SDK)
+    install(session, PINNED_SDK, report=True)
     session.run("pytest", "-m", "slow", *session.posargs)
 
 
@@ -123,7 +127,7 @@ def bench(session: nox.Session) -> None:
     versions, rest, error = split_versions(session.posargs, DEFAULT_SDKS, LONG_SDKS, LOCKS)
     if error is not None:
         session.error(error)
-    install(session, PINNED_SDK)
+    install(session, PINNED_SDK, report=True)
     failed = []
     for sdk in versions:
         env = sdk_env(session, sdk)

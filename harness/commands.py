@@ -89,6 +89,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from harness.ground.services import ServiceManager
     from harness.results import writable_folder
     from harness.run_coverage import known_selection
+    from harness.summary import append_job_summary
     from targets.registry import parse_lanes
 
     _expect_sdk(args.sdk)
@@ -114,6 +115,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             quiet=args.quiet, manager=manager,
         ))
     print(f"wrote {outcome.json_path} and {outcome.report_path}")
+    written = (outcome.json_path, outcome.report_path)
     tally: dict[str, int] = {}
     for f in outcome.document["findings"]:
         tally[f["verdict"]] = tally.get(f["verdict"], 0) + 1
@@ -125,8 +127,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         accepted = accept(outcome.json_path, out, args.partial)
         print(f"accepted as the baseline: {accepted.describe()}")
-        return int(outcome.code)
-    return _regression_gate(outcome.document, out, outcome.code)
+        return append_job_summary(outcome.document, written, out, int(outcome.code),
+                                  accepted.describe())
+    return append_job_summary(outcome.document, written, out,
+                              _regression_gate(outcome.document, out, outcome.code))
 
 
 def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
@@ -170,9 +174,8 @@ def cmd_accept(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """`python -m harness compare`: write the cross-version report of whole runs."""
     from harness.baseline import newest_whole_runs
-    from harness.compare import cross_version_markdown, load_runs
+    from harness.compare import load_runs, write_cross_version
     from harness.ground.family import active_family
-    from harness.results import atomic_write_text
 
     out = Path(args.out)
     if args.result:
@@ -185,9 +188,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not docs:
         raise UsageError(f"no whole run to compare in {str(out)!r}: run `nox -s bench` (a "
                          f"partial run, with --lanes or --checks, is never compared)")
-    target = Path(args.report or out / "cross-version.md")
-    atomic_write_text(target, cross_version_markdown(docs))
-    print(f"wrote {target} ({len(docs)} versions)")
+    print("\n".join(write_cross_version(docs, Path(args.report or out / "cross-version.md"))))
     return 0
 
 

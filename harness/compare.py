@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.evidence import grouped, lane_list, mask
 from harness.ground.family import active_family
 from harness.ground.model import Cell
-from harness.results import read_results
+from harness.heatmap import LEGEND, heatmap_svg, unavailable
+from harness.results import atomic_write_text, read_results
 from harness.run_coverage import coverage_of
 
 
@@ -203,50 +205,106 @@ def _evidence(finding: Mapping[str, Any] | None) -> str:
     return "; ".join(parts)
 
 
-def cross_version_markdown(documents: Sequence[Mapping[str, Any]]) -> str:
-    """Backends x invariants x versions, then what changed between consecutive versions."""
+def _shown(finding: Mapping[str, Any] | None) -> str:
+    """A cell of the cross-version table: '-' when not measured in that version."""
+    if finding is None:
+        return "-"
+    if finding["verdict"] != "violated":
+        return str(finding["verdict"])
+    return f"**violated** {finding['violating_trials']}/{finding['trials']}"
+
+
+def _table_rows(docs: Sequence[Mapping[str, Any]], compact: bool) -> list[str]:
+    """Lane x invariant rows by version; ``compact``: only those whose verdict changes among
+    the versions that measured the cell."""
+    by_version = [cells(d) for d in docs]
+    all_cells = sorted({c for t in by_version for c in t}, key=lambda c: (c.lane, c.check_id))
+    lines = ["| lane | invariant | " + " | ".join(d["sdk"]["version"] for d in docs) + " |",
+             "|---|---|" + "---|" * len(docs)]
+    for cell in all_cells:
+        found = [t.get(cell) for t in by_version]
+        if compact and len({f["verdict"] for f in found if f is not None}) < 2:
+            continue
+        lines.append(f"| `{cell.lane}` | {cell.check_id} | "
+                     + " | ".join(map(_shown, found)) + " |")
+    return lines
+
+
+def _changes_between(prev: Mapping[str, Any], cur: Mapping[str, Any]) -> list[str]:
+    """What changed from one version to the next; cells that changed alike shown once."""
+    before, after = not_measured_in(prev), not_measured_in(cur)
+    skipped = {c for c in {*cells(prev), *cells(cur)} if before(c) or after(c)}
+    changes = [c for c in diff_runs(prev, cur) if c.cell not in skipped]
+    a, b = prev["sdk"]["version"], cur["sdk"]["version"]
+    lines = []
+    if skipped:
+        lines.append(f"- {a} -> {b}: {len(skipped)} cell(s) not compared, measured in "
+                     f"only one of the two runs (see each run's coverage).")
+    if not changes:
+        return [*lines, f"- {a} -> {b}: no verdict or count changed."]
+    lines += [f"### {a} -> {b}", ""]
+    alike = grouped(changes, lambda c: (c.check, c.kind, mask(_evidence(c.before)),
+                                        mask(_evidence(c.after))))
+    for group in alike:
+        ch, lanes = group[0], [c.lane for c in group]
+        where = (f"`{ch.lane}`" if len(lanes) == 1
+                 else f"{len(lanes)} lanes alike: {lane_list(lanes)}")
+        lines.append(f"- **{ch.check} on {where}** ({ch.kind.value}): {summary(ch.before)}"
+                     f" -> {summary(ch.after)}")
+        shown = "" if len(lanes) == 1 else f" (on `{ch.lane}`)"
+        lines.append(f"  - {a}{shown}: {_evidence(ch.before)}")
+        lines.append(f"  - {b}{shown}: {_evidence(ch.after)}")
+    return [*lines, ""]
+
+
+def cross_version_markdown(documents: Sequence[Mapping[str, Any]],
+                           picture: str | None = None,
+                           no_picture: str | None = None) -> str:
+    """The picture, the rows that change, the full table, then what changed version to version.
+
+    ``picture`` is the file name of the heat map (beside the Markdown); ``no_picture`` says why
+    there is none.
+    """
     docs = sorted(documents, key=lambda d: version_key(d["sdk"]["version"]))
-    versions = [d["sdk"]["version"] for d in docs]
-    all_cells = sorted({c for d in docs for c in cells(d)}, key=lambda c: (c.lane, c.check_id))
     family = docs[0]["sdk"]["name"] if docs else "openai-agents"
     lines = [f"# Integrity bench across {family} versions", "",
              "Generated from the result files by `python -m harness compare`; do not edit.", "",
-             "Sources: " + ", ".join(f"`{d.get('_path', '?')}`" for d in docs), "",
-             "| lane | invariant | " + " | ".join(versions) + " |",
-             "|---|---|" + "---|" * len(versions)]
-    by_version = [cells(d) for d in docs]
-    for cell in all_cells:
-        row = []
-        for table in by_version:
-            f = table.get(cell)
-            row.append("-" if f is None else (
-                f["verdict"] if f["verdict"] != "violated"
-                else f"**violated** {f['violating_trials']}/{f['trials']}"))
-        lines.append(f"| `{cell.lane}` | {cell.check_id} | " + " | ".join(row) + " |")
-    lines += ["", "## What changed", ""]
-    any_change = False
+             "Sources: " + ", ".join(f"`{d.get('_path', '?')}`" for d in docs), ""]
+    if picture is not None:
+        lines += [f"![lanes x invariants across {family} versions: {LEGEND}]({picture})",
+                  ""]
+    elif no_picture is not None:
+        lines += [f"No picture: {no_picture}.", ""]
+    compact = _table_rows(docs, compact=True)
+    total = len(_table_rows(docs, compact=False)) - 2
+    lines += ["## Rows whose verdict changes", "",
+              f"{len(compact) - 2} of {total} rows change verdict across the versions that "
+              f"measured them (`-`: not measured in that version); every row is in the full "
+              f"table below.", ""]
+    lines += [*(compact if len(compact) > 2 else ["No verdict changes."]), ""]
+    lines += ["## Every row", "", *_table_rows(docs, compact=False), "", "## What changed", ""]
     for prev, cur in zip(docs, docs[1:], strict=False):
-        before, after = not_measured_in(prev), not_measured_in(cur)
-        skipped = {c for c in {*cells(prev), *cells(cur)} if before(c) or after(c)}
-        changes = [c for c in diff_runs(prev, cur) if c.cell not in skipped]
-        a, b = prev["sdk"]["version"], cur["sdk"]["version"]
-        if skipped:
-            lines.append(f"- {a} -> {b}: {len(skipped)} cell(s) not compared, measured in "
-                         f"only one of the two runs (see each run's coverage).")
-        if not changes:
-            lines.append(f"- {a} -> {b}: no verdict or count changed.")
-            continue
-        any_change = True
-        lines += [f"### {a} -> {b}", ""]
-        for ch in changes:
-            lines.append(f"- **{ch.check} on `{ch.lane}`** ({ch.kind.value}): {summary(ch.before)}"
-                         f" -> {summary(ch.after)}")
-            lines.append(f"  - {a}: {_evidence(ch.before)}")
-            lines.append(f"  - {b}: {_evidence(ch.after)}")
-        lines.append("")
-    if not any_change:
-        lines.append("")
+        lines += _changes_between(prev, cur)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def write_cross_version(documents: Sequence[Mapping[str, Any]], target: Path) -> list[str]:
+    """Write the cross-version Markdown to ``target`` and its heat map beside it (``.svg``);
+    the lines to show: what was written, and why the picture was not drawn if it was not."""
+    docs = sorted(documents, key=lambda d: version_key(d["sdk"]["version"]))
+    picture = target.with_suffix(".svg")
+    reason = unavailable()
+    shown = []
+    if reason is None:
+        atomic_write_text(picture, heatmap_svg(docs))
+        shown.append(f"wrote {picture} (the heat map)")
+    else:
+        shown.append(f"picture not drawn: {reason}"
+                     + (f"; {picture} is left as it was and no longer referenced"
+                        if picture.exists() else ""))
+    atomic_write_text(target, cross_version_markdown(
+        docs, picture.name if reason is None else None, reason))
+    return [*shown, f"wrote {target} ({len(docs)} versions)"]
 
 
 def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:

@@ -15,6 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 LOCK_DIR = Path(__file__).parent / "locks"
+# What draws the pictures of the reports (the cross-version heat map): the `report` extra of
+# pyproject.toml, which the sessions that run `compare` install (a test checks they agree).
+REPORT_REQUIREMENTS = ("matplotlib==3.10.9",)
 _PROBE = "import sys; print('%d.%d' % sys.version_info[:2])"
 
 

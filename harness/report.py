@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.evidence import evidence_key, grouped, lane_list
 from harness.ground.model import Cell
 from harness.seed import SEED_CELLS, SEED_NOTES, SEED_SDK
 
@@ -35,19 +36,31 @@ def _table(findings: Sequence[Mapping[str, Any]], lanes: Sequence[str],
     return lines
 
 
-def _evidence(f: Mapping[str, Any]) -> list[str]:
-    counts = ", ".join(f"{k} {v}" for k, v in f["counts"].items() if v) or "none"
-    modes = ", ".join(f"{k}: {v}" for k, v in f.get("modes", {}).items()) or "-"
-    lines = [
-        f"### {f['invariant_id']} on `{f['target']}`: {f['verdict']}",
-        "",
-        f"- invariant: {f['invariant']}",
-        f"- fault: {f['fault']}",
-        f"- trials: {f['violating_trials']}/{f['trials']} violated; counts: {counts}; "
-        f"outcome modes: {modes}",
-        f"- seeds: {', '.join(str(s) for s in f['seeds'][:5])}"
-        + (" ..." if len(f["seeds"]) > 5 else ""),
-    ]
+def _counts(f: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in f["counts"].items() if v) or "none"
+
+
+def _lane_rows(group: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One row per lane: what differs between lanes (trials, counts, modes, replay)."""
+    lines = ["| lane | verdict | trials violated | counts | outcome modes | replay |",
+             "|---|---|---|---|---|---|"]
+    for f in group:
+        modes = ", ".join(f"{k}: {v}" for k, v in f.get("modes", {}).items()) or "-"
+        replay = f"`{f['replay']}`" if f.get("replay") else "-"
+        lines.append(f"| `{f['target']}` | {f['verdict']} | {f['violating_trials']}/"
+                     f"{f['trials']} | {_counts(f)} | {modes} | {replay} |")
+    return lines
+
+
+def _shown_evidence(shared: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The evidence of the first finding of ``shared``, naming the lanes that share it."""
+    f, others = shared[0], [o["target"] for o in shared[1:]]
+    lines = [f"Evidence on `{f['target']}`"
+             + (f", the same on {lane_list(others)} (only ids and seeds differ):" if others
+                else ":"),
+             "",
+             f"- seeds: {', '.join(str(s) for s in f['seeds'][:5])}"
+             + (" ..." if len(f["seeds"]) > 5 else "")]
     if f.get("reason"):
         lines.append(f"- reason: {f['reason']}")
     for sample in f.get("samples", [])[:3]:
@@ -60,6 +73,23 @@ def _evidence(f: Mapping[str, Any]) -> list[str]:
     if f.get("traceback"):
         lines += ["", "```", f["traceback"].strip()[-1500:], "```"]
     return lines + [""]
+
+
+def _evidence(group: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One invariant's violations and errors: its lanes in a table, each evidence once."""
+    first = group[0]
+    tally = Counter(f["verdict"] for f in group)
+    lines = [f"### {first['invariant_id']}: "
+             + ", ".join(f"{v} on {n} lane{'s' if n > 1 else ''}" for v, n in tally.items()),
+             "",
+             f"- invariant: {first['invariant']}",
+             f"- fault: {first['fault']}",
+             "",
+             *_lane_rows(group),
+             ""]
+    for shared in grouped(group, evidence_key):
+        lines += _shown_evidence(shared)
+    return lines
 
 
 def _admission(admissions: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -169,6 +199,6 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     bad = [f for f in findings if f["verdict"] in ("violated", "error")]
     if bad:
         lines += ["## Evidence", ""]
-        for f in bad:
-            lines += _evidence(f)
+        for group in grouped(bad, lambda f: f["invariant_id"]):
+            lines += _evidence(group)
     return "\n".join(lines).rstrip() + "\n"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from harness.cli import main
 from harness.compare import GATING, ChangeKind, cross_version_markdown, diff_runs, load_runs
+from harness.report import render_markdown
+from harness.summary import append_job_summary, job_summary
 
 SMALL = ["bench", "--lanes", "sqlite-file", "--checks", "ARIB-REPLAY-001",
          "--param", "ARIB-REPLAY-001.trials=1", "--reruns", "1", "--quiet"]
@@ -113,3 +116,97 @@ def test_a_flip_where_the_violation_is_partial_is_intermittent_and_does_not_gate
     assert change.kind is ChangeKind.INTERMITTENT
     (change,) = diff_runs(held, doc)  # violated in every trial: a verdict change, gated
     assert change.kind is ChangeKind.VERDICT and change.kind in GATING
+
+
+def with_lane(doc, lane, new_id):
+    """A copy of the run's REPLAY-001 finding on another lane, with other random ids."""
+    finding = json.loads(json.dumps(doc["findings"][0]))
+    old_id = re.search(r"fc_([0-9a-f]{16})", finding["samples"][0]).group(1)
+    finding["samples"] = [s.replace(old_id, new_id) for s in finding["samples"]]
+    return {**finding, "target": lane}
+
+
+def test_compact_table_shows_only_rows_whose_verdict_changes(run_dir, tmp_path):
+    doc = json.loads(only_run(run_dir).read_text())
+    doc["findings"].append(with_lane(doc, "sqlite-memory", "0123456789abcdef"))
+    older = json.loads(json.dumps(doc))
+    older["sdk"]["version"] = "0.0.1"
+    older["findings"][0].update(verdict="held", violating_trials=0)
+    text = cross_version_markdown([older, doc])
+    compact = text.split("## Rows whose verdict changes")[1].split("## Every row")[0]
+    every = text.split("## Every row")[1].split("## What changed")[0]
+    assert "1 of 2 rows change verdict" in compact
+    assert "| `sqlite-file` | ARIB-REPLAY-001 | held |" in compact
+    assert "`sqlite-memory`" not in compact and "`sqlite-memory`" in every
+
+
+def test_a_change_alike_on_several_lanes_is_shown_once(run_dir):
+    doc = json.loads(only_run(run_dir).read_text())
+    doc["findings"] += [with_lane(doc, "sqlite-memory", "0123456789abcdef"),
+                        with_lane(doc, "async-sqlite-file", "fedcba9876543210")]
+    older = json.loads(json.dumps(doc))
+    older["sdk"]["version"] = "0.0.1"
+    for f in older["findings"]:
+        f.update(verdict="held", violating_trials=0, samples=[])
+    changed = cross_version_markdown([older, doc]).split("## What changed")[1]
+    assert "**ARIB-REPLAY-001 on 3 lanes alike: `async-sqlite-file`, `sqlite-file`, " \
+           "`sqlite-memory`** (verdict)" in changed
+    assert changed.count("sample `") == 1  # the evidence once, not once per lane
+
+
+def test_evidence_shared_by_lanes_is_shown_once_in_the_run_report(run_dir):
+    doc = json.loads(only_run(run_dir).read_text())
+    other = with_lane(doc, "async-sqlite-file", "fedcba9876543210")
+    other["ops"] = ["add_items(batch)  # another way to break it"]
+    doc["findings"] += [with_lane(doc, "sqlite-memory", "0123456789abcdef"), other]
+    text = render_markdown(doc)
+    assert text.count("### ARIB-REPLAY-001") == 1
+    assert "### ARIB-REPLAY-001: violated on 3 lanes" in text
+    assert "Evidence on `sqlite-file`, the same on `sqlite-memory` (only ids and seeds " \
+           "differ):" in text
+    assert "Evidence on `async-sqlite-file`:" in text
+    assert text.count("- operations, in order:") == 2
+    assert text.count("- invariant: ") == 1
+    for lane in ("sqlite-file", "sqlite-memory", "async-sqlite-file"):
+        assert f"| `{lane}` | violated | " in text  # each lane keeps its own row and replay
+
+
+def test_bench_appends_a_job_summary_under_github_actions(tmp_path, capsys, monkeypatch):
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out = tmp_path / "results"
+    assert main([*SMALL, "--out", str(out)]) == 1
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### Integrity bench: openai-agents ")
+    assert "| held | violated | not_applicable | error |" in text
+    assert "| 0 | 1 | 0 | 0 |" in text
+    assert "- **partial run**: lanes selected: sqlite-file; checks selected: ARIB-REPLAY-001" \
+        in text
+    assert "regression gate: not run; no accepted baseline" in text
+    assert "- exit code 1: violations measured" in text
+    (run,) = out.glob("*-openai-agents-*.json")
+    assert f"`{run}`, `{run.with_suffix('.md')}`" in text
+    assert main(["accept", "--partial", str(run), "--out", str(out)]) == 0
+    assert main([*SMALL, "--out", str(out)]) == 1
+    second = summary.read_text()[len(text):]
+    assert "regression gate: **passed**, 1 cell(s) equal the accepted baseline" in second
+
+
+def test_job_summary_names_failing_cells_and_survives_an_unwritable_target(run_dir, tmp_path,
+                                                                        capsys):
+    doc = json.loads(only_run(run_dir).read_text())
+    baseline = json.loads(json.dumps(doc))
+    baseline["findings"][0].update(verdict="held", violating_trials=0)
+    (tmp_path / "baselines").mkdir()
+    (tmp_path / "baselines" / f"openai-agents-{doc['sdk']['version']}.json").write_text(
+        json.dumps(baseline))
+    text = job_summary(doc, (only_run(run_dir),), tmp_path, 3)
+    assert "regression gate: **failed**, 1 of 1 cell(s) differ" in text
+    assert "  - verdict: ARIB-REPLAY-001 on sqlite-file: held 0/1 (duplicated 2) -> violated 1/1 " \
+           "(duplicated 2)" in text
+    assert "- exit code 3: cells changed against the accepted baseline" in text
+    assert append_job_summary(doc, (), tmp_path, 3,
+                              environ={"GITHUB_STEP_SUMMARY": str(tmp_path)}) == 3
+    assert "job summary not written to GITHUB_STEP_SUMMARY=" in capsys.readouterr().err
+    assert append_job_summary(doc, (), tmp_path, 1, environ={}) == 1  # not under Actions

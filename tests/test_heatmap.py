@@ -1,0 +1,176 @@
+"""The cross-version heat map: categories, the SVG's cells, determinism, and Chromium's view."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import heatmap
+from harness.cli import main
+from harness.noxsupport import REPORT_REQUIREMENTS
+from tests.test_mutation_report import CHROMIUM, chromium
+
+ROOT = Path(__file__).resolve().parents[1]
+Cells = dict[tuple[str, str], tuple[str, int, int]]  # (check, lane) -> (verdict, k, n)
+
+
+def run_doc(version: str, cells: Cells) -> dict[str, Any]:
+    """A small synthetic whole run: the fields the cross-version report and the picture read."""
+    lanes = sorted({lane for _, lane in cells})
+    checks = sorted({check for check, _ in cells})
+    findings = [{"invariant_id": c, "target": lane, "verdict": v, "violating_trials": k,
+                 "trials": n, "counts": {"lost": k}, "samples": [f"lost {k} in {c}"] if k else []}
+                for (c, lane), (v, k, n) in cells.items()]
+    coverage = {"lanes_selected": lanes, "lanes_measured": lanes, "checks_selected": checks,
+                "checks_admitted": checks, "every_lane": True, "every_check": True,
+                "complete": True}
+    return {"sdk": {"name": "openai-agents", "version": version}, "findings": findings,
+            "coverage": coverage}
+
+
+OLD: Cells = {("ARIB-A-001", "lane-a"): ("violated", 3, 3),
+              ("ARIB-A-001", "lane-b"): ("held", 0, 3),
+              ("ARIB-B-001", "lane-a"): ("held", 0, 2), ("ARIB-B-001", "lane-b"): ("error", 0, 2),
+              ("ARIB-C-001", "lane-a"): ("not_applicable", 0, 1)}
+NEW: Cells = {**OLD, ("ARIB-A-001", "lane-a"): ("held", 0, 3),
+              ("ARIB-A-001", "lane-b"): ("violated", 1, 3),
+              ("ARIB-C-001", "lane-b"): ("held", 0, 1)}
+
+
+def subpaths(svg: str) -> dict[str, int]:
+    """Cells drawn per SVG group ``cells-<version>-<category>``: one closed subpath each."""
+    groups = re.findall(r'<g id="(cells-[^"]+)">\s*<path d="([^"]*)"', svg)
+    return {gid: d.count("z") for gid, d in groups}
+
+
+def test_category_of_each_verdict() -> None:
+    assert heatmap.category(None) == "not-measured"
+    assert heatmap.category({"verdict": "held"}) == "held"
+    assert heatmap.category({"verdict": "not_applicable"}) == "not-applicable"
+    assert heatmap.category({"verdict": "error"}) == "error"
+    assert heatmap.category({"verdict": "violated", "violating_trials": 3,
+                             "trials": 3}) == "violated-every"
+    assert heatmap.category({"verdict": "violated", "violating_trials": 1,
+                             "trials": 3}) == "violated-some"
+
+
+def test_every_cell_is_drawn_once_in_its_colour_and_the_bytes_repeat() -> None:
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    svg = heatmap.heatmap_svg([run_doc("0.1.0", OLD), run_doc("0.2.0", NEW)])
+    assert subpaths(svg) == {
+        "cells-0.1.0-held": 2, "cells-0.1.0-violated-every": 1, "cells-0.1.0-error": 1,
+        "cells-0.1.0-not-applicable": 1, "cells-0.1.0-not-measured": 1,
+        "cells-0.2.0-held": 3, "cells-0.2.0-violated-some": 1, "cells-0.2.0-error": 1,
+        "cells-0.2.0-not-applicable": 1,
+    }
+    assert svg == heatmap.heatmap_svg([run_doc("0.1.0", OLD), run_doc("0.2.0", NEW)])
+    assert "<dc:date>" not in svg and "openai-agents 0.2.0" in svg
+
+
+def test_report_extra_is_the_one_nox_installs() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f"report = {json.dumps(list(REPORT_REQUIREMENTS))}" in pyproject
+
+
+def test_without_matplotlib_the_reason_and_the_fix_are_given(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
+    reason = heatmap.unavailable()
+    assert reason is not None and "matplotlib is not installed" in reason
+    assert REPORT_REQUIREMENTS[0] in reason
+
+
+def write_runs(folder: Path) -> list[str]:
+    """The two synthetic runs as result files: the arguments of `compare`."""
+    args = []
+    for doc in (run_doc("0.1.0", OLD), run_doc("0.2.0", NEW)):
+        path = folder / f"run-{doc['sdk']['version']}.json"
+        path.write_text(json.dumps(doc))
+        args.append(str(path))
+    return args
+
+
+@pytest.fixture
+def unvalidated(monkeypatch):
+    """Synthetic runs lack most of a real run's fields: read them without the schema check."""
+    monkeypatch.setattr("harness.compare.read_results",
+                        lambda path: json.loads(Path(path).read_text()))
+
+
+def test_compare_writes_the_picture_beside_the_markdown(tmp_path, capsys, unvalidated) -> None:
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    args = write_runs(tmp_path)
+    assert main(["compare", *args, "--report", str(tmp_path / "x.md")]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'x.svg'} (the heat map)" in out
+    text = (tmp_path / "x.md").read_text()
+    assert "](x.svg)" in text and "No picture" not in text
+    first = (tmp_path / "x.svg").read_bytes()
+    assert main(["compare", *args, "--report", str(tmp_path / "x.md")]) == 0
+    assert (tmp_path / "x.svg").read_bytes() == first
+
+
+def test_compare_without_matplotlib_says_so_and_writes_the_markdown(tmp_path, capsys,
+                                                                   monkeypatch,
+                                                                   unvalidated) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["compare", *write_runs(tmp_path), "--report", str(tmp_path / "x.md")]) == 0
+    out = capsys.readouterr().out
+    assert "picture not drawn: matplotlib is not installed" in out
+    text = (tmp_path / "x.md").read_text()
+    assert "No picture: matplotlib is not installed" in text and ".svg)" not in text
+    assert "## Every row" in text and not (tmp_path / "x.svg").exists()
+
+
+# Test-only probe: the page shows the picture as the Markdown references it (an <img>, which
+# fires onerror on SVG that does not parse) and inline, where the probe counts the cells of
+# each category group, measures the rendered size of each group and counts the text labels.
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const img = document.getElementById("picture");
+  const cells = {};
+  for (const g of document.querySelectorAll('svg g[id^="cells-"]')) {
+    const box = g.getBBox();
+    cells[g.id] = {subpaths: (g.querySelector("path").getAttribute("d").match(/z/g) || []).length,
+                   drawn: box.width > 0 && box.height > 0};
+  }
+  const labels = [...document.querySelectorAll("svg text")]
+    .filter((t) => t.getComputedTextLength() > 0).map((t) => t.textContent.trim());
+  const pre = document.createElement("pre");
+  pre.id = "arib-probe";
+  pre.textContent = JSON.stringify({loaded: img.complete && img.naturalWidth > 0,
+                                    cells, labels});
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_chromium_renders_the_picture_the_markdown_references(tmp_path, unvalidated) -> None:
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    assert main(["compare", *write_runs(tmp_path), "--report", str(tmp_path / "x.md")]) == 0
+    (ref,) = re.findall(r"!\[[^]]*\]\(([^)]+)\)", (tmp_path / "x.md").read_text())
+    svg = (tmp_path / ref).read_text()
+    inline = svg[svg.index("<svg"):]
+    page = tmp_path / "page.html"
+    page.write_text(f'<!doctype html><html><body><img id="picture" src="{ref}">{inline}'
+                    f"{PROBE}</body></html>")
+    proc = chromium("--virtual-time-budget=5000", "--dump-dom", page.as_uri(),
+                    profile=tmp_path / "profile")
+    found = re.search(r'<pre id="arib-probe">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"the page rendered no probe: {proc.stderr[-2000:]}"
+    shown = json.loads(html.unescape(found.group(1)))
+    assert shown["loaded"], "Chromium could not load the SVG the Markdown references"
+    assert {gid: c["subpaths"] for gid, c in shown["cells"].items()} == subpaths(svg)
+    assert all(c["drawn"] for c in shown["cells"].values())
+    assert sum(c["subpaths"] for c in shown["cells"].values()) == 2 * 2 * 3  # versions x grid
+    for label in ("lane-a", "lane-b", "ARIB-A-001", "ARIB-C-001", "openai-agents 0.1.0",
+                  "openai-agents 0.2.0", "violated in every trial", "not measured"):
+        assert label in shown["labels"]
+    assert shown["labels"].count("lane-a") == 2  # once per version's panel
