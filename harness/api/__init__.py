@@ -1,0 +1,20 @@
+"""Judge your own session store with the bench's invariants: ``validate(factory) -> Report``.
+
+```python
+from harness.api import lane, validate
+
+@lane(has_close=True)
+def my_store(root, session_id):
+    return MySession(session_id, root / "store.db")
+
+report = validate(my_store)
+assert report.passed, report
+```
+"""
+
+from harness.api.lane import SESSION_METHODS, Lane, as_lane, lane
+from harness.api.report import Report
+from harness.api.run import DEFAULT_CHECKS, avalidate, validate
+
+__all__ = ["DEFAULT_CHECKS", "SESSION_METHODS", "Lane", "Report", "as_lane", "avalidate",
+           "lane", "validate"]

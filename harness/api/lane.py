@@ -1,0 +1,133 @@
+"""A user's own store as a lane: a factory that makes a fresh store, plus the claims it states.
+
+The factory is ``factory(root: Path, session_id: str) -> Session`` (sync or async): it keeps
+its store under ``root``, so that a second call with the same ``root`` reads the same store
+(the store rule of ``targets.base.Handle``), and returns an object with the openai-agents
+``Session`` methods. ``@lane(has_close=True)`` states the claims the checks verify against the
+object the factory returns; a bare factory claims that the store has no ``close()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+from harness.ground.errors import UsageError
+from targets.base import BuildContext, Claims, Handle, TargetSpec
+
+# The openai-agents Session protocol: what the object a factory returns must offer.
+SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
+
+Factory = Callable[[Path, str], Any]
+
+
+def factory_name(factory: Callable[..., Any]) -> str:
+    """``module.qualname`` of a factory, as reports and error messages name it."""
+    module = getattr(factory, "__module__", None) or "?"
+    return f"{module}.{getattr(factory, '__qualname__', repr(factory))}"
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A user's factory with the claims it states; calling it calls the factory."""
+
+    factory: Factory
+    claims: Claims
+    name: str
+
+    def __call__(self, root: Path, session_id: str) -> Any:
+        return self.factory(root, session_id)
+
+    @property
+    def label(self) -> str:
+        """The factory's ``module.qualname``."""
+        return factory_name(self.factory)
+
+    def spec(self) -> TargetSpec:
+        """The lane as a ``TargetSpec``, built the way ``targets/`` lanes are."""
+        return TargetSpec(
+            name=self.name, backend=getattr(self.factory, "__qualname__", self.name),
+            module=getattr(self.factory, "__module__", "") or "", claims=self.claims,
+            build=_builder(self), description=f"user factory {self.label}")
+
+
+@overload
+def lane(factory: Factory, *, name: str | None = ..., has_close: bool = ...,
+         close_is_async: bool = ..., close_is_terminal: bool = ..., close_note: str = ...
+         ) -> Lane: ...
+
+
+@overload
+def lane(factory: None = ..., *, name: str | None = ..., has_close: bool = ...,
+         close_is_async: bool = ..., close_is_terminal: bool = ..., close_note: str = ...
+         ) -> Callable[[Factory], Lane]: ...
+
+
+def lane(factory: Factory | None = None, *, name: str | None = None, has_close: bool = False,
+         close_is_async: bool = False, close_is_terminal: bool = True, close_note: str = ""
+         ) -> Lane | Callable[[Factory], Lane]:
+    """Decorate a store factory with its claims: ``@lane`` or ``@lane(has_close=True)``."""
+    claims = Claims(has_close=has_close, close_is_async=close_is_async,
+                    close_is_terminal=close_is_terminal, close_note=close_note)
+
+    def wrap(made: Factory) -> Lane:
+        if not callable(made):
+            raise UsageError(f"lane() got {made!r}, which is not callable; the rule: a factory "
+                             f"is (root: Path, session_id: str) -> Session; pass a function")
+        return Lane(made, claims, name or str(getattr(made, "__qualname__", "user-store")))
+
+    return wrap if factory is None else wrap(factory)
+
+
+def as_lane(factory: Lane | Factory) -> Lane:
+    """A ``Lane`` as given, or a bare factory with the default claims (no ``close()``)."""
+    return factory if isinstance(factory, Lane) else lane(factory)
+
+
+def _missing_methods(session: Any) -> list[str]:
+    return [m for m in SESSION_METHODS if not callable(getattr(session, m, None))]
+
+
+async def _make(user: Lane, ctx: BuildContext) -> Any:
+    """Call the factory (awaiting an async one) and insist on a Session-like object."""
+    made = user.factory(ctx.root, ctx.session_id)
+    if inspect.isawaitable(made):
+        made = await made
+    missing = _missing_methods(made)
+    if missing:
+        raise TypeError(
+            f"factory {user.label!r} returned {made!r} ({type(made).__name__}), which lacks "
+            f"{', '.join(missing)}; the rule: it returns an openai-agents Session "
+            f"({', '.join(SESSION_METHODS)}); fix the factory's return value")
+    return made
+
+
+async def _quiet_close(user: Lane, session: Any) -> None:
+    """Disposal after a trial: a failing close is not evidence here."""
+    if not user.claims.has_close or not callable(getattr(session, "close", None)):
+        return
+    with contextlib.suppress(Exception):
+        result = session.close()
+        if inspect.isawaitable(result):
+            await result
+
+
+def _builder(user: Lane) -> Callable[[BuildContext], Any]:
+    """A ``targets.base.Builder`` that calls the user's factory on the trial's root."""
+
+    async def build(ctx: BuildContext) -> Handle:
+        session = await _make(user, ctx)
+
+        async def reopen() -> Handle:
+            return await build(ctx)
+
+        async def dispose() -> None:
+            await _quiet_close(user, session)
+
+        return Handle(session=session, reopen=reopen, dispose=dispose)
+
+    return build

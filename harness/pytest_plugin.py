@@ -1,0 +1,102 @@
+"""pytest plugin (entry point ``pytest11``): each invariant as its own test of your store.
+
+```python
+@pytest.mark.arib(my_store)            # a harness.api.lane, or a bare factory
+def test_my_store(arib_report):
+    '''One item per check: test_my_store[ARIB-CONC-001], ...; fails with the report.'''
+```
+
+Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``. The plugin is inert
+in a run with no ``arib`` marker: it imports nothing of the harness until a marked test is
+collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+MARKER = "arib"
+_MARKER_KWARGS = ("checks", "params", "seed", "trials", "timeout_s", "workers")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The seed, the trials and the checks of every @pytest.mark.arib test."""
+    group = parser.getgroup("arib", "session store invariants (@pytest.mark.arib)")
+    group.addoption("--arib-seed", type=int, default=None, metavar="N",
+                    help="run seed of every arib test (default: the marker's, else 0)")
+    group.addoption("--arib-trials", type=int, default=None, metavar="N",
+                    help="trials of every check (default: each check's own)")
+    group.addoption("--arib-checks", default=None, metavar="IDS",
+                    help="comma-separated check ids, instead of the marker's or the default set")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker (so --strict-markers accepts it)."""
+    config.addinivalue_line(
+        "markers", f"{MARKER}(factory, checks=None, params=None, seed=0, trials=None): judge "
+        "the store the factory makes, one test item per invariant (harness.api.validate)")
+
+
+def _marker(node: Any) -> pytest.Mark:
+    mark = node.get_closest_marker(MARKER)
+    if mark is None or len(mark.args) != 1 or set(mark.kwargs) - set(_MARKER_KWARGS):
+        raise pytest.UsageError(
+            f"{node.nodeid}: @pytest.mark.{MARKER} takes one factory and the keywords "
+            f"{', '.join(_MARKER_KWARGS)}; got {mark!r}")
+    return mark
+
+
+def _check_ids(config: pytest.Config, mark: pytest.Mark) -> list[str]:
+    from harness.api.run import select_checks
+
+    chosen = config.getoption("--arib-checks") or mark.kwargs.get("checks")
+    return [check.id for check in select_checks(chosen)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize a marked test over its checks: one item per invariant."""
+    if metafunc.definition.get_closest_marker(MARKER) is None:
+        return
+    mark = _marker(metafunc.definition)
+    if "arib_report" not in metafunc.fixturenames:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} is marked @pytest.mark.{MARKER} but takes no "
+            f"'arib_report' argument; add it: def {metafunc.function.__name__}(arib_report)")
+    ids = _check_ids(metafunc.config, mark)
+    metafunc.parametrize("arib_check", ids, ids=ids)
+
+
+@pytest.fixture
+def arib_check() -> str:
+    """The check id of this item; set by @pytest.mark.arib."""
+    raise pytest.UsageError("the arib_check and arib_report fixtures need "
+                            "@pytest.mark.arib(factory) on the test")
+
+
+@pytest.fixture
+def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
+    """The harness.api.Report of this item's check on the marker's factory."""
+    from harness.api import validate
+
+    mark = _marker(request.node)
+    options = {k: v for k, v in mark.kwargs.items() if k != "checks"}
+    for name in ("seed", "trials"):
+        given = request.config.getoption(f"--arib-{name}")
+        if given is not None:
+            options[name] = given
+    params = options.pop("params", None) or {}
+    options["params"] = {k: v for k, v in params.items() if k == arib_check}
+    return validate(mark.args[0], checks=[arib_check], **options)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """Fail a marked item whose check did not pass, with the readable report only."""
+    result = yield
+    report = getattr(item, "funcargs", {}).get("arib_report")
+    if report is not None and not report.passed:
+        pytest.fail(str(report), pytrace=False)
+    return result

@@ -1,0 +1,83 @@
+"""harness.pytest_plugin: one item per invariant, the options, the readable failure, inertness."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "tests" / "userstore" / "example_plugin.py"
+
+
+def run_pytest(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest`` in this repo, as a user's run (the plugin loads by entry point)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-rA", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_registered_through_the_pytest11_entry_point(pytestconfig: pytest.Config):
+    found = {ep.name: ep.value for ep in metadata.entry_points(group="pytest11")}
+    assert found.get("arib") == "harness.pytest_plugin"
+    assert pytestconfig.pluginmanager.has_plugin("arib")
+
+
+def test_inert_when_unused():
+    code = ("import sys, harness.pytest_plugin; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('harness', 'checks', 'targets', 'mutants')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "['harness', 'harness.pytest_plugin']"
+
+
+@pytest.mark.slow
+def test_example_correct_store_passes_and_racy_store_fails_on_conc_001():
+    done = run_pytest(str(EXAMPLE))
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "PASSED tests/userstore/example_plugin.py::test_json_store[ARIB-CONC-001]" in out
+    assert "PASSED tests/userstore/example_plugin.py::test_json_store[ARIB-POP-001]" in out
+    assert "PASSED tests/userstore/example_plugin.py::test_racy_store[ARIB-POP-001]" in out
+    assert "FAILED tests/userstore/example_plugin.py::test_racy_store[ARIB-CONC-001]" in out
+    assert "1 failed, 3 passed" in out
+    failure = out.split("test_racy_store[ARIB-CONC-001] _")[1]
+    assert "VIOLATED ARIB-CONC-001: 3 of 3 trials violated; lost" in failure
+    assert "invariant: N concurrent appends leave N visible items" in failure
+    assert "replay:    validate(tests.userstore.stores.racy_store" in failure
+    assert "Traceback" not in failure and "def test_racy_store" not in failure
+
+
+@pytest.mark.slow
+def test_options_choose_seed_trials_and_checks():
+    done = run_pytest(str(EXAMPLE), "--arib-checks", "ARIB-CONC-001", "--arib-trials", "2",
+                      "--arib-seed", "5", "-k", "racy")
+    assert "1 failed, 1 deselected" in done.stdout, done.stdout + done.stderr
+    assert "FAILED: 1 violated of 1 check (seed 5," in done.stdout
+    assert "2 of 2 trials violated" in done.stdout
+    done = run_pytest(str(EXAMPLE), "--arib-checks", "ARIB-POP-001")
+    assert "2 passed" in done.stdout and "ARIB-CONC-001" not in done.stdout, done.stdout
+    assert "PASSED tests/userstore/example_plugin.py::test_racy_store[ARIB-POP-001]" in done.stdout
+
+
+@pytest.mark.slow
+def test_misuse_is_a_usage_error_naming_the_test(tmp_path: Path):
+    test_file = tmp_path / "test_misuse.py"
+    test_file.write_text(
+        "import pytest\nfrom tests.userstore.stores import json_store\n\n"
+        "@pytest.mark.arib(json_store)\ndef test_forgot_the_fixture():\n    pass\n")
+    done = run_pytest(str(test_file))
+    assert done.returncode != 0
+    assert "takes no 'arib_report' argument" in done.stdout + done.stderr
+    test_file.write_text(
+        "import pytest\nfrom tests.userstore.stores import json_store\n\n"
+        "@pytest.mark.arib(json_store, checks=['ARIB-NOPE-001'])\n"
+        "def test_unknown(arib_report):\n    pass\n")
+    done = run_pytest(str(test_file))
+    assert done.returncode != 0
+    assert "ARIB-NOPE-001" in done.stdout + done.stderr
