@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from checks.base import CheckSpec
 from harness.ground.errors import ServiceError
-from harness.ground.family import active_family
+from harness.ground.family import active_family, plugin_lanes
 from harness.ground.services import NotMeasured, ServiceManager
 from targets.base import TargetSpec
 
@@ -30,6 +30,8 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager) -> Prepa
     ready: list[TargetSpec] = []
     missing: list[NotMeasured] = list(family.resolve("not_measured") if family.not_measured
                                       else ())
+    own = frozenset(t.name for t in family.resolve("lanes"))
+    missing += [NotMeasured(name, why) for name, why in plugin_lanes(family.name, own).failed]
     for lane in lanes:
         absent = availability(lane, manager) or absent_backend(lane)
         if absent is not None:

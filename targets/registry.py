@@ -7,7 +7,7 @@ active family (harness.ground.family), whose ``lanes`` field names its own table
 from __future__ import annotations
 
 from harness.ground.errors import UnknownNameError
-from harness.ground.family import active_family
+from harness.ground.family import active_family, plugin_lanes
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
 from targets.sdk import LOCAL_TARGETS
@@ -18,8 +18,11 @@ ALL_TARGETS: tuple[TargetSpec, ...] = (REFERENCE, *REAL_TARGETS)
 
 
 def family_lanes() -> tuple[TargetSpec, ...]:
-    """Every lane of the active family, its reference first."""
-    return tuple(active_family().resolve("lanes"))
+    """Every lane of the active family, its reference first, then the lanes installed
+    packages add (harness.ground.family.plugin_lanes)."""
+    family = active_family()
+    own = tuple(family.resolve("lanes"))
+    return (*own, *plugin_lanes(family.name, frozenset(t.name for t in own)).loaded)
 
 
 def real_lanes() -> tuple[TargetSpec, ...]:

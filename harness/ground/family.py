@@ -9,6 +9,8 @@ for each of these and names none of them itself.
 Families are found in the entry-point group ``arib.families`` (an installed package adds one
 with ``[project.entry-points."arib.families"] name = "module:FAMILY"``), besides the built-in
 openai-agents family, which is found even when this project runs uninstalled from a checkout.
+Installed packages can also add lanes to a family, in the group ``arib.lanes.<family name>``
+(e.g. a user's own Session subclass as an openai-agents lane; see ``plugin_lanes``).
 Every field that names code is a ``"module:attribute"`` reference, resolved only when used, so
 that this ground floor imports nothing of checks/, mutants/ or targets/.
 """
@@ -27,6 +29,7 @@ from typing import Any
 from harness.ground.errors import PluginError, UnknownNameError
 
 ENTRY_POINT_GROUP = "arib.families"
+LANE_GROUP_PREFIX = "arib.lanes."  # + a family's name: lanes installed packages add to it
 ENV_VAR = "ARIB_FAMILY"  # the active family, inherited by every child process
 DEFAULT = "openai-agents"
 BUILTIN: Mapping[str, str] = {DEFAULT: "targets.family:OPENAI_AGENTS"}
@@ -84,10 +87,63 @@ class Family:
         """``<name>-<version>``: the tail of this family's result, baseline and waiver names."""
         return f"{self.name}-{version}"
 
+    @property
+    def lane_group(self) -> str:
+        """The entry-point group through which installed packages add lanes to this family."""
+        return f"{LANE_GROUP_PREFIX}{self.name}"
+
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this family: name, distribution and description."""
         return {"name": self.name, "distribution": self.distribution,
                 "description": self.description}
+
+
+@dataclass(frozen=True)
+class PluginLanes:
+    """Lanes that installed packages add to a family, and the entry points that failed."""
+
+    loaded: tuple[Any, ...]  # TargetSpecs
+    failed: tuple[tuple[str, str], ...]  # (entry point name, why it is not measured)
+
+
+def _as_specs(value: Any) -> list[Any]:
+    """A TargetSpec, something with a ``spec()`` (harness.api's Lane), or a sequence of them."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    specs = [item.spec() if callable(getattr(item, "spec", None)) else item for item in items]
+    for spec in specs:
+        if not (isinstance(getattr(spec, "name", None), str)
+                and callable(getattr(spec, "build", None))):
+            raise TypeError(f"{spec!r} is not a lane (a targets.base.TargetSpec, or a "
+                            f"harness.api lane)")
+    return specs
+
+
+@functools.cache
+def plugin_lanes(family: str, builtin: frozenset[str] = frozenset()) -> PluginLanes:
+    """The lanes installed packages register in ``arib.lanes.<family>``; an entry point that
+    fails to load, names no lane or reuses a lane's name is listed as failed, naming its
+    distribution, and the others go on."""
+    loaded: list[Any] = []
+    failed: list[tuple[str, str]] = []
+    taken = set(builtin)
+    for ep in metadata.entry_points(group=f"{LANE_GROUP_PREFIX}{family}"):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "an unknown distribution"
+        try:
+            specs = _as_specs(ep.load())
+        except Exception as exc:  # a plugin can fail any way: name it, the others go on
+            failed.append((ep.name, f"not measured: lane entry point {ep.name!r} = "
+                                    f"{ep.value!r} of {dist!r} cannot be loaded "
+                                    f"({type(exc).__name__}: {exc}); fix or uninstall {dist!r}"))
+            continue
+        clash = [spec.name for spec in specs if spec.name in taken]
+        if clash:
+            failed.append((ep.name, f"not measured: lane entry point {ep.name!r} of {dist!r} "
+                                    f"names lane {clash[0]!r}, which is already taken; "
+                                    f"rename the lane in {dist!r}"))
+            continue
+        taken.update(spec.name for spec in specs)
+        loaded.extend(specs)
+    return PluginLanes(tuple(loaded), tuple(failed))
 
 
 @functools.cache
