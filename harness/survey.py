@@ -9,7 +9,8 @@ The map of what the suite cannot see yet. Per lane:
    records which lines of the module it executes (``harness.coverage``); a check that is
    not ``held`` in every rerun is not judgeable there;
 3. each remaining mutant runs only under the judgeable checks that reach its lines, ``reruns``
-   times each; a mutant no check reaches is ``no_coverage`` and is not run;
+   times each (``harness.judging.judge_mutants``, admission's pipeline too); a mutant no
+   check reaches is ``no_coverage`` and is not run;
 4. statuses and scores follow ``harness.survey_scores``; the survivors file's ``equivalent``
    entries are applied, and every report lists the file's entries.
 """
