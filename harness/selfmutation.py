@@ -48,6 +48,9 @@ NOT_MUTATED: Mapping[str, Mapping[str, str]] = {
                  "covered by tests/test_admission.py, too slow to rerun per mutant",
         "_execute": "runs a whole check in-process on a real backend",
         "_clean_phase": "forks a child per gate and clean-base run (as ``admit``)",
+        **dict.fromkeys(("_gates", "_pairs", "_result", "_reasons", "_waiver"),
+                        "a part of ``admit`` (split out of it, not mutated before either); "
+                        "covered by tests/test_admission.py"),
     },
     "harness/judging.py": {
         "judge_mutants": "forks a child per mutant run; covered by tests/test_judging.py and "

@@ -58,6 +58,9 @@ def test_a_pairs_limit_scales_from_its_clean_run_and_its_lanes_waits(conc):
     assert p.limit_s == mutant_timeout(conc, 0.4, REFERENCE.waits_s) > mutant_timeout(conc, 0.4)
     still = dataclasses.replace(p, lane=dataclasses.replace(REFERENCE, waits_s=0.0))
     assert still.limit_s == mutant_timeout(conc, 0.4) == 4.0
+    # Room for two of the lane's waits plus the clean run plus the margin, from any wait up.
+    assert mutant_timeout(conc, 0.5, 3.0) == 2 * 3.0 + 0.5 + 2.0
+    assert mutant_timeout(conc, 0.1, 1.0) == pytest.approx(2 * 1.0 + 0.1 + 2.0)
 
 
 def test_a_mutant_run_stops_early_and_trusts_the_clean_runs_claims(conc):
@@ -85,6 +88,8 @@ def test_a_result_is_cached_only_when_settled_and_allowed(conc, tmp_path):
     kept = pair(conc, "reference_lost_update")
     result = _result(kept, killed, how(cache), share=10.0)
     assert (result.status, result.runs, result.diff) == (S.KILLED, (V, V), None)
+    assert (result.check_id, result.mutant_id, result.kind, result.target, result.description) == (
+        conc.id, kept.mutant.id, kept.mutant.kind, REFERENCE.name, kept.mutant.description)
     assert result.duration_s == 3.0 and result.evidence and result.evidence.startswith(
         "verdict violated")
     assert cache.get(kept.key) == result
