@@ -3,9 +3,9 @@
 mutmut writes its working copy to ``./mutants/`` of the directory it runs in, which here would
 be our own ``mutants`` package. So the sources and the chosen tests are copied into a staging
 directory (``build/mutmut-staging/`` by default, gitignored, wiped at every run) and mutmut
-runs there. Only ``harness/ground/model.py`` and the pure functions of ``harness/admission.py`` are
-mutated; the other packages are copied unmutated so that the staged tests import nothing
-from the work tree.
+runs there. Only ``harness/ground/model.py`` and the pure functions of ``harness/admission.py``
+and ``harness/judging.py`` are mutated; the other packages are copied unmutated so that the
+staged tests import nothing from the work tree.
 
 ``python -m harness.selfmutation`` prints the score, every surviving mutant with its
 ``mutmut show`` diff, and exits 1 when the score is under the threshold (4 when mutmut could
@@ -33,12 +33,13 @@ from harness.ground.interrupts import run_in_group
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STAGING = ROOT / "build" / "mutmut-staging"
 PACKAGES = ("harness",)
-MUTATED = ("harness/ground/model.py", "harness/admission.py")
+MUTATED = ("harness/ground/model.py", "harness/admission.py", "harness/judging.py")
 TESTS = (
     "tests/__init__.py",
     "tests/conftest.py",
     "tests/test_model.py",
     "tests/test_model_mutations.py",
+    "tests/test_judging.py",
 )
 # Functions of a mutated file left unmutated in the staged copy, with the reason.
 NOT_MUTATED: Mapping[str, Mapping[str, str]] = {
@@ -46,6 +47,15 @@ NOT_MUTATED: Mapping[str, Mapping[str, str]] = {
         "admit": "forks a child per job and runs real checks (seconds per test); "
                  "covered by tests/test_admission.py, too slow to rerun per mutant",
         "_execute": "runs a whole check in-process on a real backend",
+        "_clean_phase": "forks a child per gate and clean-base run (as ``admit``)",
+        **dict.fromkeys(("_gates", "_pairs", "_result", "_reasons", "_waiver"),
+                        "a part of ``admit`` (split out of it, not mutated before either); "
+                        "covered by tests/test_admission.py"),
+    },
+    "harness/judging.py": {
+        "judge_mutants": "forks a child per mutant run; covered by tests/test_judging.py and "
+                         "tests/test_admission.py, too slow to rerun per mutant",
+        "_run": "runs a whole check in-process on a real backend",
     },
 }
 # Measured on 2026-11-29: with tests/test_model.py alone 171/548 killed (31.2%, 329 mutants

@@ -9,7 +9,8 @@ The map of what the suite cannot see yet. Per lane:
    records which lines of the module it executes (``harness.coverage``); a check that is
    not ``held`` in every rerun is not judgeable there;
 3. each remaining mutant runs only under the judgeable checks that reach its lines, ``reruns``
-   times each; a mutant no check reaches is ``no_coverage`` and is not run;
+   times each (``harness.judging.judge_mutants``, admission's pipeline too); a mutant no
+   check reaches is ``no_coverage`` and is not run;
 4. statuses and scores follow ``harness.survey_scores``; the survivors file's ``equivalent``
    entries are applied, and every report lists the file's entries.
 """
@@ -22,31 +23,14 @@ import importlib
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from checks.base import CheckSpec
-from harness.admission import (
-    MUTANT_GRACE_S,
-    TIME_RULE,
-    clean_base,
-    clean_reruns,
-    evidence,
-    mutant_timeout,
-    run_status,
-)
 from harness.cache import AdmissionCache
 from harness.coverage import ModuleLines, covered_run, read_record
-from harness.execute import (
-    RunOptions,
-    child_finding,
-    derive_seed,
-    fast_tmpdir,
-    lane_claims,
-    run_check,
-)
+from harness.execute import RunOptions, child_finding, derive_seed, fast_tmpdir, lane_claims
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
 from harness.ground.model import (
     Cell,
@@ -58,6 +42,7 @@ from harness.ground.model import (
     Verdict,
 )
 from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
+from harness.judging import TIME_RULE, Judging, Pair, clean_base, clean_reruns, judge_mutants
 from harness.keys import verdict_key
 from harness.progress import Progress
 from harness.survey_lane import LaneSurvey, MutantOutcome
@@ -67,12 +52,14 @@ from mutants.base import MutantSpec
 from mutants.equivalence import Equivalence, classify
 from mutants.generate import GenerationReport
 from mutants.operators import OPERATORS
-from mutants.pool import generated_for_lane, schedule
+from mutants.pool import generated_for_lane
 from targets.base import TargetSpec
 
 # The version of the survey's rules and of its lane files (recorded in each file as "engine").
 SURVEY_ENGINE = 2
 S = MutantStatus
+# The statuses of a (check, mutant) pair that the survey keeps in the cache.
+CACHED = frozenset({S.KILLED, S.SURVIVED, S.TIMEOUT})
 
 
 @dataclass(frozen=True)
@@ -201,19 +188,17 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
     plans = [_prepare(lane) for lane in config.lanes]
 
-    def options(check: CheckSpec, rerun: int, early: bool) -> RunOptions:
+    def options(check: CheckSpec, rerun: int) -> RunOptions:  # of a clean run
         return RunOptions(params=check.resolve_params(config.params.get(check.id)),
                           run_seed=derive_seed(config.run_seed, "survey", rerun),
-                          stop_on_violation=early, tmpdir=config.tmpdir,
-                          services=dict(config.services),
-                          verify_claims=not early)  # mutants: verified on the clean base
+                          tmpdir=config.tmpdir, services=dict(config.services))
 
     records = tempfile.mkdtemp(prefix="arib-coverage-")
     try:
         _clean_phase(config, checks, [p for p in plans if p.error is None], options, records)
     finally:
         shutil.rmtree(records, ignore_errors=True)
-    runs = _mutant_phase(config, [p for p in plans if p.error is None], options)
+    runs = _mutant_phase(config, [p for p in plans if p.error is None])
     by = by_lane(config.survivors)
     return tuple(_assemble(plan, runs, by.get(plan.lane.name, {})) for plan in plans)
 
@@ -244,7 +229,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
         progress.advance(f"{what}: {state}")
 
     calls: list[Callable[[], Any]] = [
-        functools.partial(covered_run, c, plan.lane, options(c, r, False), record, plan.file)
+        functools.partial(covered_run, c, plan.lane, options(c, r), record, plan.file)
         for plan, c, r, record in jobs]
     calls += [functools.partial(lane_claims, p.lane, dict(config.services), config.tmpdir)
               for p in probes]
@@ -254,7 +239,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done)
     findings: dict[Cell, list[Finding]] = {}
     for (plan, c, r, record), out in zip(jobs, outcomes[:len(jobs)], strict=True):
-        finding = child_finding(c, plan.lane, options(c, r, False), out, limit)
+        finding = child_finding(c, plan.lane, options(c, r), out, limit)
         findings.setdefault(Cell(c.id, plan.lane.name), []).append(finding)
         got = read_record(record, plan.file)
         if got.error is not None:
@@ -288,72 +273,39 @@ def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
 Runs = dict[tuple[str, MutantKey], MutantResult]
 
 
-def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan], options: Any) -> Runs:
+def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
     """Run each mutant under the judgeable checks that reach it; cached pairs are reused."""
-    by_id = {c.id: c for c in config.checks}
-    jobs: list[tuple[_Plan, CheckSpec, MutantSpec, int, float]] = []
-    results: Runs = {}
+    by_id = {c.id: dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks}
+    pairs: dict[str, list[Pair]] = {}
     for plan in plans:
         judgeable = [by_id[c] for c, base in plan.clean.items() if base.judgeable]
-        counts = {"run": 0, "cached": 0, "saved_by_coverage": 0, "saved_by_compiler_or_claims":
-                  0, "not_judgeable": 0}
+        pairs[plan.lane.name] = [
+            Pair(c, plan.lane, mutant, Verdict.VIOLATED, plan.clean[c.id].duration_s,
+                 _key(c, plan.lane, mutant, config))
+            for mutant in plan.mutants if mutant.id not in plan.ignored
+            for c in judgeable if _reaches(plan, c.id, mutant)]
+    judged = judge_mutants(
+        [p for plan in plans for p in pairs[plan.lane.name]],
+        Judging("survey", config.reruns, config.workers, config.cache, CACHED,
+                config.run_seed, config.params, dict(config.services), config.tmpdir,
+                wall_share=True, quiet=config.quiet))
+    for plan in plans:
+        judged_by = [c for c, base in plan.clean.items() if base.judgeable]
+        cached = judged.cached(pairs[plan.lane.name])
+        counts = {"run": (len(pairs[plan.lane.name]) - cached) * config.reruns,
+                  "cached": cached, "saved_by_coverage": 0, "saved_by_compiler_or_claims": 0,
+                  "not_judgeable": 0}
         for mutant in plan.mutants:
             if mutant.id in plan.ignored:
-                counts["saved_by_compiler_or_claims"] += len(judgeable) * config.reruns
+                counts["saved_by_compiler_or_claims"] += len(judged_by) * config.reruns
                 continue
-            for c in judgeable:
-                if not _reaches(plan, c.id, mutant):
-                    counts["saved_by_coverage"] += config.reruns
-                    continue
-                limit = mutant_timeout(dataclasses.replace(c, timeout_s=config.timeout_s),
-                                       plan.clean[c.id].duration_s, plan.lane.waits_s)
-                hit = config.cache.get(_key(c, plan.lane, mutant, config))
-                if hit is not None:
-                    results[(c.id, plan.key(mutant))] = dataclasses.replace(
-                        hit, cached=True)
-                    counts["cached"] += 1
-                    continue
-                jobs += [(plan, c, mutant, r, limit) for r in range(config.reruns)]
-                counts["run"] += config.reruns
+            counts["saved_by_coverage"] += config.reruns * sum(
+                1 for c in judged_by if not _reaches(plan, c, mutant))
             counts["not_judgeable"] += sum(
                 1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
                 and _reaches(plan, c, mutant))
         plan.counts = counts
-    jobs = schedule(jobs, lambda job: job[2])
-    progress = Progress("survey", len(jobs), quiet=config.quiet)
-
-    def done(index: int, outcome: ChildOutcome) -> None:
-        plan, c, mutant, _, _ = jobs[index]
-        state = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
-            outcome.status.value)
-        progress.advance(f"{plan.lane.name} {mutant.operator} {mutant.qualname} x {c.id}: "
-                         f"{state}")
-
-    started = time.perf_counter()
-    outcomes = run_jobs(
-        [functools.partial(run_check, dataclasses.replace(c, timeout_s=t), plan.lane,
-                           options(c, r, True), m) for plan, c, m, r, t in jobs],
-        workers=config.workers, timeout_s=[job[4] + MUTANT_GRACE_S for job in jobs],
-        on_done=done)
-    share = (time.perf_counter() - started) / max(len(jobs), 1)
-    found: dict[tuple[str, MutantKey], list[Finding]] = {}
-    for (plan, c, m, r, t), out in zip(jobs, outcomes, strict=True):
-        found.setdefault((c.id, plan.key(m)), []).append(
-            child_finding(c, plan.lane, options(c, r, True), out, t))
-    for plan, c, mutant, _, _ in jobs:
-        key = (c.id, plan.key(mutant))
-        if key in results:
-            continue
-        findings = found[key]
-        status = run_status(c, Verdict.VIOLATED, findings)
-        result = MutantResult(
-            c.id, mutant.id, mutant.kind, plan.lane.name, mutant.description, status,
-            tuple(f.verdict for f in findings), Verdict.VIOLATED, evidence(findings) or None,
-            None if status is S.KILLED else mutant.diff(), share * len(findings))
-        if status in (S.KILLED, S.SURVIVED, S.TIMEOUT):
-            config.cache.put(_key(c, plan.lane, mutant, config), result)
-        results[key] = result
-    return results
+    return dict(judged.results)
 
 
 def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:

@@ -134,10 +134,10 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     does; "mutmut" uses mutmut's rule instead: 15 x (clean duration + 1 s).
     """
     from checks.conc_001 import CHECK
-    from harness.admission import MUTANT_GRACE_S, mutant_timeout
     from harness.execute import RunOptions, fast_tmpdir, run_check
     from harness.ground.child import ChildStatus, run_jobs
     from harness.ground.model import Verdict
+    from harness.judging import MUTANT_GRACE_S, mutant_timeout
     from mutants.generate import generate
     from mutants.pool import schedule
     from targets.sdk import SQLITE_FILE
@@ -155,7 +155,7 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     clean_job = functools.partial(run_check, check, SQLITE_FILE, opts, None)
     judging = time.perf_counter()
     # Both rules run the clean backend first: admission scales a mutant's time limit from
-    # the clean run (harness.admission.mutant_timeout); mutmut uses 15 x (clean + 1 s).
+    # the clean run (harness.judging.mutant_timeout); mutmut uses 15 x (clean + 1 s).
     (clean,) = run_jobs([clean_job], workers=1, timeout_s=check.timeout_s + GRACE_S)
     clean_s = clean.value.duration_s if clean.status is ChildStatus.OK else check.timeout_s
     if timeout_rule == "mutmut":
@@ -311,14 +311,14 @@ def table(runs: Sequence[ToolRun]) -> str:
 
 def runner_settings() -> dict[str, Any]:
     """The settings of our runner that shape its throughput, recorded with the figures."""
-    from harness import admission, execute
+    from harness import execute, judging
     from harness.ground import child
 
     return {
-        "mutant_time_limit": f"{admission.TIMEOUT_FACTOR:g} x clean run, at least "
-                             f"{admission.MIN_MUTANT_TIMEOUT_S:g} s",
+        "mutant_time_limit": f"{judging.TIMEOUT_FACTOR:g} x clean run, at least "
+                             f"{judging.MIN_MUTANT_TIMEOUT_S:g} s",
         "watchdog_after_limit_s": execute.WATCHDOG_SLACK_S,
-        "kill_after_limit_s": admission.MUTANT_GRACE_S,
+        "kill_after_limit_s": judging.MUTANT_GRACE_S,
         "stalled_child": f"under {child.STALL_MAX_CPU_SHARE:.0%} CPU for "
                          f"{child.STALL_WINDOW_S:g} s, after {child.STALL_AFTER_SHARE:.0%} of "
                          f"its limit; up to {child.STALLED_PER_WORKER} per worker",

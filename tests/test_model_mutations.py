@@ -15,17 +15,10 @@ from typing import Any
 import pytest
 
 import harness.admission as admission
+import harness.judging as judging
 import harness.keys as keys
 from checks.registry import validate_module
-from harness.admission import (
-    MIN_MUTANT_TIMEOUT_S,
-    TIMEOUT_FACTOR,
-    AdmissionConfig,
-    _as_finding,
-    _Job,
-    _options,
-    mutant_timeout,
-)
+from harness.admission import AdmissionConfig, _as_finding, _Job, _options
 from harness.cache import AdmissionCache
 from harness.execute import derive_seed
 from harness.ground.child import ChildOutcome, ChildStatus
@@ -243,9 +236,9 @@ def test_options_resolve_params_seed_and_early_stop(conc):
     assert _options(conc, cfg(), 0, False).params == {"writers": 8, "appends": 25, "trials": 3}
 
 
-def test_options_verify_claims_unless_told_they_were_verified(conc):
+def test_gates_and_clean_bases_verify_the_lanes_claims(conc):
     assert _options(conc, cfg(), 0, True).verify_claims is True
-    assert _options(conc, cfg(), 0, True, verify_claims=False).verify_claims is False
+    assert _options(conc, cfg(), 0, False).verify_claims is True
 
 
 def test_a_mutant_is_told_apart_by_lane_and_id():
@@ -263,10 +256,10 @@ def test_a_job_is_gathered_by_check_role_and_its_mutant_on_a_lane_or_its_lane(co
     twin = dataclasses.replace(mutant, target="reference-twin")
     assert admission._slot(_Job(conc, REFERENCE, None, 0, "clean")) == (
         conc.id, "clean", REFERENCE.name)
-    assert admission._slot(_Job(conc, REFERENCE, mutant, 2, "mutant")) == (
-        conc.id, "mutant", MutantKey(REFERENCE.name, mutant.id))
-    assert admission._slot(_Job(conc, REFERENCE, twin, 2, "mutant")) != admission._slot(
-        _Job(conc, REFERENCE, mutant, 2, "mutant"))
+    assert admission._slot(_Job(conc, REFERENCE, mutant, 2, "forced")) == (
+        conc.id, "forced", MutantKey(REFERENCE.name, mutant.id))
+    assert admission._slot(_Job(conc, REFERENCE, twin, 2, "forced")) != admission._slot(
+        _Job(conc, REFERENCE, mutant, 2, "forced"))
 
 
 def test_ok_child_outcome_is_its_finding(conc):
@@ -281,7 +274,7 @@ def test_ok_child_outcome_is_its_finding(conc):
     (ChildStatus.RAISED, "child raised out of the harness"),
 ])
 def test_failed_child_outcome_is_an_error_finding(conc, status, reason):
-    job = _Job(conc, REFERENCE, None, 1, "mutant")
+    job = _Job(conc, REFERENCE, None, 1, "base")
     outcome = ChildOutcome(status, detail="died of SIGSEGV", duration_s=4.5)
     finding = _as_finding(job, outcome, cfg(run_seed=3, params={"ARIB-CONC-001": {"trials": 1}}))
     assert finding.verdict is E
@@ -372,25 +365,25 @@ def timed_out() -> Finding:
 
 def test_status_of_timeouts(conc):
     hang = dataclasses.replace(conc, hang_invariant=True)
-    assert admission.run_status(hang, V, [timed_out(), timed_out()]) is MutantStatus.KILLED
-    assert admission.run_status(conc, V, [timed_out(), timed_out()]) is MutantStatus.TIMEOUT
-    assert admission.run_status(hang, V, [timed_out(), full_finding(verdict=E)]) is (
+    assert judging.run_status(hang, V, [timed_out(), timed_out()]) is MutantStatus.KILLED
+    assert judging.run_status(conc, V, [timed_out(), timed_out()]) is MutantStatus.TIMEOUT
+    assert judging.run_status(hang, V, [timed_out(), full_finding(verdict=E)]) is (
         MutantStatus.ERROR)
-    assert admission.run_status(hang, V, [timed_out(), full_finding()]) is MutantStatus.KILLED
-    assert admission.run_status(hang, V, [full_finding(), full_finding()]) is (
+    assert judging.run_status(hang, V, [timed_out(), full_finding()]) is MutantStatus.KILLED
+    assert judging.run_status(hang, V, [full_finding(), full_finding()]) is (
         MutantStatus.KILLED)
 
 
 def test_status_uses_the_mutants_expected_verdict(conc):
     na = full_finding(verdict=N)
-    assert admission.run_status(conc, N, [na, na]) is MutantStatus.KILLED
-    assert admission.run_status(conc, N, [full_finding(), full_finding()]) is (
+    assert judging.run_status(conc, N, [na, na]) is MutantStatus.KILLED
+    assert judging.run_status(conc, N, [full_finding(), full_finding()]) is (
         MutantStatus.SURVIVED)
 
 
 def test_evidence_of_the_first_finding():
     first = full_finding(samples=("s1", "s2"))
-    text = admission.evidence([first, full_finding(reason="second")])
+    text = judging.evidence([first, full_finding(reason="second")])
     assert text == ("verdict violated; 2/3 trials violated; lost 1, duplicated 2, foreign 3, "
                     "errors 4; modes lossy=2, exact=1; why; s1")
 
@@ -398,15 +391,15 @@ def test_evidence_of_the_first_finding():
 def test_evidence_leaves_out_what_is_empty():
     quiet = full_finding(verdict=H, violating_trials=0, counts=Counts(duplicated=2), modes={},
                          reason=None, samples=())
-    assert admission.evidence([quiet]) == "verdict held; duplicated 2"
+    assert judging.evidence([quiet]) == "verdict held; duplicated 2"
     bare = full_finding(verdict=H, violating_trials=0, counts=Counts(), modes={"exact": 3},
                         reason=None, samples=())
-    assert admission.evidence([bare]) == "verdict held; modes exact=3"
-    assert admission.evidence([]) == ""
+    assert judging.evidence([bare]) == "verdict held; modes exact=3"
+    assert judging.evidence([]) == ""
 
 
 def test_evidence_is_capped_at_600_characters():
-    text = admission.evidence([full_finding(reason=None, samples=("x" * 1000,))])
+    text = judging.evidence([full_finding(reason=None, samples=("x" * 1000,))])
     assert len(text) == 600 and text.startswith("verdict violated; ")
 
 
@@ -420,17 +413,9 @@ def test_get_name_prefers_the_name_then_the_id():
 
 
 def test_mutant_timeout_scales_from_the_clean_run_and_is_bounded(conc):
-    assert (MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR) == (1.0, 10.0)
-    assert mutant_timeout(conc, 0.01) == 1.0  # never below the floor
-    assert mutant_timeout(conc, 0.2) == 2.0
-    assert mutant_timeout(conc, 0.5) == 5.0  # ten times the clean run
-    assert mutant_timeout(conc, 1.0) == 10.0
-    assert mutant_timeout(conc, 100.0) == conc.timeout_s == 60.0  # never above the check's
-
-
-def test_failed_child_outcome_uses_full_runs_options(conc):
-    job = _Job(conc, REFERENCE, None, 1, "mutant", timeout_s=4.0)
-    finding = _as_finding(job, ChildOutcome(ChildStatus.TIMEOUT, detail="x"), cfg())
-    assert finding.params["run_seed"] == _options(conc, cfg(), 1, False).run_seed
-    assert "(4.0s + grace)" in (finding.reason or "")
-    assert finding.modes == {"timeout": 1}
+    assert (judging.MIN_MUTANT_TIMEOUT_S, judging.TIMEOUT_FACTOR) == (1.0, 10.0)
+    assert judging.mutant_timeout(conc, 0.01) == 1.0  # never below the floor
+    assert judging.mutant_timeout(conc, 0.2) == 2.0
+    assert judging.mutant_timeout(conc, 0.5) == 5.0  # ten times the clean run
+    assert judging.mutant_timeout(conc, 1.0) == 10.0
+    assert judging.mutant_timeout(conc, 100.0) == conc.timeout_s == 60.0  # at most the check's

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from checks.registry import get_check
-from harness.admission import MIN_MUTANT_TIMEOUT_S, WAIT_MARGIN_S, mutant_timeout
+from harness.judging import MIN_MUTANT_TIMEOUT_S, WAIT_MARGIN_S, mutant_timeout
 from mutants.generate import installed_source
 from targets.base import BuildContext
 from targets.reference import BUSY_DEADLINE_S, REFERENCE

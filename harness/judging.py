@@ -1,0 +1,242 @@
+"""Judging mutants: the one pipeline admission and the survey share.
+
+Both ask the same question of many (check, mutant, lane) pairs: does the check see the
+mutant there? Each caller runs its own clean phase (admission with its sanity gates, the
+survey with coverage) and builds each cell's ``CleanBase`` with ``clean_base``; from there
+``judge_mutants`` does the rest the same way for both:
+
+1. a pair whose verdicts are in the cache (``harness.keys.verdict_key``) is not run;
+2. the others run ``reruns`` times each, in forked children, in ``mutants.pool.schedule``
+   order, each under a time limit scaled from its clean run (``mutant_timeout``);
+3. a child that delivered no finding becomes an error finding (``child_finding``);
+4. a pair's reruns become its status (``run_status``), and a settled status is cached.
+
+What differs between the callers is a field of ``Judging``, not a second copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from checks.base import CheckSpec
+from harness.cache import AdmissionCache
+from harness.execute import RunOptions, child_finding, derive_seed, run_check
+from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
+from harness.ground.model import (
+    CleanBase,
+    Finding,
+    MutantKey,
+    MutantResult,
+    MutantStatus,
+    Verdict,
+    mutant_status,
+)
+from harness.progress import Progress
+from mutants.base import MutantSpec
+from mutants.pool import schedule
+from targets.base import TargetSpec
+
+# A mutant may take TIMEOUT_FACTOR times its clean run (at least MIN_MUTANT_TIMEOUT_S) before
+# it is a timeout: a mutant that only slows the backend down must not cost a full minute.
+TIMEOUT_FACTOR = 10.0
+MIN_MUTANT_TIMEOUT_S = 1.0
+# A mutant's child is killed this long after its time limit: a mutant can block the event
+# loop's cancellation (a shielded write waiting on a lock it will never get).
+MUTANT_GRACE_S = 1.0
+# A mutant's limit leaves room for the backend's own longest wait (TargetSpec.waits_s, e.g.
+# SQLite's busy timeout) plus the clean run plus this margin: a lock a mutant leaves held
+# then makes the next caller give up with an error (evidence) instead of hanging past it.
+WAIT_MARGIN_S = 2.0
+# A check's clean base runs at least this often on a lane (admission's own rerun count): a
+# base that breaks in 1 of 5 runs is seen with 3 runs about half the time, with 1 run 1 in 5.
+MIN_CLEAN_RERUNS = 3
+# The time-limit rule in words (recorded with survey results and in cache keys).
+TIME_RULE = (f"per run: {TIMEOUT_FACTOR:g} x the clean run of the same check on the same lane, "
+             f"at least {MIN_MUTANT_TIMEOUT_S:g} s, at most the check's timeout ({{cap}}); "
+             f"never less than the lane's own lock wait (waits_s) + the clean run + "
+             f"{WAIT_MARGIN_S:g} s")
+
+# Where a pair's result is found: by check id and the mutant on its lane.
+Slot = tuple[str, MutantKey]
+
+
+def mutant_timeout(check: CheckSpec, clean_s: float, waits_s: float = 0.0) -> float:
+    """A mutant's time limit: a multiple of the clean run, at most the check's own timeout,
+    and never shorter than two of the backend's own waits ``waits_s`` plus the clean run plus a
+    margin (a limit below SQLite's busy timeout turns "database is locked" into a hang)."""
+    limit = min(check.timeout_s, max(MIN_MUTANT_TIMEOUT_S, TIMEOUT_FACTOR * clean_s))
+    if waits_s > 0:
+        # Room for two of the backend's waits: a mutant that leaves the store locked makes
+        # one call wait out the busy timeout and often the next call of the trial too (a
+        # single wait plus a 2 s margin was exceeded on a loaded machine: a kill seen as a
+        # timeout, and admission flaky).
+        limit = max(limit, 2 * waits_s + clean_s + WAIT_MARGIN_S)
+    return limit
+
+
+def clean_reruns(reruns: int) -> int:
+    """How often a check's clean base runs on a lane: as often as its mutants, at least 3."""
+    return max(MIN_CLEAN_RERUNS, reruns)
+
+
+def clean_base(check_id: str, lane: str, findings: Sequence[Finding]) -> CleanBase:
+    """The clean base of ``check_id`` on ``lane`` from its reruns' findings."""
+    bad = next((f for f in findings if f.verdict is not Verdict.HELD), None)
+    reason = None
+    if bad is not None:
+        reason = bad.reason or (bad.samples[0] if bad.samples else None)
+        if bad.verdict is Verdict.VIOLATED and bad.violating_trials:
+            reason = f"{bad.violating_trials}/{bad.trials} trials violated" + (
+                f": {reason}" if reason else "")
+    return CleanBase(check_id, lane, tuple(f.verdict for f in findings),
+                     max((f.duration_s for f in findings), default=0.0),
+                     reason[:300] if reason else None)
+
+
+def run_status(check: CheckSpec, expected: Verdict, findings: Sequence[Finding]) -> MutantStatus:
+    """A mutant's status from its reruns: a timeout is a kill only for a "does not hang" check."""
+    timeouts = sum(1 for f in findings if f.modes.get("timeout"))
+    return mutant_status([f.verdict for f in findings], expected, timeouts,
+                         hang_kills=check.hang_invariant)
+
+
+def evidence(findings: Sequence[Finding]) -> str:
+    """One line of evidence from the first finding of a mutant's reruns."""
+    parts = []
+    for f in findings[:1]:
+        parts.append(f"verdict {f.verdict.value}")
+        if f.violating_trials:
+            parts.append(f"{f.violating_trials}/{f.trials} trials violated")
+        if f.counts.total:
+            parts.append(", ".join(f"{k} {v}" for k, v in f.counts.to_json().items() if v))
+        if f.modes:
+            parts.append("modes " + ", ".join(f"{k}={v}" for k, v in f.modes.items()))
+        if f.reason:
+            parts.append(f.reason)
+        if f.samples:
+            parts.append(f.samples[0])
+    return "; ".join(parts)[:600]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One check to judge on one mutant on one lane, and what its time limit follows."""
+
+    check: CheckSpec  # its timeout_s caps the mutant's time limit
+    lane: TargetSpec
+    mutant: MutantSpec
+    expected: Verdict  # the verdict a kill gives in every rerun
+    clean_s: float  # the longest clean run of the check on the lane
+    key: str  # its verdict cache key (harness.keys.verdict_key)
+    store: bool = True  # False: judged to be shown, never cached (e.g. its base broke)
+
+    @property
+    def slot(self) -> Slot:
+        """Where its result is found: its check and its mutant on its lane."""
+        return (self.check.id, MutantKey(self.lane.name, self.mutant.id))
+
+    @property
+    def limit_s(self) -> float:
+        """Its time limit per run (see ``mutant_timeout``)."""
+        return mutant_timeout(self.check, self.clean_s, self.lane.waits_s)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How pairs are judged: their runs' seeds and options, and what is kept in the cache."""
+
+    kind: str  # "admission" or "survey": run seeds derive from it, progress shows it
+    reruns: int
+    workers: int
+    cache: AdmissionCache
+    cache_statuses: frozenset[MutantStatus]  # the statuses settled enough to cache
+    run_seed: int = 0
+    params: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
+    services: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    tmpdir: str | None = None
+    # A result's duration: the sum of its runs' own (False), or its runs' share of the
+    # whole phase's wall time, children waiting for a worker included (True).
+    wall_share: bool = False
+    quiet: bool = False
+
+    def options(self, check: CheckSpec, rerun: int) -> RunOptions:
+        """A mutant run's options: stop at the first violation; claims were verified clean."""
+        return RunOptions(params=check.resolve_params(self.params.get(check.id)),
+                          run_seed=derive_seed(self.run_seed, self.kind, rerun),
+                          stop_on_violation=True, tmpdir=self.tmpdir, services=self.services,
+                          verify_claims=False)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Every judged pair's result by slot, cached ones marked ``cached``."""
+
+    results: Mapping[Slot, MutantResult]
+
+    def cached(self, pairs: Sequence[Pair]) -> int:
+        """How many of ``pairs`` were answered from the cache."""
+        return sum(1 for p in pairs if self.results[p.slot].cached)
+
+
+def _run(pair: Pair, rerun: int, how: Judging) -> Finding:
+    check = dataclasses.replace(pair.check, timeout_s=pair.limit_s)
+    return run_check(check, pair.lane, how.options(pair.check, rerun), pair.mutant)
+
+
+def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
+    """Each pair's ``MutantResult``: from the cache, or from ``how.reruns`` forked runs."""
+    results: dict[Slot, MutantResult] = {}
+    todo: list[Pair] = []
+    for pair in pairs:
+        hit = how.cache.get(pair.key)
+        if hit is not None:
+            results[pair.slot] = dataclasses.replace(hit, cached=True)
+        else:
+            todo.append(pair)
+    jobs = schedule([(p, r) for p in todo for r in range(how.reruns)], lambda j: j[0].mutant)
+    progress = Progress(f"{how.kind} mutants", len(jobs), quiet=how.quiet)
+
+    def done(index: int, outcome: ChildOutcome) -> None:
+        pair = jobs[index][0]
+        state = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
+            outcome.status.value)
+        m = pair.mutant
+        progress.advance(f"{pair.lane.name} {m.name or f'{m.operator} {m.qualname}'} x "
+                         f"{pair.check.id}: {state}")
+
+    started = time.perf_counter()
+    outcomes = run_jobs([functools.partial(_run, p, r, how) for p, r in jobs],
+                        workers=how.workers, on_done=done,
+                        timeout_s=[p.limit_s + MUTANT_GRACE_S for p, _ in jobs])
+    share = (time.perf_counter() - started) / max(len(jobs), 1)
+    found: dict[Slot, list[Finding]] = {}
+    for (pair, rerun), outcome in zip(jobs, outcomes, strict=True):
+        found.setdefault(pair.slot, []).append(_finding(pair, rerun, outcome, how))
+    for pair in todo:
+        results[pair.slot] = _result(pair, found[pair.slot], how, share)
+    return Judged(results)
+
+
+def _finding(pair: Pair, rerun: int, outcome: ChildOutcome, how: Judging) -> Finding:
+    """The finding of one run of a pair, or why its child delivered none."""
+    return child_finding(pair.check, pair.lane, how.options(pair.check, rerun), outcome,
+                         pair.limit_s)
+
+
+def _result(pair: Pair, findings: Sequence[Finding], how: Judging, share: float
+            ) -> MutantResult:
+    """A pair's result from its reruns' findings, cached when its status is settled."""
+    mutant = pair.mutant
+    status = run_status(pair.check, pair.expected, findings)
+    result = MutantResult(
+        pair.check.id, mutant.id, mutant.kind, pair.lane.name, mutant.description, status,
+        tuple(f.verdict for f in findings), pair.expected, evidence(findings) or None,
+        None if status is MutantStatus.KILLED else mutant.diff(),
+        share * len(findings) if how.wall_share else sum(f.duration_s for f in findings))
+    if pair.store and status in how.cache_statuses:
+        how.cache.put(pair.key, result)
+    return result

@@ -1,0 +1,120 @@
+"""Judging mutants: the pipeline admission and the survey share (harness/judging.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+import pytest
+
+from checks.registry import get_check, validate_module
+from harness.cache import AdmissionCache
+from harness.execute import derive_seed
+from harness.ground.child import ChildOutcome, ChildStatus
+from harness.ground.model import MutantKey, MutantStatus, Verdict
+from harness.judging import (
+    Judging,
+    Pair,
+    _finding,
+    _result,
+    judge_mutants,
+    mutant_timeout,
+)
+from mutants.registry import get_mutant
+from targets.reference import REFERENCE
+from tests.test_model_mutations import full_finding
+
+S, V = MutantStatus, Verdict.VIOLATED
+
+
+@pytest.fixture()
+def conc():
+    return validate_module(importlib.import_module("checks.conc_001"))
+
+
+def how(cache: AdmissionCache | None = None, **kw: Any) -> Judging:
+    return Judging(**{"kind": "admission", "reruns": 2, "workers": 2,
+                      "cache": cache or AdmissionCache(None),
+                      "cache_statuses": frozenset({S.KILLED, S.SURVIVED}), "quiet": True,
+                      **kw})
+
+
+def pair(check: Any, name: str, **kw: Any) -> Pair:
+    return Pair(**{"check": check, "lane": REFERENCE, "mutant": get_mutant(name),
+                   "expected": V, "clean_s": 0.4, "key": f"key-{name}", **kw})
+
+
+def test_a_pair_is_found_by_check_and_its_mutant_on_its_lane(conc):
+    p = pair(conc, "reference_lost_update")
+    assert p.slot == (conc.id, MutantKey(REFERENCE.name, p.mutant.id))
+    other = dataclasses.replace(p, lane=dataclasses.replace(REFERENCE, name="twin"))
+    assert other.slot == (conc.id, MutantKey("twin", p.mutant.id)) != p.slot
+
+
+def test_a_pairs_limit_scales_from_its_clean_run_and_its_lanes_waits(conc):
+    assert REFERENCE.waits_s > 0
+    p = pair(conc, "reference_lost_update", clean_s=0.4)
+    assert p.limit_s == mutant_timeout(conc, 0.4, REFERENCE.waits_s) > mutant_timeout(conc, 0.4)
+    still = dataclasses.replace(p, lane=dataclasses.replace(REFERENCE, waits_s=0.0))
+    assert still.limit_s == mutant_timeout(conc, 0.4) == 4.0
+    # Room for two of the lane's waits plus the clean run plus the margin, from any wait up.
+    assert mutant_timeout(conc, 0.5, 3.0) == 2 * 3.0 + 0.5 + 2.0
+    assert mutant_timeout(conc, 0.1, 1.0) == pytest.approx(2 * 1.0 + 0.1 + 2.0)
+
+
+def test_a_mutant_run_stops_early_and_trusts_the_clean_runs_claims(conc):
+    opts = how(run_seed=5, kind="survey", params={conc.id: {"trials": 1}}, tmpdir="/fast",
+               services={"redis": "redis://x"}).options(conc, 1)
+    assert opts.stop_on_violation is True and opts.verify_claims is False
+    assert opts.run_seed == derive_seed(5, "survey", 1) != derive_seed(5, "admission", 1)
+    assert opts.params == {"writers": 8, "appends": 25, "trials": 1}
+    assert opts.tmpdir == "/fast" and opts.services == {"redis": "redis://x"}
+
+
+def test_a_failed_child_is_an_error_finding_under_the_pairs_limit(conc):
+    p = pair(conc, "reference_lost_update", lane=dataclasses.replace(REFERENCE, waits_s=0.0))
+    finding = _finding(p, 1, ChildOutcome(ChildStatus.TIMEOUT, detail="x"), how(run_seed=3))
+    assert finding.verdict is Verdict.ERROR
+    assert "(4.0s + grace)" in (finding.reason or "")
+    assert finding.modes == {"timeout": 1}
+    assert finding.params["run_seed"] == derive_seed(3, "admission", 1)
+
+
+def test_a_result_is_cached_only_when_settled_and_allowed(conc, tmp_path):
+    cache = AdmissionCache(tmp_path)
+    killed = [full_finding(duration_s=1.0), full_finding(duration_s=2.0)]
+    flaky = [full_finding(), full_finding(verdict=Verdict.HELD, violating_trials=0)]
+    kept = pair(conc, "reference_lost_update")
+    result = _result(kept, killed, how(cache), share=10.0)
+    assert (result.status, result.runs, result.diff) == (S.KILLED, (V, V), None)
+    assert (result.check_id, result.mutant_id, result.kind, result.target, result.description) == (
+        conc.id, kept.mutant.id, kept.mutant.kind, REFERENCE.name, kept.mutant.description)
+    assert result.duration_s == 3.0 and result.evidence and result.evidence.startswith(
+        "verdict violated")
+    assert cache.get(kept.key) == result
+    assert _result(kept, killed, how(cache, wall_share=True), share=10.0).duration_s == 20.0
+    shown = pair(conc, "reference_corrupts_content", store=False)
+    assert _result(shown, killed, how(cache), share=0.0).status is S.KILLED
+    unsettled = pair(conc, "reference_without_close")
+    bad = _result(unsettled, flaky, how(cache), share=0.0)
+    assert bad.status is S.FLAKY and bad.diff
+    assert cache.get(shown.key) is None and cache.get(unsettled.key) is None
+
+
+def test_pairs_run_in_children_then_come_from_the_cache(tmp_path):
+    # A write after close dropped silently is seen; a read crash past 50 items is not.
+    check = get_check("ARIB-CONC-003")
+    seen = pair(check, "reference_silent_drop_after_close", key="seen")
+    unseen = pair(check, "reference_read_crashes", key="unseen", store=False)
+    cache = AdmissionCache(tmp_path)
+    first = judge_mutants([seen, unseen], how(cache))
+    assert first.results[seen.slot].status is S.KILLED
+    assert first.results[unseen.slot].status is S.SURVIVED
+    assert first.results[unseen.slot].runs == (Verdict.HELD, Verdict.HELD)
+    assert first.cached([seen, unseen]) == 0
+    again = judge_mutants([seen, unseen], how(cache))
+    assert again.results[seen.slot].to_json() == {**first.results[seen.slot].to_json(),
+                                                  "cached": True}
+    assert again.cached([seen, unseen]) == 1  # the other one was judged again, not stored
+    assert not again.results[unseen.slot].cached
