@@ -125,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true", help="write JSON under results/survey/")
     p.add_argument("--out", help="folder for --write")
     p.add_argument("--html", help="also write the mutation-testing-elements HTML report here")
+    p.add_argument("--json", metavar="PATH", help="write every lane's survey as one JSON "
+                                                  "document to PATH; '-' for stdout, where it "
+                                                  "is then the only output (people's lines go "
+                                                  "to stderr)")
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--fail-under", action="append", default=[], metavar="[LANE=]PCT",
                    help="exit 1 when a lane's covered score is below PCT percent; PCT sets "

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.ground.errors import ParameterError, UsageError
 from harness.ground.model import ExitCode, MutantStatus
@@ -294,7 +295,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
-    """`python -m harness survey`: run the mutant survey, write it, apply the score gate."""
+    """`python -m harness survey`: run the mutant survey, write it, apply the score gate.
+
+    With ``--json -`` the survey's JSON is the only thing on stdout (for machines); every
+    line for people goes to stderr.
+    """
+    if args.json != "-":
+        return _survey(args, sys.stdout)
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):
+        return _survey(args, sys.__stdout__ or sys.stdout)
+
+
+def _survey(args: argparse.Namespace, machine: Any) -> int:
+    """The survey command; ``machine`` receives ``--json -`` output."""
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
     from harness.ground.family import active_family
@@ -342,6 +357,16 @@ def cmd_survey(args: argparse.Namespace) -> int:
         out = Path(args.out or f"results/survey/{family.stem(sdk_version())}")
         for path in write_survey(surveys, out, config):
             print(f"wrote {path}")
+    if args.json:
+        from harness.survey_report import survey_set
+
+        text = json.dumps(survey_set(surveys, config), indent=1, ensure_ascii=False) + "\n"
+        if args.json == "-":
+            machine.write(text)
+            machine.flush()
+        else:
+            atomic_write_text(Path(args.json), text)
+            print(f"wrote {args.json}")
     if args.write or args.html:
         report = survey_mutation_report(surveys)
         if args.write:

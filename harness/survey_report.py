@@ -38,19 +38,31 @@ S = MutantStatus
 SURVEY_THRESHOLDS = {"high": 90, "low": 80}
 
 
+def lane_documents(surveys: Sequence[LaneSurvey],
+                   config: SurveyConfig | None = None) -> list[dict[str, Any]]:
+    """One JSON document per lane: the survey's run facts and the lane's outcomes."""
+    run = {"harness_commit": harness_commit(), "environment": environment(),
+           **(config.to_json() if config is not None else {})}
+    return [{"kind": "arib-survey", "engine": SURVEY_ENGINE, "sdk": sdk_version(),
+             "python": python_version(), "run": run, **s.to_json()} for s in surveys]
+
+
 def write_survey(surveys: Sequence[LaneSurvey], out_dir: Path,
                  config: SurveyConfig | None = None) -> list[Path]:
     """One JSON file per lane under ``out_dir``, written atomically."""
     paths = []
-    run = {"harness_commit": harness_commit(), "environment": environment(),
-           **(config.to_json() if config is not None else {})}
-    for s in surveys:
+    for s, doc in zip(surveys, lane_documents(surveys, config), strict=True):
         path = out_dir / f"{s.lane}.json"
-        doc = {"kind": "arib-survey", "engine": SURVEY_ENGINE, "sdk": sdk_version(),
-               "python": python_version(), "run": run, **s.to_json()}
         atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         paths.append(path)
     return paths
+
+
+def survey_set(surveys: Sequence[LaneSurvey], config: SurveyConfig | None = None
+               ) -> dict[str, Any]:
+    """Every lane's document in one JSON object (what ``survey --json`` writes)."""
+    return {"kind": "arib-survey-set", "engine": SURVEY_ENGINE, "sdk": sdk_version(),
+            "lanes": lane_documents(surveys, config)}
 
 
 def _reason(s: LaneSurvey, o: MutantOutcome) -> str:

@@ -121,3 +121,10 @@ def test_admit_bench_and_survey_measure_the_toy_family(toy_path: Path) -> None:
     assert lane["status"] == "ok" and lane["sdk"] == "0.1" and len(statuses) == 6
     assert list(statuses.values()).count("killed") >= 3
     assert statuses["m-35c737246626"] == "killed"  # the drop_lock mutant admission pairs
+
+    machine = harness(toy_path, "survey", "--json", "-")
+    assert machine.returncode == 0, machine.stderr
+    document = json.loads(machine.stdout)  # stdout holds the JSON and nothing else
+    assert document["kind"] == "arib-survey-set"
+    assert [lane["lane"] for lane in document["lanes"]] == ["toy-reference", "notes-file"]
+    assert "surveyed" in machine.stderr
