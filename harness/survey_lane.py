@@ -30,6 +30,7 @@ class MutantOutcome:
     waiver: Entry | None = None  # its line in the survivors file, if any
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this mutant's outcome on the lane."""
         m = self.mutant
         return {
             "id": m.id,
@@ -63,6 +64,7 @@ class LaneSurvey:
 
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:
+        """Every generated mutant surveyed on this lane."""
         return tuple(o.mutant for o in self.outcomes)
 
     def checks(self) -> tuple[str, ...]:
@@ -70,9 +72,11 @@ class LaneSurvey:
         return tuple(sorted(c for c, base in self.clean.items() if not base.abstains))
 
     def outcome(self, mutant_id: str) -> MutantOutcome | None:
+        """The outcome of one mutant by id, or None when it was not surveyed here."""
         return next((o for o in self.outcomes if o.mutant.id == mutant_id), None)
 
     def killed_by(self, mutant_id: str) -> tuple[str, ...]:
+        """The checks that killed one mutant, sorted."""
         found = self.outcome(mutant_id)
         return tuple(c for c, s in sorted(found.checks.items()) if s is S.KILLED) if found \
             else ()
@@ -95,6 +99,7 @@ class LaneSurvey:
         return tuple(o for o in self.outcomes if o.status in UNKILLED)
 
     def unmapped(self) -> tuple[MutantOutcome, ...]:
+        """Outcomes of mutants whose source lines could not be located in the module."""
         return tuple(o for o in self.outcomes if o.lines is None)
 
     def survivors_problems(self) -> tuple[str, ...]:
@@ -104,6 +109,7 @@ class LaneSurvey:
             for o in self.outcomes})
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this lane's survey."""
         return {
             "lane": self.lane,
             "module": self.module,

@@ -70,6 +70,7 @@ class Scores:
         return cls(len(statuses), {s: tally.get(s, 0) for s in ORDER})
 
     def count(self, status: MutantStatus) -> int:
+        """How many mutants have ``status``."""
         return self.counts.get(status, 0)
 
     @property
@@ -89,6 +90,7 @@ class Scores:
         return _ratio(self.count(S.KILLED), self.covered)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of these scores."""
         return {
             "mutants": self.mutants,
             **{s.value: self.count(s) for s in ORDER},
@@ -118,9 +120,11 @@ class FailUnder:
     lanes: Mapping[str, float] = field(default_factory=dict)
 
     def threshold(self, lane: str) -> float | None:
+        """The lane's own threshold, else the default one (None: no gate)."""
         return self.lanes.get(lane, self.default)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of these thresholds."""
         return {"default": self.default, "lanes": dict(sorted(self.lanes.items()))}
 
 
@@ -171,10 +175,12 @@ class GateLine:
 
     @property
     def passed(self) -> bool:
+        """True when the lane was judged and its covered score reaches the threshold."""
         return self.error is None and self.score is not None and (
             100 * self.score >= self.threshold)
 
     def describe(self) -> str:
+        """One line: the lane, its covered score, the threshold and ok or BELOW."""
         got = self.error or ("nothing judged: no covered score" if self.score is None
                              else f"covered score {100 * self.score:.1f}%")
         verdict = "ok" if self.passed else "BELOW"

@@ -111,6 +111,7 @@ class Report:
         return lines
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form of this report."""
         return {
             "factory": self.factory,
             "lane": self.lane,
