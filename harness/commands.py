@@ -308,6 +308,38 @@ def cmd_survey(args: argparse.Namespace) -> int:
         return _survey(args, sys.__stdout__ or sys.stdout)
 
 
+def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine: Any) -> None:
+    """Write what the survey's options ask for: the lane files and the mutation report
+    (``--write``), one JSON document (``--json``), the HTML kill matrix (``--html``)."""
+    from harness.execute import sdk_version
+    from harness.ground.family import active_family
+    from harness.results import atomic_write_text
+    from harness.survey_report import survey_mutation_report, survey_set, write_survey
+
+    out = Path(args.out or f"results/survey/{active_family().stem(sdk_version())}")
+    if args.write:
+        for path in write_survey(surveys, out, config):
+            print(f"wrote {path}")
+    if args.json:
+        text = json.dumps(survey_set(surveys, config), indent=1, ensure_ascii=False) + "\n"
+        if args.json == "-":
+            machine.write(text)
+            machine.flush()
+        else:
+            atomic_write_text(Path(args.json), text)
+            print(f"wrote {args.json}")
+    if args.write or args.html:
+        report = survey_mutation_report(surveys)
+        if args.write:
+            path = out / "mutation-report.json"
+            atomic_write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+            print(f"wrote {path} (mutation-testing-report-schema v2, one file per lane)")
+        if args.html:
+            from harness.mutation_html import write_html
+
+            print(f"wrote {write_html(report, Path(args.html))}")
+
+
 def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
     from harness.cache import AdmissionCache
@@ -315,9 +347,8 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     from harness.ground.family import active_family
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
-    from harness.results import atomic_write_text
     from harness.survey import SurveyConfig, survey
-    from harness.survey_report import render_text, survey_mutation_report, write_survey
+    from harness.survey_report import render_text
     from harness.survey_scores import gate, parse_fail_under
     from harness.survivors import load_survivors, survivors_path
     from targets.registry import family_lanes, parse_lanes
@@ -353,30 +384,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
         )
         surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
-    if args.write:
-        out = Path(args.out or f"results/survey/{family.stem(sdk_version())}")
-        for path in write_survey(surveys, out, config):
-            print(f"wrote {path}")
-    if args.json:
-        from harness.survey_report import survey_set
-
-        text = json.dumps(survey_set(surveys, config), indent=1, ensure_ascii=False) + "\n"
-        if args.json == "-":
-            machine.write(text)
-            machine.flush()
-        else:
-            atomic_write_text(Path(args.json), text)
-            print(f"wrote {args.json}")
-    if args.write or args.html:
-        report = survey_mutation_report(surveys)
-        if args.write:
-            path = out / "mutation-report.json"
-            atomic_write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-            print(f"wrote {path} (mutation-testing-report-schema v2, one file per lane)")
-        if args.html:
-            from harness.mutation_html import write_html
-
-            print(f"wrote {write_html(report, Path(args.html))}")
+    _survey_outputs(args, surveys, config, machine)
     print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s"
           + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
