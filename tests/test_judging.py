@@ -12,12 +12,14 @@ from checks.registry import get_check, validate_module
 from harness.cache import AdmissionCache
 from harness.execute import derive_seed
 from harness.ground.child import ChildOutcome, ChildStatus
-from harness.ground.model import MutantKey, MutantStatus, Verdict
+from harness.ground.model import CleanBase, MutantKey, MutantStatus, Verdict
 from harness.judging import (
     Judging,
     Pair,
     _finding,
     _result,
+    clean_base,
+    clean_reruns,
     judge_mutants,
     mutant_timeout,
 )
@@ -79,6 +81,50 @@ def test_a_failed_child_is_an_error_finding_under_the_pairs_limit(conc):
     assert "(4.0s + grace)" in (finding.reason or "")
     assert finding.modes == {"timeout": 1}
     assert finding.params["run_seed"] == derive_seed(3, "admission", 1)
+
+
+def test_a_clean_base_runs_as_often_as_the_mutants_and_at_least_three_times():
+    assert [clean_reruns(n) for n in (1, 2, 3, 4, 7)] == [3, 3, 3, 4, 7]
+
+
+def held(duration_s: float) -> Any:
+    return full_finding(verdict=Verdict.HELD, violating_trials=0, samples=(), reason=None,
+                        duration_s=duration_s)
+
+
+def test_a_clean_base_that_held_keeps_every_verdict_and_its_longest_run():
+    base = clean_base("ARIB-X-001", "lane", [held(0.2), held(0.7), held(0.5)])
+    assert base == CleanBase("ARIB-X-001", "lane", (Verdict.HELD,) * 3, 0.7, None)
+    assert base.judgeable
+    assert clean_base("ARIB-X-001", "lane", []) == CleanBase("ARIB-X-001", "lane", (), 0.0)
+
+
+@pytest.mark.parametrize("bad, reason", [
+    # A violated rerun says how many trials violated, then its reason or its first sample.
+    (dict(verdict=V, trials=10, violating_trials=2, reason="lost 2"),
+     "2/10 trials violated: lost 2"),
+    (dict(verdict=V, trials=10, violating_trials=2, reason=None), "2/10 trials violated: s1"),
+    (dict(verdict=V, trials=10, violating_trials=2, reason=None, samples=()),
+     "2/10 trials violated"),
+    # Any other verdict gives its reason, else its first sample, else nothing.
+    (dict(verdict=Verdict.ERROR, violating_trials=0, reason="boom"), "boom"),
+    (dict(verdict=Verdict.ERROR, violating_trials=0, reason=None), "s1"),
+    (dict(verdict=Verdict.ERROR, violating_trials=0, reason=None, samples=()), None),
+    (dict(verdict=Verdict.NOT_APPLICABLE, violating_trials=1, reason="no ttl"), "no ttl"),
+    # Trials are counted only for a violated rerun that names violating trials.
+    (dict(verdict=V, violating_trials=0, reason="claimed"), "claimed"),
+])
+def test_a_clean_base_that_did_not_hold_says_why(bad: dict[str, Any], reason: str | None):
+    base = clean_base("ARIB-X-001", "lane", [held(0.1), full_finding(**bad), held(0.1)])
+    assert base.verdicts == (Verdict.HELD, bad["verdict"], Verdict.HELD)
+    assert base.reason == reason and not base.judgeable
+
+
+def test_a_clean_base_reason_is_the_first_bad_reruns_and_at_most_300_characters():
+    first = full_finding(verdict=Verdict.ERROR, reason="x" * 299 + "yz")
+    later = full_finding(verdict=Verdict.ERROR, reason="later")
+    assert clean_base("C", "lane", [held(0.1), first, later]).reason == "x" * 299 + "y"
+    assert clean_base("C", "lane", [later, first]).reason == "later"
 
 
 def test_a_result_is_cached_only_when_settled_and_allowed(conc, tmp_path):

@@ -115,6 +115,20 @@ def test_clean_base_is_judgeable_only_when_every_rerun_held():
     assert not CleanBase("ARIB-X-001", "sqlite-file", (), 0.0).judgeable
 
 
+def test_a_clean_base_gives_its_reason_only_when_it_is_not_judgeable():
+    assert CleanBase("C", "lane", (H, H), 0.1).describe() == "clean 'lane' gave held, held"
+    assert CleanBase("C", "lane", (H, E), 0.1).describe() == "clean 'lane' gave held, error"
+    assert CleanBase("C", "lane", (H, E), 0.1, "boom").describe() == (
+        "clean 'lane' gave held, error (boom)")
+
+
+def test_clean_base_json_names_every_field():
+    base = CleanBase("ARIB-X-001", "sqlite-file", (H, V), 0.123456, "lost 2")
+    assert base.to_json() == {"check_id": "ARIB-X-001", "lane": "sqlite-file",
+                              "verdicts": ["held", "violated"], "judgeable": False,
+                              "duration_s": 0.1235, "reason": "lost 2"}
+
+
 def test_every_status_is_documented():
     source = Path(model.__file__).read_text()
     block = source[source.index("class MutantStatus"):source.index("class ExitCode")]

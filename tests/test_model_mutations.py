@@ -236,6 +236,16 @@ def test_options_resolve_params_seed_and_early_stop(conc):
     assert _options(conc, cfg(), 0, False).params == {"writers": 8, "appends": 25, "trials": 3}
 
 
+def test_options_pass_the_service_urls_on(conc):
+    urls = {"redis": "redis://127.0.0.1:6390/0"}
+    assert _options(conc, cfg(services=urls), 0, False).services == urls
+    assert _options(conc, cfg(), 0, False).services == {}
+
+
+def test_gates_run_on_the_active_familys_reference():
+    assert admission._reference() is REFERENCE
+
+
 def test_gates_and_clean_bases_verify_the_lanes_claims(conc):
     assert _options(conc, cfg(), 0, True).verify_claims is True
     assert _options(conc, cfg(), 0, False).verify_claims is True
@@ -333,6 +343,14 @@ def test_cache_key_follows_every_source(conc, fake_sources, module):
     before = key(conc, mutant)
     fake_sources.add(module)
     assert key(conc, mutant) != before
+
+
+def test_cache_key_is_admissions_and_follows_the_time_rule(conc, monkeypatch):
+    monkeypatch.setattr(keys, "cache_key", lambda **fields: fields)
+    mutant = get_mutant("reference_lost_update")
+    fields: Any = key(conc, mutant, reruns=4, run_seed=7)
+    assert fields["kind"] == "admission" and fields["limit"] == judging.TIME_RULE
+    assert (fields["lane"], fields["reruns"], fields["seed"]) == ("reference", 4, 7)
 
 
 def test_cache_key_follows_runs_versions_and_mutant(conc, fake_sources, monkeypatch):
