@@ -16,6 +16,7 @@ from harness.commands import (
     cmd_docs,
     cmd_html,
     cmd_list,
+    cmd_merge,
     cmd_report,
     cmd_run,
     cmd_scaffold,
@@ -61,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="override a check parameter (repeatable)")
         p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
         p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    def shard(p: argparse.ArgumentParser, units: str) -> None:
+        p.add_argument("--shard", metavar="K/N", help=(
+            f"run only shard K of N: {units} split deterministically, balanced by recorded "
+            f"durations; run every K with the same arguments, then `merge` the outputs"))
 
     p = sub.add_parser("bench", help="admit checks, run them on every lane, write results/")
     common(p)
@@ -134,7 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when a lane's covered score is below PCT percent; PCT sets "
                         "every lane, LANE=PCT one lane (repeatable), e.g. --fail-under 90 "
                         "--fail-under redis-from-url=80")
+    shard(p, "(lane, mutant) units")
     p.set_defaults(func=cmd_survey)
+
+    p = sub.add_parser("merge", help="combine the outputs of sharded runs (--shard k/n) "
+                                     "into the document one unsharded run writes")
+    p.add_argument("shards", nargs="+", metavar="SHARD_OUTPUT",
+                   help="every shard's output folder (survey --shard k/n --write --out DIR)")
+    p.add_argument("--out", required=True, help="folder for the merged documents")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("html", help="build the HTML kill matrix from a survey's "
                                     "mutation-report.json (the viewer is fetched from npm once)")

@@ -328,6 +328,11 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
         else:
             atomic_write_text(Path(args.json), text)
             print(f"wrote {args.json}")
+    if args.write and config.shard is not None:
+        from harness.merge import write_manifest
+
+        manifest = _survey_manifest(surveys, config)
+        print(f"wrote {write_manifest(out, 'survey', config.shard, manifest)}")
     if args.write or args.html:
         report = survey_mutation_report(surveys)
         if args.write:
@@ -340,6 +345,12 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
             print(f"wrote {write_html(report, Path(args.html))}")
 
 
+def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
+    """What a survey shard's merge needs besides its lane files: each lane's mutant order."""
+    return {"checks": [c.id for c in config.checks],
+            "lanes": {s.lane: list(s.order) for s in surveys}}
+
+
 def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
     from harness.cache import AdmissionCache
@@ -347,6 +358,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     from harness.ground.family import active_family
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
+    from harness.shard import make_split, survey_durations
     from harness.survey import SurveyConfig, survey
     from harness.survey_report import render_text
     from harness.survey_scores import gate, parse_fail_under
@@ -367,6 +379,8 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
 
         check_out_dir(Path(args.html))
         fetch_viewer()
+    split = make_split(args, survey_durations(Path(
+        f"results/survey/{family.stem(sdk_version())}")))
     started = time.perf_counter()
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
@@ -380,7 +394,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
             workers=args.workers or os.cpu_count() or 1,
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
             services=prepared.services, survivors=entries,
-            survivors_source=str(waivers) if waivers.is_file() else None,
+            survivors_source=str(waivers) if waivers.is_file() else None, shard=split,
         )
         surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
@@ -389,6 +403,9 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
           f"in {time.perf_counter() - started:.1f}s"
           + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
     errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
+    if split is not None:
+        print(f"shard {split.spec}: the score gate is applied by `python -m harness merge`")
+        return int(ExitCode.ERROR_OR_NOTHING if errors else ExitCode.OK)
     lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
     for line in lines:
         print(f"gate: {line.describe()}")
@@ -399,6 +416,19 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
               file=sys.stderr)
         return int(ExitCode.ERROR_OR_NOTHING)
     return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """`python -m harness merge`: combine shard outputs into what one unsharded run writes."""
+    from harness.merge import merge_survey
+    from harness.results import writable_folder
+
+    out = writable_folder(Path(args.out))
+    written, lines, code = merge_survey([Path(p) for p in args.shards], out)
+    for path in written:
+        print(f"wrote {path}")
+    print("\n".join(lines), file=sys.stderr if code else sys.stdout)
+    return code
 
 
 def cmd_html(args: argparse.Namespace) -> int:
