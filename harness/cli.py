@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reruns", type=int, default=3)
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--json", metavar="PATH", help="also write the admissions as one JSON "
+                                                  "document (what `merge` combines)")
+    shard(p, "checks")
     p.set_defaults(func=cmd_admit)
 
     p = sub.add_parser("run", help="run one check on one lane (replays a violation)")
@@ -146,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="combine the outputs of sharded runs (--shard k/n) "
                                      "into the document one unsharded run writes")
     p.add_argument("shards", nargs="+", metavar="SHARD_OUTPUT",
-                   help="every shard's output folder (survey --shard k/n --write --out DIR)")
+                   help="every shard's output: a folder of `survey --shard k/n --write "
+                        "--out DIR`, or the file of `admit --shard k/n --json PATH`")
     p.add_argument("--out", required=True, help="folder for the merged documents")
     p.set_defaults(func=cmd_merge)
 

@@ -197,8 +197,10 @@ def cmd_admit(args: argparse.Namespace) -> int:
     """`python -m harness admit`: run checks against their paired mutants and print admissions."""
     from harness.admission import AdmissionConfig, admit
     from harness.cache import AdmissionCache
+    from harness.execute import sdk_version
     from harness.ground.services import ServiceManager
     from harness.lanes import services_for_checks
+    from harness.shard import admission_durations, make_split
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -206,7 +208,10 @@ def cmd_admit(args: argparse.Namespace) -> int:
     _at_least(args.reruns, 1, "--reruns", "a mutant is killed only when violated in every "
                                           "rerun, and there must be one")
     _at_least(args.workers, 0, "--workers", "0 means one per core")
-    checks = _select_checks(None if args.all else ",".join(args.check), params)
+    every = _select_checks(None if args.all else ",".join(args.check), params)
+    split = make_split(args, admission_durations(Path("results"), sdk_version()))
+    checks = every if split is None else tuple(c for c in every if c.id in split.keep(
+        {c.id: split.durations.get(c.id) for c in every}))
     started = time.perf_counter()
     with ServiceManager() as manager:
         admissions = admit(checks, AdmissionConfig(
@@ -230,7 +235,15 @@ def cmd_admit(args: argparse.Namespace) -> int:
             print(f"  reason: {reason}")
         all_in = all_in and a.admitted
     print(f"{sum(a.admitted for a in admissions)}/{len(admissions)} checks admitted in "
-          f"{time.perf_counter() - started:.1f}s")
+          f"{time.perf_counter() - started:.1f}s"
+          + (f" (shard {split.spec}: {len(checks)} of {len(every)} checks)" if split else ""))
+    if args.json:
+        from harness.merge import admission_document
+        from harness.results import atomic_write_text
+
+        doc = admission_document([c.id for c in every], admissions, split)
+        atomic_write_text(Path(args.json), json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")
     return int(ExitCode.OK if all_in else ExitCode.VIOLATED)
 
 
@@ -420,11 +433,11 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """`python -m harness merge`: combine shard outputs into what one unsharded run writes."""
-    from harness.merge import merge_survey
+    from harness.merge import merge_outputs
     from harness.results import writable_folder
 
     out = writable_folder(Path(args.out))
-    written, lines, code = merge_survey([Path(p) for p in args.shards], out)
+    written, lines, code = merge_outputs([Path(p) for p in args.shards], out)
     for path in written:
         print(f"wrote {path}")
     print("\n".join(lines), file=sys.stderr if code else sys.stdout)

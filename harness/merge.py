@@ -47,15 +47,18 @@ def _read_json(path: Path) -> Any:
 
 
 def load_shards(paths: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
-    """Each shard folder with its manifest, sorted by k; refuses shards that do not fit."""
+    """Each shard output with its manifest (a survey folder's shard.json, or the admission
+    document itself), sorted by k; refuses shards that do not fit together."""
     shards = []
     for path in paths:
-        manifest = path / MANIFEST
-        if not manifest.is_file():
-            raise UsageError(f"{str(path)!r} holds no {MANIFEST}: the rule: merge takes the "
-                             f"folders that sharded runs wrote; fix: run `survey --shard k/n "
-                             f"--write --out {path}`")
-        shards.append((path, _read_json(manifest)))
+        manifest = path / MANIFEST if path.is_dir() else path
+        doc = _read_json(manifest) if manifest.is_file() else {}
+        if not isinstance(doc, dict) or "shard" not in doc or "command" not in doc:
+            raise UsageError(f"{str(path)!r} is not a shard's output (it holds no {MANIFEST} "
+                             f"or shard record): the rule: merge takes what sharded runs "
+                             f"wrote; fix: run `survey --shard k/n --write --out {path}` or "
+                             f"`admit --shard k/n --json {path}`")
+        shards.append((path, doc))
     check_compatible([m for _, m in shards], [str(p) for p, _ in shards])
     return sorted(shards, key=lambda s: int(s[1]["shard"]["k"]))
 
@@ -225,3 +228,38 @@ def merge_survey(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str
         return written, lines, int(ExitCode.ERROR_OR_NOTHING)
     passed = all(line.passed for line in results)
     return written, lines, int(ExitCode.OK if passed else ExitCode.VIOLATED)
+
+
+def admission_document(checks: Sequence[str], admissions: Sequence[Any],
+                       split: Split | None) -> dict[str, Any]:
+    """What ``admit --json`` writes: every admission, the checks asked for, the shard."""
+    from harness.execute import sdk_version
+    from harness.ground.family import active_family
+
+    return {"kind": "arib-admission", "command": "admit",
+            "sdk": {"name": active_family().name, "version": sdk_version()},
+            "checks": list(checks), "admissions": [a.to_json() for a in admissions],
+            **({"shard": split.to_json()} if split is not None else {})}
+
+
+def merge_admissions(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str], int]:
+    """Merge ``admit --shard k/n --json`` documents into ``out/admission.json``."""
+    shards = load_shards(paths)
+    first = shards[0][1]
+    by_check = {a["check_id"]: a for _, doc in shards for a in doc["admissions"]}
+    merged = {k: v for k, v in first.items() if k != "shard"}
+    merged["admissions"] = [by_check[c] for c in first["checks"] if c in by_check]
+    merged["merged_shards"] = int(first["shard"]["n"])
+    path = out / "admission.json"
+    atomic_write_text(path, json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
+    admitted = sum(a["admitted"] for a in merged["admissions"])
+    lines = [f"{admitted}/{len(merged['admissions'])} checks admitted"]
+    return [path], lines, int(ExitCode.OK if admitted == len(merged["admissions"])
+                              else ExitCode.VIOLATED)
+
+
+def merge_outputs(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str], int]:
+    """Merge survey shard folders, or admission shard documents, by what the first one is."""
+    if paths and paths[0].is_file():
+        return merge_admissions(paths, out)
+    return merge_survey(paths, out)

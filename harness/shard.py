@@ -125,3 +125,16 @@ def survey_durations(folder: Path) -> dict[str, float]:
             key = f"{doc['lane']}:{result['mutant_id']}"
             seconds[key] = seconds.get(key, 0.0) + float(result.get("duration_s", 0.0))
     return seconds
+
+
+def admission_durations(folder: Path, version: str) -> dict[str, float]:
+    """Seconds each check's admission took in the newest bench run of ``version`` there."""
+    from harness.results import run_glob
+
+    for path in sorted(folder.glob(run_glob(version)), reverse=True)[:1]:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return {a["check_id"]: float(a["duration_s"]) for a in doc.get("admission", ())}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+    return {}

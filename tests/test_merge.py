@@ -128,3 +128,26 @@ def test_merge_refuses_a_shard_run_with_other_arguments(toy_path: Path) -> None:
     assert refused.returncode == 2
     assert "other arguments" in refused.stderr and "seed=1 vs 0" in refused.stderr
     assert not (toy_path / "merged" / "notes-file.json").exists()
+
+
+@pytest.mark.slow
+def test_merged_admission_shards_equal_the_unsharded_admission(toy_path: Path) -> None:  # noqa: F811
+    command = ["admit", "--all", "--quiet", "--no-cache", "--json"]
+    whole = harness(toy_path, *command, "whole.json")
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    for k in (1, 2):
+        shard = harness(toy_path, *command, f"admit-{k}.json", "--shard", f"{k}/2")
+        assert shard.returncode == 0, shard.stdout + shard.stderr
+    sizes = [len(json.loads((toy_path / f"admit-{k}.json").read_text())["admissions"])
+             for k in (1, 2)]
+    assert sorted(sizes) == [0, 1]  # the toy family's one check went to one shard
+    merged = harness(toy_path, "merge", "admit-1.json", "admit-2.json", "--out", "merged")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    want = json.loads((toy_path / "whole.json").read_text())
+    got = json.loads((toy_path / "merged" / "admission.json").read_text())
+    assert got.pop("merged_shards") == 2
+    assert _stripped(got) == _stripped(want)
+    assert [(a["check_id"], a["admitted"]) for a in got["admissions"]] == [
+        ("ARIB-TOY-001", True)]
+    missing = harness(toy_path, "merge", "admit-2.json", "--out", "merged")
+    assert missing.returncode == 2 and "shard 1/2 is missing" in missing.stderr
