@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept this run as the version's baseline (regression gate)")
     p.add_argument("--partial", action="store_true",
                    help="with --accept and --lanes/--checks: accept only the measured cells")
+    shard(p, "(check, lane) cells")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("accept", help="accept runs as the baselines of the regression gate")

@@ -87,9 +87,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
     from harness.bench import BenchConfig, run_bench
     from harness.cache import AdmissionCache
+    from harness.execute import sdk_version
     from harness.ground.services import ServiceManager
     from harness.results import writable_folder
     from harness.run_coverage import known_selection
+    from harness.shard import make_split, run_durations
     from harness.summary import append_job_summary
     from targets.registry import parse_lanes
 
@@ -108,12 +110,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          "run as the whole baseline; add --partial to accept only the cells "
                          "this run measures, or drop --lanes/--checks")
     out = writable_folder(Path(args.out))  # before anything is measured
+    split = make_split(args, run_durations(Path("results"), sdk_version(), "bench"))
+    if split is not None and args.accept:
+        raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "
+                         f"baseline: the rule: a baseline is a whole run; fix: drop --accept, "
+                         f"`merge` the shards, then `python -m harness accept MERGED.json`")
     with ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
             lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
             workers=args.workers, params=params, loop=loop, out_dir=out,
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
-            quiet=args.quiet, manager=manager,
+            quiet=args.quiet, manager=manager, shard=split,
         ))
     print(f"wrote {outcome.json_path} and {outcome.report_path}")
     written = (outcome.json_path, outcome.report_path)
@@ -123,6 +130,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"{len(outcome.document['findings'])} findings: "
           + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
           + f"; {outcome.document['duration_s']:.1f}s")
+    if split is not None:
+        print(f"shard {split.spec}: the regression gate applies to the merged run "
+              f"(`python -m harness merge`, then `python -m harness compare` or `accept`)")
+        return int(outcome.code)
     if args.accept:
         from harness.baseline import accept
 
@@ -200,7 +211,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     from harness.execute import sdk_version
     from harness.ground.services import ServiceManager
     from harness.lanes import services_for_checks
-    from harness.shard import admission_durations, make_split
+    from harness.shard import make_split, run_durations
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -209,7 +220,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
                                           "rerun, and there must be one")
     _at_least(args.workers, 0, "--workers", "0 means one per core")
     every = _select_checks(None if args.all else ",".join(args.check), params)
-    split = make_split(args, admission_durations(Path("results"), sdk_version()))
+    split = make_split(args, run_durations(Path("results"), sdk_version(), "admit"))
     checks = every if split is None else tuple(c for c in every if c.id in split.keep(
         {c.id: split.durations.get(c.id) for c in every}))
     started = time.perf_counter()

@@ -258,8 +258,68 @@ def merge_admissions(paths: Sequence[Path], out: Path) -> tuple[list[Path], list
                               else ExitCode.VIOLATED)
 
 
+def _union(docs: Sequence[Mapping[str, Any]], key: str, name: str,
+           order: Sequence[str]) -> list[Any]:
+    """The entries of ``key`` in every doc, once each by ``name``, in ``order``."""
+    found = {e[name]: e for doc in docs for e in doc.get(key, ())}
+    return [found[n] for n in order if n in found]
+
+
+def merge_bench(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str], int]:
+    """Merge ``bench --shard k/n`` result files into one run's JSON and Markdown in ``out``."""
+    import datetime as dt
+
+    from harness.ground.model import merge_verdicts, verdict_exit_code
+    from harness.report import render_markdown
+    from harness.results import new_run_id, validate
+
+    docs = [d for _, d in load_shards(paths)]
+    first = docs[0]
+    checks = list(first["parameters"]["checks"])
+    lanes = list(first["coverage"]["lanes_selected"])
+    cell = {c: i for i, c in enumerate(checks)}, {lane: i for i, lane in enumerate(lanes)}
+    findings = sorted((f for d in docs for f in d["findings"]),
+                      key=lambda f: (cell[0][f["invariant_id"]], cell[1][f["target"]]))
+    admission = _union(docs, "admission", "check_id", checks)
+    admitted = {a["check_id"] for a in admission if a["admitted"]}
+    measured = [lane for lane in lanes if any(lane in d["coverage"]["lanes_measured"]
+                                              for d in docs)]
+    complete = all(d["coverage"]["complete"] for d in docs)
+    coverage = {k: v for k, v in first["coverage"].items() if k != "shard"}
+    coverage.update(
+        lanes_measured=measured, checks_admitted=[c for c in checks if c in admitted],
+        lanes_not_measured={k: v for d in docs for k, v in d["coverage"]["lanes_not_measured"]
+                            .items()},
+        checks_not_measured={k: v for d in docs for k, v in d["coverage"][
+            "checks_not_measured"].items()}, complete=complete)
+    coverage["partial"] = not (complete and coverage["every_lane"] and coverage["every_check"])
+    merged = {k: v for k, v in first.items() if k not in ("shard", "command")}
+    merged.update(
+        started=min(d["started"] for d in docs), run_id=new_run_id(),
+        duration_s=max(d["duration_s"] for d in docs), merged_shards=len(docs),
+        parameters={**first["parameters"], "lanes": measured, "complete": complete},
+        admission=admission, findings=findings, coverage=coverage,
+        not_measured=_union(docs, "not_measured", "name", lanes),
+        lanes=_union(docs, "lanes", "name", lanes),
+        services={k: v for d in docs for k, v in d.get("services", {}).items()})
+    validate(merged)
+    utc = dt.datetime.fromisoformat(merged["started"]).astimezone(dt.timezone.utc)
+    stem = (f"{utc:%Y-%m-%dT%H%M%SZ}-{merged['run_id']}-{merged['sdk']['name']}-"
+            f"{merged['sdk']['version']}")  # harness.results.run_stem, of the shards' family
+    json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
+    atomic_write_text(json_path, json.dumps(merged, indent=1, ensure_ascii=False) + "\n",
+                      replace=False)
+    atomic_write_text(md_path, render_markdown(merged), replace=False)
+    code = verdict_exit_code(merge_verdicts(Verdict(f["verdict"]) for f in findings))
+    tally = {v: [f["verdict"] for f in findings].count(v) for v in
+             sorted({f["verdict"] for f in findings})}
+    return [json_path, md_path], [f"{len(findings)} findings: " + ", ".join(
+        f"{n} {v}" for v, n in tally.items())], int(code)
+
+
 def merge_outputs(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str], int]:
-    """Merge survey shard folders, or admission shard documents, by what the first one is."""
-    if paths and paths[0].is_file():
-        return merge_admissions(paths, out)
-    return merge_survey(paths, out)
+    """Merge survey shard folders, or admission or bench shard documents."""
+    if not paths or not paths[0].is_file():
+        return merge_survey(paths, out)
+    kind = _read_json(paths[0]).get("kind")
+    return (merge_bench if kind == "arib-bench-run" else merge_admissions)(paths, out)

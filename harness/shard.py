@@ -127,14 +127,18 @@ def survey_durations(folder: Path) -> dict[str, float]:
     return seconds
 
 
-def admission_durations(folder: Path, version: str) -> dict[str, float]:
-    """Seconds each check's admission took in the newest bench run of ``version`` there."""
+def run_durations(folder: Path, version: str, command: str) -> dict[str, float]:
+    """Seconds recorded in the newest bench run of ``version`` in ``folder``: per check's
+    admission (``command`` 'admit') or per ``check@lane`` cell ('bench'); empty if none."""
     from harness.results import run_glob
 
     for path in sorted(folder.glob(run_glob(version)), reverse=True)[:1]:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            return {a["check_id"]: float(a["duration_s"]) for a in doc.get("admission", ())}
+            if command == "admit":
+                return {a["check_id"]: float(a["duration_s"]) for a in doc["admission"]}
+            return {f"{f['invariant_id']}@{f['target']}": float(f["duration_s"])
+                    for f in doc["findings"]}
         except (OSError, ValueError, KeyError, TypeError):
             return {}
     return {}

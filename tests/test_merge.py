@@ -151,3 +151,29 @@ def test_merged_admission_shards_equal_the_unsharded_admission(toy_path: Path) -
         ("ARIB-TOY-001", True)]
     missing = harness(toy_path, "merge", "admit-2.json", "--out", "merged")
     assert missing.returncode == 2 and "shard 1/2 is missing" in missing.stderr
+
+
+@pytest.mark.slow
+def test_merged_bench_shards_equal_the_unsharded_bench(toy_path: Path) -> None:  # noqa: F811
+    command = ["bench", "--quiet", "--no-cache"]
+    whole = harness(toy_path, *command, "--out", "whole")
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    shards = []
+    for k in (1, 2):
+        harness(toy_path, *command, "--out", f"bench-{k}", "--shard", f"{k}/2")
+        (path,) = (toy_path / f"bench-{k}").glob("*.json")  # a shard with no cell: exit 4
+        shards.append(str(path.relative_to(toy_path)))
+        assert json.loads(path.read_text())["coverage"]["partial"] is True  # never a baseline
+    merged = harness(toy_path, "merge", *shards, "--out", "merged")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    (want_path,) = (toy_path / "whole").glob("*.json")
+    (got_path,) = (toy_path / "merged").glob("*-toy-notes-0.1.json")
+    want, got = json.loads(want_path.read_text()), json.loads(got_path.read_text())
+    assert got.pop("merged_shards") == 2
+    varying = ("started", "run_id", "duration_s", "environment", "harness_commit", "run")
+    for doc in (want, got):
+        for key in varying:
+            doc.pop(key, None)
+    assert _stripped(got) == _stripped(want)
+    assert [(f["target"], f["verdict"]) for f in got["findings"]] == [("notes-file", "held")]
+    assert got_path.with_suffix(".md").read_text().count("ARIB-TOY-001") >= 1
