@@ -83,6 +83,18 @@ def _at_least(value: int, least: int, option: str, why: str) -> int:
     return value
 
 
+def _shard_writes(args: argparse.Namespace, writes: bool, option: str, fix: str) -> None:
+    """Refuse a malformed --shard, and a shard that would write nothing to merge."""
+    from harness.shard import ShardSpec
+
+    if args.shard is None:
+        return
+    ShardSpec.parse(args.shard)
+    if not writes:
+        raise UsageError(f"--shard {args.shard!r} without {option}: the rule: `merge` reads "
+                         f"what each shard writes; fix: add {fix}")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
     from harness.bench import BenchConfig, run_bench
@@ -219,6 +231,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     _at_least(args.reruns, 1, "--reruns", "a mutant is killed only when violated in every "
                                           "rerun, and there must be one")
     _at_least(args.workers, 0, "--workers", "0 means one per core")
+    _shard_writes(args, bool(args.json), "--json", "--json PATH (one PATH per shard)")
     every = _select_checks(None if args.all else ",".join(args.check), params)
     split = make_split(args, run_durations(Path("results"), sdk_version(), "admit"))
     checks = every if split is None else tuple(c for c in every if c.id in split.keep(
@@ -403,6 +416,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
 
         check_out_dir(Path(args.html))
         fetch_viewer()
+    _shard_writes(args, args.write, "--write", "--write --out DIR (one DIR per shard)")
     split = make_split(args, survey_durations(Path(
         f"results/survey/{family.stem(sdk_version())}")))
     started = time.perf_counter()

@@ -202,8 +202,11 @@ def merge_survey(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str
     lanes: dict[str, dict[str, Any]] = {}
     for lane, ids in order.items():
         docs = [_read_json(p / f"{lane}.json") for p, m in shards if lane in m["lanes"]]
-        lines.extend(f"warning: {d}" for d in clean_disagreements(docs))
+        disagree = clean_disagreements(docs)
+        lines.extend(f"warning: {d}" for d in disagree)
         lanes[lane] = merge_lane(docs, ids, manifests[0]["checks"], n)
+        if disagree:  # the lane file keeps shard 1's clean bases and says where others differ
+            lanes[lane]["run"]["clean_disagreements"] = disagree
     for lane, doc in lanes.items():
         path = out / f"{lane}.json"
         atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")

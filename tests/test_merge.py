@@ -61,6 +61,16 @@ def test_shards_with_other_arguments_are_refused_naming_the_difference() -> None
         check_compatible([_manifest(1, seed=0), _manifest(2, seed=1)], ["a", "b"])
 
 
+@pytest.mark.parametrize(("key", "value", "what"), [
+    ("commit", "other", "commit 'other'"), ("durations", "e", "recorded durations 'e'")])
+def test_shards_of_another_commit_or_durations_are_refused(key: str, value: str,
+                                                            what: str) -> None:
+    other = _manifest(2)
+    other["shard"][key] = value
+    with pytest.raises(UsageError, match=rf"shard 'b' has {what} but 'a' has"):
+        check_compatible([_manifest(1), other], ["a", "b"])
+
+
 def test_a_folder_without_a_manifest_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"holds no shard.json.*--shard k/n --write"):
         load_shards([tmp_path])

@@ -36,6 +36,18 @@ def test_the_command_line_gives_one_line_and_exit_2(text: str, tmp_path: Path) -
         f"--shard 1/4 ... --shard 4/4 on four machines"]
 
 
+@pytest.mark.parametrize(("command", "needs"), [("survey", "--write"), ("admit", "--json")])
+def test_a_shard_that_writes_nothing_to_merge_is_refused(command: str, needs: str,
+                                                         tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "harness", command, "--all", "--shard", "1/2"]
+                          if command == "admit" else
+                          [sys.executable, "-m", "harness", command, "--shard", "1/2"],
+                          cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"--shard '1/2' without {needs}" in done.stderr
+
+
 def _split(k: int, n: int, durations: dict[str, float] | None = None) -> Split:
     return Split(ShardSpec(k, n), {"seed": 0}, "c0ffee", durations or {})
 
