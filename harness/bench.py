@@ -31,6 +31,7 @@ from harness.results import (
     writable_folder,
 )
 from harness.run_coverage import RunCoverage, known_selection, not_admitted
+from harness.shard import Split
 from targets.base import TargetSpec
 
 RESULTS_DIR = Path("results")
@@ -55,6 +56,7 @@ class BenchConfig:
     # Called in the parent when a lane's child starts: progress displays, fault drills.
     on_lane_start: Callable[[CheckSpec, TargetSpec], None] | None = None
     generated: bool = True
+    shard: Split | None = None  # measure only this shard's (check, lane) cells
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def _coverage(config: BenchConfig, prepared: PreparedLanes,
         lanes_not_measured={n.name: n.reason for n in prepared.not_measured},
         checks_not_measured={a.check_id: not_admitted(a.reasons) for a in admissions
                              if not a.admitted},
+        shard=str(config.shard.spec) if config.shard is not None else None,
     )
 
 
@@ -113,6 +116,21 @@ class LaneRun:
     check: CheckSpec
     lane: TargetSpec
     opts: RunOptions
+
+
+def _shard_config(config: BenchConfig) -> tuple[BenchConfig, frozenset[str] | None]:
+    """The config cut to the checks and lanes of this shard's cells, and the cells."""
+    if config.shard is None:
+        return config, None
+    cells = {f"{c.id}@{lane.name}": config.shard.durations.get(f"{c.id}@{lane.name}")
+             for c in config.checks for lane in config.lanes}
+    mine = config.shard.keep(cells)
+    return dataclasses.replace(
+        config,
+        checks=tuple(c for c in config.checks if any(f"{c.id}@{t.name}" in mine
+                                                     for t in config.lanes)),
+        lanes=tuple(t for t in config.lanes if any(f"{c.id}@{t.name}" in mine
+                                                   for c in config.checks))), mine
 
 
 def _admit(config: BenchConfig) -> tuple[Admission, ...]:
@@ -225,10 +243,13 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     started = dt.datetime.now(dt.timezone.utc)
     run_id = new_run_id()
     t0 = time.perf_counter()
-    admissions = _admit(config)
-    prepared = (prepare_lanes(config.lanes, config.manager) if config.manager is not None
-                else PreparedLanes(config.lanes))
-    measured, interrupted = _measure(config, prepared, _lane_runs(config, prepared, admissions))
+    mine, cells = _shard_config(config)
+    admissions = _admit(mine)
+    prepared = (prepare_lanes(mine.lanes, config.manager) if config.manager is not None
+                else PreparedLanes(mine.lanes))
+    runs = [r for r in _lane_runs(mine, prepared, admissions)
+            if cells is None or f"{r.check.id}@{r.lane.name}" in cells]
+    measured, interrupted = _measure(config, prepared, runs)
     document = _document(config, prepared, admissions, measured, interrupted, started,
                          time.perf_counter() - t0)
     document["run_id"] = run_id
@@ -237,6 +258,8 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     document["services"] = {name: info.to_json() for name, info in (
         config.manager.infos.items() if config.manager is not None else ())}
     document["checks"] = [c.to_json() for c in config.checks]
+    if config.shard is not None:
+        document.update(command="bench", shard=config.shard.to_json())
     validate(document)
     json_path, report_path = result_paths(config.out_dir, sdk_version(), started, run_id)
     if interrupted and not measured:

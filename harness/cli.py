@@ -16,6 +16,7 @@ from harness.commands import (
     cmd_docs,
     cmd_html,
     cmd_list,
+    cmd_merge,
     cmd_report,
     cmd_run,
     cmd_scaffold,
@@ -62,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
         p.add_argument("--quiet", action="store_true", help="no progress lines")
 
+    def shard(p: argparse.ArgumentParser, units: str) -> None:
+        p.add_argument("--shard", metavar="K/N", help=(
+            f"run only shard K of N: {units} split deterministically, balanced by recorded "
+            f"durations; run every K with the same arguments, then `merge` the outputs"))
+
     p = sub.add_parser("bench", help="admit checks, run them on every lane, write results/")
     common(p)
     p.add_argument("--sdk", help="expected version of the family's distribution here (for "
@@ -77,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept this run as the version's baseline (regression gate)")
     p.add_argument("--partial", action="store_true",
                    help="with --accept and --lanes/--checks: accept only the measured cells")
+    shard(p, "(check, lane) cells")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("accept", help="accept runs as the baselines of the regression gate")
@@ -101,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reruns", type=int, default=3)
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--json", metavar="PATH", help="also write the admissions as one JSON "
+                                                  "document (what `merge` combines)")
+    shard(p, "checks")
     p.set_defaults(func=cmd_admit)
 
     p = sub.add_parser("run", help="run one check on one lane (replays a violation)")
@@ -134,7 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when a lane's covered score is below PCT percent; PCT sets "
                         "every lane, LANE=PCT one lane (repeatable), e.g. --fail-under 90 "
                         "--fail-under redis-from-url=80")
+    shard(p, "(lane, mutant) units")
     p.set_defaults(func=cmd_survey)
+
+    p = sub.add_parser("merge", help="combine the outputs of sharded runs (--shard k/n) "
+                                     "into the document one unsharded run writes")
+    p.add_argument("shards", nargs="+", metavar="SHARD_OUTPUT",
+                   help="every shard's output: a folder of `survey --shard k/n --write "
+                        "--out DIR`, or the file of `admit --shard k/n --json PATH`")
+    p.add_argument("--out", required=True, help="folder for the merged documents")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("html", help="build the HTML kill matrix from a survey's "
                                     "mutation-report.json (the viewer is fetched from npm once)")

@@ -83,13 +83,27 @@ def _at_least(value: int, least: int, option: str, why: str) -> int:
     return value
 
 
+def _shard_writes(args: argparse.Namespace, writes: bool, option: str, fix: str) -> None:
+    """Refuse a malformed --shard, and a shard that would write nothing to merge."""
+    from harness.shard import ShardSpec
+
+    if args.shard is None:
+        return
+    ShardSpec.parse(args.shard)
+    if not writes:
+        raise UsageError(f"--shard {args.shard!r} without {option}: the rule: `merge` reads "
+                         f"what each shard writes; fix: add {fix}")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
     from harness.bench import BenchConfig, run_bench
     from harness.cache import AdmissionCache
+    from harness.execute import sdk_version
     from harness.ground.services import ServiceManager
     from harness.results import writable_folder
     from harness.run_coverage import known_selection
+    from harness.shard import make_split, run_durations
     from harness.summary import append_job_summary
     from targets.registry import parse_lanes
 
@@ -108,12 +122,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          "run as the whole baseline; add --partial to accept only the cells "
                          "this run measures, or drop --lanes/--checks")
     out = writable_folder(Path(args.out))  # before anything is measured
+    split = make_split(args, run_durations(Path("results"), sdk_version(), "bench"))
+    if split is not None and args.accept:
+        raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "
+                         f"baseline: the rule: a baseline is a whole run; fix: drop --accept, "
+                         f"`merge` the shards, then `python -m harness accept MERGED.json`")
     with ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
             lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
             workers=args.workers, params=params, loop=loop, out_dir=out,
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
-            quiet=args.quiet, manager=manager,
+            quiet=args.quiet, manager=manager, shard=split,
         ))
     print(f"wrote {outcome.json_path} and {outcome.report_path}")
     written = (outcome.json_path, outcome.report_path)
@@ -123,6 +142,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"{len(outcome.document['findings'])} findings: "
           + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
           + f"; {outcome.document['duration_s']:.1f}s")
+    if split is not None:
+        print(f"shard {split.spec}: the regression gate applies to the merged run "
+              f"(`python -m harness merge`, then `python -m harness compare` or `accept`)")
+        return int(outcome.code)
     if args.accept:
         from harness.baseline import accept
 
@@ -197,8 +220,10 @@ def cmd_admit(args: argparse.Namespace) -> int:
     """`python -m harness admit`: run checks against their paired mutants and print admissions."""
     from harness.admission import AdmissionConfig, admit
     from harness.cache import AdmissionCache
+    from harness.execute import sdk_version
     from harness.ground.services import ServiceManager
     from harness.lanes import services_for_checks
+    from harness.shard import make_split, run_durations
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -206,7 +231,11 @@ def cmd_admit(args: argparse.Namespace) -> int:
     _at_least(args.reruns, 1, "--reruns", "a mutant is killed only when violated in every "
                                           "rerun, and there must be one")
     _at_least(args.workers, 0, "--workers", "0 means one per core")
-    checks = _select_checks(None if args.all else ",".join(args.check), params)
+    _shard_writes(args, bool(args.json), "--json", "--json PATH (one PATH per shard)")
+    every = _select_checks(None if args.all else ",".join(args.check), params)
+    split = make_split(args, run_durations(Path("results"), sdk_version(), "admit"))
+    checks = every if split is None else tuple(c for c in every if c.id in split.keep(
+        {c.id: split.durations.get(c.id) for c in every}))
     started = time.perf_counter()
     with ServiceManager() as manager:
         admissions = admit(checks, AdmissionConfig(
@@ -230,7 +259,15 @@ def cmd_admit(args: argparse.Namespace) -> int:
             print(f"  reason: {reason}")
         all_in = all_in and a.admitted
     print(f"{sum(a.admitted for a in admissions)}/{len(admissions)} checks admitted in "
-          f"{time.perf_counter() - started:.1f}s")
+          f"{time.perf_counter() - started:.1f}s"
+          + (f" (shard {split.spec}: {len(checks)} of {len(every)} checks)" if split else ""))
+    if args.json:
+        from harness.merge import admission_document
+        from harness.results import atomic_write_text
+
+        doc = admission_document([c.id for c in every], admissions, split)
+        atomic_write_text(Path(args.json), json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")
     return int(ExitCode.OK if all_in else ExitCode.VIOLATED)
 
 
@@ -328,6 +365,11 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
         else:
             atomic_write_text(Path(args.json), text)
             print(f"wrote {args.json}")
+    if args.write and config.shard is not None:
+        from harness.merge import write_manifest
+
+        manifest = _survey_manifest(surveys, config)
+        print(f"wrote {write_manifest(out, 'survey', config.shard, manifest)}")
     if args.write or args.html:
         report = survey_mutation_report(surveys)
         if args.write:
@@ -340,6 +382,12 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
             print(f"wrote {write_html(report, Path(args.html))}")
 
 
+def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
+    """What a survey shard's merge needs besides its lane files: each lane's mutant order."""
+    return {"checks": [c.id for c in config.checks],
+            "lanes": {s.lane: list(s.order) for s in surveys}}
+
+
 def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
     from harness.cache import AdmissionCache
@@ -347,6 +395,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     from harness.ground.family import active_family
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
+    from harness.shard import make_split, survey_durations
     from harness.survey import SurveyConfig, survey
     from harness.survey_report import render_text
     from harness.survey_scores import gate, parse_fail_under
@@ -367,6 +416,9 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
 
         check_out_dir(Path(args.html))
         fetch_viewer()
+    _shard_writes(args, args.write, "--write", "--write --out DIR (one DIR per shard)")
+    split = make_split(args, survey_durations(Path(
+        f"results/survey/{family.stem(sdk_version())}")))
     started = time.perf_counter()
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
@@ -380,7 +432,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
             workers=args.workers or os.cpu_count() or 1,
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
             services=prepared.services, survivors=entries,
-            survivors_source=str(waivers) if waivers.is_file() else None,
+            survivors_source=str(waivers) if waivers.is_file() else None, shard=split,
         )
         surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
@@ -389,6 +441,9 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
           f"in {time.perf_counter() - started:.1f}s"
           + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
     errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
+    if split is not None:
+        print(f"shard {split.spec}: the score gate is applied by `python -m harness merge`")
+        return int(ExitCode.ERROR_OR_NOTHING if errors else ExitCode.OK)
     lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
     for line in lines:
         print(f"gate: {line.describe()}")
@@ -399,6 +454,19 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
               file=sys.stderr)
         return int(ExitCode.ERROR_OR_NOTHING)
     return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """`python -m harness merge`: combine shard outputs into what one unsharded run writes."""
+    from harness.merge import merge_outputs
+    from harness.results import writable_folder
+
+    out = writable_folder(Path(args.out))
+    written, lines, code = merge_outputs([Path(p) for p in args.shards], out)
+    for path in written:
+        print(f"wrote {path}")
+    print("\n".join(lines), file=sys.stderr if code else sys.stdout)
+    return code
 
 
 def cmd_html(args: argparse.Namespace) -> int:

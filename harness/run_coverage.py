@@ -31,11 +31,12 @@ class RunCoverage:
     complete: bool  # False when the run was interrupted
     lanes_not_measured: Mapping[str, str] = field(default_factory=dict)  # lane -> reason
     checks_not_measured: Mapping[str, str] = field(default_factory=dict)  # check -> reason
+    shard: str | None = None  # "k/n" for one shard of a sharded run (merge makes it whole)
 
     @property
     def partial(self) -> bool:
-        """True for a run of a subset of lanes or checks, or an interrupted one."""
-        return not (self.complete and self.every_lane and self.every_check)
+        """True for a run of a subset of lanes or checks, an interrupted one, or a shard."""
+        return not (self.complete and self.every_lane and self.every_check) or bool(self.shard)
 
     def partial_reasons(self) -> list[str]:
         """Why the run is partial, in words (empty for a whole run)."""
@@ -46,6 +47,8 @@ class RunCoverage:
             reasons.append(f"checks selected: {', '.join(self.checks_selected) or 'none'}")
         if not self.complete:
             reasons.append("interrupted (complete: false)")
+        if self.shard:
+            reasons.append(f"shard {self.shard} of a sharded run (`merge` its shards)")
         return reasons
 
     def in_scope(self, cell: Cell) -> bool:
@@ -79,6 +82,7 @@ class RunCoverage:
             "every_check": self.every_check,
             "complete": self.complete,
             "partial": self.partial,
+            **({"shard": self.shard} if self.shard else {}),
         }
 
     @classmethod
@@ -94,6 +98,7 @@ class RunCoverage:
             complete=bool(data["complete"]),
             lanes_not_measured=dict(data.get("lanes_not_measured", {})),
             checks_not_measured=dict(data.get("checks_not_measured", {})),
+            shard=data.get("shard"),
         )
 
 

@@ -45,6 +45,7 @@ from harness.guards import Excluded, excluded_lines, executed_excluded, lane_gua
 from harness.judging import TIME_RULE, Judging, Pair, clean_base, clean_reruns, judge_mutants
 from harness.keys import verdict_key
 from harness.progress import Progress
+from harness.shard import Split
 from harness.survey_lane import LaneSurvey, MutantOutcome
 from harness.survey_scores import lane_status
 from harness.survivors import Category, Entry, by_lane
@@ -79,6 +80,7 @@ class SurveyConfig:
     services: Mapping[str, str] = field(default_factory=dict)
     survivors: tuple[Entry, ...] = ()
     survivors_source: str | None = None  # the file the entries come from
+    shard: Split | None = None  # run only this shard's (lane, mutant) units
 
     def to_json(self) -> dict[str, Any]:
         """How the survey ran, as recorded next to its results."""
@@ -93,6 +95,7 @@ class SurveyConfig:
             "tmpdir": "tmpfs (/dev/shm)" if self.tmpdir else "system default",
             "services": sorted(self.services),
             "survivors_file": self.survivors_source,
+            **({"shard": self.shard.to_json()} if self.shard is not None else {}),
         }
 
 
@@ -112,6 +115,7 @@ class _Plan:
     duplicates: dict[str, Equivalence] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     excluded: Excluded = field(default_factory=lambda: Excluded({}))
+    order: tuple[str, ...] = ()  # every generated mutant's id, in order (set when sharded)
 
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:
@@ -187,6 +191,8 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     """Run the survey; see the module docstring for its steps."""
     checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
     plans = [_prepare(lane) for lane in config.lanes]
+    if config.shard is not None:
+        plans = _shard_plans(plans, config.shard)
 
     def options(check: CheckSpec, rerun: int) -> RunOptions:  # of a clean run
         return RunOptions(params=check.resolve_params(config.params.get(check.id)),
@@ -201,6 +207,41 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     runs = _mutant_phase(config, [p for p in plans if p.error is None])
     by = by_lane(config.survivors)
     return tuple(_assemble(plan, runs, by.get(plan.lane.name, {})) for plan in plans)
+
+
+def _units(plan: _Plan) -> dict[str, list[MutantSpec]]:
+    """A lane's shard units: its mutants grouped with their duplicates; the lane alone when
+    it has no mutant to judge (so that exactly one shard reports it)."""
+    if plan.error is not None or not plan.mutants:
+        return {plan.lane.name: []}
+    groups: dict[str, list[MutantSpec]] = {}
+    for mutant in plan.mutants:
+        dup = plan.duplicates.get(mutant.id)
+        groups.setdefault(f"{plan.lane.name}:{dup.of if dup and dup.of else mutant.id}",
+                          []).append(mutant)
+    return groups
+
+
+def _shard_plans(plans: Sequence[_Plan], split: Split) -> list[_Plan]:
+    """The plans cut to this shard's units; a lane with none of them is left out."""
+    units = {plan.lane.name: _units(plan) for plan in plans}
+    seconds = {u: (sum(split.durations.get(f"{p.lane.name}:{m.id}", 0.0) for m in members)
+                   if all(f"{p.lane.name}:{m.id}" in split.durations for m in members)
+                   and members else None)
+               for p in plans for u, members in units[p.lane.name].items()}
+    mine = split.keep(seconds)
+    kept = []
+    for plan in plans:
+        chosen = {m.id for u, members in units[plan.lane.name].items() if u in mine
+                  for m in members}
+        if not chosen and not (set(units[plan.lane.name]) & mine):
+            continue
+        plan.order = tuple(m.id for m in plan.mutants)
+        if plan.report is not None:
+            plan.report = dataclasses.replace(plan.report, mutants=tuple(
+                m for m in plan.mutants if m.id in chosen))
+        kept.append(plan)
+    return kept
 
 
 def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Sequence[_Plan],
@@ -326,7 +367,7 @@ def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurv
         return LaneSurvey(lane.name, lane.module, plan.file, outcomes,
                           plan.report.dropped_noncompiling if plan.report else 0,
                           plan.clean, {}, frozenset(), (), {}, plan.error,
-                          tuple(waivers.values()))
+                          tuple(waivers.values()), plan.order)
     applicable = [c for c, base in plan.clean.items() if not base.abstains]
     outcomes_by_id: dict[str, MutantOutcome] = {}
     for mutant in plan.mutants:
@@ -360,4 +401,4 @@ def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurv
                       tuple(outcomes_by_id[m.id] for m in plan.mutants),
                       plan.report.dropped_noncompiling if plan.report else 0, plan.clean,
                       plan.coverage, plan.lines.executable, results, plan.counts, None,
-                      tuple(waivers.values()))
+                      tuple(waivers.values()), plan.order)

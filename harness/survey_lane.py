@@ -18,6 +18,14 @@ S = MutantStatus
 UNKILLED = tuple(S(value) for value in UNKILLED_VALUES)
 
 
+def status_under(status: MutantStatus, checks: Mapping[str, MutantStatus],
+                 check: str) -> MutantStatus:
+    """A mutant's status in one check's scores: its pair's, or its lane-wide status."""
+    if status in LANE_WIDE or check not in checks:
+        return status
+    return checks[check]
+
+
 @dataclass(frozen=True)
 class MutantOutcome:
     """One generated mutant on one lane: its status there, why, and the lines it changes."""
@@ -61,6 +69,7 @@ class LaneSurvey:
     runs: Mapping[str, int]  # how many pair runs ran, were cached or were saved, and why
     error: str | None = None  # why the lane could not be surveyed
     survivors_file: tuple[Entry, ...] = ()
+    order: tuple[str, ...] = ()  # a shard's: every generated mutant id of the lane, in order
 
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:
@@ -87,12 +96,8 @@ class LaneSurvey:
 
     def check_scores(self) -> dict[str, Scores]:
         """Per applicable check: its scores over every mutant (lane-wide statuses count too)."""
-        def status(o: MutantOutcome, check: str) -> MutantStatus:
-            if o.status in LANE_WIDE or check not in o.checks:
-                return o.status
-            return o.checks[check]
-
-        return {c: Scores.of([status(o, c) for o in self.outcomes]) for c in self.checks()}
+        return {c: Scores.of([status_under(o.status, o.checks, c) for o in self.outcomes])
+                for c in self.checks()}
 
     def survivors(self) -> tuple[MutantOutcome, ...]:
         """The mutants no check kills (and not set aside as equivalent, duplicate or n/a)."""
