@@ -21,10 +21,10 @@ from harness.commands import (
     cmd_run,
     cmd_scaffold,
     cmd_show,
-    cmd_survey,
 )
 from harness.ground.errors import BenchError
 from harness.ground.model import ExitCode
+from harness.survey_command import cmd_survey
 
 
 def _version_line() -> str:

@@ -1,0 +1,139 @@
+"""``python -m harness survey``: the survey command, its outputs and its shard manifest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.commands import parse_params, select_checks, shard_writes
+from harness.ground.model import ExitCode
+
+
+def cmd_survey(args: argparse.Namespace) -> int:
+    """`python -m harness survey`: run the mutant survey, write it, apply the score gate.
+
+    With ``--json -`` the survey's JSON is the only thing on stdout (for machines); every
+    line for people goes to stderr.
+    """
+    if args.json != "-":
+        return _survey(args, sys.stdout)
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):
+        return _survey(args, sys.__stdout__ or sys.stdout)
+
+
+def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine: Any) -> None:
+    """Write what the survey's options ask for: the lane files and the mutation report
+    (``--write``), one JSON document (``--json``), the HTML kill matrix (``--html``)."""
+    from harness.execute import sdk_version
+    from harness.ground.family import active_family
+    from harness.results import atomic_write_text
+    from harness.survey_report import survey_mutation_report, survey_set, write_survey
+
+    out = Path(args.out or f"results/survey/{active_family().stem(sdk_version())}")
+    if args.write:
+        for path in write_survey(surveys, out, config):
+            print(f"wrote {path}")
+    if args.json:
+        text = json.dumps(survey_set(surveys, config), indent=1, ensure_ascii=False) + "\n"
+        if args.json == "-":
+            machine.write(text)
+            machine.flush()
+        else:
+            atomic_write_text(Path(args.json), text)
+            print(f"wrote {args.json}")
+    if args.write and config.shard is not None:
+        from harness.merge import write_manifest
+
+        manifest = _survey_manifest(surveys, config)
+        print(f"wrote {write_manifest(out, 'survey', config.shard, manifest)}")
+    if args.write or args.html:
+        report = survey_mutation_report(surveys)
+        if args.write:
+            path = out / "mutation-report.json"
+            atomic_write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+            print(f"wrote {path} (mutation-testing-report-schema v2, one file per lane)")
+        if args.html:
+            from harness.mutation_html import write_html
+
+            print(f"wrote {write_html(report, Path(args.html))}")
+
+
+def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
+    """What a survey shard's merge needs besides its lane files: each lane's mutant order."""
+    return {"checks": [c.id for c in config.checks],
+            "lanes": {s.lane: list(s.order) for s in surveys}}
+
+
+def _survey(args: argparse.Namespace, machine: Any) -> int:
+    """The survey command; ``machine`` receives ``--json -`` output."""
+    from harness.cache import AdmissionCache
+    from harness.execute import sdk_version
+    from harness.ground.family import active_family
+    from harness.ground.services import ServiceManager
+    from harness.lanes import prepare_lanes
+    from harness.shard import make_split, survey_durations
+    from harness.survey import SurveyConfig, survey
+    from harness.survey_report import render_text
+    from harness.survey_scores import gate, parse_fail_under
+    from harness.survivors import load_survivors, survivors_path
+    from targets.registry import family_lanes, parse_lanes
+
+    family = active_family()
+    params = parse_params(args.param)
+    checks = select_checks(args.checks, params)
+    known = [t.name for t in family_lanes()]
+    fail_under = parse_fail_under(args.fail_under, known)
+    entries = load_survivors(sdk_version(), known)
+    waivers = survivors_path(sdk_version())
+    lanes = (family_lanes() if args.lanes == "all" else parse_lanes(args.lanes)
+             if args.lanes else (family.resolve("reference"), *family.resolve("survey_lanes")))
+    if args.html:  # fail in seconds, not after the survey, when the viewer cannot be had
+        from harness.mutation_html import check_out_dir, fetch_viewer
+
+        check_out_dir(Path(args.html))
+        fetch_viewer()
+    shard_writes(args, args.write, "--write", "--write --out DIR (one DIR per shard)")
+    split = make_split(args, survey_durations(Path(
+        f"results/survey/{family.stem(sdk_version())}")))
+    started = time.perf_counter()
+    with ServiceManager() as manager:
+        prepared = prepare_lanes(lanes, manager)
+        asked = {lane.name for lane in lanes}
+        missing = [m for m in prepared.not_measured if m.name in asked]
+        for absent in prepared.not_measured:
+            print(f"{absent.name}: {absent.reason}")
+        config = SurveyConfig(
+            lanes=prepared.lanes, checks=checks, reruns=args.reruns, params=params,
+            timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
+            workers=args.workers or os.cpu_count() or 1,
+            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            services=prepared.services, survivors=entries,
+            survivors_source=str(waivers) if waivers.is_file() else None, shard=split,
+        )
+        surveys = survey(config)
+    print(render_text(surveys, show_diffs=args.diffs))
+    _survey_outputs(args, surveys, config, machine)
+    print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
+          f"in {time.perf_counter() - started:.1f}s"
+          + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
+    errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
+    if split is not None:
+        print(f"shard {split.spec}: the score gate is applied by `python -m harness merge`")
+        return int(ExitCode.ERROR_OR_NOTHING if errors else ExitCode.OK)
+    lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
+    for line in lines:
+        print(f"gate: {line.describe()}")
+    judged = sum(s.scores().covered for s in surveys if not s.error)
+    if errors or not judged:
+        print("error: " + ("; ".join(f"{lane}: {why}" for lane, why in errors.items())
+                           or "the survey judged no mutant: nothing was measured"),
+              file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
