@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+try:
+    import yaml
+except ImportError:  # the locks install PyYAML's free-threading fork on Python 3.13
+    import yaml_ft as yaml  # type: ignore[no-redef]
 
 from harness.ground.errors import UsageError
 from harness.merge import check_compatible, load_shards
