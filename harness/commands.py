@@ -122,7 +122,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          "run as the whole baseline; add --partial to accept only the cells "
                          "this run measures, or drop --lanes/--checks")
     out = writable_folder(Path(args.out))  # before anything is measured
-    split = make_split(args, run_durations(Path("results"), sdk_version(), "bench"))
+    split = make_split(args, run_durations(Path("results"), sdk_version(), "bench")
+                       if args.shard else None)  # the newest run is read only when sharded
     if split is not None and args.accept:
         raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "
                          f"baseline: the rule: a baseline is a whole run; fix: drop --accept, "
@@ -142,6 +143,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"{len(outcome.document['findings'])} findings: "
           + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
           + f"; {outcome.document['duration_s']:.1f}s")
+    for missing in outcome.document["not_measured"]:  # said here too, not only in the report
+        print(f"not measured: {missing['name']}: {missing['reason']}")
     if split is not None:
         print(f"shard {split.spec}: the regression gate applies to the merged run "
               f"(`python -m harness merge`, then `python -m harness compare` or `accept`)")
@@ -233,7 +236,8 @@ def cmd_admit(args: argparse.Namespace) -> int:
     _at_least(args.workers, 0, "--workers", "0 means one per core")
     shard_writes(args, bool(args.json), "--json", "--json PATH (one PATH per shard)")
     every = select_checks(None if args.all else ",".join(args.check), params)
-    split = make_split(args, run_durations(Path("results"), sdk_version(), "admit"))
+    split = make_split(args, run_durations(Path("results"), sdk_version(), "admit")
+                       if args.shard else None)
     checks = every if split is None else tuple(c for c in every if c.id in split.keep(
         {c.id: split.durations.get(c.id) for c in every}))
     started = time.perf_counter()

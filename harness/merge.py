@@ -167,6 +167,14 @@ def clean_disagreements(docs: Sequence[Mapping[str, Any]]) -> list[str]:
             for c, b in doc["clean"].items() if b.get("verdicts") != first.get(c)]
 
 
+def _judgeability_disagreements(docs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The clean-base disagreements that change which checks judged the lane's mutants."""
+    first = {c: b.get("judgeable") for c, b in docs[0]["clean"].items()}
+    return [f"{docs[0]['lane']} {c}: judgeable in one shard, not in another"
+            for doc in docs[1:] for c, b in doc["clean"].items()
+            if b.get("judgeable") != first.get(c)]
+
+
 def merge_reports(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The shards' mutation-testing reports as one (files united, mutants by location)."""
     files: dict[str, Any] = {}
@@ -225,6 +233,11 @@ def merge_survey(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str
     results = gate(scores, errors, parse_fail_under(values, [*lanes, *named]))
     lines.extend(f"{lane}: {s.describe()}" for lane, s in scores.items())
     lines.extend(f"gate: {line.describe()}" for line in results)
+    judgeability = [d for lane in order for d in _judgeability_disagreements(
+        [_read_json(p / f"{lane}.json") for p, m in shards if lane in m["lanes"]])]
+    if judgeability:  # a shard skipped checks another shard judged: the lane is not whole
+        errors.update({d.split(" ", 1)[0]: f"shards disagree on a clean base: {d}"
+                       for d in judgeability})
     if errors or not sum(s.covered for s in scores.values()):
         lines.append("error: " + ("; ".join(f"{k}: {v}" for k, v in errors.items())
                                   or "the shards judged no mutant: nothing was measured"))
@@ -251,7 +264,12 @@ def merge_admissions(paths: Sequence[Path], out: Path) -> tuple[list[Path], list
     first = shards[0][1]
     by_check = {a["check_id"]: a for _, doc in shards for a in doc["admissions"]}
     merged = {k: v for k, v in first.items() if k != "shard"}
-    merged["admissions"] = [by_check[c] for c in first["checks"] if c in by_check]
+    absent = [c for c in first["checks"] if c not in by_check]
+    if absent:
+        raise UsageError(f"no shard admitted {', '.join(map(repr, absent))}: the rule: every "
+                         f"check the shards were asked for is in one shard's output; fix: "
+                         f"rerun the shard that should have it, with the same arguments")
+    merged["admissions"] = [by_check[c] for c in first["checks"]]
     merged["merged_shards"] = int(first["shard"]["n"])
     path = out / "admission.json"
     atomic_write_text(path, json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
@@ -274,7 +292,7 @@ def merge_bench(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str]
 
     from harness.ground.model import merge_verdicts, verdict_exit_code
     from harness.report import render_markdown
-    from harness.results import new_run_id, validate
+    from harness.results import new_run_id, run_stem, validate
 
     docs = [d for _, d in load_shards(paths)]
     first = docs[0]
@@ -306,9 +324,8 @@ def merge_bench(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str]
         lanes=_union(docs, "lanes", "name", lanes),
         services={k: v for d in docs for k, v in d.get("services", {}).items()})
     validate(merged)
-    utc = dt.datetime.fromisoformat(merged["started"]).astimezone(dt.timezone.utc)
-    stem = (f"{utc:%Y-%m-%dT%H%M%SZ}-{merged['run_id']}-{merged['sdk']['name']}-"
-            f"{merged['sdk']['version']}")  # harness.results.run_stem, of the shards' family
+    stem = run_stem(dt.datetime.fromisoformat(merged["started"]), merged["run_id"],
+                    merged["sdk"]["version"], merged["sdk"]["name"])
     json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
     atomic_write_text(json_path, json.dumps(merged, indent=1, ensure_ascii=False) + "\n",
                       replace=False)
@@ -316,8 +333,31 @@ def merge_bench(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str]
     code = verdict_exit_code(merge_verdicts(Verdict(f["verdict"]) for f in findings))
     tally = {v: [f["verdict"] for f in findings].count(v) for v in
              sorted({f["verdict"] for f in findings})}
-    return [json_path, md_path], [f"{len(findings)} findings: " + ", ".join(
-        f"{n} {v}" for v, n in tally.items())], int(code)
+    lines = [f"{len(findings)} findings: " + ", ".join(f"{n} {v}" for v, n in tally.items())]
+    gaps = _bench_gaps(docs, findings, [c for c in checks if c in admitted], measured)
+    if gaps:  # the merged run is less than the shards' arguments asked for: never exit 0
+        lines += [f"error: {gap}" for gap in gaps]
+        code = ExitCode.ERROR_OR_NOTHING
+    return [json_path, md_path], lines, int(code)
+
+
+def _bench_gaps(docs: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any]],
+                admitted: Sequence[str], measured: Sequence[str]) -> list[str]:
+    """Why the merged bench is not whole: an interrupted shard, a check the shards admitted
+    differently, an admitted check on a measured lane with no finding."""
+    gaps = [f"shard {d['coverage'].get('shard', {}).get('spec', '?')} was interrupted"
+            for d in docs if not d["coverage"]["complete"]]
+    verdicts: dict[str, set[bool]] = {}
+    for d in docs:
+        for a in d.get("admission", ()):
+            verdicts.setdefault(a["check_id"], set()).add(bool(a["admitted"]))
+    gaps += [f"shards disagree on admitting {c}" for c, seen in verdicts.items() if len(seen) > 1]
+    have = {(f["invariant_id"], f["target"]) for f in findings}
+    missing = [f"{c} on {lane}" for c in admitted for lane in measured if (c, lane) not in have]
+    if missing:
+        gaps.append(f"{len(missing)} cell(s) have no finding in any shard: "
+                    f"{', '.join(missing[:5])}")
+    return gaps
 
 
 def merge_outputs(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str], int]:

@@ -94,11 +94,12 @@ def run_glob(version: str | None = None) -> str:
     return f"*-{active_family().stem(version or '*')}.json"
 
 
-def run_stem(started: dt.datetime, run_id: str, sdk: str) -> str:
+def run_stem(started: dt.datetime, run_id: str, sdk: str, family: str | None = None) -> str:
     """The name of a run's files: its start time (UTC) and run id, never only the day, so a
-    run never replaces another: ``2026-11-30T101502Z-3f9a1c2e-openai-agents-0.24.0``."""
+    run never replaces another: ``2026-11-30T101502Z-3f9a1c2e-openai-agents-0.24.0``
+    (``family``: the name of the run's family, default the active one)."""
     utc = started.astimezone(dt.timezone.utc)
-    return f"{utc:%Y-%m-%dT%H%M%SZ}-{run_id}-{active_family().stem(sdk)}"
+    return f"{utc:%Y-%m-%dT%H%M%SZ}-{run_id}-{family or active_family().name}-{sdk}"
 
 
 def new_run_id() -> str:

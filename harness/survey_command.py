@@ -100,8 +100,8 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
         check_out_dir(Path(args.html))
         fetch_viewer()
     shard_writes(args, args.write, "--write", "--write --out DIR (one DIR per shard)")
-    split = make_split(args, survey_durations(Path(
-        f"results/survey/{family.stem(sdk_version())}")))
+    split = make_split(args, survey_durations(Path(  # read only when sharded
+        f"results/survey/{family.stem(sdk_version())}")) if args.shard else None)
     started = time.perf_counter()
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
@@ -126,7 +126,11 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
     if split is not None:
         print(f"shard {split.spec}: the score gate is applied by `python -m harness merge`")
-        return int(ExitCode.ERROR_OR_NOTHING if errors else ExitCode.OK)
+        if missing:  # this machine's split covers fewer lanes than the other shards' may
+            print(f"error: shard {split.spec} could not measure "
+                  f"{', '.join(m.name for m in missing)}; every shard must measure every "
+                  f"lane asked for, or the merge would be less than it says", file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING if errors or missing else ExitCode.OK)
     lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
     for line in lines:
         print(f"gate: {line.describe()}")

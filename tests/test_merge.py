@@ -191,3 +191,18 @@ def test_merged_bench_shards_equal_the_unsharded_bench(toy_path: Path) -> None: 
     assert _stripped(got) == _stripped(want)
     assert [(f["target"], f["verdict"]) for f in got["findings"]] == [("notes-file", "held")]
     assert got_path.with_suffix(".md").read_text().count("ARIB-TOY-001") >= 1
+
+
+def test_an_admission_merge_missing_a_check_is_refused(tmp_path: Path) -> None:
+    from harness.merge import merge_admissions
+
+    paths = []
+    for k, admissions in ((1, [{"check_id": "ARIB-A-001", "admitted": True}]), (2, [])):
+        doc = {**_manifest(k), "command": "admit", "kind": "arib-admission",
+               "checks": ["ARIB-A-001", "ARIB-B-001"], "admissions": admissions}
+        path = tmp_path / f"admit-{k}.json"
+        path.write_text(json.dumps(doc))
+        paths.append(path)
+    with pytest.raises(UsageError, match=r"no shard admitted 'ARIB-B-001'"):
+        merge_admissions(paths, tmp_path)
+    assert not (tmp_path / "admission.json").exists()

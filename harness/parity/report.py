@@ -64,6 +64,11 @@ def gate_verdict(reasons: Sequence[FailReason]) -> Verdict:
     return merge_verdicts([Verdict.HELD, *(r.verdict for r in reasons)])
 
 
+def compared_anything(report: LaneReport) -> bool:
+    """True when the lane ran at least one workflow or case without abstaining."""
+    return any(r.abstained is None for r in report.results())
+
+
 def lane_verdict(
     report: LaneReport, reasons: Sequence[FailReason], *, reference_failed: bool = False
 ) -> Verdict:
@@ -76,7 +81,7 @@ def lane_verdict(
     """
     if reference_failed and report.lane != REFERENCE_LANE.name:
         base = Verdict.ERROR
-    elif any(r.abstained is None for r in report.results()):
+    elif compared_anything(report):
         base = Verdict.HELD
     else:
         base = Verdict.NOT_APPLICABLE
