@@ -276,13 +276,14 @@ def cross_version_markdown(documents: Sequence[Mapping[str, Any]],
     elif no_picture is not None:
         lines += [f"No picture: {no_picture}.", ""]
     compact = _table_rows(docs, compact=True)
-    total = len(_table_rows(docs, compact=False)) - 2
+    full = _table_rows(docs, compact=False)
+    total = len(full) - 2
     lines += ["## Rows whose verdict changes", "",
               f"{len(compact) - 2} of {total} rows change verdict across the versions that "
               f"measured them (`-`: not measured in that version); every row is in the full "
               f"table below.", ""]
     lines += [*(compact if len(compact) > 2 else ["No verdict changes."]), ""]
-    lines += ["## Every row", "", *_table_rows(docs, compact=False), "", "## What changed", ""]
+    lines += ["## Every row", "", *full, "", "## What changed", ""]
     for prev, cur in zip(docs, docs[1:], strict=False):
         lines += _changes_between(prev, cur)
     return "\n".join(lines).rstrip() + "\n"

@@ -62,11 +62,8 @@ class Family:
     def resolve(self, field_name: str) -> Any:
         """The object a ``"module:attribute"`` field names, imported now."""
         ref = getattr(self, field_name)
-        module, _, attr = ref.partition(":")
         try:
-            value = importlib.import_module(module)
-            for part in attr.split(".") if attr else ():
-                value = getattr(value, part)
+            value = _import_ref(ref)
         except (ImportError, AttributeError) as exc:
             raise PluginError(
                 f"family {self.name!r}: {field_name}={ref!r} cannot be loaded "
@@ -159,12 +156,18 @@ def _entry_points() -> dict[str, str]:
     return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def _load(name: str, ref: str) -> Family:
+def _import_ref(ref: str) -> Any:
+    """The object a ``"module:attribute.path"`` reference names, imported now."""
     module, _, attr = ref.partition(":")
+    value: Any = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        value = getattr(value, part)
+    return value
+
+
+def _load(name: str, ref: str) -> Family:
     try:
-        value: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            value = getattr(value, part)
+        value = _import_ref(ref)
     except Exception as exc:  # a plugin's import can fail any way: name it, never crash
         raise PluginError(
             f"family {name!r} ({ref!r}) cannot be loaded: {type(exc).__name__}: {exc}; "
