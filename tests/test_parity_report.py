@@ -225,17 +225,3 @@ def test_a_corrupt_history_is_a_failed_step_and_takes_no_sample(tmp_path: Path) 
                                     _opts(tmp_path), sdk="0.24.0", case_count=0,
                                     elapsed_ms=30.0, mutant=None, failed_before=False)
     assert judged.samples == 0 and [r.verdict for r in reasons] == [Verdict.ERROR]
-
-
-def _abstained(name: str) -> WorkflowResult:
-    return WorkflowResult(name=name, domain="chat", ok=True, replay_hash="h",
-                          replay_hash_normalized=None, read_labels=(), read_hashes=(),
-                          abstained="the store lives in one process")
-
-
-def test_a_run_whose_other_lanes_abstained_from_everything_compared_nothing() -> None:
-    other = LaneReport(lane="x@asyncio", target="x", loop="asyncio", status=LaneStatus.OK,
-                       binding={}, workflows=(_abstained("chat_multi_turn"),))
-    (reason,) = lane_reasons([_lane("reference@asyncio"), other])
-    assert reason.verdict is Verdict.ERROR and reason.text.startswith("nothing was compared")
-    assert "abstained from every workflow and case" in reason.text

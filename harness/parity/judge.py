@@ -14,9 +14,8 @@ from pathlib import Path
 from harness.ground.model import Verdict
 from harness.parity.compare import Comparison
 from harness.parity.history import HISTORY_WINDOW, p95, read_history
-from harness.parity.lanes import REFERENCE_LANE
 from harness.parity.options import GateOptions
-from harness.parity.report import FailReason, HistoryJudgement, compared_anything
+from harness.parity.report import FailReason, HistoryJudgement
 from harness.parity.runner import LaneReport, LaneStatus
 from mutants.base import MutantSpec
 
@@ -34,16 +33,6 @@ def lane_reasons(reports: Sequence[LaneReport]) -> list[FailReason]:
                 Verdict.ERROR,
                 "nothing was compared: only the reference lane ran; name at least one more "
                 "lane or loop",
-            )
-        )
-    others = [r for r in reports
-              if r.lane != REFERENCE_LANE.name and r.status is not LaneStatus.ERROR]
-    if others and not any(compared_anything(r) for r in others):
-        out.append(
-            FailReason(
-                Verdict.ERROR,
-                "nothing was compared: every lane besides the reference abstained from every "
-                "workflow and case; name a lane that offers these contracts",
             )
         )
     return out
