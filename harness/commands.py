@@ -144,7 +144,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
           + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
           + f"; {outcome.document['duration_s']:.1f}s")
     for missing in outcome.document["not_measured"]:  # said here too, not only in the report
-        print(f"not measured: {missing['name']}: {missing['reason']}")
+        print(f"{missing['name']}: {missing['reason']}")
     if split is not None:
         print(f"shard {split.spec}: the regression gate applies to the merged run "
               f"(`python -m harness merge`, then `python -m harness compare` or `accept`)")
