@@ -61,7 +61,8 @@ def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
     pkg = importlib.import_module(package)
     found: dict[str, CheckSpec] = {}
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if info.name in INFRASTRUCTURE or info.name.startswith("_"):
+        # a subpackage is another family's (checks/langgraph/), never a check module
+        if info.ispkg or info.name in INFRASTRUCTURE or info.name.startswith("_"):
             continue
         spec = validate_module(_import_check(f"{package}.{info.name}"))
         if spec.id in found:

@@ -22,8 +22,8 @@ from mutants.base import MutantSpec
 
 def _modules(package: str, helpers_only: bool) -> tuple[str, ...]:
     found = pkgutil.iter_modules(importlib.import_module(package).__path__)
-    return tuple(sorted(f"{package}.{info.name}" for info in found
-                        if info.name.startswith("_") or not helpers_only))
+    return tuple(sorted(f"{package}.{info.name}" for info in found if not info.ispkg
+                        and (info.name.startswith("_") or not helpers_only)))
 
 
 @functools.cache

@@ -20,7 +20,8 @@ MACHINERY = {"base", "registry", "generate", "operators", "hook", "pool"}
 def _load_all(package: str) -> None:
     pkg = importlib.import_module(package)
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if info.name not in MACHINERY and not info.name.startswith("_"):
+        # a subpackage is another family's mutants (mutants/langgraph/): not loaded here
+        if not info.ispkg and info.name not in MACHINERY and not info.name.startswith("_"):
             importlib.import_module(f"{package}.{info.name}")
 
 
@@ -28,8 +29,7 @@ def _family_specs(table: dict[str, MutantSpec]) -> list[MutantSpec]:
     package = active_family().mutants
     _load_all(package)
     return [m for m in table.values()
-            if DEFINED_IN.get(m.id, "") == package or DEFINED_IN.get(m.id, "").startswith(
-                package + ".")]
+            if DEFINED_IN.get(m.id, "").rpartition(".")[0] == package]
 
 
 def handwritten_mutants() -> tuple[MutantSpec, ...]:

@@ -32,7 +32,8 @@ ENTRY_POINT_GROUP = "arib.families"
 LANE_GROUP_PREFIX = "arib.lanes."  # + a family's name: lanes installed packages add to it
 ENV_VAR = "ARIB_FAMILY"  # the active family, inherited by every child process
 DEFAULT = "openai-agents"
-BUILTIN: Mapping[str, str] = {DEFAULT: "targets.family:OPENAI_AGENTS"}
+BUILTIN: Mapping[str, str] = {DEFAULT: "targets.family:OPENAI_AGENTS",
+                              "langgraph": "targets.langgraph.family:LANGGRAPH"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class Family:
     # holds "<name>-<version>.txt" survivor waivers; None: mutants/survivors/
     survivors_dir: Path | None = None
     packages: tuple[str, ...] = ()  # other distributions whose versions a run records
+    # A family measured as several distributions released apart (LangGraph's checkpointer
+    # packages): (label, distribution) pairs; its version is then the installed versions
+    # joined, "cp4.3.2+sq3.1.2+pg3.2.0", so that each combination has its own lock and results.
+    components: tuple[tuple[str, str], ...] = ()
 
     def resolve(self, field_name: str) -> Any:
         """The object a ``"module:attribute"`` field names, imported now."""
@@ -73,8 +78,25 @@ class Family:
         return value
 
     def version(self) -> str:
-        """The installed version of the family's distribution, or 'not-installed'."""
-        return _installed_version(self.distribution)
+        """The installed version of the family's distribution, or 'not-installed'; for a family
+        of several components, their versions joined (see ``components``)."""
+        if not self.components:
+            return _installed_version(self.distribution)
+        return "+".join(f"{label}{_installed_version(dist)}" for label, dist in self.components)
+
+    def component_versions(self, version: str) -> dict[str, str]:
+        """distribution -> version named by a components version label (``version()``'s
+        form); UnknownNameError naming the label and the form when it does not parse."""
+        parts = version.split("+")
+        labels = [label for label, _ in self.components]
+        if len(parts) != len(labels) or not all(p.startswith(lb) and len(p) > len(lb)
+                                                for p, lb in zip(parts, labels, strict=True)):
+            form = "+".join(f"{label}<version>" for label in labels) or "<version>"
+            raise UnknownNameError(
+                f"version {version!r} of family {self.name!r} is not of the form {form!r}; "
+                f"name each component's version, e.g. {self.version()!r}")
+        return {dist: part[len(label):]
+                for (label, dist), part in zip(self.components, parts, strict=True)}
 
     def lock_file(self, version: str) -> Path | None:
         """The constraints file of ``version``, or None when the family keeps no locks."""

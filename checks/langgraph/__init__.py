@@ -1,0 +1,1 @@
+"""The LangGraph family's checks: each module defines CHECK (ids ARIB-<AREA>-NNN)."""

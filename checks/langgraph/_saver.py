@@ -1,0 +1,97 @@
+"""What the LangGraph checks share: calling a saver through the half of its interface its
+lane serves, and making checkpoints and configs that a replay can name (deterministic ids)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio.to_thread
+
+from targets.langgraph.lanes import api_of
+
+
+def config(thread: str, ns: str = "", checkpoint_id: str | None = None) -> dict[str, Any]:
+    """A RunnableConfig naming a thread, a namespace and (optionally) a checkpoint."""
+    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
+    if checkpoint_id is not None:
+        conf["checkpoint_id"] = checkpoint_id
+    return {"configurable": conf}
+
+
+def checkpoint_id(seed: int, step: int, writer: int = 0) -> str:
+    """A uuid-shaped id, unique per (seed, writer, step), that sorts by step."""
+    return f"{step:08x}-{writer:04x}-6000-8000-{seed & 0xFFFFFFFFFFFF:012x}"
+
+
+def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
+                    previous: Mapping[str, Any] | None = None, writer: int = 0
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(checkpoint, new_versions): ``previous``'s channel values updated with ``values``, each
+    updated channel at a new version from the saver's own ``get_next_version``. Every channel
+    with a version has its value, as in a checkpoint a graph makes."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    prior = dict((previous or {}).get("channel_versions", {}))
+    versions = {ch: saver.get_next_version(prior.get(ch), None) for ch in values}
+    cp = dict(empty_checkpoint())
+    cp.update(
+        id=checkpoint_id(seed, step, writer),
+        ts=f"2026-01-01T00:00:{step % 60:02d}.{writer:06d}+00:00",
+        channel_values={**dict((previous or {}).get("channel_values", {})), **values},
+        channel_versions={**prior, **versions},
+        versions_seen={f"node-{step}": dict(versions)},
+    )
+    return cp, versions
+
+
+async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``saver.<method>(...)`` for a sync lane (in a worker thread), else ``a<method>``."""
+    if api_of(saver) == "sync":
+        return await anyio.to_thread.run_sync(
+            functools.partial(getattr(saver, method), *args, **kwargs))
+    return await getattr(saver, f"a{method}")(*args, **kwargs)
+
+
+async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:
+    """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given."""
+    if api_of(saver) == "sync":
+        return await anyio.to_thread.run_sync(lambda: list(saver.list(cfg, **kwargs)))
+    return [item async for item in saver.alist(cfg, **kwargs)]
+
+
+def state_of(tuple_: Any) -> dict[str, Any]:
+    """What a round trip must keep of a checkpoint tuple: values, versions, seen, metadata."""
+    cp = tuple_.checkpoint
+    return {"id": cp["id"], "channel_values": cp["channel_values"],
+            "channel_versions": cp["channel_versions"], "versions_seen": cp["versions_seen"],
+            "metadata": dict(tuple_.metadata or {})}
+
+
+def first_mismatch(expected: Mapping[str, Any], seen: Mapping[str, Any]) -> str | None:
+    """The first field whose value differs, shown both ways, or None."""
+    for key in expected:
+        want, got = expected[key], seen.get(key)
+        if want == got:
+            continue
+        if isinstance(want, Mapping) and isinstance(got, Mapping):
+            for inner in sorted({*want, *got}, key=str):
+                if inner not in got:
+                    return f"{key}[{inner!r}]: put, missing"
+                if inner not in want:
+                    return f"{key}[{inner!r}]: not put, got {got[inner]!r:.80}"
+                if want[inner] != got[inner]:
+                    return f"{key}[{inner!r}]: put {want[inner]!r:.80}, got {got[inner]!r:.80}"
+        return f"{key}: put {want!r:.120}, got {got!r:.120}"
+    return None
+
+
+def writes_of(tuple_: Any) -> list[tuple[str, str, Any]]:
+    """The pending writes of a checkpoint tuple, as (task id, channel, value) triples."""
+    return [tuple(w) for w in (tuple_.pending_writes or [])]  # type: ignore[misc]
+
+
+def as_writes(pairs: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``put_writes``' writes argument."""
+    return [(channel, value) for channel, value in pairs]

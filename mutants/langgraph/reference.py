@@ -1,0 +1,39 @@
+"""Hand-written mutants of our reference checkpointer, and its forced-broken mutant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mutants.base import handwritten, load_class
+
+MODULE = "targets.langgraph.reference"
+
+
+@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.put",
+             defect="metadata is stored empty: a round trip loses every metadata key")
+def lg_reference_drops_metadata() -> None:
+    cls = load_class(MODULE, "ReferenceSaver")
+    original = cls.put
+
+    def put(self: Any, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        return original(self, config, checkpoint, {}, new_versions)
+
+    cls.put = put
+
+
+@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver",
+             defect="forced-broken: every operation raises; every check must be violated",
+             forced=True)
+def lg_reference_forced_broken() -> None:
+    cls = load_class(MODULE, "ReferenceSaver")
+
+    def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("forced-broken mutant")
+
+    async def abroken(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("forced-broken mutant")
+
+    for name in ("get_tuple", "list", "put", "put_writes", "delete_thread"):
+        setattr(cls, name, broken)
+    for name in ("aget_tuple", "alist", "aput", "aput_writes", "adelete_thread"):
+        setattr(cls, name, abroken)

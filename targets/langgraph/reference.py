@@ -1,0 +1,198 @@
+"""Our reference checkpointer: every contract of a LangGraph checkpointer, kept the plain way.
+
+One SQLite file holds the checkpoints and the pending writes; every operation is one
+transaction under the instance's lock, made durable before it returns (``synchronous=FULL``),
+and the async methods run the same code without ever suspending, so that a task cancelled
+around one of them leaves all of it or none. Values go through the saver's serializer
+(``serde.dumps_typed``), so a round trip gives back exactly what was put. Slow and obviously
+right, as a reference should be: the bench's verdicts on the real savers are compared with it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS ref_checkpoints (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
+    parent_id TEXT, kind TEXT NOT NULL, body BLOB NOT NULL,
+    meta_kind TEXT NOT NULL, meta BLOB NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id));
+CREATE TABLE IF NOT EXISTS ref_writes (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL,
+    kind TEXT NOT NULL, body BLOB NOT NULL, task_path TEXT NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx));
+"""
+
+
+def _target(config: Any) -> tuple[str, str, str | None]:
+    """(thread id, namespace, checkpoint id or None) named by a config."""
+    conf = (config or {}).get("configurable", {})
+    return str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), conf.get("checkpoint_id")
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                             "checkpoint_id": checkpoint_id}}
+
+
+class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
+    """A checkpointer on one SQLite file, serialized by a lock, durable on return."""
+
+    def __init__(self, path: str | Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
+                                     isolation_level=None)
+        self._conn.execute("PRAGMA synchronous=FULL")
+        with self._lock:
+            self._conn.executescript(SCHEMA)
+
+    def dispose(self) -> None:
+        """Close the file (the saver's owner does this; the saver claims no close())."""
+        with self._lock:
+            self._conn.close()
+
+    # ------------------------------------------------------------------ reads
+
+    def _tuple(self, row: Sequence[Any]) -> CheckpointTuple:
+        thread_id, ns, checkpoint_id, parent_id, kind, body, meta_kind, meta = row
+        writes = self._conn.execute(
+            "SELECT task_id, channel, kind, body FROM ref_writes WHERE thread_id = ? AND "
+            "ns = ? AND checkpoint_id = ? ORDER BY task_id, idx",
+            (thread_id, ns, checkpoint_id)).fetchall()
+        return CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint=self.serde.loads_typed((kind, body)),
+            metadata=self.serde.loads_typed((meta_kind, meta)),
+            parent_config=_config(thread_id, ns, parent_id) if parent_id else None,
+            pending_writes=[(task, channel, self.serde.loads_typed((wkind, wbody)))
+                            for task, channel, wkind, wbody in writes],
+        )
+
+    def get_tuple(self, config: Any) -> CheckpointTuple | None:
+        """The checkpoint the config names, or the thread's latest in its namespace."""
+        thread_id, ns, checkpoint_id = _target(config)
+        query = ("SELECT * FROM ref_checkpoints WHERE thread_id = ? AND ns = ? "
+                 + ("AND checkpoint_id = ?" if checkpoint_id else
+                    "ORDER BY checkpoint_id DESC LIMIT 1"))
+        args = (thread_id, ns, checkpoint_id) if checkpoint_id else (thread_id, ns)
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                row = self._conn.execute(query, args).fetchone()
+                return None if row is None else self._tuple(row)
+            finally:
+                self._conn.execute("COMMIT")
+
+    def list(self, config: Any, *, filter: dict[str, Any] | None = None,  # noqa: A002
+             before: Any = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first: of one thread (and namespace, and id) when the config
+        names them, older than ``before``, whose metadata has every ``filter`` pair."""
+        conf = (config or {}).get("configurable", {})
+        where, args = [], []
+        for column, key in (("thread_id", "thread_id"), ("ns", "checkpoint_ns"),
+                            ("checkpoint_id", "checkpoint_id")):
+            if conf.get(key) is not None:
+                where.append(f"{column} = ?")
+                args.append(str(conf[key]))
+        before_id = _target(before)[2] if before is not None else None
+        if before_id is not None:
+            where.append("checkpoint_id < ?")
+            args.append(before_id)
+        query = ("SELECT * FROM ref_checkpoints" + (" WHERE " + " AND ".join(where) if where
+                                                   else "") + " ORDER BY checkpoint_id DESC")
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                rows = [self._tuple(row) for row in self._conn.execute(query, args).fetchall()]
+            finally:
+                self._conn.execute("COMMIT")
+        wanted = dict(filter or {})
+        found = [t for t in rows
+                 if all(k in t.metadata and t.metadata[k] == v for k, v in wanted.items())]
+        yield from (found if limit is None else found[:limit])
+
+    # ------------------------------------------------------------------ writes
+
+    def put(self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> dict[str, Any]:
+        """Store a checkpoint whose parent is the one the config names; its config back."""
+        thread_id, ns, parent_id = _target(config)
+        kind, body = self.serde.dumps_typed(checkpoint)
+        meta_kind, meta = self.serde.dumps_typed(dict(metadata))
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute(
+                "INSERT OR REPLACE INTO ref_checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (thread_id, ns, checkpoint["id"], parent_id, kind, body, meta_kind, meta))
+        return _config(thread_id, ns, checkpoint["id"])
+
+    def put_writes(self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        """Store a task's writes to the checkpoint the config names: once per (task, idx);
+        a special channel (error, interrupt, ...) overwrites its one slot."""
+        thread_id, ns, checkpoint_id = _target(config)
+        rows = []
+        for idx, (channel, value) in enumerate(writes):
+            kind, body = self.serde.dumps_typed(value)
+            special = channel in WRITES_IDX_MAP
+            rows.append((special, (thread_id, ns, checkpoint_id, task_id,
+                                   WRITES_IDX_MAP.get(channel, idx), channel, kind, body,
+                                   task_path)))
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            for special, row in rows:
+                verb = "INSERT OR REPLACE" if special else "INSERT OR IGNORE"
+                self._conn.execute(f"{verb} INTO ref_writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                   row)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of the thread, in every namespace."""
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            for table in ("ref_checkpoints", "ref_writes"):
+                self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
+
+    # ------------------------------------------------------------------ async: the same,
+    # never suspending, so a cancellation lands before or after an operation, never inside
+
+    async def aget_tuple(self, config: Any) -> CheckpointTuple | None:
+        """``get_tuple``."""
+        return self.get_tuple(config)
+
+    async def alist(self, config: Any, *, filter: dict[str, Any] | None = None,  # noqa: A002
+                    before: Any = None, limit: int | None = None
+                    ) -> AsyncIterator[CheckpointTuple]:
+        """``list``."""
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> dict[str, Any]:
+        """``put``."""
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        """``put_writes``."""
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """``delete_thread``."""
+        self.delete_thread(thread_id)
