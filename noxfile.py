@@ -81,13 +81,27 @@ def selftest(session: nox.Session) -> None:
         admission = subprocess.Popen([python, "-m", "harness", "admit", "--all", "--quiet"],
                                      cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
-            session.run("pytest", "-m", "not slow", *session.posargs)
+            # The LangGraph family's tests need its own locked environment: `nox -s langgraph`.
+            session.run("pytest", "-m", "not slow", "--ignore=tests/langgraph", *session.posargs)
         finally:
             code = admission.wait()
             log.seek(0)
             print(log.read(), end="", flush=True)
     if code != 0:
         session.error(f"admission failed (exit {code}): see its report above")
+
+
+# The LangGraph family's pinned combination: langgraph-checkpoint, -sqlite and -postgres.
+LANGGRAPH_PINNED = "cp4.3.2+sq3.1.2+pg3.2.0"
+
+
+@nox.session(python=BENCH_PYTHON)
+def langgraph(session: nox.Session) -> None:
+    """Run the LangGraph family's tests and admit its checks, in its pinned locked environment."""
+    session.install("-r", str(LOCKS / "langgraph" / f"langgraph-{LANGGRAPH_PINNED}.txt"))
+    session.install("--no-deps", "-e", ".")
+    session.run("pytest", "tests/langgraph", *session.posargs)
+    session.run("python", "-m", "harness", "--family", "langgraph", "admit", "--all", "--quiet")
 
 
 @nox.session(python=BENCH_PYTHON)
