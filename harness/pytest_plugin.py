@@ -66,6 +66,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"{metafunc.definition.nodeid} is marked @pytest.mark.{MARKER} but takes no "
             f"'arib_report' argument; add it: def {metafunc.function.__name__}(arib_report)")
     ids = _check_ids(metafunc.config, mark)
+    stray = sorted(set(mark.kwargs.get("params") or {}) - set(ids))
+    if stray:  # a parameter of a check that does not run would be dropped without a word
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: @pytest.mark.{MARKER}(params=...) names "
+            f"{stray[0]!r}, which is not among the checks this test runs ({', '.join(ids)}); "
+            f"the rule: params is keyed by the id of a check that runs; fix the key, or add "
+            f"the check to checks=")
     metafunc.parametrize("arib_check", ids, ids=ids)
 
 
@@ -94,9 +101,15 @@ def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
-    """Fail a marked item whose check did not pass, with the readable report only."""
+    """Fail a marked item whose check did not pass, with the readable report only; skip one
+    whose check does not apply to the store (not_applicable), with the reason."""
     result = yield
     report = getattr(item, "funcargs", {}).get("arib_report")
-    if report is not None and not report.passed:
+    if report is None:
+        return result
+    verdicts = {finding.verdict.value for finding in report.findings}
+    if verdicts == {"not_applicable"}:
+        pytest.skip(f"not applicable: {str(report).strip()}")
+    if not report.passed:
         pytest.fail(str(report), pytrace=False)
     return result

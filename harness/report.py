@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.evidence import evidence_key, grouped, lane_list
 from harness.ground.model import Cell
-from harness.seed import SEED_CELLS, SEED_NOTES, SEED_SDK
+from harness.seed import SEED_CELLS, SEED_FAMILY, SEED_NOTES, SEED_SDK
 
 SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",
           "error": "**ERROR**"}
@@ -124,7 +124,7 @@ def _admission(admissions: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _seed_comparison(findings: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = ["## Against the seed's published cells (openai-agents 0.19.2)", ""]
+    lines = [f"## Against the seed's published cells ({SEED_FAMILY} {SEED_SDK})", ""]
     differ = []
     for f in findings:
         seed = SEED_CELLS.get(Cell.of(f))
@@ -193,7 +193,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         lines += ["## Not measured", ""]
         lines += [f"- `{n['name']}`: {n['reason']}" for n in doc["not_measured"]]
         lines.append("")
-    if sdk == SEED_SDK and doc["sdk"]["name"] == "openai-agents":
+    if sdk == SEED_SDK and doc["sdk"]["name"] == SEED_FAMILY:
         lines += _seed_comparison(findings)
     lines += _admission(doc["admission"])
     bad = [f for f in findings if f["verdict"] in ("violated", "error")]

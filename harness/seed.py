@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from harness.ground.model import Cell
 
+SEED_FAMILY = "openai-agents"  # the seed measured this family's sessions
 SEED_SDK = "0.19.2"
 
 SEED_LANES = {

@@ -81,3 +81,23 @@ def test_misuse_is_a_usage_error_naming_the_test(tmp_path: Path):
     done = run_pytest(str(test_file))
     assert done.returncode != 0
     assert "ARIB-NOPE-001" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_a_check_that_does_not_apply_skips_and_a_stray_param_is_refused(tmp_path: Path):
+    test_file = tmp_path / "test_applies.py"
+    test_file.write_text(
+        "import pytest\nfrom tests.userstore.stores import json_store\n\n"
+        "@pytest.mark.arib(json_store, checks=['ARIB-CONC-002'])\n"
+        "def test_no_close(arib_report):\n    pass\n")
+    done = run_pytest(str(test_file))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 skipped" in done.stdout and "not applicable" in done.stdout, done.stdout
+    test_file.write_text(
+        "import pytest\nfrom tests.userstore.stores import json_store\n\n"
+        "@pytest.mark.arib(json_store, checks=['ARIB-CONC-001'],\n"
+        "                  params={'ARIB-POP-001': {'trials': 1}})\n"
+        "def test_stray(arib_report):\n    pass\n")
+    done = run_pytest(str(test_file))
+    assert done.returncode != 0
+    assert "names 'ARIB-POP-001', which is not among the checks" in done.stdout + done.stderr
