@@ -80,6 +80,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 # active family (``--family``) chooses; the gate and its rules are the same for every kind.
 PARITY_KINDS = {
     "openai-agents": "harness.parity.options:AGENT_KIND",
+    "langgraph": "harness.parity.graph_gate:GRAPH_KIND",
 }
 
 
