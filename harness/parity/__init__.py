@@ -3,6 +3,12 @@
 Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.report`` and
 ``harness/schemas/parity-report.schema.json``). Parts:
 
+- ``records``: what every kind of workflow shares (reads, digests, ``Workflow``,
+  ``WorkflowResult``), importable without the SDK; ``options.WorkflowKind``: what a family
+  changes (lanes, how a lane plays a workflow, rules, reference lane), ``AGENT_KIND`` the
+  sessions' own;
+- ``graph_gate``, ``graph_steps``, ``graph_records``: the LangGraph kind (graph runs on every
+  checkpointer lane, their steps, their plain JSON and written normalization rules);
 - ``steps``: the steps workflows are made of, and the context they run in;
 - ``workflows``: the reference workflows (offline openai-agents runs with a scripted model);
 - ``fault_workflows``: every fault a check injects, as a workflow (steps in ``faults`` and

@@ -76,6 +76,31 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser  # type: ignore[no-any-return]
 
 
+# The workflows each family's parity gate runs (``module:attribute`` of its WorkflowKind): the
+# active family (``--family``) chooses; the gate and its rules are the same for every kind.
+PARITY_KINDS = {
+    "openai-agents": "harness.parity.options:AGENT_KIND",
+    "langgraph": "harness.parity.graph_gate:GRAPH_KIND",
+}
+
+
+def active_kind() -> Any:
+    """The active family's ``WorkflowKind``; UsageError for a family with no parity workflows."""
+    import importlib
+
+    from harness.ground.errors import UsageError
+    from harness.ground.family import active_family
+
+    family = active_family().name
+    if family not in PARITY_KINDS:
+        raise UsageError(
+            f"family {family!r} has no parity workflows (families with a parity gate: "
+            f"{', '.join(PARITY_KINDS)}); run parity with --family set to one of them"
+        )
+    module, _, attr = PARITY_KINDS[family].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def options_from_args(
     args: argparse.Namespace,
     extra_targets: Sequence[Any] = (),
@@ -95,9 +120,12 @@ def options_from_args(
         default_workers,
     )
 
+    kind = active_kind()
     cases = DEFAULT_CASES if args.cases is None else args.cases
     if args.case_seed is not None and args.cases is None:
         cases = 1
+    if not kind.generates_cases and args.cases is None and args.case_seed is None:
+        cases = 0
     opts = GateOptions(
         lanes=args.lanes,
         loops=parse_loops(args.loops),
@@ -116,6 +144,7 @@ def options_from_args(
         lane_timeout_s=LANE_TIMEOUT_S if args.lane_timeout_s is None else args.lane_timeout_s,
         workers=default_workers() if args.workers is None else args.workers,
         unavailable=tuple(NotMeasured(lane, reason) for lane, reason in unavailable),
+        kind=kind,
     )
     opts.validate()
     if opts.mutant:
@@ -134,13 +163,13 @@ def validate_args(
     Raises UsageError (exit 2) naming the bad value: an option out of range, an unknown lane,
     loop or mutant, an ``--out`` inside the results folder, or an unusable ``--results``.
     """
-    from harness.parity.lanes import named_targets, select_lanes
+    from harness.parity.lanes import named_targets
     from harness.parity.options import out_inside_results
 
     opts = options_from_args(args, service_targets, {})
     if args.out:
         out_inside_results(Path(args.out), opts.results_dir)
-    select_lanes(opts.lanes, opts.loops, service_targets, {})  # unknown names raise here
+    opts.kind.select(opts)  # unknown names raise here
     named = named_targets(opts.lanes)
     return opts, tuple(t for t in service_targets if named is None or t.name in named)
 
@@ -149,7 +178,7 @@ def summary_lines(report: Mapping[str, Any], where: Path) -> list[str]:
     """A short human summary of a gate report."""
     lines = [
         f"parity {report['mode']}: {'PASSED' if report['ok'] else 'FAILED'} "
-        f"(exit {report['exit_code']}) openai-agents {report['sdk']['version']}, "
+        f"(exit {report['exit_code']}) {report['sdk']['name']} {report['sdk']['version']}, "
         f"{report['workflow_count']} workflows in {report['domain_count']} domains, "
         f"{report['generative']['case_count']} generated cases, "
         f"{len(report['lanes'])} lanes, {report['elapsed_ms'] / 1000:.1f} s "
@@ -224,9 +253,8 @@ def run_command(args: argparse.Namespace) -> int:
     """
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
-    from targets.services import SERVICE_TARGETS
 
-    service_lanes = tuple(t for t in SERVICE_TARGETS if t.service is not None)
+    service_lanes = active_kind().service_targets()
     _, wanted = validate_args(args, service_lanes)
     with ServiceManager() as manager:
         prepared = prepare_lanes(wanted, manager)

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.parity.records import Read, Workflow, WorkflowResult
 from harness.parity.runner import LaneReport
-from harness.parity.steps import Read
-from harness.parity.workflows import Workflow, WorkflowResult
 
 DIFF_MAX_LINES = 120
 

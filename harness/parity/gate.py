@@ -37,7 +37,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import results as _results
 from harness.execute import sdk_version
@@ -46,10 +46,9 @@ from harness.ground.errors import UsageError
 from harness.ground.model import Verdict
 from harness.ground.services import NotMeasured
 from harness.parity.compare import Comparison, compare
-from harness.parity.generative import GeneratedCase, generate, replay_command
 from harness.parity.history import HistoryEntry, append_history, read_history
 from harness.parity.judge import budget_reasons, comparison_reasons, judge_history, lane_reasons
-from harness.parity.lanes import REFERENCE_LANE, LaneSpec, select_lanes
+from harness.parity.lanes import LaneSpec
 from harness.parity.mutants import get_parity_mutant
 from harness.parity.options import GateOptions, out_inside_results
 from harness.parity.plan import LanePlan, plan_lanes, spread_service_lanes
@@ -70,10 +69,12 @@ from harness.parity.runner import (
     LaneReport,
     definitions_digest,
     now_iso,
-    preload,
     run_lanes,
 )
 from mutants.base import MutantSpec
+
+if TYPE_CHECKING:
+    from harness.parity.generative import GeneratedCase
 
 __all__ = [
     "KIND",
@@ -111,7 +112,7 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
     """
     opts.validate()
     mutant = get_parity_mutant(opts.mutant) if opts.mutant else None
-    lanes, not_measured = select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
+    lanes, not_measured = opts.kind.select(opts)
     known = {m.name for m in not_measured}
     not_measured = (*not_measured, *(m for m in opts.unavailable if m.name not in known))
     started_at = now_iso()
@@ -157,8 +158,13 @@ def _failed_facts(
         opts=opts,
         not_measured=tuple(not_measured),
         mutant=mutant,
-        history_path=str(parity_dir(opts.results_dir, sdk) / "history.jsonl"),
+        history_path=str(_folder(opts, sdk) / "history.jsonl"),
     )
+
+
+def _folder(opts: GateOptions, sdk: str) -> Path:
+    """Where this run's kind keeps its parity results for ``sdk`` (the family's version)."""
+    return parity_dir(opts.results_dir, opts.kind.folder(sdk))
 
 
 def _safe(fn: Any) -> str:
@@ -176,19 +182,23 @@ def _run_gate(
     not_measured: Sequence[NotMeasured],
 ) -> GateRun:
     """The gate's steps: plan the lanes, run them, compare, judge each criterion, report."""
-    generated = generate(opts.seed, opts.cases, opts.case_seed) if opts.cases else ()
+    generated: tuple[GeneratedCase, ...] = ()
+    if opts.cases:
+        from harness.parity.generative import generate
+
+        generated = tuple(generate(opts.seed, opts.cases, opts.case_seed))
     case_workflows = [(c.seed, c.workflow) for c in generated]
     sdk = sdk_version()
     commit = _results.harness_commit()
     lock = _results.lock_hash(sdk)
     defs = definitions_digest(opts.run_workflows, [w for _, w in case_workflows])
-    base = parity_dir(opts.results_dir, sdk)
+    base = _folder(opts, sdk)
     history_path = base / "history.jsonl"
     facts = RunFacts(
         mode=mode, sdk=sdk, harness_commit=commit, lock_hash=lock, started=now_iso(), opts=opts,
         not_measured=tuple(not_measured), mutant=mutant, history_path=str(history_path),
     )
-    preload()
+    opts.kind.preload()
 
     started = time.perf_counter()
     plan = plan_lanes(
@@ -198,8 +208,9 @@ def _run_gate(
     reasons = [*plan.reasons, *lane_reasons(reports)]
     wf_cmp, case_cmp = _compare_lanes(reports, opts, generated)
     elapsed_ms = (time.perf_counter() - started) * 1000.0
-    reasons.extend(comparison_reasons(wf_cmp, REFERENCE_LANE.name, reports, what="workflow"))
-    reasons.extend(comparison_reasons(case_cmp, REFERENCE_LANE.name, reports, what="case"))
+    reference = opts.kind.reference_lane
+    reasons.extend(comparison_reasons(wf_cmp, reference, reports, what="workflow"))
+    reasons.extend(comparison_reasons(case_cmp, reference, reports, what="case"))
     reasons.extend(budget_reasons(elapsed_ms, opts))
     history, history_reasons = judge_history(
         history_path, reports, opts, sdk=sdk, case_count=len(case_workflows),
@@ -210,7 +221,7 @@ def _run_gate(
     outcome = RunOutcome(
         reasons=tuple(reasons),
         elapsed_ms=elapsed_ms,
-        lanes=lane_summaries(reports, plan.notes, reasons),
+        lanes=lane_summaries(reports, plan.notes, reasons, reference),
         history=history,
         workflows=wf_cmp,
         cases=tuple(generated),
@@ -237,6 +248,7 @@ def _run_planned(
         timeout_s=opts.lane_timeout_s,
         tmpdir=opts.tmpdir,
         workers=opts.workers,
+        run_lane=opts.kind.run_lane,
     )
     reports = dict(plan.kept)
     reports.update((r.lane, r) for r in ran)
@@ -247,8 +259,8 @@ def _compare_lanes(
     reports: Sequence[LaneReport], opts: GateOptions, generated: Sequence[GeneratedCase]
 ) -> tuple[Comparison, Comparison]:
     """Every lane against the reference lane: over the workflows, then the generated cases."""
-    reference = next(r for r in reports if r.lane == REFERENCE_LANE.name)
-    others = [r for r in reports if r.lane != REFERENCE_LANE.name]
+    reference = next(r for r in reports if r.lane == opts.kind.reference_lane)
+    others = [r for r in reports if r.lane != opts.kind.reference_lane]
     wf_cmp = compare(reference, others, opts.run_workflows)
     seeds = {c.workflow.name: c.seed for c in generated}
     case_cmp = compare(
@@ -257,11 +269,15 @@ def _compare_lanes(
         [c.workflow for c in generated],
         cases=True,
         case_seeds=seeds,
-        replay_for=lambda name, lane: replay_command(
-            next(c for c in generated if c.workflow.name == name), lane, opts.mutant
-        ),
+        replay_for=lambda name, lane: _replay(generated, name, lane, opts.mutant),
     )
     return wf_cmp, case_cmp
+
+
+def _replay(generated: Sequence[GeneratedCase], name: str, lane: str, mutant: str | None) -> str:
+    from harness.parity.generative import replay_command
+
+    return replay_command(next(c for c in generated if c.workflow.name == name), lane, mutant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,7 +329,7 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
         )
     run = run_gate(opts, mode="update")
     facts, outcome = run.report.facts, run.report.outcome
-    base = parity_dir(opts.results_dir, facts.sdk)
+    base = _folder(opts, facts.sdk)
     appended = False
     history_path = base / "history.jsonl"
     only_p95 = all(r.text.startswith("history p95") for r in outcome.reasons)

@@ -8,18 +8,19 @@ imports the SDK, whose import alone takes seconds on a busy machine.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.ground.errors import UsageError
 from harness.ground.services import NotMeasured
-from harness.parity.lanes import Loop
+from harness.parity.lanes import REFERENCE_LANE, LaneSpec, Loop
 from targets.base import TargetSpec
 
 if TYPE_CHECKING:
-    from harness.parity.workflows import Workflow
+    from harness.parity.records import Workflow
+    from harness.parity.runner import LaneReport
 
 DEFAULT_BUDGET_MS = 60_000.0
 DEFAULT_P95_MIN_SAMPLES = 8
@@ -37,6 +38,86 @@ def _fast_tmpdir() -> str | None:
     from harness.execute import fast_tmpdir
 
     return fast_tmpdir()
+
+
+Selection = tuple[tuple[LaneSpec, ...], tuple[NotMeasured, ...]]
+
+
+@dataclass(frozen=True)
+class WorkflowKind:
+    """What a gate run's workflows are and where they run: all a family changes in the gate.
+
+    The gate's rules (the comparison with the reference lane, the criteria, the verdicts, the
+    exit codes and the report contract) are the same for every kind. ``select`` gives the lanes
+    (reference lane first) and those not measured here; ``run_lane`` runs one lane's workflows
+    in its child (``runner.run_lane_async``'s signature); ``rules`` is the written table of
+    normalization rules; ``default_workflows`` what runs when no workflow is named.
+    """
+
+    family: str
+    reference_lane: str
+    select: Callable[[GateOptions], Selection]
+    run_lane: Callable[..., Awaitable[LaneReport]]
+    preload: Callable[[], None]
+    rules: Callable[[], list[dict[str, str]]]
+    default_workflows: Callable[[], tuple[Workflow, ...]]
+    # The lanes that need a server: the command line starts those the selection names.
+    service_targets: Callable[[], tuple[TargetSpec, ...]]
+    generates_cases: bool = True
+
+    def folder(self, version: str) -> str:
+        """The name of this kind's folder under ``results/parity/`` for ``version``: the
+        version alone for openai-agents (as before families), else ``<family>-<version>``."""
+        return version if self.family == "openai-agents" else f"{self.family}-{version}"
+
+
+def _agent_select(opts: GateOptions) -> Selection:
+    from harness.parity.lanes import select_lanes
+
+    return select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
+
+
+async def _agent_lane(*args: Any) -> LaneReport:
+    from harness.parity.runner import run_lane_async
+
+    return await run_lane_async(*args)
+
+
+def _agent_preload() -> None:
+    from harness.parity.runner import preload
+
+    preload()
+
+
+def _agent_rules() -> list[dict[str, str]]:
+    from harness.parity.normalize import rules_table
+
+    return rules_table()
+
+
+def _agent_workflows() -> tuple[Workflow, ...]:
+    from harness.parity.fault_workflows import GATE_WORKFLOWS
+
+    return GATE_WORKFLOWS
+
+
+def _agent_service_targets() -> tuple[TargetSpec, ...]:
+    from targets.services import SERVICE_TARGETS
+
+    return tuple(t for t in SERVICE_TARGETS if t.service is not None)
+
+
+# The sessions' kind: offline openai-agents runs and fault workflows on every session lane.
+AGENT_KIND = WorkflowKind(
+    family="openai-agents",
+    reference_lane=REFERENCE_LANE.name,
+    select=_agent_select,
+    run_lane=_agent_lane,
+    preload=_agent_preload,
+    rules=_agent_rules,
+    default_workflows=_agent_workflows,
+    service_targets=_agent_service_targets,
+)
 
 
 @dataclass(frozen=True)
@@ -64,15 +145,14 @@ class GateOptions:
     tmpdir: str | None = field(default_factory=_fast_tmpdir)
     # Lanes run at once, each in its own process and temporary root (see run_lanes).
     workers: int = field(default_factory=default_workers)
+    # What the workflows are: the sessions' agent runs, or another family's (graph runs).
+    kind: WorkflowKind = AGENT_KIND
 
     @property
     def run_workflows(self) -> tuple[Workflow, ...]:
-        """The workflows to run: those given, else the gate's (agent and fault workflows)."""
-        if self.workflows:
-            return self.workflows
-        from harness.parity.fault_workflows import GATE_WORKFLOWS
-
-        return GATE_WORKFLOWS
+        """The workflows to run: those given, else the kind's (for the sessions, the agent and
+        fault workflows)."""
+        return self.workflows or self.kind.default_workflows()
 
     def validate(self) -> None:
         """Raise UsageError naming the first bad value."""
@@ -86,6 +166,11 @@ class GateOptions:
             raise UsageError(f"case_seed must be >= 0, got {self.case_seed!r}")
         if self.lane_timeout_s <= 0:
             raise UsageError(f"lane_timeout_s must be > 0, got {self.lane_timeout_s!r}")
+        if self.cases and not self.kind.generates_cases:
+            raise UsageError(
+                f"{self.kind.family} parity workflows have no generated cases (got cases "
+                f"{self.cases!r}); use --cases 0"
+            )
         if not self.loops:
             raise UsageError("at least one event loop is needed (asyncio, uvloop)")
         if self.workers < 1:

@@ -16,19 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
 from harness.ground.services import NotMeasured
 from harness.parity.compare import Comparison
-from harness.parity.generative import GeneratedCase
 from harness.parity.lanes import REFERENCE_LANE
 from harness.parity.mutantkit import parity_json
-from harness.parity.normalize import rules_table
 from harness.parity.options import GateOptions
+from harness.parity.records import workflow_domains
 from harness.parity.runner import LaneReport, LaneStatus
-from harness.parity.workflows import domains
 from mutants.base import MutantSpec
+
+if TYPE_CHECKING:
+    from harness.parity.generative import GeneratedCase
 
 KIND = "arib/agent-session-parity-v1"
 SCHEMA = "parity-report.schema.json"
@@ -70,7 +71,11 @@ def compared_anything(report: LaneReport) -> bool:
 
 
 def lane_verdict(
-    report: LaneReport, reasons: Sequence[FailReason], *, reference_failed: bool = False
+    report: LaneReport,
+    reasons: Sequence[FailReason],
+    *,
+    reference_failed: bool = False,
+    reference: str = REFERENCE_LANE.name,
 ) -> Verdict:
     """One lane's comparison with the reference lane, merged over the reasons naming it.
 
@@ -79,7 +84,7 @@ def lane_verdict(
     because the reference lane itself failed (``reference_failed``). The reference lane is
     held to its own part of the criteria: it ran every workflow and case, and each passed.
     """
-    if reference_failed and report.lane != REFERENCE_LANE.name:
+    if reference_failed and report.lane != reference:
         base = Verdict.ERROR
     elif compared_anything(report):
         base = Verdict.HELD
@@ -166,14 +171,16 @@ def lane_summaries(
     reports: Sequence[LaneReport],
     notes: Mapping[str, Sequence[str]],
     reasons: Sequence[FailReason],
+    reference: str = REFERENCE_LANE.name,
 ) -> tuple[LaneSummary, ...]:
-    """Every lane's line, with its notes and its verdict over the run's fail ``reasons``."""
-    reference_failed = any(
-        r.lane == REFERENCE_LANE.name and r.status is LaneStatus.ERROR for r in reports
-    )
+    """Every lane's line, with its notes and its verdict over the run's fail ``reasons``
+    (``reference``: the name of the lane the others were compared with)."""
+    reference_failed = any(r.lane == reference and r.status is LaneStatus.ERROR for r in reports)
     return tuple(
         lane_summary(
-            r, notes.get(r.lane, ()), lane_verdict(r, reasons, reference_failed=reference_failed)
+            r,
+            notes.get(r.lane, ()),
+            lane_verdict(r, reasons, reference_failed=reference_failed, reference=reference),
         )
         for r in reports
     )
@@ -259,21 +266,21 @@ class GateReport:
         """The JSON form of the gate report (the parity report's document)."""
         facts, outcome, opts = self.facts, self.outcome, self.facts.opts
         workflows = tuple(w.name for w in opts.run_workflows)
-        run_domains = domains(opts.run_workflows)
+        run_domains = workflow_domains(opts.run_workflows)
         return {
             "kind": KIND,
             "schema_version": SCHEMA_VERSION,
             "ok": self.ok,
             "exit_code": int(self.exit_code),
             "mode": facts.mode,
-            "sdk": {"name": "openai-agents", "version": facts.sdk},
+            "sdk": {"name": opts.kind.family, "version": facts.sdk},
             "harness_commit": facts.harness_commit,
             "lock_hash": facts.lock_hash,
             "started": facts.started,
             "environment": dict(outcome.environment),
             "parameters": dict(opts.parameters()),
             "lanes": [lane.to_json() for lane in outcome.lanes],
-            "reference_lane": REFERENCE_LANE.name,
+            "reference_lane": opts.kind.reference_lane,
             "not_measured": [{"lane": n.name, "reason": n.reason} for n in facts.not_measured],
             "workflow_count": len(workflows),
             "domain_count": len(run_domains),
@@ -288,7 +295,7 @@ class GateReport:
             "fail_reasons": [r.text for r in outcome.reasons],
             "failures": [r.to_json() for r in outcome.reasons],
             **_comparison_json(outcome.workflows),
-            "normalization_rules": rules_table(),
+            "normalization_rules": opts.kind.rules(),
             "generative": {
                 "seed": opts.seed,
                 "case_count": len(outcome.cases),

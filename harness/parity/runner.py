@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,7 @@ from harness.parity.faultkit import StoreAccess
 from harness.parity.lanes import LaneSpec
 from harness.parity.mutantkit import applies_to
 from harness.parity.options import LANE_TIMEOUT_S
-from harness.parity.steps import Read, digest, display
-from harness.parity.workflows import Workflow, WorkflowResult, run_workflow
+from harness.parity.records import Read, Workflow, WorkflowResult, digest, display
 from mutants.base import MutantSpec
 from targets.base import BuildContext, verify_claims
 
@@ -158,6 +157,19 @@ def _failed(workflow: Workflow, lane: str, error: str, case_seed: int | None) ->
     )
 
 
+async def _run_agent_workflow(workflow: Workflow, session: Any, **kwargs: Any) -> WorkflowResult:
+    """``workflows.run_workflow``, imported when first run: it needs the SDK."""
+    from harness.parity.workflows import run_workflow
+
+    return await run_workflow(workflow, session, **kwargs)
+
+
+# How a lane plays one workflow on the object its target built: (workflow, that object,
+# lane=, case_seed=, store=) -> its result. Agent workflows by default; a WorkflowKind may
+# give its own (the LangGraph graph runs).
+Play = Callable[..., Awaitable[WorkflowResult]]
+
+
 class _LaneBroken(Exception):
     """The lane's backend cannot be built or lies about itself: the lane ends in error."""
 
@@ -169,6 +181,7 @@ async def _run_one_workflow(
     services: Mapping[str, str],
     case_seed: int | None,
     check_claims: bool,
+    play: Play,
 ) -> WorkflowResult:
     root.mkdir(parents=True, exist_ok=False)
     ctx = BuildContext(root=root, session_id=f"parity-{workflow.name}", services=dict(services))
@@ -187,7 +200,7 @@ async def _run_one_workflow(
                 raise _LaneBroken(claim_error)
         try:
             with anyio.fail_after(WORKFLOW_TIMEOUT_S):
-                result = await run_workflow(
+                result = await play(
                     workflow, handle.session, lane=lane.name, case_seed=case_seed, store=store
                 )
         except TimeoutError:
@@ -212,8 +225,11 @@ async def run_lane_async(
     binding: Mapping[str, Any],
     mutant: str | None = None,
     tmpdir: str | None = None,
+    *,
+    play: Play = _run_agent_workflow,
 ) -> LaneReport:
-    """Run every workflow and case of one lane in this process, on the running event loop.
+    """Run every workflow and case of one lane in this process, on the running event loop
+    (``play`` plays one workflow: agent workflows unless a kind gives its own).
 
     The stores live under ``tmpdir`` (the gate passes tmpfs where there is one: what it
     compares is what the session returns, never durability, and SQLite's fsync on a shared
@@ -229,13 +245,13 @@ async def run_lane_async(
             for index, workflow in enumerate(workflows):
                 done.append(
                     await _run_one_workflow(
-                        lane, workflow, root / f"w{index:03d}", services, None, index == 0
+                        lane, workflow, root / f"w{index:03d}", services, None, index == 0, play
                     )
                 )
             for index, (seed, workflow) in enumerate(cases):
                 done_cases.append(
                     await _run_one_workflow(
-                        lane, workflow, root / f"c{index:03d}", services, seed, False
+                        lane, workflow, root / f"c{index:03d}", services, seed, False, play
                     )
                 )
         except _LaneBroken as exc:
@@ -275,6 +291,7 @@ def _lane_job(
     binding: Mapping[str, Any],
     applied: MutantSpec | None,
     tmpdir: str | None,
+    run_lane: Callable[..., Awaitable[LaneReport]],
 ) -> Callable[[], LaneReport]:
     def job() -> LaneReport:
         cpu = time.process_time()
@@ -282,7 +299,7 @@ def _lane_job(
         if applied is not None:
             applied.apply()
         report = anyio.run(
-            run_lane_async,
+            run_lane,
             lane,
             workflows,
             cases,
@@ -308,9 +325,13 @@ def run_lanes(
     timeout_s: float = LANE_TIMEOUT_S,
     tmpdir: str | None = None,
     workers: int = 1,
+    run_lane: Callable[..., Awaitable[LaneReport]] | None = None,
 ) -> list[LaneReport]:
     """Run each (lane, binding) in its own forked child, ``workers`` at a time; the reports
     come back in the order given. A crash or hang of a child becomes an ERROR lane report.
+
+    ``run_lane`` runs one lane's workflows in the child (``run_lane_async``'s signature; the
+    default runs agent workflows, a ``WorkflowKind`` gives its own).
 
     Lanes share nothing but the servers: each has its own process and temporary root, and the
     service targets derive their Redis key prefix and PostgreSQL tables from that root.
@@ -321,7 +342,9 @@ def run_lanes(
         for lane, _ in lanes
     ]
     jobs = [
-        _lane_job(lane, workflows, cases, services, binding, mutant_, tmpdir)
+        _lane_job(
+            lane, workflows, cases, services, binding, mutant_, tmpdir, run_lane or run_lane_async
+        )
         for (lane, binding), mutant_ in zip(lanes, applied, strict=True)
     ]
     outcomes = run_jobs(jobs, workers=workers, timeout_s=timeout_s, stalled_per_worker=0)

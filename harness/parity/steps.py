@@ -9,7 +9,6 @@ a workflow is taken over those reads (see harness.parity.workflows).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,13 @@ import anyio
 from agents import Agent, RunConfig, Runner, function_tool
 from pydantic import BaseModel
 
+from harness.parity.records import (  # noqa: F401 - re-exported: steps read and digest
+    DISPLAY_STRING_LIMIT,
+    Read,
+    canonical_json,
+    digest,
+    display,
+)
 from harness.parity.scripted import (
     Block,
     ScriptedFailure,
@@ -30,45 +36,6 @@ from harness.parity.scripted import (
 )
 
 LARGE_CONTENT_BYTES = 200 * 1024
-DISPLAY_STRING_LIMIT = 160
-
-
-def canonical_json(value: Any) -> str:
-    """The canonical JSON text every digest is computed over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def digest(value: Any) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``value``."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class Read:
-    """What the session returned at one read: a label saying where, and the items."""
-
-    label: str
-    items: list[Any]
-
-    def payload(self) -> list[Any]:
-        """The label and items, the value the read's digest is computed over."""
-        return [self.label, self.items]
-
-    def digest(self) -> str:
-        """The digest of this read's label and items."""
-        return digest(self.payload())
-
-
-def display(value: Any) -> Any:
-    """A readable form of read items: long strings shortened to their length and digest."""
-    if isinstance(value, str) and len(value) > DISPLAY_STRING_LIMIT:
-        sha = hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
-        return f"{value[:48]}…<{len(value)} chars, sha256 {sha}>"
-    if isinstance(value, list):
-        return [display(v) for v in value]
-    if isinstance(value, dict):
-        return {k: display(v) for k, v in value.items()}
-    return value
 
 
 # ---------------------------------------------------------------------------------------------

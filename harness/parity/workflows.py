@@ -18,14 +18,19 @@ The replay digest is the SHA-256 of the canonical JSON (``sort_keys=True``,
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from agents import set_tracing_disabled
 
 from harness.parity.normalize import normalize_reads
+from harness.parity.records import (
+    Workflow,
+    WorkflowResult,
+    raised_error,
+    result_from_reads,
+    workflow_domains,
+)
 from harness.parity.steps import (
     CancelledTurn,
     ChatTurn,
@@ -36,36 +41,13 @@ from harness.parity.steps import (
     LargeTurn,
     LimitReads,
     PopTurn,
-    Read,
     SessionDefaultLimit,
     SettingsTurn,
     StepSpec,
     StructuredTurn,
     ToolTurn,
     WorkflowContext,
-    digest,
-    display,
 )
-
-
-@dataclass(frozen=True)
-class Workflow:
-    """A named, deterministic sequence of steps in one domain."""
-
-    name: str
-    domain: str
-    description: str
-    steps: tuple[StepSpec, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form of this workflow: name, domain, description and steps."""
-        return {
-            "name": self.name,
-            "domain": self.domain,
-            "description": self.description,
-            "steps": [s.describe() for s in self.steps],
-        }
-
 
 # ---------------------------------------------------------------------------------------------
 # The reference pool.
@@ -268,7 +250,7 @@ def workflow_names() -> tuple[str, ...]:
 
 def domains(workflows: Sequence[Workflow] = REFERENCE_WORKFLOWS) -> tuple[str, ...]:
     """The sorted distinct domains of ``workflows``."""
-    return tuple(sorted({w.domain for w in workflows}))
+    return workflow_domains(workflows)
 
 
 def step_pool() -> tuple[StepSpec, ...]:
@@ -282,77 +264,6 @@ def step_pool() -> tuple[StepSpec, ...]:
 
 # ---------------------------------------------------------------------------------------------
 # Running a workflow and its result.
-
-
-@dataclass(frozen=True)
-class WorkflowResult:
-    """One workflow on one lane: ok, digests, per-read digests, and the reads (display form)."""
-
-    name: str
-    domain: str
-    ok: bool
-    replay_hash: str
-    replay_hash_normalized: str | None
-    read_labels: tuple[str, ...]
-    read_hashes: tuple[str, ...]
-    rules_applied: tuple[str, ...] = ()
-    error: str | None = None
-    elapsed_ms: float = 0.0
-    reads: tuple[Read, ...] | None = None
-    case_seed: int | None = None
-    # Why the lane's runtime never offered what this workflow needs (verified on the object);
-    # an abstaining lane is listed by the gate, not compared.
-    abstained: str | None = None
-
-    @property
-    def parity_hash(self) -> str:
-        """The hash compared across lanes: normalized when a rule applied, else raw."""
-        return self.replay_hash_normalized or self.replay_hash
-
-    def without_reads(self) -> WorkflowResult:
-        """This result without its reads."""
-        from dataclasses import replace
-
-        return replace(self, reads=None)
-
-    def to_json(self, *, with_reads: bool = False) -> dict[str, Any]:
-        """The JSON form of this result (its reads in display form when asked)."""
-        data: dict[str, Any] = {
-            "name": self.name,
-            "domain": self.domain,
-            "ok": self.ok,
-            "replay_hash": self.replay_hash,
-            "replay_hash_normalized": self.replay_hash_normalized,
-            "parity_hash": self.parity_hash,
-            "read_labels": list(self.read_labels),
-            "read_hashes": list(self.read_hashes),
-            "rules_applied": list(self.rules_applied),
-            "error": self.error,
-            "elapsed_ms": round(self.elapsed_ms, 3),
-            "case_seed": self.case_seed,
-            "abstained": self.abstained,
-        }
-        if with_reads and self.reads is not None:
-            data["reads"] = [[r.label, display(r.items)] for r in self.reads]
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> WorkflowResult:
-        """The workflow result from its JSON form."""
-        return cls(
-            name=data["name"],
-            domain=data["domain"],
-            ok=bool(data["ok"]),
-            replay_hash=data["replay_hash"],
-            replay_hash_normalized=data.get("replay_hash_normalized"),
-            read_labels=tuple(data.get("read_labels", ())),
-            read_hashes=tuple(data.get("read_hashes", ())),
-            rules_applied=tuple(data.get("rules_applied", ())),
-            error=data.get("error"),
-            elapsed_ms=float(data.get("elapsed_ms", 0.0)),
-            case_seed=data.get("case_seed"),
-            abstained=data.get("abstained"),
-        )
 
 
 async def run_workflow(
@@ -385,28 +296,12 @@ async def run_workflow(
             break
         except Exception as exc:  # noqa: BLE001 - a raising backend is evidence, kept in reads
             ctx.record("raised", [{"error": type(exc).__name__, "message": str(exc)[:500]}])
-            error = (
-                f"step {ctx.step_label!r} of workflow {workflow.name!r} raised on lane "
-                f"{lane!r}: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
-            )
+            error = raised_error(ctx.step_label, workflow.name, lane, exc)
             break
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     reads = tuple(ctx.reads)
     normalized, rules = normalize_reads(reads, lane=lane, domain=workflow.domain)
-    return WorkflowResult(
-        name=workflow.name,
-        domain=workflow.domain,
-        ok=error is None,
-        replay_hash=digest([r.payload() for r in reads]),
-        replay_hash_normalized=(digest([r.payload() for r in normalized]) if rules else None),
-        read_labels=tuple(r.label for r in reads),
-        read_hashes=tuple(
-            (n.digest() if rules else r.digest()) for r, n in zip(reads, normalized, strict=True)
-        ),
-        rules_applied=rules,
-        error=error,
-        elapsed_ms=elapsed_ms,
-        reads=tuple(normalized) if rules else reads,
-        case_seed=case_seed,
-        abstained=abstained,
+    return result_from_reads(
+        workflow, reads, tuple(normalized), rules, error=error, elapsed_ms=elapsed_ms,
+        case_seed=case_seed, abstained=abstained,
     )
