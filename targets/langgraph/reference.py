@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     BaseCheckpointSaver,
@@ -45,7 +46,7 @@ def _target(config: Any) -> tuple[str, str, str | None]:
     return str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), conf.get("checkpoint_id")
 
 
-def _config(thread_id: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                              "checkpoint_id": checkpoint_id}}
 
@@ -124,14 +125,15 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
             finally:
                 self._conn.execute("COMMIT")
         wanted = dict(filter or {})
-        found = [t for t in rows
-                 if all(k in t.metadata and t.metadata[k] == v for k, v in wanted.items())]
+        metas = [dict(t.metadata) for t in rows]
+        found = [t for t, meta in zip(rows, metas, strict=True)
+                 if all(k in meta and meta[k] == v for k, v in wanted.items())]
         yield from (found if limit is None else found[:limit])
 
     # ------------------------------------------------------------------ writes
 
     def put(self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> dict[str, Any]:
+            new_versions: ChannelVersions) -> RunnableConfig:
         """Store a checkpoint whose parent is the one the config names; its config back."""
         thread_id, ns, parent_id = _target(config)
         kind, body = self.serde.dumps_typed(checkpoint)
@@ -184,7 +186,7 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
             yield item
 
     async def aput(self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> dict[str, Any]:
+                   new_versions: ChannelVersions) -> RunnableConfig:
         """``put``."""
         return self.put(config, checkpoint, metadata, new_versions)
 
