@@ -70,7 +70,7 @@ def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
 
 async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """``saver.<method>(...)`` for a sync lane (in a worker thread), else ``a<method>``."""
-    if api_of(saver) == "sync":
+    if api_of(saver_of(saver)) == "sync":
         return await anyio.to_thread.run_sync(
             functools.partial(getattr(saver, method), *args, **kwargs))
     return await getattr(saver, f"a{method}")(*args, **kwargs)
@@ -78,7 +78,7 @@ async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
 
 async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:
     """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given."""
-    if api_of(saver) == "sync":
+    if api_of(saver_of(saver)) == "sync":
         return await anyio.to_thread.run_sync(lambda: list(saver.list(cfg, **kwargs)))
     return [item async for item in saver.alist(cfg, **kwargs)]
 
