@@ -270,24 +270,34 @@ async def _served(obj: Any, kind: str) -> tuple[str, str]:
     return sync, async_
 
 
-def _api_seen(sync: str, async_: str) -> str | None:
-    """The API value two outcomes show, or None when they show none of the three."""
+# How each half refuses a call it does not serve: the async classes' sync methods, called from
+# the event loop, raise asyncio.InvalidStateError; a sync class's async methods raise
+# NotImplementedError (BaseCheckpointSaver's and SqliteStore's own). claim -> (what the sync
+# half may not do, what the async half may not do) for the claim to be true.
+_CONTRADICTS: Mapping[str, tuple[str, str]] = {
+    "sync": ("InvalidStateError", "ok"), "async": ("ok", "NotImplementedError"),
+    "both": ("InvalidStateError", "NotImplementedError"),
+}
+
+
+def _api_seen(sync: str, async_: str) -> str:
+    """The API value two outcomes show, or why they show none."""
     if sync == "ok" and async_ == "ok":
-        return "both"
+        return "'both'"
     if sync == "ok" and async_ == "NotImplementedError":
-        return "sync"
+        return "'sync'"
     if sync == "InvalidStateError" and async_ == "ok":
-        return "async"
-    return None
+        return "'async'"
+    return "none of sync, async, both"
 
 
 async def verify_api(lane: TargetSpec, obj: Any) -> str | None:
     """The family's ``verify`` hook: ``KIND`` and ``API`` of ``lane`` checked on ``obj`` (a
     probe instance); None when true, else the false claim, naming the lane and the fix.
 
-    ``sync``: the sync half answers and the async half raises NotImplementedError; ``async``:
-    the async half answers and the sync half, called from the event loop, raises
-    asyncio.InvalidStateError; ``both``: both answer."""
+    False are: ``sync`` when the sync half refuses (InvalidStateError) or the async half
+    answers; ``async`` when the sync half, called from the event loop, answers or the async
+    half refuses (NotImplementedError); ``both`` when either half refuses."""
     kind, claim = KIND.get(lane.name), API.get(lane.name)
     fix = "fix KIND and API in targets/langgraph/lanes.py"
     if kind is None or claim is None:
@@ -298,11 +308,12 @@ async def verify_api(lane: TargetSpec, obj: Any) -> str | None:
         return (f"false claim by target {lane.name!r}: KIND says {kind!r} but the object is "
                 f"{type(obj).__name__}, a {found}; {fix}")
     sync, async_ = await _served(obj, kind)
-    seen = _api_seen(sync, async_)
-    if seen == claim:
+    # Another exception (a backend that fails every call, e.g. a forced-broken mutant) says
+    # nothing of which half the class serves: the checks judge that failure, not this claim.
+    no_sync, no_async = _CONTRADICTS[claim]
+    if sync != no_sync and async_ != no_async:
         return None
     sync_name, async_name, _ = _PROBES[kind]
     return (f"false claim by target {lane.name!r}: API says {claim!r} but on "
             f"{type(obj).__name__}, {sync_name}() from the event loop gave {sync} and "
-            f"{async_name}() gave {async_} (which is "
-            f"{repr(seen) if seen else 'none of sync, async, both'}); {fix}")
+            f"{async_name}() gave {async_} (which is {_api_seen(sync, async_)}); {fix}")

@@ -260,3 +260,23 @@ def test_every_lane_says_its_kind_api_and_drivers() -> None:
     assert {lg.KIND[lane.name] for lane in lg.STORE_LANES} == {"store"}
     assert all(lane.name in lg.LANE_DRIVERS for lane in lg.LANES if lane.service)
     assert not {lane.name for lane in lg.SURVEY_LANES} & {lane.name for lane in lg.STORE_LANES}
+
+
+def test_a_backend_failing_every_call_is_no_evidence_against_its_api_claim() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    class Broken(InMemorySaver):
+        def get_tuple(self, config: Any) -> Any:
+            raise RuntimeError("broken")
+
+        async def aget_tuple(self, config: Any) -> Any:
+            raise RuntimeError("broken")
+
+    class SyncOnly(InMemorySaver):
+        async def aget_tuple(self, config: Any) -> Any:
+            raise NotImplementedError
+
+    assert anyio.run(lg.verify_api, lg.MEMORY, Broken()) is None
+    found = anyio.run(lg.verify_api, lg.MEMORY, SyncOnly())
+    assert found is not None
+    assert "API says 'both'" in found and "aget_tuple() gave NotImplementedError" in found
