@@ -45,7 +45,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                     "channel_versions": cp["channel_versions"],
                     "versions_seen": cp["versions_seen"], "metadata": metadata})
         previous, parent = cp, cp["id"]
-    reader = saver if handle.private_store else (await handle.reopen()).session
+    reader = saver if handle.private_store else (await ctx.reopen(handle)).session
     ctx.log("get_tuple of every id, then of the thread (the latest)")
     lost = 0
     problems: list[str] = []

@@ -127,12 +127,28 @@ def cancel_batching(obj: Any) -> None:
         task.cancel()
 
 
+# What each built object's builder opened (its exit stack), kept until the handle's dispose:
+# a caller that keeps the object but drops its Handle must not lose the pipeline under it. An
+# exit stack that only the Handle holds is collected with it, and with it the generator of
+# ``conn.pipeline()``, whose finalizer leaves pipeline mode; the next read through the object
+# then fails in psycopg ("'NoneType' object has no attribute '_fetch_gen'").
+_OPENED: dict[int, Any] = {}
+
+
 def _handle(ctx: BuildContext, obj: Any, build: Callable[[BuildContext], Awaitable[Handle]],
-            dispose: Callable[[], Awaitable[None]]) -> Handle:
+            stack: Any, dispose: Callable[[], Awaitable[None]]) -> Handle:
+    _OPENED[id(obj)] = (obj, stack)
+
     async def reopen() -> Handle:
         return await build(ctx)
 
-    return Handle(session=obj, reopen=reopen, dispose=dispose)
+    async def release() -> None:
+        try:
+            await dispose()
+        finally:
+            _OPENED.pop(id(obj), None)
+
+    return Handle(session=obj, reopen=reopen, dispose=release)
 
 
 # Why the builders run setup() on an instance without a pipe: in -postgres 3.2.0, setup() of a
@@ -168,7 +184,7 @@ def sync_pg_builder(lane: str, module: str, names: tuple[str, ...], *, pipeline:
                 stack.close()
             conn.close()
 
-        return _handle(ctx, obj, build, dispose)
+        return _handle(ctx, obj, build, stack, dispose)
 
     return build
 
@@ -209,7 +225,7 @@ def async_pg_builder(lane: str, module: str, names: tuple[str, ...], *, pipeline
             with contextlib.suppress(Exception):
                 await stack.aclose()
 
-        return _handle(ctx, obj, build, dispose)
+        return _handle(ctx, obj, build, stack, dispose)
 
     return build
 

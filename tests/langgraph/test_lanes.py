@@ -280,3 +280,25 @@ def test_a_backend_failing_every_call_is_no_evidence_against_its_api_claim() -> 
     found = anyio.run(lg.verify_api, lg.MEMORY, SyncOnly())
     assert found is not None
     assert "API says 'both'" in found and "aget_tuple() gave NotImplementedError" in found
+
+
+@pytest.mark.skipif(not HAVE_POSTGRES, reason="PostgreSQL server binaries not installed")
+@pytest.mark.parametrize("lane", [lg.ASYNC_POSTGRES_PIPELINE, lg.POSTGRES_PIPELINE],
+                         ids=lambda lane: lane.name)
+def test_a_pipelined_saver_keeps_its_pipeline_when_its_handle_is_dropped(
+        lane: TargetSpec, tmp_path: Path, services: Mapping[str, str]) -> None:
+    import gc
+
+    async def main() -> list[str | None]:
+        handle = await _build(lane, tmp_path / "trial", services)
+        try:
+            put = await _write(handle.session, lane, 3)
+            reader = (await handle.reopen()).session  # its Handle is dropped here
+            gc.collect()  # the pipeline's generator, if nothing else holds it, is finalized
+            # ... on the loop, in the middle of one of these reads
+            return [put, *[await _read(reader, lane) for _ in range(4)]]
+        finally:
+            await handle.dispose()
+
+    put, *reads = anyio.run(main)
+    assert reads == [put] * 4
