@@ -159,6 +159,10 @@ ASYNC_SHALLOW_POSTGRES = _postgres(
                 "deprecated since -postgres 2.0.20) on "
                 + _PG_CONN.format(kind="AsyncConnection"))
 
+STORE_REFERENCE = TargetSpec(
+    name="lg-store-reference", backend="ReferenceStore", module=stores.REFERENCE_STORE_MODULE,
+    claims=NO_CLOSE, build=stores.build_reference_store,
+    description="our reference store: one SQLite file, one lock, durable on return")
 STORE_MEMORY = TargetSpec(
     name="lg-store-memory", backend="InMemoryStore", module=stores.MEMORY_STORE_MODULE,
     claims=NO_CLOSE, build=stores.build_memory_store, description="InMemoryStore")
@@ -188,7 +192,7 @@ API: Mapping[str, str] = {
     POSTGRES.name: "sync", POSTGRES_PIPELINE.name: "sync", ASYNC_POSTGRES.name: "async",
     ASYNC_POSTGRES_PIPELINE.name: "async", ASYNC_POSTGRES_POOL.name: "async",
     SHALLOW_POSTGRES.name: "sync", ASYNC_SHALLOW_POSTGRES.name: "async",
-    STORE_MEMORY.name: "both", STORE_SQLITE_FILE.name: "sync",
+    STORE_REFERENCE.name: "both", STORE_MEMORY.name: "both", STORE_SQLITE_FILE.name: "sync",
     STORE_ASYNC_SQLITE_FILE.name: "async", STORE_POSTGRES.name: "both",
     STORE_ASYNC_POSTGRES.name: "async",
 }
@@ -196,8 +200,8 @@ POSTGRES_LANES = (POSTGRES, POSTGRES_PIPELINE, ASYNC_POSTGRES, ASYNC_POSTGRES_PI
                   ASYNC_POSTGRES_POOL, SHALLOW_POSTGRES, ASYNC_SHALLOW_POSTGRES)
 CHECKPOINTER_LANES = (REFERENCE, MEMORY, SQLITE_FILE, ASYNC_SQLITE_FILE, ASYNC_SQLITE_MEMORY,
                       *POSTGRES_LANES)
-STORE_LANES = (STORE_MEMORY, STORE_SQLITE_FILE, STORE_ASYNC_SQLITE_FILE, STORE_POSTGRES,
-               STORE_ASYNC_POSTGRES)
+STORE_LANES = (STORE_REFERENCE, STORE_MEMORY, STORE_SQLITE_FILE, STORE_ASYNC_SQLITE_FILE,
+               STORE_POSTGRES, STORE_ASYNC_POSTGRES)
 LANES = (*CHECKPOINTER_LANES, *STORE_LANES)
 SURVEY_LANES = tuple(lane for lane in CHECKPOINTER_LANES if not lane.reference)
 # What each lane's object is: "checkpointer" or "store".

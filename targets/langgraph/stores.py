@@ -29,6 +29,19 @@ async def _nothing() -> None:
     return None
 
 
+REFERENCE_STORE_MODULE = "targets.langgraph.reference_store"
+
+
+async def build_reference_store(ctx: BuildContext) -> Handle:
+    """Our ReferenceStore on the trial's file."""
+    store = class_in(REFERENCE_STORE_MODULE, "ReferenceStore")(ctx.root / "reference-store.db")
+
+    async def dispose() -> None:
+        store.dispose()
+
+    return Handle(session=store, reopen=lambda: build_reference_store(ctx), dispose=dispose)
+
+
 async def build_memory_store(ctx: BuildContext) -> Handle:
     """InMemoryStore: its items live in this object; no second instance reaches them."""
     store = class_in(MEMORY_STORE_MODULE, "InMemoryStore")()
