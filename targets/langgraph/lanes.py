@@ -27,6 +27,8 @@ from targets.langgraph.services import (
     PG_SHALLOW_MODULE,
     async_pg_builder,
     class_in,
+    file_builder,
+    private_handle,
     sync_pg_builder,
 )
 
@@ -39,28 +41,13 @@ NO_CLOSE = Claims(has_close=False)
 _saver_class = class_in
 
 
-async def _nothing() -> None:
-    return None
-
-
-async def _build_reference(ctx: BuildContext) -> Handle:
-    saver = _saver_class(REFERENCE_MODULE, "ReferenceSaver")(ctx.root / "reference.db")
-
-    async def dispose() -> None:
-        saver.dispose()
-
-    return Handle(session=saver, reopen=lambda: _build_reference(ctx), dispose=dispose)
+_build_reference = file_builder(REFERENCE_MODULE, "ReferenceSaver", "reference.db")
 
 
 async def _build_memory(ctx: BuildContext) -> Handle:
     saver = _saver_class(MEMORY_MODULE, "InMemorySaver", "MemorySaver")()
-    why = (f"{type(saver).__name__} keeps its checkpoints in this object's dictionaries; no "
-           f"second instance reaches them")
-
-    async def reopen() -> Handle:
-        raise NotApplicable(why)
-
-    return Handle(session=saver, reopen=reopen, dispose=_nothing, private_store=why)
+    return private_handle(saver, f"{type(saver).__name__} keeps its checkpoints in this "
+                                 f"object's dictionaries; no second instance reaches them")
 
 
 async def _build_sqlite(ctx: BuildContext) -> Handle:
@@ -82,12 +69,8 @@ async def _build_async_sqlite(ctx: BuildContext, memory: bool = False) -> Handle
         await conn.close()
 
     if memory:
-        why = "AsyncSqliteSaver on ':memory:' keeps its store in its one aiosqlite connection"
-
-        async def private() -> Handle:
-            raise NotApplicable(why)
-
-        return Handle(session=saver, reopen=private, dispose=dispose, private_store=why)
+        return private_handle(saver, "AsyncSqliteSaver on ':memory:' keeps its store in its "
+                                     "one aiosqlite connection", dispose)
     return Handle(session=saver, reopen=lambda: _build_async_sqlite(ctx), dispose=dispose)
 
 

@@ -11,7 +11,6 @@ so ``("a",)`` never matches ``("ab",)``. No TTL (``supports_ttl`` is False).
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -30,6 +29,8 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
+
+from targets.langgraph.reference import open_file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ref_items (
@@ -74,11 +75,7 @@ class ReferenceStore(BaseStore):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
-                                     isolation_level=None)
-        self._conn.execute("PRAGMA synchronous=FULL")
-        with self._lock:
-            self._conn.executescript(SCHEMA)
+        self._conn = open_file(self.path, SCHEMA)
 
     def dispose(self) -> None:
         """Close the file (the store's owner does this; the store claims no close())."""

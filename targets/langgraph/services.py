@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.ground.services import NotMeasured, ServiceManager
 from harness.ground.services.urls import asyncpg_dsn
-from targets.base import BuildContext, Handle, TargetSpec
+from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
 from targets.services import _require_tcp, _service_url
 
 PG_SAVER_MODULE = "langgraph.checkpoint.postgres"
@@ -118,6 +118,37 @@ async def apg_connect(ctx: BuildContext, lane: str) -> Any:
     dsn, schema = conninfo(ctx, lane), trial_schema(ctx)
     ensure_schema(dsn, schema)
     return await psycopg.AsyncConnection.connect(dsn, **connect_kwargs(schema))
+
+
+async def _nothing() -> None:
+    return None
+
+
+def private_handle(obj: Any, why: str,
+                   dispose: Callable[[], Awaitable[None]] = _nothing) -> Handle:
+    """A handle on an object whose store no second instance reaches (``why``): reopen()
+    raises NotApplicable naming it, and ``private_store`` says so up front."""
+
+    async def reopen() -> Handle:
+        raise NotApplicable(why)
+
+    return Handle(session=obj, reopen=reopen, dispose=dispose, private_store=why)
+
+
+def file_builder(module: str, name: str, filename: str
+                 ) -> Callable[[BuildContext], Awaitable[Handle]]:
+    """A builder of our own ``name`` of ``module`` on the file ``filename`` of the trial's root
+    (its ``dispose()`` closes the file); reopen() opens another instance on that file."""
+
+    async def build(ctx: BuildContext) -> Handle:
+        obj = class_in(module, name)(ctx.root / filename)
+
+        async def dispose() -> None:
+            obj.dispose()
+
+        return Handle(session=obj, reopen=lambda: build(ctx), dispose=dispose)
+
+    return build
 
 
 def cancel_batching(obj: Any) -> None:

@@ -15,8 +15,13 @@ from __future__ import annotations
 import importlib
 import sqlite3
 
-from targets.base import BuildContext, Handle, NotApplicable
-from targets.langgraph.services import cancel_batching, class_in
+from targets.base import BuildContext, Handle
+from targets.langgraph.services import (
+    cancel_batching,
+    class_in,
+    file_builder,
+    private_handle,
+)
 
 MEMORY_STORE_MODULE = "langgraph.store.memory"
 SQLITE_STORE_MODULE = "langgraph.store.sqlite.base"
@@ -25,32 +30,18 @@ PG_STORE_MODULE = "langgraph.store.postgres.base"
 PG_ASYNC_STORE_MODULE = "langgraph.store.postgres.aio"
 
 
-async def _nothing() -> None:
-    return None
-
-
 REFERENCE_STORE_MODULE = "targets.langgraph.reference_store"
 
 
-async def build_reference_store(ctx: BuildContext) -> Handle:
-    """Our ReferenceStore on the trial's file."""
-    store = class_in(REFERENCE_STORE_MODULE, "ReferenceStore")(ctx.root / "reference-store.db")
-
-    async def dispose() -> None:
-        store.dispose()
-
-    return Handle(session=store, reopen=lambda: build_reference_store(ctx), dispose=dispose)
+build_reference_store = file_builder(REFERENCE_STORE_MODULE, "ReferenceStore",
+                                     "reference-store.db")
 
 
 async def build_memory_store(ctx: BuildContext) -> Handle:
     """InMemoryStore: its items live in this object; no second instance reaches them."""
     store = class_in(MEMORY_STORE_MODULE, "InMemoryStore")()
-    why = f"{type(store).__name__} keeps its items in this object's dictionaries"
-
-    async def reopen() -> Handle:
-        raise NotApplicable(why)
-
-    return Handle(session=store, reopen=reopen, dispose=_nothing, private_store=why)
+    return private_handle(store, f"{type(store).__name__} keeps its items in this object's "
+                                 f"dictionaries")
 
 
 async def build_sqlite_store(ctx: BuildContext) -> Handle:
