@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import inspect
 import platform
 import shlex
 import shutil
@@ -212,6 +213,8 @@ async def probe_claims(target: TargetSpec, services: dict[str, str], workdir: Pa
         return f"target {target.name!r} could not be built: {exc!r}", traceback.format_exc()
     try:
         false_claim = verify_claims(target, handle.session)
+        if false_claim is None:
+            false_claim = await family_claims(target, handle.session)
         if false_claim is None and close_scope:
             false_claim = await verify_close_scope(target, handle.session)
     except Exception as exc:  # noqa: BLE001 - a claim probe the backend broke
@@ -219,6 +222,18 @@ async def probe_claims(target: TargetSpec, services: dict[str, str], workdir: Pa
     finally:
         await handle.dispose()
     return (false_claim, None) if false_claim else None
+
+
+async def family_claims(target: TargetSpec, obj: Any) -> str | None:
+    """The active family's own claims about ``target`` (its ``verify`` hook) checked on
+    ``obj``, a probe instance; None when true or when the family has no such hook."""
+    family = active_family()
+    if not family.verify:
+        return None
+    found = family.resolve("verify")(target, obj)
+    if inspect.isawaitable(found):
+        found = await found
+    return None if found is None else str(found)
 
 
 def _timed_out(check: CheckSpec, target: TargetSpec, opts: RunOptions, index: int, seed: int,

@@ -9,7 +9,28 @@ from typing import Any
 
 import anyio.to_thread
 
-from targets.langgraph.lanes import api_of
+from targets.base import Handle, NotApplicable
+from targets.langgraph.lanes import api_of, kind_of
+
+
+def _of_kind(obj: Any, kind: str) -> Any:
+    found = kind_of(obj)
+    if found != kind:
+        raise NotApplicable(f"the lane's object is {type(obj).__name__}, a {found}, not a "
+                            f"{kind}")
+    return obj
+
+
+def saver_of(handle: Handle | Any) -> Any:
+    """The checkpointer of a handle (or the object itself); NotApplicable naming what the
+    object is on a store lane, so that a checkpointer check abstains there."""
+    return _of_kind(getattr(handle, "session", handle), "checkpointer")
+
+
+def store_of(handle: Handle | Any) -> Any:
+    """The store of a handle (or the object itself); NotApplicable naming what the object is
+    on a checkpointer lane, so that a store check abstains there."""
+    return _of_kind(getattr(handle, "session", handle), "store")
 
 
 def config(thread: str, ns: str = "", checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -33,6 +54,7 @@ def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
     with a version has its value, as in a checkpoint a graph makes."""
     from langgraph.checkpoint.base import empty_checkpoint
 
+    saver_of(saver)
     prior = dict((previous or {}).get("channel_versions", {}))
     versions = {ch: saver.get_next_version(prior.get(ch), None) for ch in values}
     cp = dict(empty_checkpoint())
@@ -48,7 +70,7 @@ def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
 
 async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """``saver.<method>(...)`` for a sync lane (in a worker thread), else ``a<method>``."""
-    if api_of(saver) == "sync":
+    if api_of(saver_of(saver)) == "sync":
         return await anyio.to_thread.run_sync(
             functools.partial(getattr(saver, method), *args, **kwargs))
     return await getattr(saver, f"a{method}")(*args, **kwargs)
@@ -56,7 +78,7 @@ async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
 
 async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:
     """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given."""
-    if api_of(saver) == "sync":
+    if api_of(saver_of(saver)) == "sync":
         return await anyio.to_thread.run_sync(lambda: list(saver.list(cfg, **kwargs)))
     return [item async for item in saver.alist(cfg, **kwargs)]
 

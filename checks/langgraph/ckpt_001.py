@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
-from checks.langgraph._saver import call, config, first_mismatch, make_checkpoint, state_of
+from checks.langgraph._saver import (
+    call,
+    config,
+    first_mismatch,
+    make_checkpoint,
+    saver_of,
+    state_of,
+)
 from harness.ground.model import Counts, Trial
 
 # Values a serializer could bend: non-ASCII, nesting, large, empty, numbers and bytes.
@@ -17,7 +24,7 @@ SAMPLES = ("žluťoučký kůň 🐎", {"nested": [1, 2.5, None, True, {"k": "v"
 async def run_trial(ctx: TrialContext) -> Trial:
     steps = ctx.params["steps"]
     handle = await ctx.open()
-    saver = handle.session
+    saver = saver_of(handle)
     thread = f"t-{ctx.seed:x}"
     put: list[dict[str, object]] = []
     previous: dict[str, object] | None = None
@@ -38,7 +45,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                     "channel_versions": cp["channel_versions"],
                     "versions_seen": cp["versions_seen"], "metadata": metadata})
         previous, parent = cp, cp["id"]
-    reader = saver if handle.private_store else (await handle.reopen()).session
+    reader = saver if handle.private_store else (await ctx.reopen(handle)).session
     ctx.log("get_tuple of every id, then of the thread (the latest)")
     lost = 0
     problems: list[str] = []

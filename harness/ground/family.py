@@ -55,6 +55,10 @@ class Family:
     availability: str = ""
     # -> tuple[NotMeasured, ...]: backends of the family that no lane can measure here
     not_measured: str = ""
+    # -> (lane, object) -> str | None, or an awaitable of it: the family's own claims about a
+    # lane verified on a probe instance (beside targets.base.verify_claims); None when true,
+    # else what is false, naming the lane and the fix. "" when the family claims no more.
+    verify: str = ""
     lock_dir: Path | None = None  # holds "<name>-<version>.txt" constraints files
     # holds "<name>-<version>.txt" survivor waivers; None: mutants/survivors/
     survivors_dir: Path | None = None

@@ -1,10 +1,13 @@
 """The LangGraph family's lanes: each a saver (or store) class built one way, on its own store.
 
-``Handle.session`` is the saver. Every trial gets a fresh store under its root (a SQLite file,
-or, for the PostgreSQL lanes, a schema of its own), and ``reopen()`` opens another instance on
-that store. ``API`` says which half of the saver interface a lane's class serves (``sync``,
-``async`` or ``both``); the checks call that half (``checks.langgraph._saver``), and the claim
-is verified against the runtime object (``verify_api``).
+``Handle.session`` is the saver, or on a store lane (``STORE_LANES``) the store. Every trial
+gets a fresh store under its root (a SQLite file, or, for the PostgreSQL lanes, a schema of its
+own: ``targets.langgraph.services``), and ``reopen()`` opens another instance on that store.
+``KIND`` says whether a lane is a checkpointer or a store (checks abstain on the other kind:
+``checks.langgraph._saver.saver_of`` / ``store_of``). ``API`` says which half of the interface a
+lane's class serves (``sync``, ``async`` or ``both``); the checks call that half
+(``checks.langgraph._saver``), and the claim is verified against the runtime object
+(``verify_api``, the family's ``verify`` hook).
 """
 
 from __future__ import annotations
@@ -17,46 +20,34 @@ from typing import Any
 import anyio.to_thread
 
 from targets.base import BuildContext, Claims, Handle, NotApplicable, TargetSpec
+from targets.langgraph import stores
+from targets.langgraph.services import (
+    PG_ASYNC_SAVER_MODULE,
+    PG_SAVER_MODULE,
+    PG_SHALLOW_MODULE,
+    async_pg_builder,
+    class_in,
+    file_builder,
+    private_handle,
+    sync_pg_builder,
+)
 
 MEMORY_MODULE = "langgraph.checkpoint.memory"
 SQLITE_MODULE = "langgraph.checkpoint.sqlite"
 ASYNC_SQLITE_MODULE = "langgraph.checkpoint.sqlite.aio"
 REFERENCE_MODULE = "targets.langgraph.reference"
-# No saver of these packages has a close(): the caller owns the connection it passed in.
+# No saver or store of these packages has a close(): the caller owns the connection it passed.
 NO_CLOSE = Claims(has_close=False)
+_saver_class = class_in
 
 
-def _saver_class(module: str, *names: str) -> type:
-    """The first of ``names`` the (possibly mutated) module defines, looked up now."""
-    loaded = importlib.import_module(module)
-    for name in names:
-        if hasattr(loaded, name):
-            return getattr(loaded, name)  # type: ignore[no-any-return]
-    raise ImportError(f"{module} defines none of {names!r}")
-
-
-async def _nothing() -> None:
-    return None
-
-
-async def _build_reference(ctx: BuildContext) -> Handle:
-    saver = _saver_class(REFERENCE_MODULE, "ReferenceSaver")(ctx.root / "reference.db")
-
-    async def dispose() -> None:
-        saver.dispose()
-
-    return Handle(session=saver, reopen=lambda: _build_reference(ctx), dispose=dispose)
+_build_reference = file_builder(REFERENCE_MODULE, "ReferenceSaver", "reference.db")
 
 
 async def _build_memory(ctx: BuildContext) -> Handle:
     saver = _saver_class(MEMORY_MODULE, "InMemorySaver", "MemorySaver")()
-    why = (f"{type(saver).__name__} keeps its checkpoints in this object's dictionaries; no "
-           f"second instance reaches them")
-
-    async def reopen() -> Handle:
-        raise NotApplicable(why)
-
-    return Handle(session=saver, reopen=reopen, dispose=_nothing, private_store=why)
+    return private_handle(saver, f"{type(saver).__name__} keeps its checkpoints in this "
+                                 f"object's dictionaries; no second instance reaches them")
 
 
 async def _build_sqlite(ctx: BuildContext) -> Handle:
@@ -78,12 +69,8 @@ async def _build_async_sqlite(ctx: BuildContext, memory: bool = False) -> Handle
         await conn.close()
 
     if memory:
-        why = "AsyncSqliteSaver on ':memory:' keeps its store in its one aiosqlite connection"
-
-        async def private() -> Handle:
-            raise NotApplicable(why)
-
-        return Handle(session=saver, reopen=private, dispose=dispose, private_store=why)
+        return private_handle(saver, "AsyncSqliteSaver on ':memory:' keeps its store in its "
+                                     "one aiosqlite connection", dispose)
     return Handle(session=saver, reopen=lambda: _build_async_sqlite(ctx), dispose=dispose)
 
 
@@ -116,20 +103,109 @@ ASYNC_SQLITE_MEMORY = TargetSpec(
     description="AsyncSqliteSaver on an aiosqlite connection to ':memory:'",
 )
 
-# Which half of the saver interface each lane's class serves; the other half raises
-# (SqliteSaver's async methods) or refuses calls from the event loop (AsyncSqliteSaver's sync).
+
+def _postgres(name: str, backend: str, module: str, description: str, *,
+              is_async: bool = False, pipeline: bool = False, pool: bool = False) -> TargetSpec:
+    build = (async_pg_builder(name, module, (backend,), pipeline=pipeline, pool=pool)
+             if is_async else sync_pg_builder(name, module, (backend,), pipeline=pipeline))
+    return TargetSpec(name=name, backend=backend, module=module, claims=NO_CLOSE, build=build,
+                      service="postgres", description=description)
+
+
+_PG_CONN = ("a psycopg {kind} on the harness's PostgreSQL (autocommit, dict_row, "
+            "prepare_threshold=0), one schema per trial")
+POSTGRES = _postgres("lg-postgres", "PostgresSaver", PG_SAVER_MODULE,
+                     "PostgresSaver on " + _PG_CONN.format(kind="Connection"))
+POSTGRES_PIPELINE = _postgres(
+    "lg-postgres-pipeline", "PostgresSaver", PG_SAVER_MODULE, pipeline=True,
+    description="PostgresSaver(conn, pipe=conn.pipeline()) on " + _PG_CONN.format(
+        kind="Connection"))
+ASYNC_POSTGRES = _postgres("lg-async-postgres", "AsyncPostgresSaver", PG_ASYNC_SAVER_MODULE,
+                           "AsyncPostgresSaver on " + _PG_CONN.format(kind="AsyncConnection"),
+                           is_async=True)
+ASYNC_POSTGRES_PIPELINE = _postgres(
+    "lg-async-postgres-pipeline", "AsyncPostgresSaver", PG_ASYNC_SAVER_MODULE, is_async=True,
+    pipeline=True, description="AsyncPostgresSaver(conn, pipe=conn.pipeline()) on "
+                               + _PG_CONN.format(kind="AsyncConnection"))
+ASYNC_POSTGRES_POOL = _postgres(
+    "lg-async-postgres-pool", "AsyncPostgresSaver", PG_ASYNC_SAVER_MODULE, is_async=True,
+    pool=True, description="AsyncPostgresSaver on a psycopg_pool AsyncConnectionPool "
+                           "(1..4 connections, each autocommit, dict_row, prepare_threshold=0) "
+                           "on the harness's PostgreSQL, one schema per trial")
+SHALLOW_POSTGRES = _postgres(
+    "lg-shallow-postgres", "ShallowPostgresSaver", PG_SHALLOW_MODULE,
+    "ShallowPostgresSaver (keeps only a thread's latest checkpoint; deprecated since "
+    "-postgres 2.0.20) on " + _PG_CONN.format(kind="Connection"))
+ASYNC_SHALLOW_POSTGRES = _postgres(
+    "lg-async-shallow-postgres", "AsyncShallowPostgresSaver", PG_SHALLOW_MODULE, is_async=True,
+    description="AsyncShallowPostgresSaver (keeps only a thread's latest checkpoint; "
+                "deprecated since -postgres 2.0.20) on "
+                + _PG_CONN.format(kind="AsyncConnection"))
+
+STORE_REFERENCE = TargetSpec(
+    name="lg-store-reference", backend="ReferenceStore", module=stores.REFERENCE_STORE_MODULE,
+    claims=NO_CLOSE, build=stores.build_reference_store,
+    description="our reference store: one SQLite file, one lock, durable on return")
+STORE_MEMORY = TargetSpec(
+    name="lg-store-memory", backend="InMemoryStore", module=stores.MEMORY_STORE_MODULE,
+    claims=NO_CLOSE, build=stores.build_memory_store, description="InMemoryStore")
+STORE_SQLITE_FILE = TargetSpec(
+    name="lg-store-sqlite-file", backend="SqliteStore", module=stores.SQLITE_STORE_MODULE,
+    claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0,
+    description="SqliteStore on a sqlite3 connection to a file (autocommit, "
+                "check_same_thread=False)")
+STORE_ASYNC_SQLITE_FILE = TargetSpec(
+    name="lg-store-async-sqlite-file", backend="AsyncSqliteStore",
+    module=stores.ASYNC_SQLITE_STORE_MODULE, claims=NO_CLOSE,
+    build=stores.build_async_sqlite_store, waits_s=5.0,
+    description="AsyncSqliteStore on an aiosqlite connection to a file (autocommit)")
+STORE_POSTGRES = _postgres("lg-store-postgres", "PostgresStore", stores.PG_STORE_MODULE,
+                           "PostgresStore on " + _PG_CONN.format(kind="Connection"))
+STORE_ASYNC_POSTGRES = _postgres(
+    "lg-store-async-postgres", "AsyncPostgresStore", stores.PG_ASYNC_STORE_MODULE,
+    "AsyncPostgresStore on " + _PG_CONN.format(kind="AsyncConnection"), is_async=True)
+
+# Which half of the interface each lane's class serves; the other half raises
+# NotImplementedError (SqliteSaver's, PostgresSaver's and SqliteStore's async methods) or
+# refuses calls from the event loop with asyncio.InvalidStateError (the async classes' sync
+# methods). Verified on a probe instance of every lane (verify_api).
 API: Mapping[str, str] = {
     REFERENCE.name: "both", MEMORY.name: "both", SQLITE_FILE.name: "sync",
     ASYNC_SQLITE_FILE.name: "async", ASYNC_SQLITE_MEMORY.name: "async",
+    POSTGRES.name: "sync", POSTGRES_PIPELINE.name: "sync", ASYNC_POSTGRES.name: "async",
+    ASYNC_POSTGRES_PIPELINE.name: "async", ASYNC_POSTGRES_POOL.name: "async",
+    SHALLOW_POSTGRES.name: "sync", ASYNC_SHALLOW_POSTGRES.name: "async",
+    STORE_REFERENCE.name: "both", STORE_MEMORY.name: "both", STORE_SQLITE_FILE.name: "sync",
+    STORE_ASYNC_SQLITE_FILE.name: "async", STORE_POSTGRES.name: "both",
+    STORE_ASYNC_POSTGRES.name: "async",
 }
-CHECKPOINTER_LANES = (REFERENCE, MEMORY, SQLITE_FILE, ASYNC_SQLITE_FILE, ASYNC_SQLITE_MEMORY)
-LANES = CHECKPOINTER_LANES
-SURVEY_LANES = tuple(lane for lane in LANES if not lane.reference)
+POSTGRES_LANES = (POSTGRES, POSTGRES_PIPELINE, ASYNC_POSTGRES, ASYNC_POSTGRES_PIPELINE,
+                  ASYNC_POSTGRES_POOL, SHALLOW_POSTGRES, ASYNC_SHALLOW_POSTGRES)
+CHECKPOINTER_LANES = (REFERENCE, MEMORY, SQLITE_FILE, ASYNC_SQLITE_FILE, ASYNC_SQLITE_MEMORY,
+                      *POSTGRES_LANES)
+STORE_LANES = (STORE_REFERENCE, STORE_MEMORY, STORE_SQLITE_FILE, STORE_ASYNC_SQLITE_FILE,
+               STORE_POSTGRES, STORE_ASYNC_POSTGRES)
+LANES = (*CHECKPOINTER_LANES, *STORE_LANES)
+SURVEY_LANES = tuple(lane for lane in CHECKPOINTER_LANES if not lane.reference)
+# What each lane's object is: "checkpointer" or "store".
+KIND: Mapping[str, str] = {**{lane.name: "checkpointer" for lane in CHECKPOINTER_LANES},
+                           **{lane.name: "store" for lane in STORE_LANES}}
+# Python drivers each lane needs (import names; see targets.langgraph.services.DRIVERS).
+_PG_DRIVERS = ("psycopg",)
+LANE_DRIVERS: Mapping[str, tuple[str, ...]] = {
+    **{lane.name: _PG_DRIVERS for lane in LANES if lane.service == "postgres"},
+    ASYNC_POSTGRES_POOL.name: (*_PG_DRIVERS, "psycopg_pool"),
+    ASYNC_SQLITE_FILE.name: ("aiosqlite",), ASYNC_SQLITE_MEMORY.name: ("aiosqlite",),
+    STORE_ASYNC_SQLITE_FILE.name: ("aiosqlite",),
+}
 
 
 async def read_checkpoints(saver: Any, limit: int | None = None) -> list[Any]:
     """How the family's checks read a saver: every checkpoint tuple it lists, newest first,
-    through the half of its interface that its class serves."""
+    through the half of its interface that its class serves (NotApplicable on a store)."""
+    if kind_of(saver) == "store":
+        raise NotApplicable(f"the object is {type(saver).__name__}, a store: it keeps no "
+                            f"checkpoints")
     if api_of(saver) == "sync":
         return await anyio.to_thread.run_sync(lambda: list(saver.list(None, limit=limit)))
     return [item async for item in saver.alist(None, limit=limit)]
@@ -141,3 +217,90 @@ def api_of(saver: Any) -> str:
         if type(saver).__name__ == lane.backend:
             return API[lane.name]
     return "both"
+
+
+def kind_of(obj: Any) -> str:
+    """What ``obj`` is, found on the object: "checkpointer", "store" or its class name."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.store.base import BaseStore
+
+    if isinstance(obj, BaseCheckpointSaver):
+        return "checkpointer"
+    if isinstance(obj, BaseStore):
+        return "store"
+    return type(obj).__name__
+
+
+# What the claim probe reads: (sync method, async method, arguments) per kind; a thread and a
+# namespace no trial writes, so the answer is None.
+_PROBES: Mapping[str, tuple[str, str, tuple[Any, ...]]] = {
+    "checkpointer": ("get_tuple", "aget_tuple",
+                     ({"configurable": {"thread_id": "arib-claims-probe", "checkpoint_ns": ""}},)),
+    "store": ("get", "aget", (("arib-claims-probe",), "probe")),
+}
+
+
+async def _served(obj: Any, kind: str) -> tuple[str, str]:
+    """(what the sync half did, what the async half did), each "ok" or the exception's type;
+    the sync call is made from the event loop's own thread."""
+    sync_name, async_name, args = _PROBES[kind]
+    try:
+        getattr(obj, sync_name)(*args)
+        sync = "ok"
+    except Exception as exc:  # noqa: BLE001 - what the half did is the observation
+        sync = type(exc).__name__
+    try:
+        await getattr(obj, async_name)(*args)
+        async_ = "ok"
+    except Exception as exc:  # noqa: BLE001
+        async_ = type(exc).__name__
+    return sync, async_
+
+
+# How each half refuses a call it does not serve: the async classes' sync methods, called from
+# the event loop, raise asyncio.InvalidStateError; a sync class's async methods raise
+# NotImplementedError (BaseCheckpointSaver's and SqliteStore's own). claim -> (what the sync
+# half may not do, what the async half may not do) for the claim to be true.
+_CONTRADICTS: Mapping[str, tuple[str, str]] = {
+    "sync": ("InvalidStateError", "ok"), "async": ("ok", "NotImplementedError"),
+    "both": ("InvalidStateError", "NotImplementedError"),
+}
+
+
+def _api_seen(sync: str, async_: str) -> str:
+    """The API value two outcomes show, or why they show none."""
+    if sync == "ok" and async_ == "ok":
+        return "'both'"
+    if sync == "ok" and async_ == "NotImplementedError":
+        return "'sync'"
+    if sync == "InvalidStateError" and async_ == "ok":
+        return "'async'"
+    return "none of sync, async, both"
+
+
+async def verify_api(lane: TargetSpec, obj: Any) -> str | None:
+    """The family's ``verify`` hook: ``KIND`` and ``API`` of ``lane`` checked on ``obj`` (a
+    probe instance); None when true, else the false claim, naming the lane and the fix.
+
+    False are: ``sync`` when the sync half refuses (InvalidStateError) or the async half
+    answers; ``async`` when the sync half, called from the event loop, answers or the async
+    half refuses (NotImplementedError); ``both`` when either half refuses."""
+    kind, claim = KIND.get(lane.name), API.get(lane.name)
+    fix = "fix KIND and API in targets/langgraph/lanes.py"
+    if kind is None or claim is None:
+        return (f"lane {lane.name!r} has no KIND or API entry (KIND={kind!r}, API={claim!r}); "
+                f"the rule: every LangGraph lane says what it is and which half it serves; {fix}")
+    found = kind_of(obj)
+    if found != kind:
+        return (f"false claim by target {lane.name!r}: KIND says {kind!r} but the object is "
+                f"{type(obj).__name__}, a {found}; {fix}")
+    sync, async_ = await _served(obj, kind)
+    # Another exception (a backend that fails every call, e.g. a forced-broken mutant) says
+    # nothing of which half the class serves: the checks judge that failure, not this claim.
+    no_sync, no_async = _CONTRADICTS[claim]
+    if sync != no_sync and async_ != no_async:
+        return None
+    sync_name, async_name, _ = _PROBES[kind]
+    return (f"false claim by target {lane.name!r}: API says {claim!r} but on "
+            f"{type(obj).__name__}, {sync_name}() from the event loop gave {sync} and "
+            f"{async_name}() gave {async_} (which is {_api_seen(sync, async_)}); {fix}")

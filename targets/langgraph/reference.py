@@ -51,6 +51,15 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
                              "checkpoint_id": checkpoint_id}}
 
 
+def open_file(path: str | Path, schema: str) -> sqlite3.Connection:
+    """A connection to ``path`` (autocommit, any thread, durable commits) with ``schema`` made."""
+    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0,
+                           isolation_level=None)
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.executescript(schema)
+    return conn
+
+
 class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
     """A checkpointer on one SQLite file, serialized by a lock, durable on return."""
 
@@ -58,11 +67,7 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
         super().__init__(**kwargs)
         self.path = str(path)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
-                                     isolation_level=None)
-        self._conn.execute("PRAGMA synchronous=FULL")
-        with self._lock:
-            self._conn.executescript(SCHEMA)
+        self._conn = open_file(self.path, SCHEMA)
 
     def dispose(self) -> None:
         """Close the file (the saver's owner does this; the saver claims no close())."""

@@ -1,0 +1,78 @@
+"""The LangGraph store lanes' builders: ``InMemoryStore``, ``SqliteStore``/``AsyncSqliteStore``
+on a file, ``PostgresStore``/``AsyncPostgresStore`` on the harness's PostgreSQL.
+
+``Handle.session`` is the store. Every trial's store is its own (a SQLite file under the trial's
+root, or a schema: see ``targets.langgraph.services``), ``setup()`` is the store's own, and
+``reopen()`` opens another store object on it. Facts verified in langgraph-checkpoint 4.3.2 and
+-sqlite 3.1.2: ``SqliteStore.from_conn_string`` opens its sqlite3 connection with
+``check_same_thread=False, isolation_level=None`` and ``AsyncSqliteStore.from_conn_string`` its
+aiosqlite one with ``isolation_level=None``, as the builders here do; no store has a
+``close()``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+
+from targets.base import BuildContext, Handle
+from targets.langgraph.services import (
+    cancel_batching,
+    class_in,
+    file_builder,
+    private_handle,
+)
+
+MEMORY_STORE_MODULE = "langgraph.store.memory"
+SQLITE_STORE_MODULE = "langgraph.store.sqlite.base"
+ASYNC_SQLITE_STORE_MODULE = "langgraph.store.sqlite.aio"
+PG_STORE_MODULE = "langgraph.store.postgres.base"
+PG_ASYNC_STORE_MODULE = "langgraph.store.postgres.aio"
+
+
+REFERENCE_STORE_MODULE = "targets.langgraph.reference_store"
+
+
+build_reference_store = file_builder(REFERENCE_STORE_MODULE, "ReferenceStore",
+                                     "reference-store.db")
+
+
+async def build_memory_store(ctx: BuildContext) -> Handle:
+    """InMemoryStore: its items live in this object; no second instance reaches them."""
+    store = class_in(MEMORY_STORE_MODULE, "InMemoryStore")()
+    return private_handle(store, f"{type(store).__name__} keeps its items in this object's "
+                                 f"dictionaries")
+
+
+async def build_sqlite_store(ctx: BuildContext) -> Handle:
+    """SqliteStore on a sqlite3 connection to the trial's file."""
+    conn = sqlite3.connect(ctx.root / "store.db", check_same_thread=False, isolation_level=None)
+    try:
+        store = class_in(SQLITE_STORE_MODULE, "SqliteStore")(conn)
+        store.setup()
+    except BaseException:
+        conn.close()
+        raise
+
+    async def dispose() -> None:
+        conn.close()
+
+    return Handle(session=store, reopen=lambda: build_sqlite_store(ctx), dispose=dispose)
+
+
+async def build_async_sqlite_store(ctx: BuildContext) -> Handle:
+    """AsyncSqliteStore on an aiosqlite connection to the trial's file."""
+    aiosqlite = importlib.import_module("aiosqlite")
+    conn = await aiosqlite.connect(str(ctx.root / "store.db"), isolation_level=None)
+    try:
+        store = class_in(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")(conn)
+        await store.setup()
+    except BaseException:
+        await conn.close()
+        raise
+
+    async def dispose() -> None:
+        cancel_batching(store)
+        await conn.close()
+
+    return Handle(session=store, reopen=lambda: build_async_sqlite_store(ctx), dispose=dispose)

@@ -1,0 +1,79 @@
+"""Our ReferenceStore answers as InMemoryStore does on one scripted sequence, keeps whole
+labels in prefixes, orders search newest first, and commits a batch whole or not at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.store.base import GetOp, MatchCondition, PutOp
+from langgraph.store.memory import InMemoryStore
+
+from targets.langgraph.reference_store import ReferenceStore
+
+
+def _script(store: Any) -> list[Any]:
+    """What a store answers to one sequence of puts, updates, deletes and reads."""
+    store.put(("users", "a"), "k1", {"n": 1, "tag": "x"})
+    store.put(("users", "a"), "k2", {"n": 2, "tag": "y"})
+    store.put(("users", "ab"), "k1", {"n": 3, "tag": "x"})
+    store.put(("docs",), "d", {"text": "žluťoučký"})
+    store.put(("users", "a"), "k1", {"n": 10, "tag": "x"})  # update
+    store.put(("docs",), "gone", {"x": 1})
+    store.delete(("docs",), "gone")
+
+    def keys(items: list[Any]) -> list[tuple[tuple[str, ...], str, Any]]:
+        return sorted((item.namespace, item.key, item.value["n"]) for item in items)
+
+    got = store.get(("users", "a"), "k1")
+    return [
+        (got.value, got.key, got.namespace),
+        store.get(("docs",), "gone"),
+        keys(store.search(("users",))),
+        keys(store.search(("users", "a"))),
+        keys(store.search(("users",), filter={"tag": "x"})),
+        keys(store.search(("users",), filter={"n": {"$gt": 2}})),
+        len(store.search(("users",), limit=2)) + len(store.search(("users",), offset=2)),
+        store.list_namespaces(),
+        store.list_namespaces(prefix=("users",)),
+        store.list_namespaces(suffix=("a",)),
+        store.list_namespaces(prefix=("users", "*")),
+        store.list_namespaces(max_depth=1),
+    ]
+
+
+def test_it_answers_as_in_memory_store_does(tmp_path: Path) -> None:
+    ours = ReferenceStore(tmp_path / "s.db")
+    try:
+        assert _script(ours) == _script(InMemoryStore())
+    finally:
+        ours.dispose()
+
+
+def test_search_lists_the_newest_put_first_and_a_prefix_is_whole_labels(tmp_path: Path) -> None:
+    store = ReferenceStore(tmp_path / "s.db")
+    try:
+        for key in ("a", "b", "c"):
+            store.put(("n",), key, {"k": key})
+        store.put(("n",), "a", {"k": "a2"})
+        store.put(("nn",), "z", {"k": "z"})
+        assert [item.key for item in store.search(("n",))] == ["a", "c", "b"]
+        assert store.search(("n",))[0].created_at < store.search(("n",))[0].updated_at
+    finally:
+        store.dispose()
+
+
+def test_a_batch_is_whole_or_nothing_and_durable_for_another_instance(tmp_path: Path) -> None:
+    first = ReferenceStore(tmp_path / "s.db")
+    second = ReferenceStore(tmp_path / "s.db")
+    try:
+        with pytest.raises(TypeError, match="unknown operation"):
+            first.batch([PutOp(("n",), "k", {"v": 1}), MatchCondition("prefix", ("n",))])
+        assert second.batch([GetOp(("n",), "k")]) == [None]
+        first.batch([PutOp(("n",), "k", {"v": 2})])
+        got = second.get(("n",), "k")
+        assert got is not None and got.value == {"v": 2}
+    finally:
+        first.dispose()
+        second.dispose()
