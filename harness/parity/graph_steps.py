@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import anyio.to_thread
 
+from harness.parity.faultkit import Abstain
 from harness.parity.graph_records import GRAPH_RULES, Aliases, normalize, plain
 from harness.parity.records import (
     Read,
@@ -179,6 +180,12 @@ class Rewind(GraphStep):
 
     async def run(self, ctx: GraphContext) -> None:
         found = next((s for s in await _history(ctx) if tuple(s.next) == (self.to,)), None)
+        from targets.langgraph.lanes import latest_only
+
+        no_history = latest_only(ctx.saver)
+        if found is None and no_history:
+            raise Abstain(f"{no_history}: travelling back to an earlier checkpoint was never "
+                          f"offered there")
         if found is None:
             raise LookupError(f"no checkpoint of the state history has next == ({self.to!r},)")
         ctx.start = found.config
@@ -201,6 +208,11 @@ class History(GraphStep):
     kind: ClassVar[str] = "history"
 
     async def run(self, ctx: GraphContext) -> None:
+        from targets.langgraph.lanes import latest_only
+
+        no_history = latest_only(ctx.saver)
+        if no_history:  # the runs compare state histories, which such a saver never keeps
+            raise Abstain(f"{no_history}: a state history was never offered there")
         graph, saver, thread = ctx.graph, ctx.saver, ctx.thread
         ctx.record("state history", await _history(ctx))
 
@@ -239,10 +251,15 @@ async def play_graph(
     ctx = GraphContext(saver=saver, api=lane_api(lane), thread_id=f"parity-{workflow.name}")
     started = time.perf_counter()
     error: str | None = None
+    abstained: str | None = None
     for index, step in enumerate(workflow.steps):
         ctx.step_label = f"{index:02d}.{step.kind}"
         try:
             await step.run(ctx)
+        except Abstain as exc:
+            abstained = str(exc)
+            ctx.record("abstained", [{"reason": abstained}])
+            break
         except Exception as exc:  # noqa: BLE001 - a raising run is evidence, kept in reads
             ctx.record("raised", exc)
             error = raised_error(ctx.step_label, workflow.name, lane, exc)
@@ -254,5 +271,5 @@ async def play_graph(
     rules = tuple(rule.id for rule in GRAPH_RULES if rule.id in aliases.applied)
     return result_from_reads(
         workflow, reads, normalized, rules, error=error, elapsed_ms=elapsed_ms,
-        case_seed=case_seed,
+        case_seed=case_seed, abstained=abstained,
     )

@@ -219,6 +219,23 @@ def api_of(saver: Any) -> str:
     return "both"
 
 
+# Savers that keep only a thread's latest checkpoint, by design: reading an earlier one by its
+# id, listing a history or travelling back in time was never offered there, so the checks and
+# graph runs that need it read only the latest (or abstain), naming this. Verified on the real
+# lanes (tests/langgraph/test_lanes.py: two puts, one checkpoint listed).
+LATEST_ONLY: Mapping[str, str] = {
+    name: f"{name} keeps only the latest checkpoint of a thread (its documented design: "
+          f"'only the most recent checkpoint' is stored; deprecated since -postgres 2.0.20)"
+    for name in ("ShallowPostgresSaver", "AsyncShallowPostgresSaver")
+}
+
+
+def latest_only(saver: Any) -> str | None:
+    """Why ``saver`` keeps no history (``LATEST_ONLY``), or None when it keeps every
+    checkpoint."""
+    return LATEST_ONLY.get(type(saver).__name__)
+
+
 def kind_of(obj: Any) -> str:
     """What ``obj`` is, found on the object: "checkpointer", "store" or its class name."""
     from langgraph.checkpoint.base import BaseCheckpointSaver

@@ -296,9 +296,36 @@ def test_a_pipelined_saver_keeps_its_pipeline_when_its_handle_is_dropped(
             reader = (await handle.reopen()).session  # its Handle is dropped here
             gc.collect()  # the pipeline's generator, if nothing else holds it, is finalized
             # ... on the loop, in the middle of one of these reads
-            return [put, *[await _read(reader, lane) for _ in range(4)]]
+            try:
+                return [put, *[await _read(reader, lane) for _ in range(4)]]
+            finally:  # nothing disposes a dropped handle: its open connection would make
+                # later tests' CREATE INDEX CONCURRENTLY (setup) wait for it forever
+                closed = reader.conn.close()
+                if closed is not None:
+                    await closed
         finally:
             await handle.dispose()
 
     put, *reads = anyio.run(main)
     assert reads == [put] * 4
+
+
+@pytest.mark.parametrize("lane", [_lane(lane) for lane in (
+    lg.MEMORY, lg.ASYNC_SQLITE_FILE, lg.SHALLOW_POSTGRES, lg.ASYNC_SHALLOW_POSTGRES)])
+def test_latest_only_is_claimed_exactly_by_the_savers_that_keep_one_checkpoint(
+        lane: TargetSpec, tmp_path: Path, services: Mapping[str, str]) -> None:
+    async def main() -> tuple[str | None, int]:
+        handle = await _build(lane, tmp_path / "trial", services)
+        try:
+            saver, previous = handle.session, None
+            for step in range(2):
+                cp, versions = make_checkpoint(saver, 3, step, {"a": step}, previous)
+                parent = None if previous is None else previous["id"]
+                await call(saver, "put", config("t", "", parent), cp, {"step": step}, versions)
+                previous = cp
+            return lg.latest_only(saver), len(await listing(saver, config("t")))
+        finally:
+            await handle.dispose()
+
+    claim, kept = anyio.run(main)
+    assert kept == (1 if claim else 2), (lane.name, claim, kept)
