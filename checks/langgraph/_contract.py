@@ -129,3 +129,22 @@ async def put_chain(ctx: TrialContext, saver: Any, thread: str, ns: str, steps: 
         chain.append(await put_one(ctx, saver, thread, ns, step, values, metadata,
                                    chain[-1] if chain else None, writer))
     return chain
+
+
+async def same_as_got(ctx: TrialContext, saver: Any, problems: Problems, where: str,
+                      item: Any) -> None:
+    """A listed tuple is the tuple ``get_tuple`` gives for its config: the same checkpoint
+    (pending sends included), metadata, parent and pending writes."""
+    ctx.log(f"get_tuple {named(item.config)} to compare with {where}")
+    got = await call(saver, "get_tuple", item.config)
+    if got is None:
+        problems.add("lost", f"{where}: listed {named(item.config)} but get_tuple finds none")
+        return
+    for field_name, listed, direct in (
+            ("checkpoint", item.checkpoint, got.checkpoint),
+            ("metadata", dict(item.metadata or {}), dict(got.metadata or {})),
+            ("parent", named(item.parent_config), named(got.parent_config)),
+            ("pending writes", [tuple(w) for w in item.pending_writes or []],
+             [tuple(w) for w in got.pending_writes or []])):
+        problems.expect(f"{where}: {field_name} of {item.checkpoint['id']} as listed and as "
+                        f"got", direct, listed)

@@ -2,10 +2,12 @@
 and metadata ``filter``, newest first.
 
 A thread gets a chain of checkpoints in its root namespace, interleaved with checkpoints in
-another of its namespaces and on another thread (so that a filter that leaks shows). Every
+another of its namespaces and on another thread (so that a filter that leaks shows), and
+pending writes on every other one. Every
 listing of (thread, namespace) is then compared, in order, with the one the put sequence
 implies: all, the first ``limit``, those before a checkpoint, those whose metadata has every
-filter pair, their combinations, and a config naming one checkpoint id.
+filter pair, their combinations, and a config naming one checkpoint id; and each listed
+tuple is the one get_tuple gives.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from checks.langgraph._contract import (
     guarded,
     ids_of,
     put_one,
+    same_as_got,
     thread_config,
 )
 from checks.langgraph._saver import call, config, listing
@@ -47,6 +50,10 @@ async def _trial(ctx: TrialContext) -> Trial:
         for scope in ((thread, "inner"), (other, "")):
             side[scope] = await put_one(ctx, saver, *scope, step, {"v": -step}, _meta(step),
                                         side.get(scope), writer=1)
+    for put in main[::2]:
+        ctx.log(f"put_writes task-w on {put.id}: [('v', 'w{put.id}')]")
+        await call(saver, "put_writes", config(thread, "", put.id), [("v", f"w{put.id}")],
+                   "task-w")
     newest = list(reversed(main))
     problems = Problems()
     ctx.log(f"get_tuple of thread {thread!r} (the latest)")
@@ -82,9 +89,13 @@ async def _trial(ctx: TrialContext) -> Trial:
         got = await listing(saver, cfg, **kwargs)
         if problems.expect(f"list {label} (ids, newest first)", want, ids_of(got)):
             for item in got:
-                problems.expect(f"list {label}: metadata of {item.checkpoint['id']}",
-                                by_id[item.checkpoint["id"]].metadata,
-                                dict(item.metadata or {}))
+                # every key put comes back (a release may add keys of the config to it)
+                meta = dict(item.metadata or {})
+                put = by_id[item.checkpoint["id"]].metadata
+                problems.expect(f"list {label}: metadata of {item.checkpoint['id']}", put,
+                                {key: meta[key] for key in put if key in meta})
+    for item in await listing(saver, config(thread)):
+        await same_as_got(ctx, saver, problems, "list all", item)
     ctx.log(f"list thread {thread!r}, every namespace, limit=2")
     across = await listing(saver, thread_config(thread), limit=2)
     if len(across) > 2:

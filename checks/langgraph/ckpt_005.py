@@ -72,7 +72,8 @@ async def _trial(ctx: TrialContext) -> Trial:
             problems.add(kind, f"{where}: writes of {key[2]} in ({key[0]!r}, {key[1]!r}): "
                                f"missing {missing[:2]!r:.160}, not its own {extra[:2]!r:.160}")
         else:
-            problems.expect(f"{where}: order of the writes of {key}", expected, seen)
+            problems.expect(f"{where}: order of the writes (task, channel) of {key}",
+                            [w[:2] for w in expected], [w[:2] for w in seen])
 
     for put in scopes:
         key = (put.thread, put.ns, put.id)

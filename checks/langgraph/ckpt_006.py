@@ -5,7 +5,9 @@ Scopes whose names prefix each other (namespaces "", "a", "a|b", "ab"; threads T
 each get a chain whose values and metadata name the scope. Every query scoped to one
 (thread, namespace) must see exactly that scope's checkpoints, newest first, whatever its
 ``limit``, ``before`` or ``filter``; a checkpoint id of another scope names nothing there; the
-latest is the scope's own; and a thread-wide listing holds that thread's scopes only.
+latest is the scope's own; a listed tuple is the one get_tuple gives (pending writes, put on
+each scope's first checkpoint, included); and a thread-wide listing holds that thread's scopes
+only.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from checks.langgraph._contract import (
     guarded,
     ids_of,
     put_chain,
+    same_as_got,
     thread_config,
 )
 from checks.langgraph._saver import call, config, listing
@@ -50,6 +53,10 @@ async def _trial(ctx: TrialContext) -> Trial:
         thread, ns = scopes[writer]
         chains[(thread, ns)] = await put_chain(
             ctx, saver, thread, ns, steps, writer=writer, meta=_scope_meta(thread, ns))
+    for scope, chain in sorted(chains.items()):
+        ctx.log(f"put_writes task-w on {scope!r} {chain[0].id}")
+        await call(saver, "put_writes", config(*scope, chain[0].id),
+                   [("v", f"{scope[0]}/{scope[1]}")], "task-w")
     problems = Problems()
     for index, (thread, ns) in enumerate(scopes):
         own = [p.id for p in reversed(chains[(thread, ns)])]
@@ -76,6 +83,8 @@ async def _trial(ctx: TrialContext) -> Trial:
             if scopes_seen:
                 problems.add("foreign", f"list ({thread!r}, {ns!r}) {label} gave metadata of "
                                         f"scope {scopes_seen[:3]!r}")
+        for item in await listing(saver, config(thread, ns)):
+            await same_as_got(ctx, saver, problems, f"list ({thread!r}, {ns!r})", item)
         ctx.log(f"get_tuple latest of ({thread!r}, {ns!r}), and by another scope's id")
         latest = await call(saver, "get_tuple", config(thread, ns))
         problems.expect(f"latest of ({thread!r}, {ns!r})", (own[0], tag),
