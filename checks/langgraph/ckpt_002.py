@@ -91,9 +91,9 @@ async def _trial(ctx: TrialContext) -> Trial:
             for item in got:
                 # every key put comes back (a release may add keys of the config to it)
                 meta = dict(item.metadata or {})
-                put = by_id[item.checkpoint["id"]].metadata
-                problems.expect(f"list {label}: metadata of {item.checkpoint['id']}", put,
-                                {key: meta[key] for key in put if key in meta})
+                sent = by_id[item.checkpoint["id"]].metadata
+                problems.expect(f"list {label}: metadata of {item.checkpoint['id']}", sent,
+                                {key: meta[key] for key in sent if key in meta})
     for item in await listing(saver, config(thread)):
         await same_as_got(ctx, saver, problems, "list all", item)
     ctx.log(f"list thread {thread!r}, every namespace, limit=2")
