@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from mutants.base import handwritten, load_class
+from mutants.langgraph._defects import namespace_prefix_list, special_kept_first
 
 MODULE = "targets.langgraph.reference"
 
@@ -49,21 +50,8 @@ def lg_reference_parent_is_latest() -> None:
              defect="a special channel (error, interrupt, ...) keeps its first write: a second "
                     "put of it is ignored instead of overwriting")
 def lg_reference_special_writes_kept_first() -> None:
-    from langgraph.checkpoint.base import WRITES_IDX_MAP
-
     cls = load_class(MODULE, "ReferenceSaver")
-    original = cls.put_writes
-
-    def put_writes(self: Any, config: Any, writes: Any, task_id: str,
-                   task_path: str = "") -> None:
-        stored = self.get_tuple(config)
-        have = {(t, c) for t, c, _ in (stored.pending_writes if stored else [])}
-        kept = [(c, v) for c, v in writes
-                if c not in WRITES_IDX_MAP or (task_id, c) not in have]
-        if kept:
-            original(self, config, kept, task_id, task_path)
-
-    cls.put_writes = put_writes
+    cls.put_writes = special_kept_first(cls.put_writes)
 
 
 @handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver._tuple",
@@ -85,21 +73,7 @@ def lg_reference_writes_by_task_descending() -> None:
              defect="a namespace matches by prefix: listing ns 'a' also gives 'a|b' and 'ab'")
 def lg_reference_ns_prefix_matches() -> None:
     cls = load_class(MODULE, "ReferenceSaver")
-    original = cls.list
-
-    def list_(self: Any, config: Any, *, filter: Any = None,  # noqa: A002
-              before: Any = None, limit: Any = None) -> Any:
-        conf = _conf(config)
-        ns = conf.pop("checkpoint_ns", None)
-        if ns is None:
-            yield from original(self, config, filter=filter, before=before, limit=limit)
-            return
-        found = [t for t in original(self, {"configurable": conf}, filter=filter,
-                                     before=before)
-                 if str(t.config["configurable"]["checkpoint_ns"]).startswith(str(ns))]
-        yield from (found if limit is None else found[:limit])
-
-    cls.list = list_
+    cls.list = namespace_prefix_list(cls.list)
 
 
 @handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.delete_thread",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mutants.base import handwritten, load_class
+from mutants.langgraph._defects import namespace_prefix_list, special_kept_first
 
 MEMORY = "langgraph.checkpoint.memory"
 SQLITE = "langgraph.checkpoint.sqlite"
@@ -50,21 +51,8 @@ def lg_contract_async_sqlite_parent_dropped() -> None:
              defect="a special channel keeps its first write: put_writes skips a special "
                     "channel the task already wrote, instead of overwriting it")
 def lg_contract_sqlite_special_kept_first() -> None:
-    from langgraph.checkpoint.base import WRITES_IDX_MAP
-
     cls = load_class(SQLITE, "SqliteSaver")
-    original = cls.put_writes
-
-    def put_writes(self: Any, config: Any, writes: Any, task_id: str,
-                   task_path: str = "") -> None:
-        stored = self.get_tuple(config)
-        have = {(t, c) for t, c, _ in (stored.pending_writes if stored else [])}
-        kept = [(c, v) for c, v in writes
-                if c not in WRITES_IDX_MAP or (task_id, c) not in have]
-        if kept:
-            original(self, config, kept, task_id, task_path)
-
-    cls.put_writes = put_writes
+    cls.put_writes = special_kept_first(cls.put_writes)
 
 
 @handwritten(target="lg-async-sqlite-file", module=ASYNC_SQLITE,
@@ -90,21 +78,7 @@ def lg_contract_memory_ns_prefix_matches() -> None:
 
     module = importlib.import_module(MEMORY)
     cls = getattr(module, "InMemorySaver", None) or module.MemorySaver
-    original = cls.list
-
-    def list_(self: Any, config: Any, *, filter: Any = None,  # noqa: A002
-              before: Any = None, limit: Any = None) -> Any:
-        conf = dict((config or {}).get("configurable", {}))
-        ns = conf.pop("checkpoint_ns", None)
-        if config is None or ns is None:
-            yield from original(self, config, filter=filter, before=before, limit=limit)
-            return
-        found = [t for t in original(self, {"configurable": conf}, filter=filter,
-                                     before=before)
-                 if str(t.config["configurable"]["checkpoint_ns"]).startswith(str(ns))]
-        yield from (found if limit is None else found[:limit])
-
-    cls.list = list_
+    cls.list = namespace_prefix_list(cls.list)
 
 
 @handwritten(target="lg-sqlite-file", module=SQLITE, qualname="SqliteSaver.delete_thread",
