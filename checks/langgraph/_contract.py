@@ -96,6 +96,11 @@ class Put:
     metadata: dict[str, Any]
 
 
+class PutReturnedWrongConfig(Exception):
+    """A put whose returned config does not name the checkpoint just put (the next put's
+    parent would be wrong); raised into ``guarded``, so it is a violation with evidence."""
+
+
 async def put_one(ctx: TrialContext, saver: Any, thread: str, ns: str, step: int,
                   values: Mapping[str, Any], metadata: Mapping[str, Any],
                   previous: Put | None = None, writer: int = 0) -> Put:
@@ -111,11 +116,6 @@ async def put_one(ctx: TrialContext, saver: Any, thread: str, ns: str, step: int
         raise PutReturnedWrongConfig(f"put of {cp['id']} on ({thread!r}, {ns!r}) returned "
                                      f"{returned!r:.200}")
     return Put(thread, ns, cp["id"], parent, cp, dict(metadata))
-
-
-class PutReturnedWrongConfig(Exception):
-    """A put whose returned config does not name the checkpoint just put (the next put's
-    parent would be wrong); raised into ``guarded``, so it is a violation with evidence."""
 
 
 async def put_chain(ctx: TrialContext, saver: Any, thread: str, ns: str, steps: int,

@@ -73,11 +73,11 @@ async def _trial(ctx: TrialContext) -> Trial:
                 await call(saver, "put_writes", config(thread, ns, put.id), writes,
                            f"task-{writer}")
             puts += chain
-    before: dict[str, Any] = {}
+    before: dict[tuple[str, str, str], Any] = {}
     for put in puts:
         if put.thread != victim:
             got = await call(saver, "get_tuple", config(put.thread, put.ns, put.id))
-            before[put.id + put.thread + put.ns] = (state_of(got), writes_of(got))
+            before[(put.thread, put.ns, put.id)] = (state_of(got), writes_of(got))
     await _delete(ctx, saver, victim)
     reader = await reader_of(ctx, handle)
     problems = Problems()
@@ -91,7 +91,7 @@ async def _trial(ctx: TrialContext) -> Trial:
         if got is None:
             problems.add("lost", f"bystander ({put.thread!r}, {put.ns!r}, {put.id}) deleted")
             continue
-        state, writes = before[put.id + put.thread + put.ns]
+        state, writes = before[(put.thread, put.ns, put.id)]
         wrong = first_mismatch(state, state_of(got))
         if wrong or writes != writes_of(got):
             problems.add("lost", f"bystander ({put.thread!r}, {put.ns!r}, {put.id}) changed: "
