@@ -101,6 +101,8 @@ CHECK = CheckSpec(
         Selector("lg-memory", "InMemorySaver.aput_writes", "early_return"),
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "early_return"),
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "drop_commit"),
+        # a second lane's, so that the check is judged where one lane's clean saver breaks it
+        Selector("lg-sqlite-file", "SqliteSaver.cursor", "drop_commit"),
     ),
     timeout_s=30.0,
 )
