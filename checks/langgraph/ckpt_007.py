@@ -1,0 +1,138 @@
+"""ARIB-CKPT-007: ``delete_thread`` removes every namespace of the thread, checkpoints and
+writes, and nothing else.
+
+The victim thread and bystanders (another thread, and threads whose ids extend the victim's)
+each get chains in several namespaces, with pending writes. After ``delete_thread(victim)``,
+read through a second instance where the store allows one: nothing of the victim is found, by
+id, as the latest or listed; every bystander checkpoint and write is exactly as it was. Then
+the victim's first checkpoint is put again: it must come back alone and with no writes (none
+left behind by the delete). A saver without ``delete_thread`` (older releases) abstains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checks.base import CheckSpec, Param, Selector, TrialContext
+from checks.common import trials_param
+from checks.langgraph._contract import (
+    Problems,
+    Put,
+    guarded,
+    ids_of,
+    put_chain,
+    put_one,
+    reader_of,
+    thread_config,
+)
+from checks.langgraph._saver import (
+    call,
+    config,
+    first_mismatch,
+    listing,
+    state_of,
+    writes_of,
+)
+from harness.ground.model import Trial
+from targets.base import NotApplicable
+from targets.langgraph.lanes import api_of
+
+NAMESPACES = ("", "sub", "sub|inner")
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    return await guarded(ctx, lambda: _trial(ctx))
+
+
+async def _delete(ctx: TrialContext, saver: Any, thread: str) -> None:
+    """``delete_thread``, or an abstention naming what the saver offers instead."""
+    name = "delete_thread" if api_of(saver) == "sync" else "adelete_thread"
+    if getattr(type(saver), name, None) is None:
+        raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release")
+    ctx.log(f"delete_thread {thread!r}")
+    try:
+        await call(saver, "delete_thread", thread)
+    except NotImplementedError as exc:
+        raise NotApplicable(f"{type(saver).__name__}.{name}() raises NotImplementedError "
+                            f"in this release ({exc})") from None
+
+
+async def _trial(ctx: TrialContext) -> Trial:
+    steps = ctx.params["steps"]
+    handle = await ctx.open()
+    saver = handle.session
+    victim = f"t-{ctx.seed:x}"
+    threads = (victim, f"u-{ctx.seed:x}", victim + "x", victim + "|1")
+    puts: list[Put] = []
+    for writer, thread in enumerate(threads):
+        for ns in NAMESPACES:
+            chain = await put_chain(ctx, saver, thread, ns, steps, writer=writer)
+            for put in chain:
+                writes = [("ch0", f"w|{thread}|{ns}|{put.id}"), ("ch1", put.id)]
+                ctx.log(f"put_writes task-{writer} on ({thread!r}, {ns!r}, {put.id})")
+                await call(saver, "put_writes", config(thread, ns, put.id), writes,
+                           f"task-{writer}")
+            puts += chain
+    before: dict[tuple[str, str, str], Any] = {}
+    for put in puts:
+        if put.thread != victim:
+            got = await call(saver, "get_tuple", config(put.thread, put.ns, put.id))
+            before[(put.thread, put.ns, put.id)] = (state_of(got), writes_of(got))
+    await _delete(ctx, saver, victim)
+    reader = await reader_of(ctx, handle)
+    problems = Problems()
+    for put in puts:
+        ctx.log(f"get_tuple ({put.thread!r}, {put.ns!r}, {put.id})")
+        got = await call(reader, "get_tuple", config(put.thread, put.ns, put.id))
+        if put.thread == victim:
+            if got is not None:
+                problems.add("foreign", f"deleted ({put.ns!r}, {put.id}) still found")
+            continue
+        if got is None:
+            problems.add("lost", f"bystander ({put.thread!r}, {put.ns!r}, {put.id}) deleted")
+            continue
+        state, writes = before[(put.thread, put.ns, put.id)]
+        wrong = first_mismatch(state, state_of(got))
+        if wrong or writes != writes_of(got):
+            problems.add("lost", f"bystander ({put.thread!r}, {put.ns!r}, {put.id}) changed: "
+                                 f"{wrong or 'its pending writes'}")
+    for ns in NAMESPACES:
+        ctx.log(f"get_tuple latest of ({victim!r}, {ns!r})")
+        if await call(reader, "get_tuple", config(victim, ns)) is not None:
+            problems.add("foreign", f"deleted thread still has a latest in ns {ns!r}")
+    ctx.log(f"list the deleted thread {victim!r}, every namespace")
+    left = await listing(reader, thread_config(victim))
+    problems.expect("list of the deleted thread", [], ids_of(left), kind="foreign")
+    again = next(p for p in puts if p.thread == victim and p.ns == "")
+    await put_one(ctx, saver, victim, "", 0, {"again": 1}, {"again": 1}, writer=0)
+    ctx.log(f"get_tuple ({victim!r}, '', {again.id}) after putting it again")
+    fresh = await call(saver, "get_tuple", config(victim, "", again.id))
+    if fresh is None:
+        problems.add("lost", f"{again.id} put again after the delete is not found")
+    elif writes_of(fresh):
+        problems.add("foreign", f"{again.id} put again after the delete has the deleted "
+                                f"writes {writes_of(fresh)[:2]!r:.160}")
+    ctx.log(f"list the thread {victim!r} after putting one checkpoint again")
+    problems.expect("list of the thread put again", [again.id],
+                    ids_of(await listing(saver, thread_config(victim))), kind="foreign")
+    return problems.trial(ctx, "deleted_exactly")
+
+
+CHECK = CheckSpec(
+    id="ARIB-CKPT-007",
+    invariant="delete_thread removes every namespace of the thread, checkpoints and writes, "
+              "and nothing else",
+    fault="a thread with three namespaces and pending writes deleted beside bystanders "
+          "whose thread ids extend its id; then its first checkpoint put again",
+    params=(Param("steps", 2, 1, 30, "checkpoints per (thread, namespace)"), trials_param(2)),
+    run_trial=run_trial,
+    mutants=("lg_reference_delete_keeps_namespaces", "lg_contract_sqlite_delete_prefix_threads"),
+    generated=(
+        Selector("lg-memory", "InMemorySaver.delete_thread", "flip_comparison"),
+        Selector("lg-memory", "InMemorySaver.adelete_thread", "early_return"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.adelete_thread", "early_return"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.adelete_thread", "drop_await"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.adelete_thread", "drop_commit"),
+    ),
+    timeout_s=40.0,
+)
