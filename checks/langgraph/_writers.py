@@ -1,0 +1,90 @@
+"""Forked writer processes for the LangGraph fault checks (ARIB-LGCONC-002, ARIB-LGDUR-001),
+on checks._forked: each opens its own saver on the trial's store with the lane's builder,
+waits for the parent's go, runs its plan one op at a time and acknowledges each op over the
+pipe. Forked before the parent opens anything on the store (see checks._forked)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from checks import _forked
+from checks.base import NotApplicable, TrialContext, describe
+from checks.langgraph._faults import writer_plan
+
+READY_TIMEOUT_S = 20.0
+
+
+@dataclass
+class Outcome:
+    """What the parent heard from one writer."""
+
+    acked: set[int] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    finished: bool = False
+
+
+def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int) -> _forked.Body:
+    """Open a saver on the trial's store, then, on go, run the writer's plan acking each op."""
+    target, build, seed = ctx.target, ctx.build, ctx.seed
+
+    async def body(channel: _forked.Channel) -> None:
+        try:
+            handle = await target.build(build)
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as evidence
+            channel.send({"open_error": describe(exc)})
+            return
+        if handle.private_store:
+            channel.send({"private": handle.private_store})
+            return
+        plan = writer_plan(handle.session, seed, writer, thread, steps)
+        channel.send({"ready": True})
+        if not await channel.wait_go(READY_TIMEOUT_S):
+            return
+        for n, op in enumerate(plan):
+            try:
+                await op.run(handle.session)
+            except Exception as exc:  # noqa: BLE001
+                channel.send({"error": n, "what": f"{op.label}: {describe(exc)}"})
+                break
+            channel.send({"ack": n})
+        else:
+            channel.send({"finished": True})
+        await channel.receive(3600)  # stay (instance open) until killed or the parent is gone
+
+    return body
+
+
+async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
+                workers: list[_forked.Worker]) -> list[str]:
+    """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
+    until each is ready and release them together; what went wrong opening, per writer.
+    Raises NotApplicable when a writer finds the store private to its instance."""
+    problems: list[str] = []
+    for w, thread in names:
+        workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps),
+                                           [fd for x in workers for fd in (x.read_fd, x.go_fd)]))
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for worker in workers:
+        message = await _forked.next_message(worker, deadline) or {}
+        if "private" in message:
+            raise NotApplicable(f"{ctx.target.name!r}: {message['private']}; a second process "
+                                f"cannot open it")
+        if "ready" not in message:
+            problems.append(f"{worker.name} could not open the store: "
+                            f"{message.get('open_error', 'no answer')}")
+    _forked.send_go(workers, time.monotonic() + 0.05)
+    return problems
+
+
+def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
+    """Fold one writer message into its outcome."""
+    if "ack" in message:
+        outcome.acked.add(int(message["ack"]))
+    elif "error" in message:
+        outcome.problems.append(f"{name} op {message['error']} raised {message['what']}")
+    elif "finished" in message:
+        outcome.finished = True
+    elif "crash" in message or "garbled" in message:
+        outcome.problems.append(f"{name}: {message}")
