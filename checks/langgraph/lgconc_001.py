@@ -14,6 +14,7 @@ put in or on.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import anyio
@@ -61,8 +62,9 @@ async def run_writers(saver: Any, plans: dict[int, list[Op]], order: list[int], 
             op.run_sync(saver)
             acked[w].add(n)
 
-    outcome = await race_threads([lambda w=w: thread_writer(w) for w in order])
-    errors.extend(f"writer {w}: {describe(exc)}" for w, exc in zip(order, outcome) if exc)
+    outcome = await race_threads([functools.partial(thread_writer, w) for w in order])
+    errors.extend(f"writer {w}: {describe(exc)}"
+                  for w, exc in zip(order, outcome, strict=True) if exc)
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

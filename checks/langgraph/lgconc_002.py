@@ -38,7 +38,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         problems = await _writers.start(ctx, names, steps, workers)
         deadline = time.monotonic() + RUN_TIMEOUT_S
-        for (w, _), worker in zip(names, workers):
+        for (w, _), worker in zip(names, workers, strict=True):
             while not outcomes[w].finished:
                 message = await _forked.next_message(worker, deadline)
                 if message is None:

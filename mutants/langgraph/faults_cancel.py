@@ -29,7 +29,7 @@ def lg_reference_cancel_half_writes() -> None:
     cls.aput_writes = aput_writes
 
 
-@handwritten(target="lg-async-sqlite-file", module=ASYNC_SQLITE,
+@handwritten(target="lg-async-sqlite-memory", module=ASYNC_SQLITE,
              qualname="AsyncSqliteSaver.aput_writes",
              defect="aput_writes commits the first half of the writes, then the rest in a "
                     "second transaction: cancelled in between, half the writes stay")

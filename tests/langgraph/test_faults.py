@@ -1,0 +1,124 @@
+"""The LangGraph fault checks (ARIB-LGCONC-001/002, ARIB-LGDUR-001, ARIB-LGCANCEL-001): each
+holds on lg-reference and kills its hand-written mutants; their verdicts on the real lanes; the
+read-back judge on hand-made outcomes."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.langgraph._faults import Op, judge
+from checks.registry import get_check
+from harness.ground.model import Finding, Verdict
+from mutants.registry import get_mutant
+from targets.base import TargetSpec
+from targets.langgraph.lanes import (
+    ASYNC_SQLITE_FILE,
+    ASYNC_SQLITE_MEMORY,
+    MEMORY,
+    REFERENCE,
+    SQLITE_FILE,
+)
+from tests.checkrun import run_small
+
+SMALL: dict[str, dict[str, int]] = {
+    "ARIB-LGCONC-001": {"trials": 2, "writers": 4, "steps": 3, "threads": 2},
+    "ARIB-LGCONC-002": {"trials": 1, "processes": 3, "steps": 3, "threads": 2},
+    "ARIB-LGDUR-001": {"trials": 2, "steps": 5},
+    "ARIB-LGCANCEL-001": {"trials": 1, "points": 6},
+}
+
+
+def _run(check_id: str, lane: TargetSpec = REFERENCE, mutant: str | None = None) -> Finding:
+    return run_small(check_id, SMALL[check_id], mutant, lane)
+
+
+@pytest.mark.parametrize("check_id", sorted(SMALL))
+def test_holds_on_the_reference(check_id: str) -> None:
+    finding = _run(check_id)
+    assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
+    assert finding.trials == SMALL[check_id]["trials"]
+
+
+@pytest.mark.parametrize(("check_id", "mutant", "mode"), [
+    ("ARIB-LGCONC-001", "lg_reference_writes_follow_last_put", "tasks:lossy"),
+    ("ARIB-LGDUR-001", "lg_reference_write_behind", "acked_lost"),
+    ("ARIB-LGCANCEL-001", "lg_reference_cancel_half_writes", "partial"),
+])
+def test_a_reference_mutant_is_violated(check_id: str, mutant: str, mode: str) -> None:
+    finding = _run(check_id, mutant=mutant)
+    assert finding.verdict is Verdict.VIOLATED, finding.samples
+    assert mode in finding.modes
+    assert finding.ops and finding.replay and "--mutant" in finding.replay
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("check_id", "lane", "mutant", "mode"), [
+    ("ARIB-LGCONC-001", SQLITE_FILE, "lg_sqlite_writes_to_latest", "threads:lossy"),
+    ("ARIB-LGCONC-001", ASYNC_SQLITE_FILE, "lg_async_sqlite_writes_to_latest", "tasks:lossy"),
+    ("ARIB-LGCONC-002", REFERENCE, "lg_reference_writes_to_latest", "lossy"),
+    ("ARIB-LGCONC-002", SQLITE_FILE, "lg_sqlite_writes_to_latest", "lossy"),
+    ("ARIB-LGDUR-001", ASYNC_SQLITE_FILE, "lg_async_sqlite_never_commits", "acked_lost"),
+])
+def test_a_real_lane_holds_and_its_mutant_is_violated(check_id: str, lane: TargetSpec,
+                                                      mutant: str, mode: str) -> None:
+    assert _run(check_id, lane).verdict is Verdict.HELD
+    finding = _run(check_id, lane, mutant)
+    assert finding.verdict is Verdict.VIOLATED and mode in finding.modes, finding.modes
+
+
+@pytest.mark.parametrize(("check_id", "lane"), [
+    ("ARIB-LGDUR-001", MEMORY),
+    ("ARIB-LGCONC-002", ASYNC_SQLITE_MEMORY),
+    ("ARIB-LGCANCEL-001", SQLITE_FILE),
+])
+def test_abstains_naming_what_it_found(check_id: str, lane: TargetSpec) -> None:
+    finding = _run(check_id, lane)
+    assert finding.verdict is Verdict.NOT_APPLICABLE
+    assert lane.name in (finding.reason or "")
+
+
+def test_a_cancelled_aput_is_seen_by_its_caller_only_on_async_sqlite_file() -> None:
+    # The finding on the locked AsyncSqliteSaver: the INSERT of a cancelled aput runs in the
+    # connection's open transaction; the caller reads it, a fresh instance does not.
+    finding = _run("ARIB-LGCANCEL-001", ASYNC_SQLITE_FILE)
+    assert finding.verdict is Verdict.VIOLATED
+    assert "divergent_view" in finding.modes
+    assert any("a fresh instance absent" in s for s in finding.samples)
+
+
+def test_cancellation_holds_where_no_second_instance_reads() -> None:
+    assert _run("ARIB-LGCANCEL-001", ASYNC_SQLITE_MEMORY).verdict is Verdict.HELD
+
+
+def test_every_check_names_existing_mutants_and_selectors() -> None:
+    for check_id in SMALL:
+        check = get_check(check_id)
+        assert check.generated, check_id
+        for name in check.mutants:
+            assert get_mutant(name).description
+
+
+# --- the judge ------------------------------------------------------------------------------
+
+PUT = Op("put", "t", "c1", checkpoint={"channel_values": {"v": 1}})
+WRITES = Op("writes", "t", "c1", task_id="k", writes=(("a", 1), ("b", 2)))
+
+
+def test_the_judge_passes_an_exact_read_back() -> None:
+    seen = {"t": {"c1": ({"v": 1}, {("k", "a", 1), ("k", "b", 2)})}}
+    assert not judge([PUT, WRITES], {0, 1}, seen).bad
+
+
+def test_the_judge_counts_lost_foreign_and_torn() -> None:
+    lost = judge([PUT, WRITES], {0, 1}, {"t": {"c1": ({"v": 1}, {("k", "a", 1)})}})
+    assert (lost.lost, lost.foreign, lost.torn) == (1, 0, 0)
+    foreign = judge([PUT], {0}, {"t": {"c1": ({"v": 2}, {("x", "a", 1)})},
+                                 "u": {"c9": ({}, set())}})
+    assert (foreign.lost, foreign.foreign) == (0, 3), foreign.notes
+    torn = judge([PUT, WRITES], {0}, {"t": {"c1": ({"v": 1}, {("k", "b", 2)})}})
+    assert (torn.lost, torn.torn) == (0, 1)
+
+
+def test_the_judge_lets_an_unacknowledged_op_be_wholly_absent() -> None:
+    assert not judge([PUT, WRITES], {0}, {"t": {"c1": ({"v": 1}, set())}}).bad
+    assert judge([PUT, WRITES], {0}, {"t": {}}).lost == 1
