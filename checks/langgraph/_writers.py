@@ -5,9 +5,12 @@ pipe. Forked before the parent opens anything on the store (see checks._forked).
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio.to_thread
 
 from checks import _forked
 from checks.base import NotApplicable, TrialContext, describe
@@ -22,16 +25,43 @@ class Outcome:
 
     acked: set[int] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
-    finished: bool = False
+    finished: bool = False  # every op of its plan returned
+
+    @property
+    def over(self) -> bool:
+        """Whether the writer will send nothing more (finished, or stopped at an error)."""
+        return self.finished or bool(self.problems)
 
 
-def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int) -> _forked.Body:
-    """Open a saver on the trial's store, then, on go, run the writer's plan acking each op."""
+async def run_setup(saver: Any) -> bool:
+    """``saver.setup()`` (awaited, or in a worker thread) where its class has one; whether it
+    had one (a class without sets its store up in its constructor)."""
+    setup = getattr(saver, "setup", None)
+    if not callable(setup):
+        return False
+    if inspect.iscoroutinefunction(setup):
+        await setup()
+    else:
+        await anyio.to_thread.run_sync(setup)
+    return True
+
+
+def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
+                setup_at_go: bool = False) -> _forked.Body:
+    """Open a saver on the trial's store, then, on go, run the writer's plan acking each op.
+    ``setup_at_go``: open the saver only on go, and run its ``setup()`` (where its class has
+    one) before the plan, so that every writer sets the store up at the same instant."""
     target, build, seed = ctx.target, ctx.build, ctx.seed
 
     async def body(channel: _forked.Channel) -> None:
+        if setup_at_go:
+            channel.send({"ready": True})
+            if not await channel.wait_go(READY_TIMEOUT_S):
+                return
         try:
             handle = await target.build(build)
+            if setup_at_go:
+                await run_setup(handle.session)
         except Exception as exc:  # noqa: BLE001 - reported to the parent as evidence
             channel.send({"open_error": describe(exc)})
             return
@@ -39,9 +69,10 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int) -> _for
             channel.send({"private": handle.private_store})
             return
         plan = writer_plan(handle.session, seed, writer, thread, steps)
-        channel.send({"ready": True})
-        if not await channel.wait_go(READY_TIMEOUT_S):
-            return
+        if not setup_at_go:
+            channel.send({"ready": True})
+            if not await channel.wait_go(READY_TIMEOUT_S):
+                return
         for n, op in enumerate(plan):
             try:
                 await op.run(handle.session)
@@ -57,18 +88,19 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int) -> _for
 
 
 async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
-                workers: list[_forked.Worker]) -> list[str]:
+                workers: list[_forked.Worker], setup_at_go: bool = False) -> list[str]:
     """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
     until each is ready and release them together; what went wrong opening, per writer.
     Raises NotApplicable when a writer finds the store private to its instance."""
     problems: list[str] = []
     for w, thread in names:
-        workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps),
+        workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps,
+                                                                       setup_at_go),
                                            [fd for x in workers for fd in (x.read_fd, x.go_fd)]))
     deadline = time.monotonic() + READY_TIMEOUT_S
     for worker in workers:
         message = await _forked.next_message(worker, deadline) or {}
-        if "private" in message:
+        if "private" in message:  # (with setup_at_go, found later: see collect)
             raise NotApplicable(f"{ctx.target.name!r}: {message['private']}; a second process "
                                 f"cannot open it")
         if "ready" not in message:
@@ -88,3 +120,25 @@ def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
         outcome.finished = True
     elif "crash" in message or "garbled" in message:
         outcome.problems.append(f"{name}: {message}")
+
+
+async def collect(workers: list[_forked.Worker], names: list[tuple[int, str]],
+                  outcomes: dict[int, Outcome], problems: list[str], timeout_s: float) -> None:
+    """Read every writer's messages until it finished or stopped (a deadline for all);
+    raises NotApplicable when a writer found the store private to its instance."""
+    deadline = time.monotonic() + timeout_s
+    for (w, _), worker in zip(names, workers, strict=True):
+        while not outcomes[w].over:
+            message = await _forked.next_message(worker, deadline)
+            if message is None:
+                break
+            if "private" in message:
+                raise NotApplicable(f"{worker.name}: {message['private']}; a second process "
+                                    f"cannot open it")
+            if "open_error" in message:
+                outcomes[w].problems.append(f"{worker.name} could not open or set up the "
+                                            f"store: {message['open_error']}")
+                break
+            record(outcomes[w], message, worker.name)
+        if not outcomes[w].over:
+            problems.append(f"{worker.name} stopped after {len(outcomes[w].acked)} acks")

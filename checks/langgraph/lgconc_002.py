@@ -11,8 +11,6 @@ in one instance's memory abstains (the writers find it on their instance).
 
 from __future__ import annotations
 
-import time
-
 from checks import _forked
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
@@ -37,15 +35,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     workers: list[_forked.Worker] = []
     try:
         problems = await _writers.start(ctx, names, steps, workers)
-        deadline = time.monotonic() + RUN_TIMEOUT_S
-        for (w, _), worker in zip(names, workers, strict=True):
-            while not outcomes[w].finished:
-                message = await _forked.next_message(worker, deadline)
-                if message is None:
-                    break
-                _writers.record(outcomes[w], message, worker.name)
-            if not outcomes[w].finished and not outcomes[w].problems:
-                problems.append(f"{worker.name} stopped after {len(outcomes[w].acked)} acks")
+        await _writers.collect(workers, names, outcomes, problems, RUN_TIMEOUT_S)
     finally:
         _forked.reap(workers)
     handle = await ctx.open()

@@ -1,0 +1,84 @@
+"""ARIB-LGSETUP-001: several instances setting up one fresh store at once all succeed, and the
+store works.
+
+``processes`` processes are forked before the store exists; released at one instant, each
+opens its own saver on the trial's fresh store (the lane's builder) and runs its ``setup()``
+where its class has one (a class with none, like our reference, sets the store up in its
+constructor), then puts ``steps`` checkpoints with a task's writes on a thread of its own and
+one shared by all, acknowledging each. Every open, setup and op must succeed, and a fresh
+instance must then read back every acknowledged checkpoint and write, nothing foreign. A lane
+whose store lives in one instance's memory abstains (the writers find it on their instance).
+"""
+
+from __future__ import annotations
+
+from checks import _forked
+from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.common import trials_param
+from checks.langgraph import _writers
+from checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from harness.ground.model import Counts, Trial
+
+RUN_TIMEOUT_S = 30.0
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: forked instances set one fresh store up at the same instant, then write."""
+    processes, steps = ctx.params["processes"], ctx.params["steps"]
+    shared = f"t{ctx.seed:x}-shared"
+    names = [(w, shared if w % 2 else f"t{ctx.seed:x}-{w}") for w in range(processes)]
+    ctx.rng.shuffle(names)
+    ctx.log(f"fork {processes} processes before the store exists (order {[w for w, _ in names]});"
+            f" at one instant each opens a saver on it and runs setup(), then puts {steps} "
+            f"checkpoints with writes (odd writers on {shared}, even ones on their own thread)")
+    outcomes = {w: _writers.Outcome() for w, _ in names}
+    workers: list[_forked.Worker] = []
+    try:
+        problems = await _writers.start(ctx, names, steps, workers, setup_at_go=True)
+        await _writers.collect(workers, names, outcomes, problems, RUN_TIMEOUT_S)
+    finally:
+        _forked.reap(workers)
+    for w, _ in names:
+        problems.extend(outcomes[w].problems)
+    ctx.log("every writer done: a fresh instance lists every thread")
+    try:
+        handle = await ctx.open()
+        seen = await read_threads(handle.session, {thread for _, thread in names})
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened or read after
+        mode = "setup_failed" if problems else "read_raised"
+        problems.append(f"a fresh instance could not read the store: {describe(exc)}")
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=len(problems)), mode=mode,
+                     sample="; ".join(problems[:3]), ops=tuple(ctx.ops))
+    plan: list[Op] = []
+    acked: set[int] = set()
+    for w, thread in names:
+        acked.update(len(plan) + n for n in outcomes[w].acked)
+        plan.extend(writer_plan(handle.session, ctx.seed, w, thread, steps))
+    found = judge(plan, acked, seen)
+    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
+    mode = ("setup_failed" if problems else "lossy" if found.lost else "foreign" if found.bad
+            else "working")
+    return Trial(ctx.index, ctx.seed, mode != "working", counts, mode=mode,
+                 sample="; ".join([*problems, *found.notes][:3]) or None, ops=tuple(ctx.ops))
+
+
+CHECK = CheckSpec(
+    id="ARIB-LGSETUP-001",
+    invariant="several instances running setup() at once on one fresh store all succeed, and "
+    "every checkpoint and write they then put is read back",
+    fault="processes forked before the store exists, released at one instant to open a saver "
+    "on it, run setup() and put checkpoints with writes",
+    params=(
+        Param("processes", 4, 2, 16, "instances, each in its own process"),
+        Param("steps", 2, 1, 50, "checkpoints (each with its writes) per instance after setup"),
+        trials_param(3),
+    ),
+    run_trial=run_trial,
+    mutants=("lg_reference_schema_not_idempotent", "lg_sqlite_migration_not_idempotent",
+             "lg_async_sqlite_migration_not_idempotent"),
+    generated=(
+        Selector("lg-sqlite-file", "SqliteSaver.setup", "flip_comparison"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.setup", "flip_comparison"),
+    ),
+    timeout_s=60.0,
+)
