@@ -122,8 +122,9 @@ def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
         outcome.problems.append(f"{name}: {message}")
 
 
-async def collect(workers: list[_forked.Worker], names: list[tuple[int, str]],
-                  outcomes: dict[int, Outcome], problems: list[str], timeout_s: float) -> None:
+async def collect(ctx: TrialContext, workers: list[_forked.Worker],
+                  names: list[tuple[int, str]], outcomes: dict[int, Outcome],
+                  problems: list[str], timeout_s: float) -> None:
     """Read every writer's messages until it finished or stopped (a deadline for all);
     raises NotApplicable when a writer found the store private to its instance."""
     deadline = time.monotonic() + timeout_s
@@ -133,8 +134,8 @@ async def collect(workers: list[_forked.Worker], names: list[tuple[int, str]],
             if message is None:
                 break
             if "private" in message:
-                raise NotApplicable(f"{worker.name}: {message['private']}; a second process "
-                                    f"cannot open it")
+                raise NotApplicable(f"{ctx.target.name!r} ({worker.name}): "
+                                    f"{message['private']}; a second process cannot open it")
             if "open_error" in message:
                 outcomes[w].problems.append(f"{worker.name} could not open or set up the "
                                             f"store: {message['open_error']}")

@@ -35,7 +35,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     workers: list[_forked.Worker] = []
     try:
         problems = await _writers.start(ctx, names, steps, workers, setup_at_go=True)
-        await _writers.collect(workers, names, outcomes, problems, RUN_TIMEOUT_S)
+        await _writers.collect(ctx, workers, names, outcomes, problems, RUN_TIMEOUT_S)
     finally:
         _forked.reap(workers)
     for w, _ in names:
