@@ -76,7 +76,8 @@ def test_a_real_lane_holds_and_its_mutant_is_violated(check_id: str, lane: Targe
                                                       mutant: str, mode: str) -> None:
     assert _run(check_id, lane).verdict is Verdict.HELD
     finding = _run(check_id, lane, mutant)
-    assert finding.verdict is Verdict.VIOLATED and mode in finding.modes, finding.modes
+    assert finding.verdict is Verdict.VIOLATED and mode in finding.modes, (finding.modes,
+                                                                           finding.samples)
 
 
 @pytest.mark.parametrize(("check_id", "lane"), [
