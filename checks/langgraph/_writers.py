@@ -14,7 +14,8 @@ import anyio.to_thread
 
 from checks import _forked
 from checks.base import NotApplicable, TrialContext, describe
-from checks.langgraph._faults import writer_plan
+from checks.langgraph._faults import Op, Seen, judge, writer_plan
+from harness.ground.model import Counts, Trial
 
 READY_TIMEOUT_S = 20.0
 
@@ -143,3 +144,23 @@ async def collect(ctx: TrialContext, workers: list[_forked.Worker],
             record(outcomes[w], message, worker.name)
         if not outcomes[w].over:
             problems.append(f"{worker.name} stopped after {len(outcomes[w].acked)} acks")
+
+
+def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: int,
+           outcomes: dict[int, Outcome], problems: list[str], seen: Seen,
+           failed: str, clean: str) -> Trial:
+    """The trial of forked writers: their plans (made again on ``saver``: same ids and
+    values) and what they acknowledged, judged against ``seen``; ``problems`` (every
+    writer's already folded in) make it ``failed``, a clean read-back ``clean``."""
+    plan: list[Op] = []
+    acked: set[int] = set()
+    for w, thread in names:
+        acked.update(len(plan) + n for n in outcomes[w].acked)
+        plan.extend(writer_plan(saver, ctx.seed, w, thread, steps))
+    found = judge(plan, acked, seen)
+    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
+    mode = (failed if problems else "lossy" if found.lost else "foreign" if found.bad
+            else clean)
+    ctx.log(f"acknowledged {len(acked)} of {len(plan)} ops; {mode}")
+    return Trial(ctx.index, ctx.seed, mode != clean, counts, mode=mode,
+                 sample="; ".join([*problems, *found.notes][:3]) or None, ops=tuple(ctx.ops))

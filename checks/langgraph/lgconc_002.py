@@ -15,7 +15,7 @@ from checks import _forked
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
 from checks.langgraph import _writers
-from checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from checks.langgraph._faults import read_threads
 from harness.ground.model import Counts, Trial
 
 RUN_TIMEOUT_S = 30.0
@@ -38,28 +38,17 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await _writers.collect(ctx, workers, names, outcomes, problems, RUN_TIMEOUT_S)
     finally:
         _forked.reap(workers)
+    for w, _ in names:
+        problems.extend(outcomes[w].problems)
     handle = await ctx.open()
     ctx.log("every writer done: list every thread through a fresh instance")
-    plans: dict[int, list[Op]] = {w: writer_plan(handle.session, ctx.seed, w, thread, steps)
-                                  for w, thread in names}
     try:
         seen = await read_threads(handle.session, thread_ids)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
         return Trial(ctx.index, ctx.seed, True, Counts(lost=processes * steps, errors=1),
                      mode="read_raised", sample=describe(exc), ops=tuple(ctx.ops))
-    plan: list[Op] = []
-    acked: set[int] = set()
-    for w, _ in names:
-        acked.update(len(plan) + n for n in outcomes[w].acked)
-        plan.extend(plans[w])
-        problems.extend(outcomes[w].problems)
-    found = judge(plan, acked, seen)
-    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
-    mode = ("writer_error" if problems else "lossy" if found.lost else "foreign" if found.bad
-            else "exact")
-    ctx.log(f"acknowledged {len(acked)} of {len(plan)} ops; {mode}")
-    return Trial(ctx.index, ctx.seed, found.bad or bool(problems), counts, mode=mode,
-                 sample="; ".join([*problems, *found.notes][:3]) or None, ops=tuple(ctx.ops))
+    return _writers.judged(ctx, handle.session, names, steps, outcomes, problems, seen,
+                           failed="writer_error", clean="exact")
 
 
 CHECK = CheckSpec(

@@ -16,7 +16,7 @@ from checks import _forked
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
 from checks.langgraph import _writers
-from checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from checks.langgraph._faults import read_threads
 from harness.ground.model import Counts, Trial
 
 RUN_TIMEOUT_S = 30.0
@@ -49,17 +49,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         problems.append(f"a fresh instance could not read the store: {describe(exc)}")
         return Trial(ctx.index, ctx.seed, True, Counts(errors=len(problems)), mode=mode,
                      sample="; ".join(problems[:3]), ops=tuple(ctx.ops))
-    plan: list[Op] = []
-    acked: set[int] = set()
-    for w, thread in names:
-        acked.update(len(plan) + n for n in outcomes[w].acked)
-        plan.extend(writer_plan(handle.session, ctx.seed, w, thread, steps))
-    found = judge(plan, acked, seen)
-    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
-    mode = ("setup_failed" if problems else "lossy" if found.lost else "foreign" if found.bad
-            else "working")
-    return Trial(ctx.index, ctx.seed, mode != "working", counts, mode=mode,
-                 sample="; ".join([*problems, *found.notes][:3]) or None, ops=tuple(ctx.ops))
+    return _writers.judged(ctx, handle.session, names, steps, outcomes, problems, seen,
+                           failed="setup_failed", clean="working")
 
 
 CHECK = CheckSpec(

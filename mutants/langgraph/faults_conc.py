@@ -20,6 +20,19 @@ def _latest_config(config: Any) -> dict[str, Any]:
     return {"configurable": conf}
 
 
+def _writes_to_latest(module: str, name: str) -> None:
+    """Install over ``name.put_writes`` (a sync saver): the writes go to the latest."""
+    cls = load_class(module, name)
+    original = cls.put_writes
+
+    def put_writes(self: Any, config: Any, writes: Any, task_id: str,
+                   task_path: str = "") -> None:
+        latest = self.get_tuple(_latest_config(config))
+        original(self, latest.config if latest else config, writes, task_id, task_path)
+
+    cls.put_writes = put_writes
+
+
 @handwritten(target="lg-reference", module=REFERENCE, qualname="ReferenceSaver.put_writes",
              defect="put_writes files the writes under the checkpoint of the instance's last "
                     "put (shared state), not the one its config names")
@@ -59,27 +72,11 @@ def lg_async_sqlite_writes_to_latest() -> None:
              defect="put_writes files the writes under the thread's latest checkpoint, not the "
                     "one its config names (racing puts move the latest)")
 def lg_sqlite_writes_to_latest() -> None:
-    cls = load_class(SQLITE, "SqliteSaver")
-    original = cls.put_writes
-
-    def put_writes(self: Any, config: Any, writes: Any, task_id: str,
-                   task_path: str = "") -> None:
-        latest = self.get_tuple(_latest_config(config))
-        original(self, latest.config if latest else config, writes, task_id, task_path)
-
-    cls.put_writes = put_writes
+    _writes_to_latest(SQLITE, "SqliteSaver")
 
 
 @handwritten(target="lg-reference", module=REFERENCE, qualname="ReferenceSaver.put_writes",
              defect="put_writes files the writes under the thread's latest checkpoint in the "
                     "store, not the one its config names (other processes move the latest)")
 def lg_reference_writes_to_latest() -> None:
-    cls = load_class(REFERENCE, "ReferenceSaver")
-    original = cls.put_writes
-
-    def put_writes(self: Any, config: Any, writes: Any, task_id: str,
-                   task_path: str = "") -> None:
-        latest = self.get_tuple(_latest_config(config))
-        original(self, latest.config if latest else config, writes, task_id, task_path)
-
-    cls.put_writes = put_writes
+    _writes_to_latest(REFERENCE, "ReferenceSaver")
