@@ -23,6 +23,7 @@ instance's memory cannot be read after the exit: both abstain, naming what they 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import functools
 import time
 from typing import Any
@@ -129,6 +130,7 @@ def _body(cls: type, path: str, mode: str, delay: int, base: list[Op],
     saver once, and report it all in one message."""
 
     async def body(channel: _forked.Channel) -> None:
+        faulthandler.disable()  # a crash here is evidence (its signal), not a traceback dump
         cm = cls.from_conn_string(path)  # type: ignore[attr-defined]
         try:
             saver = await enter(cm)
