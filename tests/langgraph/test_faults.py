@@ -4,13 +4,18 @@ read-back judge on hand-made outcomes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import anyio
 import pytest
 
+from checks.base import TrialContext
 from checks.langgraph._faults import Op, judge
 from checks.registry import get_check
 from harness.ground.model import Finding, Verdict
 from mutants.registry import get_mutant
-from targets.base import TargetSpec
+from targets.base import BuildContext, Claims, Handle, TargetSpec
 from targets.langgraph.lanes import (
     ASYNC_SQLITE_FILE,
     ASYNC_SQLITE_MEMORY,
@@ -151,3 +156,55 @@ def test_the_judge_counts_lost_foreign_and_torn() -> None:
 def test_the_judge_lets_an_unacknowledged_op_be_wholly_absent() -> None:
     assert not judge([PUT, WRITES], {0}, {"t": {"c1": ({"v": 1}, set())}}).bad
     assert judge([PUT, WRITES], {0}, {"t": {}}).lost == 1
+
+
+# --- the store draft (ARIB-LGSTORE-001, not admitted: no store lane yet) ----------------------
+
+
+def _store_trial(tmp_path: Path, seed: int) -> Any:
+    from langgraph.store.memory import InMemoryStore
+
+    from checks.langgraph._store_race import DRAFT
+
+    async def build(ctx: BuildContext) -> Handle:
+        async def nothing() -> None:
+            return None
+
+        return Handle(session=InMemoryStore(), reopen=nothing, dispose=nothing)  # type: ignore[arg-type]
+
+    lane = TargetSpec(name="test-store-memory", backend="InMemoryStore",
+                      module="langgraph.store.memory", claims=Claims(has_close=False),
+                      build=build, description="InMemoryStore built in this test")
+    ctx = TrialContext(lane, BuildContext(tmp_path, "s"), 0, seed, DRAFT.resolve_params({}))
+    return anyio.run(DRAFT.run_trial, ctx)
+
+
+def test_the_store_draft_holds_on_in_memory_store(tmp_path: Path) -> None:
+    trial = _store_trial(tmp_path, 5)
+    assert not trial.violated, trial.sample
+
+
+def test_the_store_draft_sees_a_search_that_reaches_other_namespaces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    original = InMemoryStore.asearch
+
+    async def too_wide(self: Any, prefix: tuple[str, ...], **kwargs: Any) -> Any:
+        return await original(self, prefix[:-1], **kwargs)
+
+    monkeypatch.setattr(InMemoryStore, "asearch", too_wide)
+    trial = _store_trial(tmp_path, 5)
+    assert trial.violated and "gave an item of" in (trial.sample or "")
+
+
+def test_the_store_draft_sees_a_delete_that_does_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    async def ignored(self: Any, namespace: tuple[str, ...], key: str) -> None:
+        return None
+
+    monkeypatch.setattr(InMemoryStore, "adelete", ignored)
+    trial = _store_trial(tmp_path, 5)
+    assert trial.violated and "was deleted and is still there" in (trial.sample or "")
