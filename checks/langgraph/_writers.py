@@ -14,7 +14,7 @@ import anyio.to_thread
 
 from checks import _forked
 from checks.base import NotApplicable, TrialContext, describe
-from checks.langgraph._faults import Op, Seen, judge, writer_plan
+from checks.langgraph._faults import Op, Seen, judge, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
 
 READY_TIMEOUT_S = 20.0
@@ -164,3 +164,29 @@ def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: i
     ctx.log(f"acknowledged {len(acked)} of {len(plan)} ops; {mode}")
     return Trial(ctx.index, ctx.seed, mode != clean, counts, mode=mode,
                  sample="; ".join([*problems, *found.notes][:3]) or None, ops=tuple(ctx.ops))
+
+
+async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
+                         timeout_s: float, failed: str, clean: str,
+                         setup_at_go: bool = False) -> Trial:
+    """Fork one writer per (writer, thread), release them together, collect what they
+    acknowledged, reap them; then a fresh instance lists every thread and ``judged`` judges."""
+    outcomes = {w: Outcome() for w, _ in names}
+    workers: list[_forked.Worker] = []
+    try:
+        problems = await start(ctx, names, steps, workers, setup_at_go)
+        await collect(ctx, workers, names, outcomes, problems, timeout_s)
+    finally:
+        _forked.reap(workers)
+    for w, _ in names:
+        problems.extend(outcomes[w].problems)
+    ctx.log("every writer done: a fresh instance lists every thread")
+    try:
+        handle = await ctx.open()
+        seen = await read_threads(handle.session, {thread for _, thread in names})
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened or read after
+        mode = failed if problems else "read_raised"
+        problems.append(f"a fresh instance could not read the store: {describe(exc)}")
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=len(problems)), mode=mode,
+                     sample="; ".join(problems[:3]), ops=tuple(ctx.ops))
+    return judged(ctx, handle.session, names, steps, outcomes, problems, seen, failed, clean)

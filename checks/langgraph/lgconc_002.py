@@ -11,12 +11,10 @@ in one instance's memory abstains (the writers find it on their instance).
 
 from __future__ import annotations
 
-from checks import _forked
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph import _writers
-from checks.langgraph._faults import read_threads
-from harness.ground.model import Counts, Trial
+from harness.ground.model import Trial
 
 RUN_TIMEOUT_S = 30.0
 
@@ -31,24 +29,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log(f"fork {processes} writer processes (fork order {[w for w, _ in names]}); each "
             f"opens its own saver on the store, then all are released at one instant; writer "
             f"w on thread w % {threads}: {steps} x (put a checkpoint; put_writes x2 to it)")
-    outcomes = {w: _writers.Outcome() for w, _ in names}
-    workers: list[_forked.Worker] = []
-    try:
-        problems = await _writers.start(ctx, names, steps, workers)
-        await _writers.collect(ctx, workers, names, outcomes, problems, RUN_TIMEOUT_S)
-    finally:
-        _forked.reap(workers)
-    for w, _ in names:
-        problems.extend(outcomes[w].problems)
-    handle = await ctx.open()
-    ctx.log("every writer done: list every thread through a fresh instance")
-    try:
-        seen = await read_threads(handle.session, thread_ids)
-    except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=processes * steps, errors=1),
-                     mode="read_raised", sample=describe(exc), ops=tuple(ctx.ops))
-    return _writers.judged(ctx, handle.session, names, steps, outcomes, problems, seen,
-                           failed="writer_error", clean="exact")
+    return await _writers.race_and_judge(ctx, names, steps, RUN_TIMEOUT_S, "writer_error",
+                                         "exact")
 
 
 CHECK = CheckSpec(

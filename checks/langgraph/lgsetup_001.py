@@ -12,12 +12,10 @@ whose store lives in one instance's memory abstains (the writers find it on thei
 
 from __future__ import annotations
 
-from checks import _forked
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph import _writers
-from checks.langgraph._faults import read_threads
-from harness.ground.model import Counts, Trial
+from harness.ground.model import Trial
 
 RUN_TIMEOUT_S = 30.0
 
@@ -31,26 +29,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log(f"fork {processes} processes before the store exists (order {[w for w, _ in names]});"
             f" at one instant each opens a saver on it and runs setup(), then puts {steps} "
             f"checkpoints with writes (odd writers on {shared}, even ones on their own thread)")
-    outcomes = {w: _writers.Outcome() for w, _ in names}
-    workers: list[_forked.Worker] = []
-    try:
-        problems = await _writers.start(ctx, names, steps, workers, setup_at_go=True)
-        await _writers.collect(ctx, workers, names, outcomes, problems, RUN_TIMEOUT_S)
-    finally:
-        _forked.reap(workers)
-    for w, _ in names:
-        problems.extend(outcomes[w].problems)
-    ctx.log("every writer done: a fresh instance lists every thread")
-    try:
-        handle = await ctx.open()
-        seen = await read_threads(handle.session, {thread for _, thread in names})
-    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened or read after
-        mode = "setup_failed" if problems else "read_raised"
-        problems.append(f"a fresh instance could not read the store: {describe(exc)}")
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=len(problems)), mode=mode,
-                     sample="; ".join(problems[:3]), ops=tuple(ctx.ops))
-    return _writers.judged(ctx, handle.session, names, steps, outcomes, problems, seen,
-                           failed="setup_failed", clean="working")
+    return await _writers.race_and_judge(ctx, names, steps, RUN_TIMEOUT_S, "setup_failed",
+                                         "working", setup_at_go=True)
 
 
 CHECK = CheckSpec(
