@@ -170,6 +170,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
     if probe.private_store:
         raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: "
                             f"{probe.private_store}; nothing can read it after the exit")
+    if not (ctx.target.reference or "sqlite" in cls.__module__):
+        # from_conn_string of a server saver takes the server's URL: not built here yet
+        raise NotApplicable(f"{CHECK_ID} opens from_conn_string on a SQLite file; "
+                            f"{cls.__module__}.{cls.__name__} takes a server connection string, "
+                            f"which this check does not pass yet")
     mode = mode_of(probe.session, ctx.index)
     await ctx.dispose()
     path = str(ctx.build.root / "from-conn-string.db")
