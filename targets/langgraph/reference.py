@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,17 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
         """Close the file (the saver's owner does this; the saver claims no close())."""
         with self._lock:
             self._conn.close()
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str) -> Iterator[ReferenceSaver]:
+        """A saver on the file ``conn_string``, disposed on exit once the operation in flight
+        (if any) returned; every operation after exit raises (the file is closed)."""
+        saver = cls(conn_string)
+        try:
+            yield saver
+        finally:
+            saver.dispose()
 
     # ------------------------------------------------------------------ reads
 

@@ -1,0 +1,117 @@
+"""Draft of ARIB-LGSTORE-001 (issue 14, "store put/search/delete racing across namespaces"),
+kept out of discovery (a leading underscore) until the family has store lanes and a reference
+store: admission needs a reference that holds, and the family's reference is a checkpointer.
+When `lglanes`' store lanes land, this becomes checks/langgraph/lgstore_001.py with its
+mutants (tests/langgraph/test_faults.py runs it on ``InMemoryStore`` meanwhile).
+
+Invariant: writers, each owning a namespace (``("arib", <seed>, "w1")``, ``("arib", <seed>,
+"w10")``, ...: one name a string prefix of another), put and delete items, released together
+with searchers that search each namespace while they write. Every search returns only items of
+the namespace it names (never of another whose name merely starts the same) with the values
+some put gave them; after all returned, searching each namespace gives exactly the items put
+and not deleted, with their last values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from checks.base import Barrier, CheckSpec, NotApplicable, Param, TrialContext, describe
+from checks.common import trials_param
+from harness.ground.model import Counts, Trial
+
+CHECK_ID = "ARIB-LGSTORE-001"
+LIMIT = 10_000
+
+
+def namespaces(seed: int, writers: int) -> list[tuple[str, ...]]:
+    """One namespace per writer; w1 is a string prefix of w10, w11, ... (when there are)."""
+    return [("arib", f"{seed:x}", f"w{1 + w * 9 if w else 1}") for w in range(writers)]
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: writers put and delete in their namespaces while searchers search them."""
+    writers, items = ctx.params["writers"], ctx.params["items"]
+    handle = await ctx.open()
+    store = handle.session
+    if not all(callable(getattr(store, m, None)) for m in ("aput", "asearch", "adelete")):
+        raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: "
+                            f"{type(store).__name__} is not a store (no aput/asearch/adelete)")
+    spaces = namespaces(ctx.seed, writers)
+    plans = {ns: [(f"k{i}", {"v": f"{ns[-1]}-{i}-{r}"}) for i in range(items)
+                  for r in range(2)] for ns in spaces}
+    deleted = {ns: {f"k{i}" for i in range(items) if ctx.rng.random() < 0.3} for ns in spaces}
+    ctx.log(f"writers on {spaces}: put each key twice (values -0, -1), then delete "
+            f"{ {ns[-1]: sorted(d) for ns, d in deleted.items()} }; a searcher per namespace "
+            f"searches it after every yield while they write")
+    wrong: list[str] = []
+    errors: list[str] = []
+    barrier = Barrier(2 * len(spaces))
+    done = anyio.Event()
+
+    def judge_search(ns: tuple[str, ...], found: list[Any]) -> None:
+        for item in found:
+            if tuple(item.namespace) != ns:
+                wrong.append(f"search {ns} gave an item of {tuple(item.namespace)}")
+            elif item.value not in [v for k, v in plans[ns] if k == item.key]:
+                wrong.append(f"search {ns} gave {item.key}={item.value!r}, never put")
+
+    async def writer(ns: tuple[str, ...]) -> None:
+        await barrier.wait()
+        try:
+            for key, value in plans[ns]:
+                await store.aput(ns, key, value)
+                await anyio.sleep(0)
+            for key in sorted(deleted[ns]):
+                await store.adelete(ns, key)
+                await anyio.sleep(0)
+        except Exception as exc:  # noqa: BLE001 - evidence
+            errors.append(f"writer {ns}: {describe(exc)}")
+
+    async def searcher(ns: tuple[str, ...]) -> None:
+        await barrier.wait()
+        try:
+            while not done.is_set():
+                judge_search(ns, await store.asearch(ns, limit=LIMIT))
+                await anyio.sleep(0)
+        except Exception as exc:  # noqa: BLE001 - evidence
+            errors.append(f"searcher {ns}: {describe(exc)}")
+
+    async with anyio.create_task_group() as tg:
+        for ns in spaces:
+            tg.start_soon(searcher, ns)
+        async with anyio.create_task_group() as writing:
+            for ns in spaces:
+                writing.start_soon(writer, ns)
+        done.set()
+    lost = 0
+    for ns in spaces:
+        found = await store.asearch(ns, limit=LIMIT)
+        judge_search(ns, found)
+        have = {item.key: item.value for item in found if tuple(item.namespace) == ns}
+        want = {key: value for key, value in plans[ns] if key not in deleted[ns]}
+        for key, value in want.items():
+            if have.get(key) != value:
+                lost += 1
+                wrong.append(f"{ns} {key}: want {value!r}, got {have.get(key)!r}")
+        for key in deleted[ns] & set(have):
+            wrong.append(f"{ns} {key} was deleted and is still there")
+    counts = Counts(lost=lost, foreign=len(wrong) - lost, errors=len(errors))
+    bad = bool(wrong or errors)
+    return Trial(ctx.index, ctx.seed, bad, counts, mode="mixed" if bad else "isolated",
+                 sample="; ".join([*errors, *wrong][:3]) or None, ops=tuple(ctx.ops))
+
+
+DRAFT = CheckSpec(
+    id=CHECK_ID,
+    invariant="store puts, searches and deletes racing across namespaces (one name a prefix "
+    "of another) keep each namespace's items its own: searches see no other namespace's, "
+    "and in the end each holds exactly what was put and not deleted",
+    fault="a writer per namespace puts and deletes while a searcher per namespace searches it",
+    params=(Param("writers", 3, 2, 16, "namespaces, one writer and one searcher each"),
+            Param("items", 8, 1, 500, "keys per namespace"), trials_param(3)),
+    run_trial=run_trial,
+    mutants=(),  # none yet: no store lane to pair them with
+)

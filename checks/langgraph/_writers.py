@@ -1,0 +1,192 @@
+"""Forked writer processes for the LangGraph fault checks (ARIB-LGCONC-002, ARIB-LGDUR-001),
+on checks._forked: each opens its own saver on the trial's store with the lane's builder,
+waits for the parent's go, runs its plan one op at a time and acknowledges each op over the
+pipe. Forked before the parent opens anything on the store (see checks._forked)."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+
+from checks import _forked
+from checks.base import NotApplicable, TrialContext, describe
+from checks.langgraph._faults import Op, Seen, judge, read_threads, writer_plan
+from harness.ground.model import Counts, Trial
+
+READY_TIMEOUT_S = 20.0
+
+
+@dataclass
+class Outcome:
+    """What the parent heard from one writer."""
+
+    acked: set[int] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    finished: bool = False  # every op of its plan returned
+
+    @property
+    def over(self) -> bool:
+        """Whether the writer will send nothing more (finished, or stopped at an error)."""
+        return self.finished or bool(self.problems)
+
+
+async def run_setup(saver: Any) -> bool:
+    """``saver.setup()`` (awaited, or in a worker thread) where its class has one; whether it
+    had one (a class without sets its store up in its constructor)."""
+    setup = getattr(saver, "setup", None)
+    if not callable(setup):
+        return False
+    if inspect.iscoroutinefunction(setup):
+        await setup()
+    else:
+        await anyio.to_thread.run_sync(setup)
+    return True
+
+
+def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
+                setup_at_go: bool = False) -> _forked.Body:
+    """Open a saver on the trial's store, then, on go, run the writer's plan acking each op.
+    ``setup_at_go``: open the saver only on go, and run its ``setup()`` (where its class has
+    one) before the plan, so that every writer sets the store up at the same instant."""
+    target, build, seed = ctx.target, ctx.build, ctx.seed
+
+    async def body(channel: _forked.Channel) -> None:
+        if setup_at_go:
+            channel.send({"ready": True})
+            if not await channel.wait_go(READY_TIMEOUT_S):
+                return
+        try:
+            handle = await target.build(build)
+            if setup_at_go:
+                await run_setup(handle.session)
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as evidence
+            channel.send({"open_error": describe(exc)})
+            return
+        if handle.private_store:
+            channel.send({"private": handle.private_store})
+            return
+        plan = writer_plan(handle.session, seed, writer, thread, steps)
+        if not setup_at_go:
+            channel.send({"ready": True})
+            if not await channel.wait_go(READY_TIMEOUT_S):
+                return
+        for n, op in enumerate(plan):
+            try:
+                await op.run(handle.session)
+            except Exception as exc:  # noqa: BLE001
+                channel.send({"error": n, "what": f"{op.label}: {describe(exc)}"})
+                break
+            channel.send({"ack": n})
+        else:
+            channel.send({"finished": True})
+        await channel.receive(3600)  # stay (instance open) until killed or the parent is gone
+
+    return body
+
+
+async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
+                workers: list[_forked.Worker], setup_at_go: bool = False) -> list[str]:
+    """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
+    until each is ready and release them together; what went wrong opening, per writer.
+    Raises NotApplicable when a writer finds the store private to its instance."""
+    problems: list[str] = []
+    for w, thread in names:
+        workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps,
+                                                                       setup_at_go),
+                                           [fd for x in workers for fd in (x.read_fd, x.go_fd)]))
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for worker in workers:
+        message = await _forked.next_message(worker, deadline) or {}
+        if "private" in message:  # (with setup_at_go, found later: see collect)
+            raise NotApplicable(f"{ctx.target.name!r}: {message['private']}; a second process "
+                                f"cannot open it")
+        if "ready" not in message:
+            problems.append(f"{worker.name} could not open the store: "
+                            f"{message.get('open_error', 'no answer')}")
+    _forked.send_go(workers, time.monotonic() + 0.05)
+    return problems
+
+
+def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
+    """Fold one writer message into its outcome."""
+    if "ack" in message:
+        outcome.acked.add(int(message["ack"]))
+    elif "error" in message:
+        outcome.problems.append(f"{name} op {message['error']} raised {message['what']}")
+    elif "finished" in message:
+        outcome.finished = True
+    elif "crash" in message or "garbled" in message:
+        outcome.problems.append(f"{name}: {message}")
+
+
+async def collect(ctx: TrialContext, workers: list[_forked.Worker],
+                  names: list[tuple[int, str]], outcomes: dict[int, Outcome],
+                  problems: list[str], timeout_s: float) -> None:
+    """Read every writer's messages until it finished or stopped (a deadline for all);
+    raises NotApplicable when a writer found the store private to its instance."""
+    deadline = time.monotonic() + timeout_s
+    for (w, _), worker in zip(names, workers, strict=True):
+        while not outcomes[w].over:
+            message = await _forked.next_message(worker, deadline)
+            if message is None:
+                break
+            if "private" in message:
+                raise NotApplicable(f"{ctx.target.name!r} ({worker.name}): "
+                                    f"{message['private']}; a second process cannot open it")
+            if "open_error" in message:
+                outcomes[w].problems.append(f"{worker.name} could not open or set up the "
+                                            f"store: {message['open_error']}")
+                break
+            record(outcomes[w], message, worker.name)
+        if not outcomes[w].over:
+            problems.append(f"{worker.name} stopped after {len(outcomes[w].acked)} acks")
+
+
+def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: int,
+           outcomes: dict[int, Outcome], problems: list[str], seen: Seen,
+           failed: str, clean: str) -> Trial:
+    """The trial of forked writers: their plans (made again on ``saver``: same ids and
+    values) and what they acknowledged, judged against ``seen``; ``problems`` (every
+    writer's already folded in) make it ``failed``, a clean read-back ``clean``."""
+    plan: list[Op] = []
+    acked: set[int] = set()
+    for w, thread in names:
+        acked.update(len(plan) + n for n in outcomes[w].acked)
+        plan.extend(writer_plan(saver, ctx.seed, w, thread, steps))
+    found = judge(plan, acked, seen)
+    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
+    mode = (failed if problems else "lossy" if found.lost else "foreign" if found.bad
+            else clean)
+    ctx.log(f"acknowledged {len(acked)} of {len(plan)} ops; {mode}")
+    return Trial(ctx.index, ctx.seed, mode != clean, counts, mode=mode,
+                 sample="; ".join([*problems, *found.notes][:3]) or None, ops=tuple(ctx.ops))
+
+
+async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
+                         timeout_s: float, failed: str, clean: str,
+                         setup_at_go: bool = False) -> Trial:
+    """Fork one writer per (writer, thread), release them together, collect what they
+    acknowledged, reap them; then a fresh instance lists every thread and ``judged`` judges."""
+    outcomes = {w: Outcome() for w, _ in names}
+    workers: list[_forked.Worker] = []
+    try:
+        problems = await start(ctx, names, steps, workers, setup_at_go)
+        await collect(ctx, workers, names, outcomes, problems, timeout_s)
+    finally:
+        _forked.reap(workers)
+    for w, _ in names:
+        problems.extend(outcomes[w].problems)
+    ctx.log("every writer done: a fresh instance lists every thread")
+    try:
+        handle = await ctx.open()
+        seen = await read_threads(handle.session, {thread for _, thread in names})
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened or read after
+        mode = failed if problems else "read_raised"
+        problems.append(f"a fresh instance could not read the store: {describe(exc)}")
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=len(problems)), mode=mode,
+                     sample="; ".join(problems[:3]), ops=tuple(ctx.ops))
+    return judged(ctx, handle.session, names, steps, outcomes, problems, seen, failed, clean)

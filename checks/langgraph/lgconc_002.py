@@ -1,0 +1,56 @@
+"""ARIB-LGCONC-002: checkpoints and writes put by several processes at once are all read back.
+
+``processes`` writer processes are forked before anything is open on the store; each opens
+its own saver on the trial's store (the lane's builder) and, released at one instant with the
+others, puts ``steps`` checkpoints on thread ``w % threads`` (each a child of its previous) and
+a task's writes to each, acknowledging every op to this process. After every writer finished
+(or stopped), a fresh instance lists every thread: every acknowledged checkpoint with its
+values, every acknowledged write on its checkpoint, nothing foreign. A lane whose store lives
+in one instance's memory abstains (the writers find it on their instance).
+"""
+
+from __future__ import annotations
+
+from checks.base import CheckSpec, Param, Selector, TrialContext
+from checks.common import trials_param
+from checks.langgraph import _writers
+from harness.ground.model import Trial
+
+RUN_TIMEOUT_S = 30.0
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: forked writers race on shared thread ids; a fresh instance reads back."""
+    processes, steps, threads = (ctx.params["processes"], ctx.params["steps"],
+                                 ctx.params["threads"])
+    thread_ids = [f"t{ctx.seed:x}-{k}" for k in range(threads)]
+    names = [(w, thread_ids[w % threads]) for w in range(processes)]
+    ctx.rng.shuffle(names)
+    ctx.log(f"fork {processes} writer processes (fork order {[w for w, _ in names]}); each "
+            f"opens its own saver on the store, then all are released at one instant; writer "
+            f"w on thread w % {threads}: {steps} x (put a checkpoint; put_writes x2 to it)")
+    return await _writers.race_and_judge(ctx, names, steps, RUN_TIMEOUT_S, "writer_error",
+                                         "exact")
+
+
+CHECK = CheckSpec(
+    id="ARIB-LGCONC-002",
+    invariant="checkpoints and writes put at once by several processes, each with its own "
+    "saver on one store, on one thread id or several, are all read back and none is foreign",
+    fault="processes forked writers released at one instant, each putting steps checkpoints "
+    "and a task's writes to each on thread w % threads, acknowledging every op over a pipe",
+    params=(
+        Param("processes", 3, 2, 16, "writer processes"),
+        Param("steps", 4, 1, 100, "checkpoints (each with its writes) per writer"),
+        Param("threads", 2, 1, 16, "thread ids the writers share (1: all on one)"),
+        trials_param(2),
+    ),
+    run_trial=run_trial,
+    mutants=("lg_reference_writes_to_latest", "lg_async_sqlite_writes_to_latest",
+             "lg_sqlite_writes_to_latest"),
+    generated=(
+        Selector("lg-reference", "ReferenceSaver.aput", "early_return"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "early_return"),
+    ),
+    timeout_s=60.0,
+)

@@ -1,0 +1,216 @@
+"""ARIB-LGDEL-001: puts and writes racing delete_thread: nothing deleted comes back.
+
+Thread T and thread U each get ``steps`` checkpoints (each with a task's writes), all
+acknowledged. Then, released together: a deleter calls ``delete_thread(T)`` after a seeded
+number of yields, while a writer goes on putting ``steps`` more checkpoints and writes on T and
+another on U. When all returned, T is written again from its start with the same checkpoint
+ids (a replayed thread: other values, other task ids). Every op's start and end are stamped
+on one counter; then a fresh instance (where one can open the store) lists T and U:
+
+- an op on T that returned before ``delete_thread`` was called is gone: neither its values nor
+  its writes are read back, not even under a checkpoint id that was put again (deleted);
+- an op on T that began after ``delete_thread`` returned is there (acknowledged);
+- an op on T that overlapped the delete may be there or not, but not half of it;
+- every op on U is there, and nothing is read back that no op put (foreign).
+
+Tasks on async lanes, threads on sync lanes (both halves: even trials tasks, odd threads).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+from typing import Any
+
+import anyio
+
+from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe, race_threads
+from checks.common import trials_param
+from checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from checks.langgraph._saver import call
+from checks.langgraph.lgconc_001 import mode_of
+from harness.ground.model import Counts, Trial
+
+Stamps = dict[str, tuple[int, int]]  # op name -> (start, end) on the trial's counter
+
+
+async def _race(saver: Any, mode: str, delay: int, thread: str, lanes: dict[str, list[Op]],
+                first: int, stamps: Stamps, errors: list[str]) -> None:
+    """The deleter and one writer per lane of ops, released together; stamps every op (the
+    n-th of lane L as f"L{first + n}": the ops before the race are numbered from 0)."""
+    clock = itertools.count()
+
+    def stamp(name: str, start: int) -> None:
+        stamps[name] = (start, next(clock))
+
+    if mode == "tasks":
+        barrier = Barrier(len(lanes) + 1)
+
+        async def deleter() -> None:
+            await barrier.wait()
+            for _ in range(delay):
+                await anyio.sleep(0)
+            start = next(clock)
+            try:
+                await call(saver, "delete_thread", thread)
+            except Exception as exc:  # noqa: BLE001 - evidence
+                errors.append(f"delete_thread raised {describe(exc)}")
+            stamp("delete", start)
+
+        async def writer(name: str) -> None:
+            await barrier.wait()
+            for n, op in enumerate(lanes[name], start=first):
+                start = next(clock)
+                try:
+                    await op.run(saver)
+                except Exception as exc:  # noqa: BLE001 - evidence
+                    errors.append(f"{op.label} raised {describe(exc)}")
+                    return
+                stamp(f"{name}{n}", start)
+                await anyio.sleep(0)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(deleter)
+            for name in lanes:
+                tg.start_soon(writer, name)
+        return
+
+    def sync_deleter() -> None:
+        time.sleep(delay / 2000)
+        start = next(clock)
+        saver.delete_thread(thread)
+        stamp("delete", start)
+
+    def sync_writer(name: str) -> None:
+        for n, op in enumerate(lanes[name], start=first):
+            start = next(clock)
+            op.run_sync(saver)
+            stamp(f"{name}{n}", start)
+
+    outcome = await race_threads([sync_deleter, *(functools.partial(sync_writer, name)
+                                                  for name in lanes)])
+    errors.extend(describe(exc) for exc in outcome if exc)
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: delete_thread(T) races writers on T and U; T is then written again."""
+    steps = ctx.params["steps"]
+    handle = await ctx.open()
+    saver = handle.session
+    mode = mode_of(saver, ctx.index)
+    t, u = f"t{ctx.seed:x}-T", f"t{ctx.seed:x}-U"
+    life1 = writer_plan(saver, ctx.seed, 0, t, 2 * steps)
+    other = writer_plan(saver, ctx.seed, 1, u, 2 * steps)
+    life2 = writer_plan(saver, ctx.seed, 0, t, steps, tag=f"{ctx.seed:x}-again")
+    delay = ctx.rng.randint(0, 4 * steps)
+    ctx.log(f"put {steps} checkpoints with writes on {t} and on {u}; then as {mode}, released "
+            f"together: delete_thread({t}) after {delay} yields, a writer putting {steps} "
+            f"more on {t}, another {steps} more on {u}; then {t} again from its first id")
+    errors: list[str] = []
+    try:
+        for op in [*life1[:2 * steps], *other[:2 * steps]]:
+            await op.run(saver)
+    except Exception as exc:  # noqa: BLE001 - evidence
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+                     sample=describe(exc), ops=tuple(ctx.ops))
+    stamps: Stamps = {f"T{n}": (-2, -1) for n in range(2 * steps)}
+    stamps.update({f"U{n}": (-2, -1) for n in range(2 * steps)})
+    lanes = {"T": life1[2 * steps:], "U": other[2 * steps:]}
+    await _race(saver, mode, delay, t, lanes, 2 * steps, stamps, errors)
+    life1 = life1[:2 * steps] + lanes["T"]
+    for op in life2:
+        try:
+            await op.run(saver)
+        except Exception as exc:  # noqa: BLE001 - evidence
+            errors.append(f"after the delete: {op.label} raised {describe(exc)}")
+    reader = saver if handle.private_store else (await ctx.reopen(handle)).session
+    try:
+        seen = await read_threads(reader, [t, u])
+    except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="read_raised",
+                     sample=describe(exc), ops=tuple(ctx.ops))
+    return _judge(ctx, life1, life2, other, stamps, seen, errors, mode)
+
+
+def _judge(ctx: TrialContext, life1: list[Op], life2: list[Op], other: list[Op],
+           stamps: Stamps, seen: Any, errors: list[str], mode: str) -> Trial:
+    d_start, d_end = stamps.get("delete", (0, 0))
+    ran = {n: stamps[f"T{n}"] for n in range(len(life1)) if f"T{n}" in stamps}
+    gone = [life1[n] for n, (_, end) in ran.items() if end < d_start]
+    after = {n for n, (start, _) in ran.items() if start > d_end}
+    # What must be there: life-1 ops begun after the delete returned (writes only where their
+    # checkpoint is there: writes to a deleted checkpoint cannot be listed), T's second life,
+    # every acknowledged op on U. Deleted ops are judged apart, as "came back".
+    t_seen = seen.get(life1[0].thread, {})
+    plan: list[Op] = []
+    required: set[int] = set()
+    for n, op in enumerate(life1):
+        if op in gone:
+            continue
+        if n in after and (op.kind == "put" or op.checkpoint_id in t_seen):
+            required.add(len(plan))
+        plan.append(op)
+    required.update(range(len(plan), len(plan) + len(life2)))
+    plan.extend(life2)
+    required.update(len(plan) + n for n in range(len(other)) if f"U{n}" in stamps)
+    plan.extend(other)
+    found = judge(plan, required, _without(seen, gone, life2))
+    back = []
+    for op in gone:
+        got = t_seen.get(op.checkpoint_id)
+        if got is None:
+            continue
+        if op.kind == "put" and got[0] == dict(op.checkpoint["channel_values"]):
+            back.append(op.label)
+        elif op.kind == "writes" and op.triples() & got[1]:
+            back.append(op.label)
+    ctx.log(f"delete_thread ran over [{d_start}, {d_end}] of the op counter; {len(gone)} "
+            f"ops on T were deleted, {len(ran) - len(gone) - len(after)} overlapped it, "
+            f"{len(after)} came after")
+    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn + len(back),
+                    errors=len(errors))
+    result = ("writer_error" if errors else "deleted_came_back" if back else "lossy"
+              if found.lost else "foreign" if found.bad else "clean")
+    notes = [*errors, *(f"deleted {label} came back" for label in back), *found.notes]
+    return Trial(ctx.index, ctx.seed, result != "clean", counts, mode=f"{mode}:{result}",
+                 sample="; ".join(notes[:3]) or None, ops=tuple(ctx.ops))
+
+
+def _without(seen: Any, gone: list[Op], life2: list[Op]) -> Any:
+    """``seen`` with what a deleted op left (judged apart as 'came back') removed, so that the
+    common judge counts it once; a deleted put's id put again keeps its new values."""
+    again = {op.checkpoint_id for op in life2}
+    out = {thread: {cp: (values, set(writes)) for cp, (values, writes) in cps.items()}
+           for thread, cps in seen.items()}
+    for op in gone:
+        got = out.get(op.thread, {}).get(op.checkpoint_id)
+        if got is None:
+            continue
+        if op.kind == "writes":
+            got[1].difference_update(op.triples())
+        elif op.checkpoint_id not in again:
+            del out[op.thread][op.checkpoint_id]
+    return out
+
+
+CHECK = CheckSpec(
+    id="ARIB-LGDEL-001",
+    invariant="after delete_thread(T) returns, nothing put on T before it was called is read "
+    "back, even under a checkpoint id put again; what was put after it returned, and every "
+    "other thread, is there",
+    fault="delete_thread(T) released together with writers on T and on U (after seeded "
+    "yields), then T written again from its first checkpoint id",
+    params=(
+        Param("steps", 3, 1, 50, "checkpoints (each with its writes) before and during"),
+        trials_param(4),
+    ),
+    run_trial=run_trial,
+    mutants=("lg_reference_delete_keeps_writes", "lg_async_sqlite_delete_keeps_writes",
+             "lg_sqlite_delete_keeps_writes"),
+    generated=(
+        Selector("lg-reference", "ReferenceSaver.adelete_thread", "early_return"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.adelete_thread", "early_return"),
+    ),
+    timeout_s=60.0,
+)
