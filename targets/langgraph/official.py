@@ -105,6 +105,19 @@ def thread_bridge(saver: Any) -> Any:
     return bridged(saver)
 
 
+def exception_line(trace: str | None) -> str | None:
+    """The line naming the exception in a formatted traceback (its type and the first line
+    of its message), shortened; None for no traceback."""
+    if trace is None:
+        return None
+    lines = trace.strip().splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith("  File ")]
+    after = lines[frames[-1] + 1:] if frames else lines
+    found = next((line for line in after if line and not line.startswith(" ")),
+                 lines[-1] if lines else "")
+    return found[:300]
+
+
 @dataclass(frozen=True)
 class SuiteTest:
     """One official test on one lane: its capability, name, and whether it passed."""
@@ -218,8 +231,7 @@ async def run_suite(lane: TargetSpec, root: Path, services: Mapping[str, str],
     tests: list[SuiteTest] = []
 
     def on_test(capability: str, name: str, passed: bool, error: str | None) -> None:
-        line = None if error is None else (error.strip().splitlines() or [""])[-1][:300]
-        tests.append(SuiteTest(capability, name, passed, line))
+        tests.append(SuiteTest(capability, name, passed, exception_line(error)))
 
     started = time.perf_counter()
     registered = checkpointer_test(name=lane.name)(factory)

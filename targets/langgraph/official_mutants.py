@@ -192,6 +192,11 @@ class MutantComparison:
                      f"{_pct(t['scores']['ours'])} |")
         for name, why in sorted(self.not_measured.items()):
             lines.append(f"| {name} | not measured: {why} ||||||||")
+        lines += ["", "Statuses of the judged mutants (ours: the best of our checks; "
+                      "no_coverage: the side never executes the changed lines):", ""]
+        lines += [f"- {lane.lane}: official " + _counts(lane.statuses()["official"])
+                  + "; ours " + _counts(lane.statuses()["ours"])
+                  for lane in self.lanes if not lane.error]
         lines += ["", "Clean bases (a check not held on every clean rerun judges nothing "
                       "there):", ""]
         lines += [f"- {lane.lane}: " + "; ".join(f"{c} {d}" for c, d in lane.clean.items())
@@ -199,6 +204,10 @@ class MutantComparison:
         for side in (Side.OURS, Side.OFFICIAL, Side.NEITHER):
             lines += _examples(self.lanes, side, examples)
         return "\n".join(lines) + "\n"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{status} {n}" for status, n in counts.items()) or "none"
 
 
 def _pct(value: float | None) -> str:

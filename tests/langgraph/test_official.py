@@ -23,6 +23,7 @@ from targets.langgraph.official import (
     Bridge,
     OfficialRun,
     SuiteStatus,
+    exception_line,
     reference_runs,
     thread_bridge,
 )
@@ -137,3 +138,13 @@ def test_the_command_writes_its_table_and_exits_0(tmp_path: Path,
     assert "| lg-memory | native | FULL | 58 | 0 |" in capsys.readouterr().out
     assert main(["--family", "langgraph", "official", "--lanes", "sqlite-file", "--out",
                  str(tmp_path)]) == ExitCode.USAGE
+
+
+def test_a_failure_is_shown_by_its_exception_line() -> None:
+    trace = ('Traceback (most recent call last):\n  File "x.py", line 1, in f\n    g()\n'
+             '  File "y.py", line 2, in g\n    raise E\npsycopg.errors.UndefinedColumn: column'
+             ' "x" does not exist\nLINE 1: SELECT x\nHINT:  Perhaps you meant "y".\n')
+    assert exception_line(trace) == 'psycopg.errors.UndefinedColumn: column "x" does not exist'
+    assert exception_line("Traceback ...\n  File \"x\", line 1\n    assert a\nAssertionError\n"
+                          ) == "AssertionError"
+    assert exception_line(None) is None
