@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from checks.base import CheckSpec
@@ -89,6 +89,15 @@ class LaneSides:
     rows: tuple[MutantSides, ...]
     clean: Mapping[str, str]  # check id -> its clean base on the lane, described
     error: str | None = None  # why the lane could not be surveyed
+    # Per side ("official", "ours"): whether any of its checks held on every clean rerun
+    # here; a side that judges nothing on a lane has no score there (not 0%).
+    judges: Mapping[str, bool] = field(default_factory=lambda: {"official": True,
+                                                                "ours": True})
+
+    @property
+    def comparable(self) -> bool:
+        """Whether both sides judged this lane's mutants (so that its counts compare)."""
+        return self.error is None and all(self.judges.values())
 
     def counts(self) -> dict[Side, int]:
         """How many judged mutants each side kills (every side listed, zeros too)."""
@@ -98,9 +107,12 @@ class LaneSides:
     def scores(self) -> dict[str, float | None]:
         """Mutation score of the official suite and of ours over the same judged mutants."""
         n = len(self.rows)
-        return {"official": _score(sum(r.official_kills for r in self.rows), n),
-                "ours": _score(sum(r.ours_kill for r in self.rows), n),
-                "union": _score(sum(r.ours_kill or r.official_kills for r in self.rows), n)}
+        return {"official": _score(sum(r.official_kills for r in self.rows), n)
+                if self.judges["official"] else None,
+                "ours": _score(sum(r.ours_kill for r in self.rows), n)
+                if self.judges["ours"] else None,
+                "union": _score(sum(r.ours_kill or r.official_kills for r in self.rows), n)
+                if self.comparable else None}
 
     def statuses(self) -> dict[str, dict[str, int]]:
         """How the judged mutants came out under the suite and under ours (best of our
@@ -118,6 +130,7 @@ class LaneSides:
                 "judged": len(self.rows), "set_aside": dict(self.set_aside),
                 "counts": {s.value: n for s, n in self.counts().items()},
                 "scores": self.scores(), "statuses": self.statuses(),
+                "judges": dict(self.judges), "comparable": self.comparable,
                 "clean": dict(self.clean), "rows": [r.to_json() for r in self.rows]}
 
 
@@ -135,8 +148,10 @@ def lane_sides(survey: LaneSurvey) -> LaneSides:
         ours = {c: s for c, s in outcome.checks.items() if c != OFFICIAL_ID}
         rows.append(MutantSides(survey.lane, outcome.mutant, ours,
                                 outcome.checks.get(OFFICIAL_ID)))
+    judges = {"official": any(b.judgeable for c, b in survey.clean.items() if c == OFFICIAL_ID),
+              "ours": any(b.judgeable for c, b in survey.clean.items() if c != OFFICIAL_ID)}
     return LaneSides(survey.lane, len(survey.outcomes), dict(sorted(aside.items())),
-                     tuple(rows), clean)
+                     tuple(rows), clean, None, judges)
 
 
 @dataclass(frozen=True)
@@ -152,10 +167,14 @@ class MutantComparison:
     duration_s: float
 
     def totals(self) -> dict[str, Any]:
-        """The counts and scores over every lane that was surveyed."""
-        rows = [r for lane in self.lanes for r in lane.rows]
-        whole = LaneSides("all", sum(lane.mutants for lane in self.lanes), {}, tuple(rows), {})
-        return {"judged": len(rows), "counts": {s.value: n for s, n in whole.counts().items()},
+        """The counts and scores over the lanes where both sides judged mutants; the other
+        lanes are named, never counted as 0%."""
+        kept = [lane for lane in self.lanes if lane.comparable]
+        rows = [r for lane in kept for r in lane.rows]
+        whole = LaneSides("all", sum(lane.mutants for lane in kept), {}, tuple(rows), {})
+        return {"judged": len(rows), "lanes": [lane.lane for lane in kept],
+                "left_out": [lane.lane for lane in self.lanes if not lane.comparable],
+                "counts": {s.value: n for s, n in whole.counts().items()},
                 "scores": whole.scores()}
 
     def to_json(self) -> dict[str, Any]:
@@ -184,9 +203,12 @@ class MutantComparison:
             c, s = lane.counts(), lane.scores()
             lines.append(f"| {lane.lane} | {lane.mutants} | {len(lane.rows)} | {c[Side.BOTH]} "
                          f"| {c[Side.OURS]} | {c[Side.OFFICIAL]} | {c[Side.NEITHER]} | "
-                         f"{_pct(s['official'])} | {_pct(s['ours'])} |")
+                         f"{_pct(s['official'], lane.judges['official'])} | "
+                         f"{_pct(s['ours'], lane.judges['ours'])} |")
         t = self.totals()
-        lines.append(f"| **all** | | {t['judged']} | {t['counts']['both']} | "
+        what = "**all**" + (f" (without {', '.join(t['left_out'])}: a side judges nothing "
+                            f"there)" if t["left_out"] else "")
+        lines.append(f"| {what} | | {t['judged']} | {t['counts']['both']} | "
                      f"{t['counts']['ours_only']} | {t['counts']['official_only']} | "
                      f"{t['counts']['neither']} | {_pct(t['scores']['official'])} | "
                      f"{_pct(t['scores']['ours'])} |")
@@ -210,8 +232,8 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{status} {n}" for status, n in counts.items()) or "none"
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
+def _pct(value: float | None, judges: bool = True) -> str:
+    return "not judgeable" if not judges else "-" if value is None else f"{100 * value:.1f}%"
 
 
 def _examples(lanes: Sequence[LaneSides], side: Side, count: int) -> list[str]:

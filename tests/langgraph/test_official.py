@@ -28,7 +28,7 @@ from targets.langgraph.official import (
     thread_bridge,
 )
 from targets.langgraph.official_command import checkpointer_lanes
-from targets.langgraph.official_mutants import MutantSides, Side
+from targets.langgraph.official_mutants import LaneSides, MutantComparison, MutantSides, Side
 from targets.langgraph.official_side import our_sides
 
 
@@ -148,3 +148,17 @@ def test_a_failure_is_shown_by_its_exception_line() -> None:
     assert exception_line("Traceback ...\n  File \"x\", line 1\n    assert a\nAssertionError\n"
                           ) == "AssertionError"
     assert exception_line(None) is None
+
+
+def test_a_side_that_judges_nothing_on_a_lane_has_no_score_there() -> None:
+    m = get_mutant("lg_reference_drops_metadata")
+    k, s = MutantStatus.KILLED, MutantStatus.NOT_JUDGEABLE
+    rows = (MutantSides("a", m, {"ARIB-CKPT-001": s}, k),)
+    blind = LaneSides("a", 1, {}, rows, {}, None, {"official": True, "ours": False})
+    seen = LaneSides("b", 1, {}, (MutantSides("b", m, {"ARIB-CKPT-001": k}, k),), {})
+    assert blind.scores() == {"official": 1.0, "ours": None, "union": None}
+    assert seen.scores() == {"official": 1.0, "ours": 1.0, "union": 1.0}
+    both = MutantComparison("v", "0.0.2", ("ARIB-CKPT-001",), (blind, seen), {}, {}, 0.0)
+    totals = both.totals()
+    assert totals["lanes"] == ["b"] and totals["left_out"] == ["a"] and totals["judged"] == 1
+    assert "| a | 1 | 1 | 0 | 0 | 1 | 0 | 100.0% | not judgeable |" in both.markdown()
