@@ -85,7 +85,10 @@ def cmd_official(args: argparse.Namespace) -> int:
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
         asked = {lane.name for lane in lanes}
-        missing = {m.name: m.reason for m in prepared.not_measured if m.name in asked}
+        # With no --lanes, the family's savers that are no lane here (e.g. Redis) are named too.
+        known = {lane.name for lane in family.resolve("lanes")}
+        missing = {m.name: m.reason for m in prepared.not_measured
+                   if m.name in asked or (not args.lanes and m.name not in known)}
         runs = reference_runs(prepared.lanes, prepared.services, version=version,
                               workers=workers, tmpdir=fast_tmpdir())
         reference = family.resolve("reference").name
