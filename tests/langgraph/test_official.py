@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from checks.langgraph._official import OFFICIAL_ID, official_check
 from harness.cli import main
 from harness.execute import RunOptions, run_check
 from harness.ground.child import ChildStatus, run_jobs
@@ -17,7 +16,11 @@ from harness.ground.model import ExitCode, MutantStatus, Verdict
 from mutants.base import MutantSpec
 from mutants.registry import forced_broken, get_mutant
 from targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
-from targets.langgraph.official import (
+from targets.langgraph.official.check import OFFICIAL_ID, official_check
+from targets.langgraph.official.command import checkpointer_lanes
+from targets.langgraph.official.mutants import LaneSides, MutantComparison, MutantSides, Side
+from targets.langgraph.official.side import our_sides
+from targets.langgraph.official.suite import (
     BASE,
     METHODS,
     Bridge,
@@ -27,9 +30,6 @@ from targets.langgraph.official import (
     reference_runs,
     thread_bridge,
 )
-from targets.langgraph.official_command import checkpointer_lanes
-from targets.langgraph.official_mutants import LaneSides, MutantComparison, MutantSides, Side
-from targets.langgraph.official_side import our_sides
 
 
 @pytest.fixture(scope="module")

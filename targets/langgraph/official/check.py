@@ -1,11 +1,11 @@
 """The official conformance suite in the shape of a check, for the mutation runner only.
 
-Not one of our checks (the leading ``_`` keeps the check registry from loading it, and it is
-never admitted or benched): it lets the survey judge the same generated mutants with the
-official suite as the "check". One trial runs the whole suite on the lane
-(``targets.langgraph.official.run_suite``); it is violated when a test fails that passed on the
-clean saver of that lane (``baseline``: the clean run's failing tests, per lane), so a test
-that already fails on the clean saver kills nothing.
+Not one of our checks (it lives outside ``checks/``, so the check registry never loads it, and
+it is never admitted or benched): it lets the survey judge the same generated mutants with the
+official suite as the "check". One trial runs the whole suite on the lane (``suite.run_suite``);
+it is violated when a test fails that passed on the clean saver of that lane (``baseline``: the
+clean run's failing tests, per lane), so a test that already fails on the clean saver kills
+nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from checks.base import CheckSpec, TrialContext
 from checks.common import trials_param
 from harness.execute import sdk_version
 from harness.ground.model import Counts, Trial
-from targets.langgraph.official import SUITE, SuiteStatus, run_suite
+from targets.langgraph.official.suite import SUITE, SuiteStatus, run_suite
 
 OFFICIAL_ID = "OFFICIAL-CONFORMANCE"
 

@@ -70,8 +70,8 @@ def cmd_official(args: argparse.Namespace) -> int:
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
     from harness.results import writable_folder
-    from targets.langgraph.official import SuiteStatus, reference_runs, suite_version
-    from targets.langgraph.official_side import SideBySide, our_sides
+    from targets.langgraph.official.side import SideBySide, our_sides
+    from targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
 
     _require_suite()
     family = active_family()
@@ -111,7 +111,7 @@ def _severity(code: int) -> int:
 
 
 def _code(runs: Any, missing: dict[str, str]) -> int:
-    from targets.langgraph.official import SuiteStatus
+    from targets.langgraph.official.suite import SuiteStatus
 
     for lane, why in missing.items():
         print(f"{lane}: {why}")
@@ -133,20 +133,22 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
              missing: dict[str, str], folder: Path, stem: str, started: float) -> int:
     """Survey ``lanes`` with our checks and the suite; write and print the comparison."""
     from checks.registry import load_checks
-    from harness.cache import DEFAULT_DIR, AdmissionCache, cache_key
+    from harness.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
     from harness.execute import sdk_version
     from harness.survivors import load_survivors
-    from targets.langgraph.official import suite_version
-    from targets.langgraph.official_mutants import (
+    from targets.langgraph.official.mutants import (
         MutantComparison,
         lane_sides,
         survey_with_official,
     )
+    from targets.langgraph.official.suite import suite_version
 
     ours = load_checks()
-    # The official check's verdicts depend on the suite's version and each lane's clean
-    # failures, which the survey's cache key does not name: its own cache folder does.
-    tag = cache_key(suite=suite_version(), baseline={k: sorted(v) for k, v in baseline.items()})
+    # The official check's verdicts depend on the suite's version, each lane's clean failures
+    # and this subpackage's code, which the survey's cache key does not name: its folder does.
+    tag = cache_key(suite=suite_version(), baseline={k: sorted(v) for k, v in baseline.items()},
+                    code=source_hash("targets.langgraph.official.suite",
+                                     "targets.langgraph.official.check"))
     cache = AdmissionCache(None if args.no_cache else DEFAULT_DIR / f"official-{tag[:16]}")
     settings = {"run_seed": args.seed, "reruns": args.reruns, "timeout_s": args.timeout,
                 "workers": args.workers or os.cpu_count() or 1}

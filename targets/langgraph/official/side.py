@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from targets.langgraph.official import SUITE, OfficialRun, SuiteStatus
+from targets.langgraph.official.suite import SUITE, OfficialRun, SuiteStatus
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 One survey (``harness.survey``: the same generation, compiler sorting, coverage selection,
 forked children and time limits) judges every generated mutant of each lane with our checks
-and with the official suite as one more "check" (``checks.langgraph._official``). Each mutant
+and with the official suite as one more "check" (``targets.langgraph.official.check``). Each mutant
 the survey judged (not set aside as equivalent, duplicate or not applicable) is then killed by
 both, only by ours, only by the official suite, or by neither.
 """
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.base import CheckSpec
-from checks.langgraph._official import OFFICIAL_ID, official_check
 from harness.ground.model import MutantStatus
 from harness.survey_lane import LaneSurvey
 from harness.survey_scores import LANE_WIDE
 from mutants.base import MutantSpec
-from targets.langgraph.official import SUITE
+from targets.langgraph.official.check import OFFICIAL_ID, official_check
+from targets.langgraph.official.suite import SUITE
 
 S = MutantStatus
 
