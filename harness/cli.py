@@ -188,10 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "of the version is read there, the tables go to OUT/official/")
     p.add_argument("--mutants", action="store_true", help="also judge the generated mutants "
                    "with both suites and compare their scores")
-    p.add_argument("--reruns", type=int, default=1, help="reruns per mutant (default 1)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")
+    p.add_argument("--reruns", type=int, default=1,
+                   help="with --mutants: reruns per mutant (default 1)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="with --mutants: seconds per run (default 10)")
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
-    p.add_argument("--examples", type=int, default=3, help="diffs shown per one-sided kind")
+    p.add_argument("--examples", type=int, default=3,
+                   help="with --mutants: diffs shown per one-sided kind")
     p.add_argument("--no-cache", action="store_true")
     p.set_defaults(func=_official)
 

@@ -162,3 +162,26 @@ def test_a_side_that_judges_nothing_on_a_lane_has_no_score_there() -> None:
     totals = both.totals()
     assert totals["lanes"] == ["b"] and totals["left_out"] == ["a"] and totals["judged"] == 1
     assert "| a | 1 | 1 | 0 | 0 | 1 | 0 | 100.0% | not judgeable |" in both.markdown()
+
+
+def test_a_parameter_without_the_mutant_survey_is_refused(tmp_path: Path) -> None:
+    assert main(["--family", "langgraph", "official", "--lanes", "lg-memory", "--out",
+                 str(tmp_path), "--param", "ARIB-CKPT-001.steps=3"]) == ExitCode.USAGE
+    assert not (tmp_path / "official").exists() or not any((tmp_path / "official").iterdir())
+
+
+@pytest.mark.slow
+def test_the_comparison_on_the_mutants_of_a_lane(tmp_path: Path) -> None:
+    code = main(["--family", "langgraph", "official", "--lanes", "lg-memory", "--out",
+                 str(tmp_path), "--mutants", "--no-cache", "--quiet"])
+    assert code == ExitCode.OK
+    [written] = (tmp_path / "official").glob("*-mutants.json")
+    document = json.loads(written.read_text())
+    [lane] = document["lanes"]
+    assert lane["lane"] == "lg-memory" and lane["comparable"] and lane["error"] is None
+    assert lane["judged"] == lane["mutants"] - sum(lane["set_aside"].values()) > 0
+    assert sum(lane["counts"].values()) == lane["judged"] == len(lane["rows"])
+    assert "held, held, held" in lane["clean"][OFFICIAL_ID]
+    kills = [r for r in lane["rows"] if r["official"] == "killed"]
+    assert kills and all(r["side"] in ("both", "official_only") for r in kills)
+    assert document["totals"]["scores"]["official"] == round(len(kills) / lane["judged"], 4)

@@ -74,6 +74,10 @@ def cmd_official(args: argparse.Namespace) -> int:
     from targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
 
     _require_suite()
+    if args.param and not args.mutants:
+        raise UsageError(f"--param {args.param[0]!r} sets a parameter of our checks in the "
+                         f"mutant survey, which runs only with --mutants; add --mutants or "
+                         f"drop --param")
     family = active_family()
     lanes = checkpointer_lanes(args.lanes)
     out = Path(args.out)
@@ -101,13 +105,10 @@ def cmd_official(args: argparse.Namespace) -> int:
         if args.mutants:
             baseline = {r.lane: r.failing for r in runs if r.status is not SuiteStatus.ERROR}
             judged = [lane for lane in prepared.lanes if lane.name in baseline]
+            # 0 < 1 (violated) < 4 (error or nothing measured): the worse of the two.
             code = max(code, _mutants(args, judged, baseline, prepared.services, missing,
-                                      folder, stem, started), key=_severity)
+                                      folder, stem, started))
     return code
-
-
-def _severity(code: int) -> int:
-    return {0: 0, 1: 1, 4: 2}.get(code, 3)
 
 
 def _code(runs: Any, missing: dict[str, str]) -> int:
@@ -132,8 +133,8 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
              baseline: dict[str, frozenset[str]], services: dict[str, str],
              missing: dict[str, str], folder: Path, stem: str, started: float) -> int:
     """Survey ``lanes`` with our checks and the suite; write and print the comparison."""
-    from checks.registry import load_checks
     from harness.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
+    from harness.commands import parse_params, select_checks
     from harness.execute import sdk_version
     from harness.survivors import load_survivors
     from targets.langgraph.official.mutants import (
@@ -143,7 +144,8 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
     )
     from targets.langgraph.official.suite import suite_version
 
-    ours = load_checks()
+    params = parse_params(args.param)
+    ours = select_checks(None, params)
     # The official check's verdicts depend on the suite's version, each lane's clean failures
     # and this subpackage's code, which the survey's cache key does not name: its folder does.
     tag = cache_key(suite=suite_version(), baseline={k: sorted(v) for k, v in baseline.items()},
@@ -151,10 +153,10 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
                                      "targets.langgraph.official.check"))
     cache = AdmissionCache(None if args.no_cache else DEFAULT_DIR / f"official-{tag[:16]}")
     settings = {"run_seed": args.seed, "reruns": args.reruns, "timeout_s": args.timeout,
-                "workers": args.workers or os.cpu_count() or 1}
+                "workers": args.workers or os.cpu_count() or 1, "params": params}
     surveys = survey_with_official(
         lanes, ours, baseline, reruns=args.reruns, workers=settings["workers"],
-        timeout_s=args.timeout, run_seed=args.seed, cache=cache, quiet=args.quiet,
+        timeout_s=args.timeout, run_seed=args.seed, cache=cache, quiet=args.quiet, params=params,
         services=services, survivors=load_survivors(sdk_version(), [lane.name for lane in lanes]))
     comparison = MutantComparison(sdk_version(), suite_version(), tuple(c.id for c in ours),
                                   tuple(lane_sides(s) for s in surveys), settings, missing,
