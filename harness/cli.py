@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _official(args: argparse.Namespace) -> int:
     """``official``: the LangGraph family's command (imported only when it runs)."""
-    from targets.langgraph.official.command import cmd_official
+    from harness.official.command import cmd_official
 
     return cmd_official(args)
 

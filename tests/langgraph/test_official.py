@@ -13,13 +13,13 @@ from harness.execute import RunOptions, run_check
 from harness.ground.child import ChildStatus, run_jobs
 from harness.ground.errors import UnknownNameError
 from harness.ground.model import ExitCode, MutantStatus, Verdict
+from harness.official.command import checkpointer_lanes
+from harness.official.mutants import LaneSides, MutantComparison, MutantSides, Side
+from harness.official.side import our_sides
 from mutants.base import MutantSpec
 from mutants.registry import forced_broken, get_mutant
 from targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
 from targets.langgraph.official.check import OFFICIAL_ID, official_check
-from targets.langgraph.official.command import checkpointer_lanes
-from targets.langgraph.official.mutants import LaneSides, MutantComparison, MutantSides, Side
-from targets.langgraph.official.side import our_sides
 from targets.langgraph.official.suite import (
     BASE,
     METHODS,

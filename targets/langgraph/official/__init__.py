@@ -1,8 +1,8 @@
-"""The official conformance suite (``langgraph-checkpoint-conformance``) beside our checks.
+"""The official conformance suite (``langgraph-checkpoint-conformance``) on the family's lanes.
 
-A subpackage, so that neither the check registry (it is no check of ours) nor the verdict
-cache keys of our checks (``harness.keys.family_sources`` hashes the modules of
-``targets/langgraph/``, not its subpackages) depend on it: ``suite`` runs the suite on a lane,
-``check`` is the suite shaped as a check for the survey, ``side`` the side-by-side table,
-``mutants`` the comparison on the same mutants, ``command`` the ``official`` command.
+``suite`` runs the suite on a lane (its reference run), ``check`` shapes it as a check for the
+mutation runner. A subpackage, so that neither the check registry (it is no check of ours)
+nor the verdict cache keys of our checks (``harness.keys.family_sources`` hashes the modules
+of ``targets/langgraph/``, not its subpackages) depend on it. The comparison with our checks
+and the ``official`` command are harness code: ``harness/official/``.
 """

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from checks.base import CheckSpec, TrialContext
 from checks.common import trials_param
-from harness.execute import sdk_version
+from harness.ground.family import active_family
 from harness.ground.model import Counts, Trial
 from targets.langgraph.official.suite import SUITE, SuiteStatus, run_suite
 
@@ -33,7 +33,7 @@ def official_check(baseline: Mapping[str, frozenset[str]], timeout_s: float = 60
                               f"the reference run of that lane before judging its mutants")
         ctx.log(f"{SUITE} validate() on {lane}, one fresh saver per capability")
         run = await run_suite(ctx.target, ctx.build.root / "official", ctx.build.services,
-                              sdk_version())
+                              active_family().version())
         if run.status is SuiteStatus.ERROR:
             # As for our checks, a suite that cannot run judges nothing: an error finding.
             raise RuntimeError(f"the official suite did not run to its end: {run.error}")

@@ -69,8 +69,8 @@ def cmd_official(args: argparse.Namespace) -> int:
     from harness.ground.family import active_family
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
+    from harness.official.side import SideBySide, our_sides
     from harness.results import writable_folder
-    from targets.langgraph.official.side import SideBySide, our_sides
     from targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
 
     _require_suite()
@@ -136,12 +136,12 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
     from harness.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
     from harness.commands import parse_params, select_checks
     from harness.execute import sdk_version
-    from harness.survivors import load_survivors
-    from targets.langgraph.official.mutants import (
+    from harness.official.mutants import (
         MutantComparison,
         lane_sides,
         survey_with_official,
     )
+    from harness.survivors import load_survivors
     from targets.langgraph.official.suite import suite_version
 
     params = parse_params(args.param)
