@@ -190,8 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "with both suites and compare their scores")
     p.add_argument("--reruns", type=int, default=1,
                    help="with --mutants: reruns per mutant (default 1)")
-    p.add_argument("--timeout", type=float, default=10.0,
-                   help="with --mutants: seconds per run (default 10)")
+    p.add_argument("--timeout", type=float, default=20.0,
+                   help="with --mutants: seconds per run at most (default 20: one run is the "
+                        "whole suite, 58 to 66 tests; at 10 s, PostgreSQL pool and pipeline "
+                        "mutants timed out on a loaded machine)")
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
     p.add_argument("--examples", type=int, default=3,
                    help="with --mutants: diffs shown per one-sided kind")

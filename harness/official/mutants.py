@@ -213,7 +213,7 @@ class MutantComparison:
                      f"{t['counts']['neither']} | {_pct(t['scores']['official'])} | "
                      f"{_pct(t['scores']['ours'])} |")
         for name, why in sorted(self.not_measured.items()):
-            lines.append(f"| {name} | not measured: {why} ||||||||")
+            lines.append(f"| {name} | {why} ||||||||")
         lines += ["", "Statuses of the judged mutants (ours: the best of our checks; "
                       "no_coverage: the side never executes the changed lines):", ""]
         lines += [f"- {lane.lane}: official " + _counts(lane.statuses()["official"])
