@@ -28,6 +28,7 @@ from targets.langgraph.official.suite import (
     SuiteStatus,
     exception_line,
     reference_runs,
+    run_suite,
     thread_bridge,
 )
 
@@ -185,3 +186,15 @@ def test_the_comparison_on_the_mutants_of_a_lane(tmp_path: Path) -> None:
     kills = [r for r in lane["rows"] if r["official"] == "killed"]
     assert kills and all(r["side"] in ("both", "official_only") for r in kills)
     assert document["totals"]["scores"]["official"] == round(len(kills) / lane["judged"], 4)
+
+
+def test_a_run_stops_at_the_first_test_stop_at_names(tmp_path: Path,
+                                                     clean_runs: dict[str, OfficialRun]) -> None:
+    import anyio
+
+    chosen = clean_runs[MEMORY.name].tests[20]
+    run = anyio.run(functools.partial(run_suite, MEMORY, tmp_path, {}, "v",
+                                      stop_at=lambda t: t.key == chosen.key))
+    assert run.stopped_at == chosen.key and run.status is SuiteStatus.FAILED
+    assert [t.key for t in run.tests] == [t.key for t in clean_runs[MEMORY.name].tests[:21]]
+    assert run.capabilities == () and run.to_json()["stopped_at"] == chosen.key

@@ -32,13 +32,16 @@ def official_check(baseline: Mapping[str, frozenset[str]], timeout_s: float = 60
             raise LookupError(f"no clean run of the official suite on lane {lane!r}: make "
                               f"the reference run of that lane before judging its mutants")
         ctx.log(f"{SUITE} validate() on {lane}, one fresh saver per capability")
+        known = baseline[lane]
         run = await run_suite(ctx.target, ctx.build.root / "official", ctx.build.services,
-                              active_family().version())
+                              active_family().version(),
+                              stop_at=lambda t: not t.passed and t.key not in known)
         if run.status is SuiteStatus.ERROR:
             # As for our checks, a suite that cannot run judges nothing: an error finding.
             raise RuntimeError(f"the official suite did not run to its end: {run.error}")
-        new = sorted(run.failing - baseline[lane])
-        ctx.log(f"{run.passed} passed, {run.failed} failed, {len(new)} newly failing")
+        new = sorted(run.failing - known)
+        ctx.log(f"{run.passed} passed, {run.failed} failed, {len(new)} newly failing"
+                + (f"; stopped at {run.stopped_at}" if run.stopped_at else ""))
         sample = "; ".join(f"{t.key}: {t.error}" for t in run.tests
                            if t.key in new[:2])[:400] or None
         return Trial(ctx.index, ctx.seed, bool(new), Counts(errors=len(new)),

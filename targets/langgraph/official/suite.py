@@ -18,7 +18,7 @@ import enum
 import functools
 import itertools
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -175,6 +175,7 @@ class OfficialRun:
     tests: tuple[SuiteTest, ...]
     duration_s: float
     error: str | None = None  # why the suite did not run to its end
+    stopped_at: str | None = None  # the test at which ``run_suite``'s ``stop_at`` ended it
 
     @property
     def failing(self) -> frozenset[str]:
@@ -203,15 +204,22 @@ class OfficialRun:
                 "status": self.status.value, "conformance_level": self.conformance_level,
                 "passed": self.passed, "failed": self.failed, "skipped": self.skipped,
                 "failing": sorted(self.failing), "error": self.error,
+                "stopped_at": self.stopped_at,
                 "duration_s": round(self.duration_s, 3),
                 "capabilities": [c.to_json() for c in self.capabilities],
                 "tests": [t.to_json() for t in self.tests]}
 
 
-async def run_suite(lane: TargetSpec, root: Path, services: Mapping[str, str],
-                    version: str) -> OfficialRun:
+class _Stop(BaseException):
+    """Raised by ``run_suite``'s progress callback to end the suite at a ``stop_at`` test."""
+
+
+async def run_suite(lane: TargetSpec, root: Path, services: Mapping[str, str], version: str,
+                    stop_at: Callable[[SuiteTest], bool] | None = None) -> OfficialRun:
     """The official suite's ``validate`` on savers of ``lane``, each built on a fresh folder
-    under ``root``; the suite's failure to run becomes an ``error`` run, never an exception."""
+    under ``root``; the suite's failure to run becomes an ``error`` run, never an exception.
+    ``stop_at``: the run ends at the first test for which it is true (``stopped_at``), as a
+    check stops at its first violation; its capabilities are then not summed up."""
     from langgraph.checkpoint.conformance import checkpointer_test, validate
     from langgraph.checkpoint.conformance.report import ProgressCallbacks
 
@@ -232,11 +240,19 @@ async def run_suite(lane: TargetSpec, root: Path, services: Mapping[str, str],
 
     def on_test(capability: str, name: str, passed: bool, error: str | None) -> None:
         tests.append(SuiteTest(capability, name, passed, exception_line(error)))
+        if stop_at is not None and stop_at(tests[-1]):
+            # Not an Exception: the suite catches those per test, and this ends the run
+            # (the suite's own cleanup still disposes of the saver on the way out).
+            raise _Stop
 
     started = time.perf_counter()
     registered = checkpointer_test(name=lane.name)(factory)
     try:
         report = await validate(registered, progress=ProgressCallbacks(on_test_result=on_test))
+    except _Stop:
+        return OfficialRun(lane.name, version, suite_version(), bridge, SuiteStatus.FAILED,
+                           None, (), tuple(tests), time.perf_counter() - started,
+                           stopped_at=tests[-1].key)
     except Exception as exc:  # noqa: BLE001 - the suite could not run: a result, not a crash
         return OfficialRun(lane.name, version, suite_version(), bridge, SuiteStatus.ERROR, None,
                            (), tuple(tests), time.perf_counter() - started,
