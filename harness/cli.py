@@ -179,6 +179,27 @@ def build_parser() -> argparse.ArgumentParser:
                                     "results/survey/<family>-<version>)")
     p.set_defaults(func=cmd_show)
 
+    p = sub.add_parser("official", help="LangGraph: the official conformance suite beside our "
+                                        "checks (its reference run per lane; --mutants: both "
+                                        "on the survey's generated mutants)")
+    common(p)
+    p.add_argument("--lanes", help="comma-separated checkpointer lanes (default: all)")
+    p.add_argument("--out", default="results", help="results folder: the newest bench result "
+                   "of the version is read there, the tables go to OUT/official/")
+    p.add_argument("--mutants", action="store_true", help="also judge the generated mutants "
+                   "with both suites and compare their scores")
+    p.add_argument("--reruns", type=int, default=1,
+                   help="with --mutants: reruns per mutant (default 1)")
+    p.add_argument("--timeout", type=float, default=20.0,
+                   help="with --mutants: seconds per run at most (default 20: one run is the "
+                        "whole suite, 58 to 66 tests; at 10 s, PostgreSQL pool and pipeline "
+                        "mutants timed out on a loaded machine)")
+    p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
+    p.add_argument("--examples", type=int, default=3,
+                   help="with --mutants: diffs shown per one-sided kind")
+    p.add_argument("--no-cache", action="store_true")
+    p.set_defaults(func=_official)
+
     p = sub.add_parser("docs", help="regenerate the README's table of invariants")
     p.add_argument("--readme", default="README.md")
     p.set_defaults(func=cmd_docs)
@@ -191,6 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out")
     p.set_defaults(func=cmd_report)
     return parser
+
+
+def _official(args: argparse.Namespace) -> int:
+    """``official``: the LangGraph family's command (imported only when it runs)."""
+    from harness.official.command import cmd_official
+
+    return cmd_official(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

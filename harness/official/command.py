@@ -1,0 +1,175 @@
+"""``python -m harness --family langgraph official``: the official suite beside our checks.
+
+Writes ``<out>/official/<family>-<version>-side-by-side.{json,md}`` (the reference run on
+every checkpointer lane beside the newest bench result of the version in ``<out>``) and, with
+``--mutants``, ``<out>/official/<family>-<version>-mutants.{json,md}`` (both suites on the same
+generated mutants). Exit 0 when everything was measured and the suite passed on every clean
+lane, 1 when it failed a test on a clean lane, 4 when a lane could not be judged or nothing
+was measured, 2 for misuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.ground.errors import UnknownNameError, UsageError
+from harness.ground.model import ExitCode
+from targets.base import TargetSpec
+
+
+def checkpointer_lanes(text: str | None) -> tuple[TargetSpec, ...]:
+    """The lanes ``--lanes`` names, each one of ``CHECKPOINTER_LANES`` (all by default)."""
+    from targets.langgraph.lanes import CHECKPOINTER_LANES
+
+    if not text:
+        return CHECKPOINTER_LANES
+    known = {lane.name: lane for lane in CHECKPOINTER_LANES}
+    chosen = []
+    for name in (part.strip() for part in text.split(",") if part.strip()):
+        if name not in known:
+            raise UnknownNameError(
+                f"lane {name!r} is not a checkpointer lane: the official suite tests "
+                f"checkpointers only; use one of {', '.join(known)}")
+        chosen.append(known[name])
+    return tuple(chosen)
+
+
+def _require_suite() -> None:
+    from harness.ground.family import active_family
+
+    family = active_family().name
+    if family != "langgraph":
+        raise UsageError(f"`official` compares LangGraph checkpointers, and the active family "
+                         f"is {family!r}; run `python -m harness --family langgraph official`")
+    if importlib.util.find_spec("langgraph.checkpoint.conformance") is None:
+        raise UsageError("langgraph-checkpoint-conformance is not installed in this "
+                         "environment; install the family's lock file (harness/locks/langgraph/"
+                         "), which pins it, then rerun")
+
+
+def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> list[Path]:
+    from harness.results import atomic_write_text
+
+    paths = [folder / f"{stem}.json", folder / f"{stem}.md"]
+    atomic_write_text(paths[0], json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(paths[1], markdown)
+    return paths
+
+
+def cmd_official(args: argparse.Namespace) -> int:
+    """The reference run and its table; with ``--mutants``, the comparison on mutants."""
+    from harness.execute import fast_tmpdir, sdk_version
+    from harness.ground.family import active_family
+    from harness.ground.services import ServiceManager
+    from harness.lanes import prepare_lanes
+    from harness.official.side import SideBySide, our_sides
+    from harness.results import writable_folder
+    from targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
+
+    _require_suite()
+    if args.param and not args.mutants:
+        raise UsageError(f"--param {args.param[0]!r} sets a parameter of our checks in the "
+                         f"mutant survey, which runs only with --mutants; add --mutants or "
+                         f"drop --param")
+    family = active_family()
+    lanes = checkpointer_lanes(args.lanes)
+    out = Path(args.out)
+    folder = writable_folder(out / "official")
+    version = sdk_version()
+    stem = family.stem(version)
+    workers = args.workers or os.cpu_count() or 1
+    started = time.perf_counter()
+    with ServiceManager() as manager:
+        prepared = prepare_lanes(lanes, manager)
+        asked = {lane.name for lane in lanes}
+        # With no --lanes, the family's savers that are no lane here (e.g. Redis) are named too.
+        known = {lane.name for lane in family.resolve("lanes")}
+        missing = {m.name: m.reason for m in prepared.not_measured
+                   if m.name in asked or (not args.lanes and m.name not in known)}
+        runs = reference_runs(prepared.lanes, prepared.services, version=version,
+                              workers=workers, tmpdir=fast_tmpdir())
+        reference = family.resolve("reference").name
+        table = SideBySide(version, suite_version(), runs,
+                           our_sides([r.lane for r in runs], out, version, reference), missing)
+        print(table.markdown())
+        for path in _write(folder, f"{stem}-side-by-side", table.to_json(), table.markdown()):
+            print(f"wrote {path}")
+        code = _code(runs, missing)
+        if args.mutants:
+            baseline = {r.lane: r.failing for r in runs if r.status is not SuiteStatus.ERROR}
+            judged = [lane for lane in prepared.lanes if lane.name in baseline]
+            # 0 < 1 (violated) < 4 (error or nothing measured): the worse of the two.
+            code = max(code, _mutants(args, judged, baseline, prepared.services, missing,
+                                      folder, stem, started))
+    return code
+
+
+def _code(runs: Any, missing: dict[str, str]) -> int:
+    from targets.langgraph.official.suite import SuiteStatus
+
+    for lane, why in missing.items():
+        print(f"{lane}: {why}")
+    errors = [r for r in runs if r.status is SuiteStatus.ERROR]
+    for run in errors:
+        print(f"error: the official suite could not run on {run.lane}: {run.error}",
+              file=sys.stderr)
+    if errors or not runs:
+        if not runs:
+            print("error: the official suite ran on no lane: nothing was measured",
+                  file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    failed = any(r.status is SuiteStatus.FAILED for r in runs)
+    return int(ExitCode.VIOLATED if failed else ExitCode.OK)
+
+
+def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
+             baseline: dict[str, frozenset[str]], services: dict[str, str],
+             missing: dict[str, str], folder: Path, stem: str, started: float) -> int:
+    """Survey ``lanes`` with our checks and the suite; write and print the comparison."""
+    from harness.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
+    from harness.commands import parse_params, select_checks
+    from harness.execute import sdk_version
+    from harness.official.mutants import (
+        MutantComparison,
+        lane_sides,
+        survey_with_official,
+    )
+    from harness.survivors import load_survivors
+    from targets.langgraph.official.suite import suite_version
+
+    params = parse_params(args.param)
+    ours = select_checks(None, params)
+    # The official check's verdicts depend on the suite's version, each lane's clean failures
+    # and this subpackage's code, which the survey's cache key does not name: its folder does.
+    tag = cache_key(suite=suite_version(), baseline={k: sorted(v) for k, v in baseline.items()},
+                    code=source_hash("targets.langgraph.official.suite",
+                                     "targets.langgraph.official.check"))
+    cache = AdmissionCache(None if args.no_cache else DEFAULT_DIR / f"official-{tag[:16]}")
+    settings = {"run_seed": args.seed, "reruns": args.reruns, "timeout_s": args.timeout,
+                "workers": args.workers or os.cpu_count() or 1, "params": params}
+    surveys = survey_with_official(
+        lanes, ours, baseline, reruns=args.reruns, workers=settings["workers"],
+        timeout_s=args.timeout, run_seed=args.seed, cache=cache, quiet=args.quiet, params=params,
+        services=services, survivors=load_survivors(sdk_version(), [lane.name for lane in lanes]))
+    comparison = MutantComparison(sdk_version(), suite_version(), tuple(c.id for c in ours),
+                                  tuple(lane_sides(s) for s in surveys), settings, missing,
+                                  time.perf_counter() - started)
+    text = comparison.markdown(args.examples)
+    print(text)
+    for path in _write(folder, f"{stem}-mutants", comparison.to_json(), text):
+        print(f"wrote {path}")
+    errors = [lane for lane in comparison.lanes if lane.error]
+    for lane in errors:
+        print(f"error: lane {lane.lane} could not be surveyed: {lane.error}", file=sys.stderr)
+    if errors or not comparison.totals()["judged"]:
+        if not comparison.totals()["judged"]:
+            print("error: no mutant was judged: nothing was compared", file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    return int(ExitCode.OK)

@@ -1,0 +1,200 @@
+"""The official conformance suite beside ours: its reference run, its check, the comparison."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.execute import RunOptions, run_check
+from harness.ground.child import ChildStatus, run_jobs
+from harness.ground.errors import UnknownNameError
+from harness.ground.model import ExitCode, MutantStatus, Verdict
+from harness.official.command import checkpointer_lanes
+from harness.official.mutants import LaneSides, MutantComparison, MutantSides, Side
+from harness.official.side import our_sides
+from mutants.base import MutantSpec
+from mutants.registry import forced_broken, get_mutant
+from targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
+from targets.langgraph.official.check import OFFICIAL_ID, official_check
+from targets.langgraph.official.suite import (
+    BASE,
+    METHODS,
+    Bridge,
+    OfficialRun,
+    SuiteStatus,
+    exception_line,
+    reference_runs,
+    run_suite,
+    thread_bridge,
+)
+
+
+@pytest.fixture(scope="module")
+def clean_runs() -> dict[str, OfficialRun]:
+    runs = reference_runs((REFERENCE, MEMORY, SQLITE_FILE), {}, version="v", workers=1)
+    return {run.lane: run for run in runs}
+
+
+@pytest.mark.parametrize("lane", [REFERENCE.name, MEMORY.name])
+def test_the_reference_run_reports_every_capability_and_test(
+        clean_runs: dict[str, OfficialRun], lane: str) -> None:
+    run = clean_runs[lane]
+    assert run.status is SuiteStatus.PASSED, run.error or sorted(run.failing)
+    assert run.bridge is Bridge.NATIVE
+    assert [c.capability for c in run.capabilities] == list(METHODS)
+    detected = {c.capability for c in run.capabilities if c.detected}
+    assert BASE <= detected
+    for cap in run.capabilities:
+        tests = [t for t in run.tests if t.capability == cap.capability]
+        assert cap.passed == len(tests) and cap.failed == 0 and cap.failing == ()
+        assert cap.skipped == (0 if cap.detected else 1)
+        assert bool(tests) == cap.detected
+    assert run.passed == len(run.tests) >= 50 and run.failed == 0
+    assert len({t.key for t in run.tests}) == len(run.tests)  # names are unique
+    document = json.loads(json.dumps(run.to_json()))
+    assert document["lane"] == lane and document["suite_version"] == "0.0.2"
+    assert document["conformance_level"] == "FULL" and document["failing"] == []
+    assert sum(c["passed"] for c in document["capabilities"]) == document["passed"]
+
+
+def test_a_sync_only_saver_is_bridged_with_only_the_capabilities_its_class_has(
+        clean_runs: dict[str, OfficialRun], tmp_path: Path) -> None:
+    import sqlite3
+
+    from langgraph.checkpoint.conformance.capabilities import DetectedCapabilities
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    run = clean_runs[SQLITE_FILE.name]
+    assert run.bridge is Bridge.THREAD and run.status is SuiteStatus.PASSED
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "x.db", check_same_thread=False))
+    bridged = DetectedCapabilities.from_instance(thread_bridge(saver)).detected
+    raw = DetectedCapabilities.from_instance(saver).detected
+    assert {c.value for c in bridged} == {c.capability for c in run.capabilities
+                                          if c.detected} == BASE
+    # Unbridged, the suite would call async methods that SqliteSaver makes raise.
+    assert {c.value for c in raw} != {c.value for c in bridged}
+
+
+def _judge(baseline: dict[str, frozenset[str]], mutant: MutantSpec | None) -> Verdict:
+    check = official_check(baseline, timeout_s=60.0)
+    job = functools.partial(run_check, check, REFERENCE,
+                            RunOptions(params=check.resolve_params()), mutant)
+    outcome = run_jobs([job], workers=1, timeout_s=90.0)[0]
+    assert outcome.status is ChildStatus.OK, outcome.detail
+    return outcome.value.verdict  # type: ignore[no-any-return]
+
+
+def test_the_official_check_kills_the_forced_broken_saver_and_holds_on_the_clean_one(
+        clean_runs: dict[str, OfficialRun]) -> None:
+    baseline = {REFERENCE.name: clean_runs[REFERENCE.name].failing}
+    assert _judge(baseline, None) is Verdict.HELD
+    assert _judge(baseline, forced_broken()) is Verdict.VIOLATED
+
+
+def test_a_test_that_fails_on_the_clean_saver_kills_nothing(
+        clean_runs: dict[str, OfficialRun]) -> None:
+    every = frozenset(t.key for t in clean_runs[REFERENCE.name].tests)
+    assert _judge({REFERENCE.name: every}, forced_broken()) is Verdict.HELD
+
+
+def test_a_lane_with_no_clean_run_is_an_error_not_a_verdict() -> None:
+    assert _judge({}, None) is Verdict.ERROR
+
+
+def test_who_kills_a_mutant() -> None:
+    m = get_mutant("lg_reference_drops_metadata")
+    k, s, n = MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.NO_COVERAGE
+    assert MutantSides("l", m, {"ARIB-CKPT-001": k}, k).side is Side.BOTH
+    assert MutantSides("l", m, {"ARIB-CKPT-001": n, "ARIB-CKPT-002": k}, s).side is Side.OURS
+    assert MutantSides("l", m, {"ARIB-CKPT-001": n}, k).side is Side.OFFICIAL
+    assert MutantSides("l", m, {"ARIB-CKPT-001": s}, None).side is Side.NEITHER
+    assert OFFICIAL_ID not in MutantSides("l", m, {}, s).to_json()["ours"]
+
+
+def test_a_lane_that_is_not_a_checkpointer_is_refused_by_name() -> None:
+    with pytest.raises(UnknownNameError, match="'lg-nope'.*lg-memory"):
+        checkpointer_lanes("lg-memory,lg-nope")
+    assert checkpointer_lanes("lg-memory") == (MEMORY,)
+
+
+def test_our_side_without_a_bench_result_names_the_command(tmp_path: Path) -> None:
+    side = our_sides(["lg-memory"], tmp_path, "cp1+sq2+pg3")[0]
+    assert side.source is None and "bench --out" in side.summary()
+
+
+def test_the_command_writes_its_table_and_exits_0(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--family", "langgraph", "official", "--lanes", "lg-memory", "--out",
+                 str(tmp_path), "--workers", "1"])
+    assert code == ExitCode.OK
+    [written] = (tmp_path / "official").glob("*-side-by-side.json")
+    document = json.loads(written.read_text())
+    assert [lane["lane"] for lane in document["lanes"]] == ["lg-memory"]
+    assert document["lanes"][0]["official"]["status"] == "passed"
+    assert document["lanes"][0]["ours"]["source"] is None
+    assert "| lg-memory | native | FULL | 58 | 0 |" in capsys.readouterr().out
+    assert main(["--family", "langgraph", "official", "--lanes", "sqlite-file", "--out",
+                 str(tmp_path)]) == ExitCode.USAGE
+
+
+def test_a_failure_is_shown_by_its_exception_line() -> None:
+    trace = ('Traceback (most recent call last):\n  File "x.py", line 1, in f\n    g()\n'
+             '  File "y.py", line 2, in g\n    raise E\npsycopg.errors.UndefinedColumn: column'
+             ' "x" does not exist\nLINE 1: SELECT x\nHINT:  Perhaps you meant "y".\n')
+    assert exception_line(trace) == 'psycopg.errors.UndefinedColumn: column "x" does not exist'
+    assert exception_line("Traceback ...\n  File \"x\", line 1\n    assert a\nAssertionError\n"
+                          ) == "AssertionError"
+    assert exception_line(None) is None
+
+
+def test_a_side_that_judges_nothing_on_a_lane_has_no_score_there() -> None:
+    m = get_mutant("lg_reference_drops_metadata")
+    k, s = MutantStatus.KILLED, MutantStatus.NOT_JUDGEABLE
+    rows = (MutantSides("a", m, {"ARIB-CKPT-001": s}, k),)
+    blind = LaneSides("a", 1, {}, rows, {}, None, {"official": True, "ours": False})
+    seen = LaneSides("b", 1, {}, (MutantSides("b", m, {"ARIB-CKPT-001": k}, k),), {})
+    assert blind.scores() == {"official": 1.0, "ours": None, "union": None}
+    assert seen.scores() == {"official": 1.0, "ours": 1.0, "union": 1.0}
+    both = MutantComparison("v", "0.0.2", ("ARIB-CKPT-001",), (blind, seen), {}, {}, 0.0)
+    totals = both.totals()
+    assert totals["lanes"] == ["b"] and totals["left_out"] == ["a"] and totals["judged"] == 1
+    assert "| a | 1 | 1 | 0 | 0 | 1 | 0 | 100.0% | not judgeable |" in both.markdown()
+
+
+def test_a_parameter_without_the_mutant_survey_is_refused(tmp_path: Path) -> None:
+    assert main(["--family", "langgraph", "official", "--lanes", "lg-memory", "--out",
+                 str(tmp_path), "--param", "ARIB-CKPT-001.steps=3"]) == ExitCode.USAGE
+    assert not (tmp_path / "official").exists() or not any((tmp_path / "official").iterdir())
+
+
+@pytest.mark.slow
+def test_the_comparison_on_the_mutants_of_a_lane(tmp_path: Path) -> None:
+    code = main(["--family", "langgraph", "official", "--lanes", "lg-memory", "--out",
+                 str(tmp_path), "--mutants", "--no-cache", "--quiet"])
+    assert code == ExitCode.OK
+    [written] = (tmp_path / "official").glob("*-mutants.json")
+    document = json.loads(written.read_text())
+    [lane] = document["lanes"]
+    assert lane["lane"] == "lg-memory" and lane["comparable"] and lane["error"] is None
+    assert lane["judged"] == lane["mutants"] - sum(lane["set_aside"].values()) > 0
+    assert sum(lane["counts"].values()) == lane["judged"] == len(lane["rows"])
+    assert "held, held, held" in lane["clean"][OFFICIAL_ID]
+    kills = [r for r in lane["rows"] if r["official"] == "killed"]
+    assert kills and all(r["side"] in ("both", "official_only") for r in kills)
+    assert document["totals"]["scores"]["official"] == round(len(kills) / lane["judged"], 4)
+
+
+def test_a_run_stops_at_the_first_test_stop_at_names(tmp_path: Path,
+                                                     clean_runs: dict[str, OfficialRun]) -> None:
+    import anyio
+
+    chosen = clean_runs[MEMORY.name].tests[20]
+    run = anyio.run(functools.partial(run_suite, MEMORY, tmp_path, {}, "v",
+                                      stop_at=lambda t: t.key == chosen.key))
+    assert run.stopped_at == chosen.key and run.status is SuiteStatus.FAILED
+    assert [t.key for t in run.tests] == [t.key for t in clean_runs[MEMORY.name].tests[:21]]
+    assert run.capabilities == () and run.to_json()["stopped_at"] == chosen.key
