@@ -209,7 +209,8 @@ def bench_failed(failed: list[str], family: str = DEFAULT_FAMILY) -> str:
     """The bench's closing error: which versions failed and what their exit codes mean."""
     return (f"bench failed for {', '.join(failed)}: exit 3 = cells changed against the "
             f"accepted baseline (`{harness_command('accept --sdk V', family)}`), exit 4 = an "
-            f"error finding")
+            f"error finding or nothing measured (e.g. no check admitted on that version: see "
+            f"its report's admission table)")
 
 # The LangGraph family's combinations (langgraph-checkpoint, -sqlite, -postgres), oldest first:
 # every minor line of the three (checkpoint 1.0-4.3, sqlite 1.0-3.1, postgres 1.0-3.2) in a
