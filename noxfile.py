@@ -31,6 +31,7 @@ from harness.noxsupport import (  # noqa: E402  (standard library only; nox's Py
     resolver_refusal,
     split_family,
     split_versions,
+    take_option,
     unlocked_version_error,
 )
 
@@ -225,12 +226,8 @@ FAMILY_VERSIONS = {"langgraph": ([LANGGRAPH_ALL[0], LANGGRAPH_PINNED], LANGGRAPH
 
 def out_args(args: list[str]) -> list[str]:
     """The bench's ``--out DIR`` (either spelling), for the compare that follows it."""
-    for i, arg in enumerate(args):
-        if arg.startswith("--out="):
-            return [arg]
-        if arg == "--out" and i + 1 < len(args):
-            return ["--out", args[i + 1]]
-    return []
+    out, _ = take_option(args, "--out")
+    return [] if not out else ["--out", out]
 
 
 def known_family(session: nox.Session, name: str) -> Family:

@@ -220,16 +220,23 @@ def unlocked_version_error(version: str, lock_dir: Path = LOCK_DIR,
 def split_family(args: Sequence[str]) -> tuple[str, list[str]]:
     """Take ``--family NAME`` out of a session's arguments: (the family, the rest); the
     default family when none is named."""
-    family, rest = DEFAULT_FAMILY, []
+    family, rest = take_option(args, "--family")
+    return DEFAULT_FAMILY if family is None else family, rest
+
+
+def take_option(args: Sequence[str], name: str) -> tuple[str | None, list[str]]:
+    """Take ``NAME VALUE`` (or ``NAME=VALUE``) out of ``args``: (the last value given, or
+    None; the other arguments). ``NAME`` last, with no value, gives ""."""
+    value, rest = None, []
     it = iter(args)
     for arg in it:
-        if arg == "--family":
-            family = next(it, "")
-        elif arg.startswith("--family="):
-            family = arg.split("=", 1)[1]
+        if arg == name:
+            value = next(it, "")
+        elif arg.startswith(f"{name}="):
+            value = arg.split("=", 1)[1]
         else:
             rest.append(arg)
-    return family, rest
+    return value, rest
 
 
 def split_versions(args: Sequence[str], default: Sequence[str], every: Sequence[str],
@@ -242,16 +249,8 @@ def split_versions(args: Sequence[str], default: Sequence[str], every: Sequence[
     against ``family``'s lock files (and its labels' form) before anything runs, and an empty
     list is an error, never a run that measures nothing.
     """
-    rest: list[str] = []
-    versions, given = list(default), None
-    it = iter(args)
-    for arg in it:
-        if arg == "--versions":
-            given = next(it, "")
-        elif arg.startswith("--versions="):
-            given = arg.split("=", 1)[1]
-        else:
-            rest.append(arg)
+    given, rest = take_option(args, "--versions")
+    versions = list(default)
     if given is not None:
         versions = (list(every) if given.strip() == "all"
                     else [v.strip() for v in given.split(",") if v.strip()])
