@@ -144,10 +144,11 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
         check = subprocess.run([UV, "pip", "check", "-p", str(env / "bin" / "python")],
                                capture_output=True, text=True, check=False)
         if check.returncode != 0:
+            conflicts = [line.strip() for line in (check.stdout + check.stderr).splitlines()
+                         if " requires " in line or "not installed" in line]
             session.error(f"the environment of {family.name} {sdk} from {lock} is "
-                          f"inconsistent, nothing measured: {' '.join(check.stdout.split())} "
-                          f"{' '.join(check.stderr.split())}; recompile the lock: "
-                          f"`{lock_command(sdk, family.name)}`")
+                          f"inconsistent, nothing measured: {'; '.join(conflicts) or 'see above'}"
+                          f"; recompile the lock: `{lock_command(sdk, family.name)}`")
         session.run(UV, "pip", "install", "-q", "-p", str(env / "bin" / "python"),
                     "--no-deps", "-e", str(ROOT), external=True)
         stamp.write_text(digest)
