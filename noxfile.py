@@ -14,13 +14,24 @@ import nox
 
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
+from harness.ground.errors import UnknownNameError  # noqa: E402
+from harness.ground.family import Family, get_family  # noqa: E402  (standard library only)
 from harness.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
+    DEFAULT_FAMILY,
     REPORT_REQUIREMENTS,
+    bench_command,
+    fill_requirements,
     find_python,
     find_uv,
+    harness_command,
     link_pythons,
+    lock_command,
+    locked_versions,
     missing_python_fix,
+    resolver_refusal,
+    split_family,
     split_versions,
+    take_option,
     unlocked_version_error,
 )
 
@@ -55,10 +66,7 @@ os.environ["PATH"] = os.pathsep.join([str(_links), os.environ.get("PATH", "")])
 
 def lock_file(session: nox.Session, sdk: str) -> Path:
     """The lock file of one SDK version; a version without one stops the session with the fix."""
-    error = unlocked_version_error(sdk, LOCKS)
-    if error is not None:
-        session.error(error)
-    return LOCKS / f"openai-agents-{sdk}.txt"
+    return family_lock_file(session, get_family(DEFAULT_FAMILY), sdk)
 
 
 def install(session: nox.Session, sdk: str, report: bool = False) -> None:
@@ -111,10 +119,13 @@ def slowtest(session: nox.Session) -> None:
     session.run("pytest", "-m", "slow", *session.posargs)
 
 
-def sdk_env(session: nox.Session, sdk: str) -> Path:
-    """The environment of one SDK version: created once, then reused (incremental runs)."""
-    lock = lock_file(session, sdk)
-    env = ROOT / ".nox" / "sdk-envs" / f"openai-agents-{sdk}-py{BENCH_PYTHON}"
+def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Path:
+    """The environment of one version of a family (openai-agents by default): created once,
+    then reused (incremental runs); an environment pip finds inconsistent stops the session
+    before anything is measured."""
+    family = family or get_family(DEFAULT_FAMILY)
+    lock = family_lock_file(session, family, sdk)
+    env = ROOT / ".nox" / "sdk-envs" / f"{family.stem(sdk)}-py{BENCH_PYTHON}"
     stamp = env / ".lock-sha"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
     if not stamp.exists() or stamp.read_text() != digest:
@@ -122,23 +133,55 @@ def sdk_env(session: nox.Session, sdk: str) -> Path:
         python = INTERPRETERS[BENCH_PYTHON]
         if python is None:
             session.error(missing_python_fix(BENCH_PYTHON))
+        stamp.unlink(missing_ok=True)
         session.run(UV, "venv", "-q", "--allow-existing", "-p", str(python), str(env),
                     external=True)
-        session.run(UV, "pip", "install", "-q", "-p", str(env / "bin" / "python"),
-                    "-r", str(lock), external=True)
+        # sync: exactly the lock, whatever an older lock or the project left in the folder
+        session.run(UV, "pip", "sync", "-q", "-p", str(env / "bin" / "python"), str(lock),
+                    external=True)
+        # A lock pip would refuse (edited by hand, say) is refused here, before measuring;
+        # checked before the project is added (its own requirements are openai-agents').
+        check = subprocess.run([UV, "pip", "check", "-p", str(env / "bin" / "python")],
+                               capture_output=True, text=True, check=False)
+        if check.returncode != 0:
+            conflicts = [line.strip() for line in (check.stdout + check.stderr).splitlines()
+                         if " requires " in line or "not installed" in line]
+            session.error(f"the environment of {family.name} {sdk} from {lock} is "
+                          f"inconsistent, nothing measured: {'; '.join(conflicts) or 'see above'}"
+                          f"; recompile the lock: `{lock_command(sdk, family.name)}`")
         session.run(UV, "pip", "install", "-q", "-p", str(env / "bin" / "python"),
                     "--no-deps", "-e", str(ROOT), external=True)
         stamp.write_text(digest)
-        session.log(f"environment of openai-agents {sdk} built in "
+        session.log(f"environment of {family.name} {sdk} built in "
                     f"{time.perf_counter() - started:.1f}s")
     return env
 
 
+def family_lock_file(session: nox.Session, family: Family, version: str) -> Path:
+    """The lock file of one version of a family; a version without one (or a label not of
+    the family's form) stops the session with the fix."""
+    error = unlocked_version_error(version, LOCKS if family.lock_dir is None else family.lock_dir,
+                                   family.name, family.components)
+    if error is not None:
+        session.error(error)
+    path = family.lock_file(version)
+    assert path is not None  # a family without lock files was refused above
+    return path
+
+
 @nox.session(python=BENCH_PYTHON)
 def bench(session: nox.Session) -> None:
-    """Admit the checks, measure every lane per SDK version (`-- --versions all`), compare."""
+    """Admit, measure every lane per version (`-- --versions all`, `--family langgraph`), compare.
+
+    `-- --family langgraph [--versions LABEL,...|all]` measures the LangGraph family's
+    combinations, each in its own environment."""
+    name, args = split_family(session.posargs)
+    if name != DEFAULT_FAMILY:
+        family = known_family(session, name)
+        bench_family(session, family, args)
+        return
     # Every version is checked against the lock files before anything is measured.
-    versions, rest, error = split_versions(session.posargs, DEFAULT_SDKS, LONG_SDKS, LOCKS)
+    versions, rest, error = split_versions(args, DEFAULT_SDKS, LONG_SDKS, LOCKS)
     if error is not None:
         session.error(error)
     install(session, PINNED_SDK, report=True)
@@ -161,9 +204,73 @@ def bench(session: nox.Session) -> None:
             failed.append(f"{sdk} parity gate (exit {code})")
     session.run("python", "-m", "harness", "compare")
     if failed:
-        session.error("bench failed for " + ", ".join(failed)
-                      + ": exit 3 = cells changed against the accepted baseline "
-                        "(`python -m harness accept --sdk V`), exit 4 = an error finding")
+        session.error(bench_failed(failed))
+
+
+def bench_failed(failed: list[str], family: str = DEFAULT_FAMILY) -> str:
+    """The bench's closing error: which versions failed and what their exit codes mean."""
+    return (f"bench failed for {', '.join(failed)}: exit 3 = cells changed against the "
+            f"accepted baseline (`{harness_command('accept --sdk V', family)}`), exit 4 = an "
+            f"error finding or nothing measured (e.g. no check admitted on that version: see "
+            f"its report's admission table)")
+
+# The LangGraph family's combinations (langgraph-checkpoint, -sqlite, -postgres), oldest first:
+# every minor line of the three (checkpoint 1.0-4.3, sqlite 1.0-3.1, postgres 1.0-3.2) in a
+# combination pip accepts. -sqlite and -postgres 1.0 need checkpoint 1.x, 2.0 needs 2.x.
+LANGGRAPH_ALL = ["cp1.0.12+sq1.0.4+pg1.0.9", "cp2.0.10+sq2.0.0+pg2.0.0",
+                 "cp2.0.26+sq2.0.11+pg2.0.24", "cp2.1.2+sq2.0.6+pg2.0.25",
+                 "cp3.0.1+sq3.0.0+pg3.0.0", "cp4.0.3+sq3.0.3+pg3.0.5",
+                 "cp4.1.1+sq3.1.0+pg3.1.0", "cp4.2.0+sq3.1.1+pg3.1.2",
+                 "cp4.3.2+sq3.1.2+pg3.2.0"]
+FAMILY_VERSIONS = {"langgraph": ([LANGGRAPH_ALL[0], LANGGRAPH_PINNED], LANGGRAPH_ALL)}
+
+
+def out_args(args: list[str]) -> list[str]:
+    """The bench's ``--out DIR`` (either spelling), for the compare that follows it."""
+    out, _ = take_option(args, "--out")
+    return [] if not out else ["--out", out]
+
+
+def known_family(session: nox.Session, name: str) -> Family:
+    """The family ``--family`` names; an unknown one stops the session, listing the known."""
+    try:
+        return get_family(name)
+    except UnknownNameError as exc:
+        session.error(str(exc))
+        raise  # session.error raises; this line only tells the type checker
+
+
+def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
+    """The bench of a family other than openai-agents: each version in its own environment
+    (`python -m harness --family NAME bench --sdk LABEL`), then its cross-version report."""
+    lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
+    # A family without a list here: `all` is every version it has a lock file of.
+    default, every = FAMILY_VERSIONS.get(family.name,
+                                         ([], locked_versions(lock_dir, family.name)))
+    versions, rest, error = split_versions(args, default, every, lock_dir, family.name,
+                                           family.components)
+    if error is None and not versions:
+        usage = bench_command(family=family.name)
+        error = (f"no {family.name} version to measure: name them, `{usage} --versions "
+                 f"V[,V]` or `--versions all` (locked: "
+                 f"{', '.join(every) or 'none'})")
+    if error is not None:
+        session.error(error)
+    install(session, PINNED_SDK, report=True)  # compare reads the results; draws the picture
+    failed = []
+    for version in versions:
+        env = sdk_env(session, version, family)
+        started = time.perf_counter()
+        command = [str(env / "bin" / "python"), "-m", "harness", "--family", family.name,
+                   "bench", "--sdk", version, *rest]
+        session.log(" ".join(command))
+        code = subprocess.run(command, cwd=ROOT, check=False).returncode
+        session.log(f"{family.name} {version}: bench took {time.perf_counter() - started:.1f}s")
+        if code not in (0, 1):
+            failed.append(f"{version} (exit {code})")
+    session.run("python", "-m", "harness", "--family", family.name, "compare", *out_args(rest))
+    if failed:
+        session.error(bench_failed(failed, family.name))
 
 
 @nox.session(python=BENCH_PYTHON)
@@ -194,19 +301,47 @@ def survey(session: nox.Session) -> None:
 
 @nox.session(python=BENCH_PYTHON, venv_backend="none")
 def lock(session: nox.Session) -> None:
-    """Compile the lock file of an SDK version: `nox -s lock -- 0.24.0`."""
-    if not session.posargs:
-        session.error("name the SDK version: nox -s lock -- 0.24.0")
-    template = (LOCKS / "requirements.in").read_text()
-    for sdk in session.posargs:
-        source = LOCKS / f".requirements-{sdk}.in"
-        source.write_text(template.replace("{sdk}", sdk))
+    """Compile lock files: `nox -s lock -- 0.24.0`, `-- --family langgraph cp4.3.2+sq3.1.2+pg3.2.0`.
+
+    A combination pip would refuse is refused with the resolver's reason and the fix."""
+    name, versions = split_family(session.posargs)
+    family = known_family(session, name)
+    example = "cp4.3.2+sq3.1.2+pg3.2.0" if family.components else "0.24.0"
+    flag = "" if name == DEFAULT_FAMILY else f"--family {name} "
+    if not versions:
+        session.error(f"name the version(s) to lock: nox -s lock -- {flag}{example}")
+    lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
+    template = (lock_dir / "requirements.in").read_text()
+    refused = []
+    for version in versions:
         try:
-            session.run(UV, "pip", "compile", "--universal", "--python-version", "3.10",
-                        "--no-header", "--no-annotate", "-q", str(source),
-                        "-o", str(LOCKS / f"openai-agents-{sdk}.txt"), external=True)
+            text, omitted = fill_requirements(template, version, family.components, name)
+        except ValueError as exc:
+            session.error(f"{exc}; then `nox -s lock -- {flag}{example}`")
+        target = lock_dir / f"{family.stem(version)}.txt"
+        source = lock_dir / f".requirements-{version}.in"
+        compiled = lock_dir / f".{family.stem(version)}.txt.tmp"
+        source.write_text(text)
+        try:
+            command = [UV, "pip", "compile", "--universal", "--python-version", "3.10",
+                       "--no-header", "--no-annotate", "-q", str(source), "-o", str(compiled)]
+            session.log(" ".join(command))
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                refused.append(resolver_refusal(done.stderr + done.stdout, version, name,
+                                                family.components))
+                session.log(refused[-1])
+                continue
+            body = compiled.read_text()
+            compiled.write_text("".join(f"{line}\n" for line in omitted) + body)
+            os.replace(compiled, target)  # atomic: a failed run leaves the old lock as it was
+            session.log(f"wrote {target}" + (f" ({len(omitted)} line(s) left out, see its "
+                                             f"top)" if omitted else ""))
         finally:
-            source.unlink()
+            source.unlink(missing_ok=True)
+            compiled.unlink(missing_ok=True)
+    if refused:
+        session.error(f"{len(refused)} of {len(versions)} version(s) refused, see above")
 
 
 @nox.session(python=BENCH_PYTHON)

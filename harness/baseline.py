@@ -18,6 +18,7 @@ from harness.compare import GateResult, cells, gate, version_key
 from harness.ground.errors import ResultsError, UsageError
 from harness.ground.family import active_family
 from harness.ground.model import Cell
+from harness.noxsupport import bench_command
 from harness.results import atomic_write_text, folder_lock, read_results, run_glob
 from harness.run_coverage import coverage_of
 
@@ -52,7 +53,7 @@ def latest_run(out_dir: Path, sdk: str) -> Path:
     runs = run_files(out_dir, sdk)
     if not runs:
         raise ResultsError(f"no run of {active_family().name} {sdk!r} in {str(out_dir)!r}; run "
-                           f"`nox -s bench -- --versions {sdk}` first")
+                           f"`{bench_command(sdk, active_family().name)}` first")
     return runs[-1].path
 
 
@@ -147,7 +148,7 @@ def refuse_partial(run: Path, partial: bool = False) -> dict[str, Any]:
             f"{str(run)!r} is a partial run ({'; '.join(coverage.partial_reasons())}): "
             f"accepting it would stand for the whole baseline of {document['sdk']['name']} {sdk}; "
             f"accept only the cells it measured with `python -m harness accept --partial "
-            f"{run}`, or accept a whole run (`nox -s bench -- --versions {sdk}`)")
+            f"{run}`, or accept a whole run (`{bench_command(sdk, active_family().name)}`)")
     return document
 
 

@@ -51,13 +51,14 @@ def select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type: 
 def _expect_sdk(requested: str | None) -> None:
     from harness.execute import sdk_version
     from harness.ground.family import active_family
-    from harness.noxsupport import unlocked_version_error
+    from harness.noxsupport import bench_command, unlocked_version_error
 
     if requested is None:
         return
     family = active_family()
     if family.lock_dir is not None:
-        unlocked = unlocked_version_error(requested, family.lock_dir, family.name)
+        unlocked = unlocked_version_error(requested, family.lock_dir, family.name,
+                                          family.components)
         if unlocked is not None:
             raise UsageError(unlocked)
     installed = sdk_version()
@@ -65,7 +66,7 @@ def _expect_sdk(requested: str | None) -> None:
         raise UsageError(
             f"SDK version {requested!r} requested but this environment has {family.name} "
             f"{installed}; each version runs in its own environment: "
-            f"`nox -s bench -- --versions {requested}`"
+            f"`{bench_command(requested, family.name)}`"
         )
 
 
@@ -164,13 +165,13 @@ def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
     """Compare a run's measured cells with its version's baseline; exit 3 naming changes."""
     from harness.baseline import regressions
     from harness.compare import render_gate
+    from harness.noxsupport import harness_command
 
     sdk = document["sdk"]["version"]
     result = regressions(document, out)
     if result is None:
         print(f"no accepted baseline for {document['sdk']['name']} {sdk} yet; accept this "
-              f"run with "
-              f"`python -m harness accept --sdk {sdk}`")
+              f"run with `{harness_command(f'accept --sdk {sdk}', document['sdk']['name'])}`")
         return int(code)
     info, failures = render_gate(result, sdk)
     print("\n".join(info))
@@ -203,6 +204,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.baseline import newest_whole_runs
     from harness.compare import load_runs, write_cross_version
     from harness.ground.family import active_family
+    from harness.noxsupport import bench_command
 
     out = Path(args.out)
     if args.result:
@@ -213,7 +215,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"left out {run.path}: a partial run of {active_family().name} {run.sdk}")
         docs = load_runs(paths)
     if not docs:
-        raise UsageError(f"no whole run to compare in {str(out)!r}: run `nox -s bench` (a "
+        raise UsageError(f"no whole run to compare in {str(out)!r}: run "
+                         f"`{bench_command(family=active_family().name)}` (a "
                          f"partial run, with --lanes or --checks, is never compared)")
     print("\n".join(write_cross_version(docs, Path(args.report or out / "cross-version.md"))))
     return 0

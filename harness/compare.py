@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import noxsupport
 from harness.evidence import grouped, lane_list, mask
 from harness.ground.family import active_family
 from harness.ground.model import Cell
@@ -182,14 +183,16 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
     failures = [f"regression gate: {len(gating)} of {result.compared} compared cell(s) differ "
                 f"from the accepted baseline of {active_family().name} {sdk}:"]
     failures += [f"  {c.kind.value}: {c.describe()}" for c in gating]
-    failures.append(f"if the change is real, accept it: `python -m harness accept --sdk {sdk}` "
+    accept = noxsupport.harness_command(f"accept --sdk {sdk}", active_family().name)
+    failures.append(f"if the change is real, accept it: `{accept}` "
                     f"and commit results/baselines/")
     return info, failures
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """A sort key for a dotted version: numeric parts as numbers, others as 0."""
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+def version_key(version: str) -> tuple[tuple[int, ...], ...]:
+    """A sort key for a dotted version, or a family's components label ordered by its
+    components in turn ("cp2.0.26+sq2.0.11+pg2.0.24"): numeric parts as numbers, others 0."""
+    return noxsupport.version_key(version)
 
 
 def _evidence(finding: Mapping[str, Any] | None) -> str:

@@ -128,52 +128,203 @@ def link_pythons(found: Mapping[str, Path | None], folder: Path) -> Path:
     return folder
 
 
-def locked_versions(lock_dir: Path = LOCK_DIR, family: str = "openai-agents") -> list[str]:
-    """The versions of a family's distribution that have a lock file, oldest first."""
+DEFAULT_FAMILY = "openai-agents"  # its lock command takes the version alone
+
+
+def version_key(version: str) -> tuple[tuple[int, ...], ...]:
+    """A sort key for a version or a components label ("cp2.0.26+sq2.0.11+pg2.0.24"): per
+    "+"-joined part, its dotted numbers (the part's letter prefix dropped, others as 0)."""
+    return tuple(tuple(int(x) if x.isdigit() else 0 for x in part.lstrip(_LETTERS).split("."))
+                 for part in version.split("+"))
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _what(family: str) -> str:
+    """How messages name a family's versions: "SDK" for openai-agents, else the family."""
+    return "SDK" if family == DEFAULT_FAMILY else family
+
+
+def lock_command(version: str, family: str = DEFAULT_FAMILY) -> str:
+    """The command that compiles the lock file of one version of ``family``."""
+    flag = "" if family == DEFAULT_FAMILY else f"--family {family} "
+    return f"nox -s lock -- {flag}{version}"
+
+
+def bench_command(version: str | None = None, family: str = DEFAULT_FAMILY) -> str:
+    """The command that measures ``version`` of ``family`` (its default versions: None)."""
+    args = ([] if family == DEFAULT_FAMILY else [f"--family {family}"]) + (
+        [] if version is None else [f"--versions {version}"])
+    return "nox -s bench" + (f" -- {' '.join(args)}" if args else "")
+
+
+def harness_command(args: str, family: str = DEFAULT_FAMILY) -> str:
+    """``python -m harness ARGS``, naming ``--family`` when it is not openai-agents."""
+    flag = "" if family == DEFAULT_FAMILY else f"--family {family} "
+    return f"python -m harness {flag}{args}"
+
+
+def component_versions(version: str,
+                       components: Sequence[tuple[str, str]]) -> dict[str, str] | None:
+    """label -> version of each component a label names ("cp4.3.2+sq3.1.2+pg3.2.0" ->
+    {"cp": "4.3.2", ...}), or None when it is not of the components' form."""
+    parts = version.split("+")
+    if len(parts) != len(components):
+        return None
+    found = {}
+    for part, (label, _) in zip(parts, components, strict=True):
+        rest = part.removeprefix(label)
+        if rest == part or not re.fullmatch(r"\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?", rest):
+            return None
+        found[label] = rest
+    return found
+
+
+def label_form_error(version: str, family: str,
+                     components: Sequence[tuple[str, str]]) -> str | None:
+    """None when ``version`` is of the form of ``family``'s labels (any version, for a
+    family of one distribution), else one line naming it, the form and an example."""
+    if not components or component_versions(version, components) is not None:
+        return None
+    form = "+".join(f"{label}<{dist} version>" for label, dist in components)
+    example = "+".join(f"{label}1.2.3" for label, _ in components)
+    return (f"version {version!r} of family {family!r} is not of the form {form!r}: name "
+            f"each component's released version, in that order, e.g. {example!r}")
+
+
+def locked_versions(lock_dir: Path = LOCK_DIR, family: str = DEFAULT_FAMILY) -> list[str]:
+    """The versions of a family that have a lock file, oldest first (components labels by
+    their components in order)."""
     names = (p.name.removeprefix(f"{family}-").removesuffix(".txt")
              for p in lock_dir.glob(f"{family}-*.txt"))
-    return sorted(names, key=lambda v: tuple(int(x) if x.isdigit() else 0
-                                             for x in v.split(".")))
+    return sorted(names, key=version_key)
 
 
 def unlocked_version_error(version: str, lock_dir: Path = LOCK_DIR,
-                           family: str = "openai-agents") -> str | None:
-    """None when ``version`` has a lock file, else one line naming it and the fix."""
+                           family: str = DEFAULT_FAMILY,
+                           components: Sequence[tuple[str, str]] = ()) -> str | None:
+    """None when ``version`` has a lock file, else one line naming it and the fix (a label
+    not of the family's form is refused first, with the form)."""
+    malformed = label_form_error(version, family, components)
+    if malformed is not None:
+        return malformed
     known = locked_versions(lock_dir, family)
     if version in known:
         return None
-    return (f"unavailable SDK version {version!r}: the bench has lock files for "
+    return (f"unavailable {_what(family)} version {version!r}: the bench has lock files for "
             f"{', '.join(known) or f'no {family} version'}; create one with "
-            f"`nox -s lock -- {version}`")
+            f"`{lock_command(version, family)}`")
+
+
+def split_family(args: Sequence[str]) -> tuple[str, list[str]]:
+    """Take ``--family NAME`` out of a session's arguments: (the family, the rest); the
+    default family when none is named."""
+    family, rest = take_option(args, "--family")
+    return DEFAULT_FAMILY if family is None else family, rest
+
+
+def take_option(args: Sequence[str], name: str) -> tuple[str | None, list[str]]:
+    """Take ``NAME VALUE`` (or ``NAME=VALUE``) out of ``args``: (the last value given, or
+    None; the other arguments). ``NAME`` last, with no value, gives ""."""
+    value, rest = None, []
+    it = iter(args)
+    for arg in it:
+        if arg == name:
+            value = next(it, "")
+        elif arg.startswith(f"{name}="):
+            value = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    return value, rest
 
 
 def split_versions(args: Sequence[str], default: Sequence[str], every: Sequence[str],
-                   lock_dir: Path = LOCK_DIR) -> tuple[list[str], list[str], str | None]:
+                   lock_dir: Path = LOCK_DIR, family: str = DEFAULT_FAMILY,
+                   components: Sequence[tuple[str, str]] = ()
+                   ) -> tuple[list[str], list[str], str | None]:
     """Take ``--versions a,b`` (or ``all``) out of the bench's arguments.
 
     Returns (versions, the other arguments, an error line or None). Every version is checked
-    against the lock files before anything runs, and an empty list is an error, never a run
-    that measures nothing.
+    against ``family``'s lock files (and its labels' form) before anything runs, and an empty
+    list is an error, never a run that measures nothing.
     """
-    rest: list[str] = []
-    versions, given = list(default), None
-    it = iter(args)
-    for arg in it:
-        if arg == "--versions":
-            given = next(it, "")
-        elif arg.startswith("--versions="):
-            given = arg.split("=", 1)[1]
-        else:
-            rest.append(arg)
+    given, rest = take_option(args, "--versions")
+    versions = list(default)
     if given is not None:
         versions = (list(every) if given.strip() == "all"
                     else [v.strip() for v in given.split(",") if v.strip()])
         if not versions:
-            return [], rest, (f"--versions {given!r} names no SDK version: the bench would "
-                              f"measure nothing; name one or more, e.g. --versions "
+            return [], rest, (f"--versions {given!r} names no {_what(family)} version: the bench "
+                              f"would measure nothing; name one or more, e.g. --versions "
                               f"{','.join(default)}, or --versions all")
     for version in versions:
-        error = unlocked_version_error(version, lock_dir)
+        error = unlocked_version_error(version, lock_dir, family, components)
         if error is not None:
             return versions, rest, error
     return versions, rest, None
+
+
+# A line of a requirements.in kept only for some releases of a component, e.g.
+#   langgraph-checkpoint-conformance==0.0.2  # only with cp>=2.0.0
+_ONLY_WITH = re.compile(r"#\s*only with\s+(?P<label>\w+)\s*(?P<op>>=|<)\s*(?P<bound>[\d.]+)")
+
+
+def fill_requirements(template: str, version: str, components: Sequence[tuple[str, str]] = (),
+                      family: str = DEFAULT_FAMILY) -> tuple[str, list[str]]:
+    """The requirements of one version: ``{sdk}`` (or each component's ``{label}``) filled in,
+    and each line whose ``# only with LABEL>=X`` (or ``<X``) does not hold left out.
+
+    Returns the text and one comment line per line left out, saying why. ValueError names a
+    label the condition uses that the version lacks, or a version not of the labels' form.
+    """
+    values = component_versions(version, components) if components else {"sdk": version}
+    if values is None:
+        raise ValueError(label_form_error(version, family, components))
+    kept, omitted = [], []
+    for line in template.splitlines():
+        condition = _ONLY_WITH.search(line)
+        if condition is not None:
+            label, op, bound = condition.group("label", "op", "bound")
+            if label not in values:
+                raise ValueError(f"requirements line {line!r} is kept only with {label!r}, "
+                                 f"which {version!r} does not name; the labels are "
+                                 f"{', '.join(values)}: fix the line's `# only with`")
+            newer = version_key(values[label]) >= version_key(bound)
+            if newer != (op == ">="):
+                requirement = line[:condition.start()].strip()
+                omitted.append(f"# {requirement} left out: {label}{values[label]} is not "
+                               f"{op}{bound} ({line[condition.start() + 1:].strip()})")
+                continue
+        for label, value in values.items():
+            line = line.replace("{" + label + "}", value)
+        kept.append(line)
+    return "\n".join(kept) + "\n", omitted
+
+
+_DEPENDS = re.compile(r"(?P<who>[A-Za-z0-9_.-]+)==(?P<version>[^\s,]+) depends on "
+                      r"(?P<dep>[A-Za-z0-9_.-]+?)(?P<spec>[<>=!~][^\s]*?)(?=,? and |,? we |\s|$)")
+
+
+def resolver_refusal(output: str, version: str, family: str,
+                     components: Sequence[tuple[str, str]] = ()) -> str:
+    """One message for a version the resolver refused: the conflict in its own words (from
+    ``uv pip compile``'s output) and the fix."""
+    start = output.find("Because")
+    cause = output[start:].split("hint:")[0] if start >= 0 else ""
+    cause = " ".join(cause.replace("╰─▶", " ").split())
+    if not cause:
+        cause = " ".join(output.split())[-400:] or "no output from the resolver"
+    label_of = {dist: label for label, dist in components}
+    fix = (f"adapt {family}'s requirements.in (a marker, or an `# only with` line) or pick "
+           f"other releases")
+    for match in _DEPENDS.finditer(cause):
+        who, dep, spec = match.group("who"), match.group("dep"), match.group("spec")
+        if dep in label_of:
+            other = f"another {label_of[who]}" if who in label_of else f"another {who}"
+            fix = (f"{who} {match.group('version')} needs {dep}{spec}: pick a "
+                   f"{label_of[dep]} release in {spec!r}, or {other} release")
+            break
+    return (f"refused {family} version {version!r}: pip would refuse this mix, nothing is "
+            f"locked or measured. The resolver: {cause} Fix: {fix}, then "
+            f"`{lock_command('<label>', family)}`")

@@ -210,3 +210,22 @@ def test_job_summary_names_failing_cells_and_survives_an_unwritable_target(run_d
                               environ={"GITHUB_STEP_SUMMARY": str(tmp_path)}) == 3
     assert "job summary not written to GITHUB_STEP_SUMMARY=" in capsys.readouterr().err
     assert append_job_summary(doc, (), tmp_path, 1, environ={}) == 1  # not under Actions
+
+
+def test_cross_version_report_orders_components_labels_by_their_components(run_dir, tmp_path):
+    """A family whose version names several distributions (LangGraph's "cp..+sq..+pg..")
+    is ordered by each component in turn, never by the label's text."""
+    doc = json.loads(only_run(run_dir).read_text())
+    labels = ["cp4.3.2+sq3.1.2+pg3.2.0", "cp2.0.26+sq2.0.11+pg2.0.24", "cp10.0.0+sq1.0.0+pg1.0.0",
+              "cp2.0.10+sq2.0.0+pg2.0.0"]
+    paths = []
+    for i, label in enumerate(labels):
+        copy = json.loads(json.dumps(doc))
+        copy["sdk"] = {**copy["sdk"], "name": "langgraph-checkpoint", "version": label}
+        paths.append(tmp_path / f"2026-01-0{i + 1}-langgraph-{label}.json")
+        paths[-1].write_text(json.dumps(copy))
+    text = cross_version_markdown(load_runs(paths))
+    header = next(line for line in text.splitlines() if line.startswith("| lane |"))
+    assert header == ("| lane | invariant | cp2.0.10+sq2.0.0+pg2.0.0 | cp2.0.26+sq2.0.11+pg2.0.24"
+                      " | cp4.3.2+sq3.1.2+pg3.2.0 | cp10.0.0+sq1.0.0+pg1.0.0 |")
+    assert "- cp2.0.26+sq2.0.11+pg2.0.24 -> cp4.3.2+sq3.1.2+pg3.2.0: no verdict" in text
