@@ -84,8 +84,10 @@ REFERENCE = TargetSpec(
     description="our reference checkpointer: one SQLite file, one lock, durable on return",
 )
 MEMORY = TargetSpec(
-    name="lg-memory", backend="InMemorySaver", module=MEMORY_MODULE, claims=NO_CLOSE,
-    build=_build_memory, description="InMemorySaver (MemorySaver before 2.0.x's rename)",
+    name="lg-memory", backend="MemorySaver", module=MEMORY_MODULE, claims=NO_CLOSE,
+    build=_build_memory,
+    description="InMemorySaver (named by MemorySaver, the name every release has: the class "
+                "until its rename to InMemorySaver, an alias since)",
 )
 SQLITE_FILE = TargetSpec(
     name="lg-sqlite-file", backend="SqliteSaver", module=SQLITE_MODULE, claims=NO_CLOSE,
