@@ -1,0 +1,251 @@
+"""What a check's clean run executed outside this project, named as inputs of a cache key.
+
+The survey's recorder (``harness.coverage``) writes, besides the lines of the lane's module,
+``code LINE FILE`` for every function of an installed distribution (a file under a
+``site-packages`` folder) the first time it starts, and after the check ``ext FILE`` for every
+loaded extension module of one and then ``end``. ``Executed`` is what those lines say;
+``named_inputs`` turns it into the parts of a verdict key:
+
+- each executed function of the family's own distribution (the SDK) by its source: the source
+  of its outermost enclosing ``def`` (a nested function, a decorator's wrapper, is judged with
+  the function that makes it) and, per file, the module's code outside every function
+  (imports, constants, class attributes: what the functions read);
+- every other installed distribution whose Python code ran by its version, and so each loaded
+  extension module's distribution that one of those (or the SDK) requires (an extension
+  module another lane loaded, that no code which ran can call, is left out).
+
+Every file is named relative to the folder it was installed in, never by absolute path, so a
+key made on one machine is the same on another. What cannot be named (a file not found, a
+source that does not parse, a distribution without a version, a run that never wrote
+``end``) makes the whole set ``None``: such a pair falls back to a key bound to the SDK's
+version, and is never reused across versions.
+
+Limits, stated: what the clean run executed is what is named. A mutant that sends the check
+down a path the clean run never took (an error handler in another SDK file) runs code that is
+not named; and code that ran only when the SDK was imported (before the clean run's recorder
+started) is named only through its file's module-level code when a function of that file ran.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.metadata
+import re
+import site
+import sys
+import sysconfig
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EXTENSION_SUFFIXES = (".so", ".pyd")
+
+
+@functools.cache
+def _roots() -> tuple[str, ...]:
+    """The folders installed distributions live in (site-packages), longest first."""
+    found = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    found.update(site.getsitepackages() if hasattr(site, "getsitepackages") else ())
+    return tuple(sorted((str(Path(p)) + "/" for p in found), key=len, reverse=True))
+
+
+def installed_file(filename: str) -> str | None:
+    """``filename`` relative to its site-packages folder, or None when it is not installed."""
+    for root in _roots():
+        if filename.startswith(root):
+            return filename[len(root):]
+    return None
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What one check's clean runs executed in installed distributions (absolute files)."""
+
+    functions: frozenset[tuple[str, int]]  # (file, first line) of each code object started
+    extensions: frozenset[str]  # files of the extension modules loaded
+
+    def __or__(self, other: Executed) -> Executed:
+        return Executed(self.functions | other.functions, self.extensions | other.extensions)
+
+
+def loaded_extensions() -> list[str]:
+    """The files of the loaded extension modules of installed distributions (sorted)."""
+    # vars(), not getattr: a module's __getattr__ (a deprecation shim) would run its code
+    files = {vars(m).get("__file__") for m in list(sys.modules.values())
+             if hasattr(m, "__dict__")}
+    return sorted(f for f in files if isinstance(f, str) and f.endswith(EXTENSION_SUFFIXES)
+                  and installed_file(f) is not None)
+
+
+@functools.cache
+def _owners() -> Mapping[str, tuple[str, ...]]:
+    """Top-level import name -> the distributions that install it."""
+    return {k: tuple(v) for k, v in importlib.metadata.packages_distributions().items()}
+
+
+def _distribution(relative: str) -> str | None:
+    """The distribution that installed the file ``relative`` (to site-packages), or None."""
+    top = relative.split("/", 1)[0]
+    name = top.removesuffix(".py").split(".", 1)[0]
+    owners = _owners().get(name, ())
+    return owners[0] if len(owners) == 1 else None
+
+
+@functools.cache
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class _FileIndex:
+    """One source file: its module-level code's hash and its outermost functions' spans."""
+
+    skeleton: str
+    functions: tuple[tuple[int, int, str, str], ...]  # (first, last line, qualname, hash)
+
+    def function_at(self, line: int) -> tuple[str, str] | None:
+        """(qualname, hash) of the outermost function holding ``line``, or None."""
+        for first, last, qualname, digest in self.functions:
+            if first <= line <= last:
+                return qualname, digest
+        return None
+
+
+def _outermost(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """Every function not inside another function, with its qualified name."""
+    found: list[tuple[ast.AST, str]] = []
+    pending: list[tuple[ast.AST, str]] = [(tree, "")]
+    while pending:
+        node, prefix = pending.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _DEFS):
+                found.append((child, prefix + child.name))
+            elif isinstance(child, ast.ClassDef):
+                pending.append((child, f"{prefix}{child.name}."))
+            elif not isinstance(child, ast.expr):
+                pending.append((child, prefix))
+    return found
+
+
+@functools.cache
+def _index(filename: str) -> _FileIndex | None:
+    """The index of an installed source file, or None when it cannot be read or parsed."""
+    try:
+        source = Path(filename).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    lines = source.splitlines(keepends=True)
+    spans = []
+    inside: set[int] = set()
+    for node, qualname in _outermost(tree):
+        first, last = _span(node)
+        spans.append((first, last, qualname, _digest("".join(lines[first - 1:last]))))
+        inside.update(range(first, last + 1))
+    # The module's code without its functions: a function added or changed elsewhere in the
+    # file leaves it as it is; a constant, an import or a class attribute changes it.
+    rest = "".join(text for n, text in enumerate(lines, 1) if n not in inside)
+    return _FileIndex(_digest(rest), tuple(sorted(spans)))
+
+
+def _span(node: ast.AST) -> tuple[int, int]:
+    """The first (its first decorator's) and last line of a function definition."""
+    assert isinstance(node, _DEFS)
+    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    return first, node.end_lineno or node.lineno
+
+
+def function_source_hash(source: str, qualname: str) -> str | None:
+    """The hash of the outermost function ``qualname`` in ``source`` (decorators included),
+    or None when ``source`` does not parse or holds no such function."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    lines = source.splitlines(keepends=True)
+    for node, name in _outermost(tree):
+        if name == qualname or qualname.startswith(name + ".<locals>"):
+            first, last = _span(node)
+            return _digest("".join(lines[first - 1:last]))
+    return None
+
+
+def named_inputs(executed: Executed | None, sdk: str) -> dict[str, Any] | None:
+    """The key parts for what ``executed`` ran (see the module docstring), or None when
+    any of it cannot be named. ``sdk`` is the family's distribution, named by function."""
+    if executed is None:
+        return None
+    functions: dict[str, dict[str, str]] = {}
+    versions: dict[str, str] = {}
+    for filename, line in sorted(executed.functions):
+        relative = installed_file(filename)
+        dist = _distribution(relative) if relative else None
+        if relative is None or dist is None:
+            return None
+        if _normal(dist) != _normal(sdk):
+            version = _version(dist)
+            if version is None:
+                return None
+            versions[dist] = version
+            continue
+        index = _index(filename)
+        if index is None:
+            return None
+        found = index.function_at(line)
+        entry = functions.setdefault(relative, {"<module>": index.skeleton})
+        if found is not None:  # else module-level code (a class body): named by the skeleton
+            entry[found[0]] = found[1]
+    ran = {_normal(d) for d in versions} | ({_normal(sdk)} if functions else set())
+    reach = ran.union(*(_requires(d) for d in ran))
+    for filename in sorted(executed.extensions):
+        relative = installed_file(filename)
+        dist = _distribution(relative) if relative else None
+        if dist is None:
+            return None
+        if _normal(dist) not in reach:  # loaded by another lane; no code that ran calls it
+            continue
+        version = _version(dist)
+        if version is None:
+            return None
+        versions[dist] = version
+    return {"functions": functions, "distributions": dict(sorted(versions.items()))}
+
+
+def _normal(dist: str) -> str:
+    """A distribution's name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", dist).lower()
+
+
+@functools.cache
+def _requires(dist: str) -> frozenset[str]:
+    """The distributions ``dist`` requires whatever extras are chosen (normalized names):
+    the only ones whose extension modules its code can call."""
+    try:
+        found = importlib.metadata.requires(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        return frozenset()
+    return frozenset(_normal(m.group(0)) for r in found if "extra ==" not in r
+                     for m in [re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r)] if m)
+
+
+def merge_executed(parts: Iterable[Executed | None]) -> Executed | None:
+    """The union of several runs' records; None when any run's record is unknown."""
+    total = Executed(frozenset(), frozenset())
+    for part in parts:
+        if part is None:
+            return None
+        total = total | part
+    return total
