@@ -53,7 +53,8 @@ def _roots() -> tuple[str, ...]:
 
 
 def installed_file(filename: str) -> str | None:
-    """``filename`` relative to its site-packages folder, or None when it is not installed."""
+    """``filename`` relative to its site-packages folder, or None when it is not installed
+    (cheap: the recorder calls it in the child for every function that starts)."""
     for root in _roots():
         if filename.startswith(root):
             return filename[len(root):]
@@ -80,26 +81,53 @@ def loaded_extensions() -> list[str]:
                   and installed_file(f) is not None)
 
 
-@functools.cache
-def _owners() -> Mapping[str, tuple[str, ...]]:
-    """Top-level import name -> the distributions that install it."""
-    return {k: tuple(v) for k, v in importlib.metadata.packages_distributions().items()}
+@dataclass(frozen=True)
+class Installation:
+    """Where installed distributions live, which files each installs, their versions and what
+    each requires (names as PEP 503 compares them); ``current()`` is this interpreter's."""
 
+    roots: tuple[str, ...]  # site-packages folders, each ending in "/", longest first
+    owners: Mapping[str, tuple[str, ...]]  # top-level import name -> its distributions
+    versions: Mapping[str, str]
+    requires: Mapping[str, frozenset[str]]
 
-def _distribution(relative: str) -> str | None:
-    """The distribution that installed the file ``relative`` (to site-packages), or None."""
-    top = relative.split("/", 1)[0]
-    name = top.removesuffix(".py").split(".", 1)[0]
-    owners = _owners().get(name, ())
-    return owners[0] if len(owners) == 1 else None
+    @classmethod
+    @functools.cache
+    def current(cls) -> Installation:
+        """The installation this interpreter runs (read once per process)."""
+        versions: dict[str, str] = {}
+        requires: dict[str, frozenset[str]] = {}
+        for dist in importlib.metadata.distributions():
+            name = _normal(dist.metadata["Name"] or "")
+            versions.setdefault(name, dist.version)
+            requires.setdefault(name, _required(dist.requires or []))
+        owners = {k: tuple(v) for k, v in importlib.metadata.packages_distributions().items()}
+        return cls(_roots(), owners, versions, requires)
 
-
-@functools.cache
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
+    def relative(self, filename: str) -> str | None:
+        """``filename`` relative to its site-packages folder, or None when not installed."""
+        for root in self.roots:
+            if filename.startswith(root):
+                return filename[len(root):]
         return None
+
+    def distribution(self, relative: str) -> str | None:
+        """The distribution that installed ``relative`` (normalized name), or None."""
+        name = relative.split("/", 1)[0].removesuffix(".py").split(".", 1)[0]
+        owners = self.owners.get(name, ())
+        return _normal(owners[0]) if len(owners) == 1 else None
+
+
+def _required(requirements: Iterable[str]) -> frozenset[str]:
+    """The distributions named by requirements that hold whatever extras are chosen: the
+    only ones whose extension modules a distribution's code can count on calling."""
+    return frozenset(_normal(m.group(0)) for r in requirements if "extra ==" not in r
+                     for m in [re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r)] if m)
+
+
+def _normal(dist: str) -> str:
+    """A distribution's name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", dist).lower()
 
 
 def _digest(text: str) -> str:
@@ -150,15 +178,24 @@ def _index(filename: str) -> _FileIndex | None:
         return None
     lines = source.splitlines(keepends=True)
     spans = []
-    inside: set[int] = set()
     for node, qualname in _outermost(tree):
         first, last = _span(node)
         spans.append((first, last, qualname, _digest("".join(lines[first - 1:last]))))
-        inside.update(range(first, last + 1))
-    # The module's code without its functions: a function added or changed elsewhere in the
-    # file leaves it as it is; a constant, an import or a class attribute changes it.
-    rest = "".join(text for n, text in enumerate(lines, 1) if n not in inside)
+    # The module's code without its functions, as syntax (no lines, comments or blank lines):
+    # a function added or changed elsewhere in the file leaves it as it is; a constant, an
+    # import or a class attribute changes it.
+    rest = ast.dump(_WithoutFunctions().visit(tree), include_attributes=False)
     return _FileIndex(_digest(rest), tuple(sorted(spans)))
+
+
+class _WithoutFunctions(ast.NodeTransformer):
+    """Drops every function definition (a file's functions are named one by one)."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:  # noqa: N802 - ast's naming
+        return None
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:  # noqa: N802
+        return None
 
 
 def _span(node: ast.AST) -> tuple[int, int]:
@@ -183,23 +220,25 @@ def function_source_hash(source: str, qualname: str) -> str | None:
     return None
 
 
-def named_inputs(executed: Executed | None, sdk: str) -> dict[str, Any] | None:
+def named_inputs(executed: Executed | None, sdk: str,
+                 where: Installation | None = None) -> dict[str, Any] | None:
     """The key parts for what ``executed`` ran (see the module docstring), or None when
-    any of it cannot be named. ``sdk`` is the family's distribution, named by function."""
+    any of it cannot be named. ``sdk`` is the family's distribution, named by function;
+    ``where`` the installation the files belong to (this interpreter's by default)."""
     if executed is None:
         return None
+    where = where or Installation.current()
     functions: dict[str, dict[str, str]] = {}
     versions: dict[str, str] = {}
     for filename, line in sorted(executed.functions):
-        relative = installed_file(filename)
-        dist = _distribution(relative) if relative else None
+        relative = where.relative(filename)
+        dist = where.distribution(relative) if relative else None
         if relative is None or dist is None:
             return None
-        if _normal(dist) != _normal(sdk):
-            version = _version(dist)
-            if version is None:
+        if dist != _normal(sdk):
+            if dist not in where.versions:
                 return None
-            versions[dist] = version
+            versions[dist] = where.versions[dist]
             continue
         index = _index(filename)
         if index is None:
@@ -208,37 +247,19 @@ def named_inputs(executed: Executed | None, sdk: str) -> dict[str, Any] | None:
         entry = functions.setdefault(relative, {"<module>": index.skeleton})
         if found is not None:  # else module-level code (a class body): named by the skeleton
             entry[found[0]] = found[1]
-    ran = {_normal(d) for d in versions} | ({_normal(sdk)} if functions else set())
-    reach = ran.union(*(_requires(d) for d in ran))
+    ran = set(versions) | ({_normal(sdk)} if functions else set())
+    reach = ran.union(*(where.requires.get(d, frozenset()) for d in ran))
     for filename in sorted(executed.extensions):
-        relative = installed_file(filename)
-        dist = _distribution(relative) if relative else None
+        relative = where.relative(filename)
+        dist = where.distribution(relative) if relative else None
         if dist is None:
             return None
-        if _normal(dist) not in reach:  # loaded by another lane; no code that ran calls it
+        if dist not in reach:  # loaded for another lane; no code that ran can call it
             continue
-        version = _version(dist)
-        if version is None:
+        if dist not in where.versions:
             return None
-        versions[dist] = version
+        versions[dist] = where.versions[dist]
     return {"functions": functions, "distributions": dict(sorted(versions.items()))}
-
-
-def _normal(dist: str) -> str:
-    """A distribution's name as PEP 503 compares it."""
-    return re.sub(r"[-_.]+", "-", dist).lower()
-
-
-@functools.cache
-def _requires(dist: str) -> frozenset[str]:
-    """The distributions ``dist`` requires whatever extras are chosen (normalized names):
-    the only ones whose extension modules its code can call."""
-    try:
-        found = importlib.metadata.requires(dist) or []
-    except importlib.metadata.PackageNotFoundError:
-        return frozenset()
-    return frozenset(_normal(m.group(0)) for r in found if "extra ==" not in r
-                     for m in [re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r)] if m)
 
 
 def merge_executed(parts: Iterable[Executed | None]) -> Executed | None:
