@@ -349,7 +349,7 @@ Runs = dict[tuple[str, MutantKey], MutantResult]
 
 
 def _ordered(mutant: MutantSpec, checks: Sequence[CheckSpec],
-         hints: Mapping[str, str | None], kills: Mapping[str, int]) -> list[CheckSpec]:
+             hints: Mapping[str, str | None], kills: Mapping[str, int]) -> list[CheckSpec]:
     """The checks to run on ``mutant``: its last killer first, then the checks that killed
     most of the lane's mutants last time, then by id. Never by measured time: the order
     decides which checks are ``not_run``, and the same run twice must say the same."""
