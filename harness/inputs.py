@@ -205,9 +205,10 @@ def _span(node: ast.AST) -> tuple[int, int]:
     return first, node.end_lineno or node.lineno
 
 
-def function_source_hash(source: str, qualname: str) -> str | None:
-    """The hash of the outermost function ``qualname`` in ``source`` (decorators included),
-    or None when ``source`` does not parse or holds no such function."""
+@functools.lru_cache(maxsize=256)  # an installed module's source: parsed once
+def function_span(source: str, qualname: str) -> tuple[int, int] | None:
+    """Where the outermost function holding ``qualname`` lies in ``source`` (character
+    offsets, decorators included), or None when it does not parse or holds no such function."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -216,8 +217,30 @@ def function_source_hash(source: str, qualname: str) -> str | None:
     for node, name in _outermost(tree):
         if name == qualname or qualname.startswith(name + ".<locals>"):
             first, last = _span(node)
-            return _digest("".join(lines[first - 1:last]))
+            start = sum(len(line) for line in lines[:first - 1])
+            return start, start + sum(len(line) for line in lines[first - 1:last])
     return None
+
+
+def function_source_hash(source: str, qualname: str) -> str | None:
+    """The hash of the outermost function ``qualname`` in ``source`` (decorators included),
+    or None when ``source`` does not parse or holds no such function."""
+    span = function_span(source, qualname)
+    return None if span is None else _digest(source[span[0]:span[1]])
+
+
+def changed_function_hash(original: str, mutated: str, qualname: str) -> str | None:
+    """``function_source_hash(mutated, qualname)`` for a ``mutated`` that differs from
+    ``original`` only inside that function: cut at the original's span, never parsed (a
+    survey keys hundreds of mutants of one module); any other change is parsed."""
+    span = function_span(original, qualname)
+    if span is not None:
+        start, end = span
+        stop = len(mutated) - (len(original) - end)
+        if stop >= start and mutated[:start] == original[:start] and (
+                mutated[stop:] == original[end:]):
+            return _digest(mutated[start:stop])
+    return function_source_hash(mutated, qualname)
 
 
 def named_inputs(executed: Executed | None, sdk: str,

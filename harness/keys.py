@@ -21,7 +21,7 @@ from checks.base import CheckSpec
 from harness.cache import cache_key, source_hash
 from harness.execute import python_version, sdk_version
 from harness.ground.family import active_family, get_family
-from harness.inputs import function_source_hash
+from harness.inputs import changed_function_hash, function_source_hash
 from mutants.base import MutantSpec
 from targets.base import TargetSpec
 
@@ -48,12 +48,19 @@ def mutant_source(mutant: MutantSpec) -> dict[str, str | None]:
     override. Unchanged code elsewhere in the module is named by what the check executes."""
     if mutant.source is None:
         return {"override": mutant.replacement}
-    before = installed_source(mutant.module)
-    was = function_source_hash(before, mutant.qualname) if before is not None else None
-    now = function_source_hash(mutant.source, mutant.qualname)
+    return dict(_function_change(mutant.module, mutant.qualname, mutant.source))
+
+
+@functools.lru_cache(maxsize=1024)
+def _function_change(module: str, qualname: str, source: str) -> tuple[tuple[str, str], ...]:
+    """``mutant_source`` of a generated mutant, parsed once per mutant and process (a survey
+    keys each mutant once per check, and parsing a module takes tens of milliseconds)."""
+    before = installed_source(module)
+    was = function_source_hash(before, qualname) if before is not None else None
+    now = changed_function_hash(before, source, qualname) if before is not None else None
     if was is None or now is None:
-        return {"module_before": source_hash(mutant.module), "module_after": mutant.source}
-    return {"function_before": was, "function_after": now}
+        return (("module_before", source_hash(module)), ("module_after", source))
+    return (("function_before", was), ("function_after", now))
 
 
 @functools.cache

@@ -151,3 +151,14 @@ def test_only_installed_files_are_recorded() -> None:
 
     assert installed_file(str(anyio.__file__)) == "anyio/__init__.py"
     assert installed_file(__file__) is None
+
+
+@pytest.mark.parametrize("old,new", [("return x + 1", "return x - 1"),  # inside helper
+                                     ("def helper(x):", "def helper(x):\n    x = 0"),
+                                     ('TABLE = "items"', 'TABLE = "rows"')])  # outside it
+def test_a_changed_function_is_hashed_as_if_parsed(old: str, new: str) -> None:
+    from harness.inputs import changed_function_hash
+
+    mutated = STORE.replace(old, new)
+    assert changed_function_hash(STORE, mutated, "helper") == function_source_hash(
+        mutated, "helper")
