@@ -38,7 +38,7 @@ from typing import Any
 
 from checks.base import CheckSpec
 from harness.execute import RunOptions, run_check
-from harness.ground.child import before_result
+from harness.ground.child import before_result, in_child
 from harness.ground.errors import BenchError
 from harness.ground.model import Finding
 from harness.inputs import Executed, installed_file, loaded_extensions
@@ -177,7 +177,8 @@ def covered_run(check: CheckSpec, lane: TargetSpec, opts: RunOptions, record: st
             ended.append(True)
             os.write(fd, "".join(f"ext {f}\n" for f in loaded_extensions()).encode() + b"end\n")
 
-    before_result(end)  # a child delivers its finding (and exits) inside run_check
+    if in_child():
+        before_result(end)  # a child delivers its finding (and exits) inside run_check
     finding = run_check(check, lane, opts)
     end()
     return finding
