@@ -8,8 +8,10 @@ loaded extension module of one and then ``end``. ``Executed`` is what those line
 
 - each executed function of the family's own distribution (the SDK) by its source: the source
   of its outermost enclosing ``def`` (a nested function, a decorator's wrapper, is judged with
-  the function that makes it) and, per file, the module's code outside every function
-  (imports, constants, class attributes: what the functions read);
+  the function that makes it), of a method every function of its class (a superset, so still
+  sound, and stable: which methods a racing check reaches, a retry path, varies from run to
+  run), and, per file, the module's code outside every function (imports, constants, class
+  attributes: what the functions read);
 - every other installed distribution whose Python code ran by its version, and so each loaded
   extension module's distribution that one of those (or the SDK) requires (an extension
   module another lane loaded, that no code which ran can call, is left out).
@@ -144,12 +146,16 @@ class _FileIndex:
     skeleton: str
     functions: tuple[tuple[int, int, str, str], ...]  # (first, last line, qualname, hash)
 
-    def function_at(self, line: int) -> tuple[str, str] | None:
-        """(qualname, hash) of the outermost function holding ``line``, or None."""
-        for first, last, qualname, digest in self.functions:
+    def unit_at(self, line: int) -> dict[str, str]:
+        """The functions named when ``line`` runs: the outermost function holding it, or for
+        a method every function of its class (which of a class's methods a racing check
+        reaches varies from run to run; its whole class does not); none for module code."""
+        for first, last, qualname, _ in self.functions:
             if first <= line <= last:
-                return qualname, digest
-        return None
+                owner, dot, _name = qualname.rpartition(".")
+                return {q: d for _, _, q, d in self.functions
+                        if (q.startswith(owner + ".") if dot else q == qualname)}
+        return {}
 
 
 def _outermost(tree: ast.Module) -> list[tuple[ast.AST, str]]:
@@ -266,10 +272,8 @@ def named_inputs(executed: Executed | None, sdk: str,
         index = _index(filename)
         if index is None:
             return None
-        found = index.function_at(line)
-        entry = functions.setdefault(relative, {"<module>": index.skeleton})
-        if found is not None:  # else module-level code (a class body): named by the skeleton
-            entry[found[0]] = found[1]
+        # module-level code (a class body) is named by the skeleton
+        functions.setdefault(relative, {"<module>": index.skeleton}).update(index.unit_at(line))
     ran = set(versions) | ({_normal(sdk)} if functions else set())
     reach = ran.union(*(where.requires.get(d, frozenset()) for d in ran))
     for filename in sorted(executed.extensions):

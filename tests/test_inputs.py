@@ -74,20 +74,21 @@ def test_the_executed_functions_are_named_by_source_relative_to_site_packages(tm
     assert got is not None
     assert set(got["functions"]) == {"agents/store.py"}  # type: ignore[call-overload]
     assert set(got["functions"]["agents/store.py"]) == {  # type: ignore[index]
-        "<module>", "Store.add", "helper"}
+        "<module>", "Store.add", "Store.pop", "helper"}  # a method names its whole class
     assert str(tmp_path) not in repr(got)  # the same key on every machine
 
 
 def test_a_change_where_nothing_ran_keeps_the_inputs(tmp_path: Path) -> None:
-    elsewhere = STORE.replace("return None", "return 1") + "\n\ndef added():\n    pass\n"
+    elsewhere = STORE + "\n\ndef added():\n    pass\n"
     moved = '"""A backend, with a longer docstring."""\n' + STORE.split("\n", 1)[1]
     before = named(tmp_path / "a", STORE)
-    assert before == named(tmp_path / "b", elsewhere)  # pop never ran; added never ran
+    assert before == named(tmp_path / "b", elsewhere)  # added never ran
     assert before == named(tmp_path / "c", "\n\n" + STORE)  # lines moved, code the same
     assert before != named(tmp_path / "d", moved)  # the module's own code changed
 
 
 @pytest.mark.parametrize("edit", [("return x + 1", "return x + 2"),  # an executed function
+                                  ("return None", "return 1"),  # a method of its class
                                   ('TABLE = "items"', 'TABLE = "rows"'),  # what it reads
                                   ("LIMIT = 10", "LIMIT = 11")])  # a class attribute
 def test_a_change_to_what_ran_or_what_it_reads_changes_the_inputs(tmp_path: Path,
