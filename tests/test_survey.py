@@ -411,3 +411,18 @@ def test_a_mutant_stops_at_its_first_kill_unless_every_check_is_asked(tmp_path: 
     assert not_run and all(o.status is S.KILLED for o in not_run)
     (again,) = survey(one)  # the killers were remembered: nothing runs twice, none skipped
     assert again.runs["run"] == 0 or again.runs["run"] < first.runs["run"]
+
+
+def test_an_unreadable_cache_entry_is_judged_again_and_counted(tmp_path: Path) -> None:
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
+                          quiet=True, cache=AdmissionCache(tmp_path / "cache"))
+    (first,) = survey(config)
+    entries = sorted((tmp_path / "cache").glob("*.json"))
+    assert entries
+    for entry in entries:
+        entry.write_text(entry.read_text()[:20])  # torn, as by a full disk or another tool
+    (second,) = survey(dataclasses.replace(config, cache=AdmissionCache(tmp_path / "cache")))
+    assert second.runs["cache_unreadable"] == len(entries) and second.runs["cached"] == 0
+    assert second.runs["run"] == first.runs["run"]  # every one judged again, none trusted
+    assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
+    assert "unreadable (judged again)" in render_text([second])
