@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import hashlib
 import importlib
@@ -39,21 +40,65 @@ def cache_key(**parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+class Lookup(enum.Enum):
+    """How a cache lookup ended."""
+
+    HIT = "hit"
+    MISS = "miss"  # no entry under the key (or no cache)
+    UNREADABLE = "unreadable"  # an entry that failed to load: judged again, never trusted
+
+
 class AdmissionCache:
-    """A folder of JSON files, one per (check, mutant, sources, versions, reruns) key."""
+    """A folder of JSON files, one per (check, mutant, sources, versions, reruns) key.
+
+    Safe to share between runs and machines: entries are written atomically, and a key holds
+    no absolute path, process id or host name. An entry that fails to load is judged again.
+    """
 
     def __init__(self, root: Path | None = DEFAULT_DIR) -> None:
         self.root = root
+        self.counts = {state.value: 0 for state in Lookup}
+
+    def lookup(self, key: str) -> tuple[MutantResult | None, Lookup]:
+        """The cached result under ``key`` and how the lookup ended (counted in ``counts``)."""
+        result, state = self._load(key)
+        self.counts[state.value] += 1
+        return result, state
+
+    def _load(self, key: str) -> tuple[MutantResult | None, Lookup]:
+        if self.root is None:
+            return None, Lookup.MISS
+        path = self.root / f"{key}.json"
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None, Lookup.MISS
+        except OSError:
+            return None, Lookup.UNREADABLE
+        try:
+            return MutantResult.from_json(json.loads(text)), Lookup.HIT
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None, Lookup.UNREADABLE
 
     def get(self, key: str) -> MutantResult | None:
         """The cached result under ``key``, or None (no cache, no entry, or unreadable)."""
+        return self.lookup(key)[0]
+
+    def killer(self, hint: str) -> str | None:
+        """The check that killed a mutant last time (a hint for the order of checks, never a
+        verdict), or None."""
         if self.root is None:
             return None
-        path = self.root / f"{key}.json"
         try:
-            return MutantResult.from_json(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError):
+            text = (self.root / "killers" / f"{hint}.txt").read_text().strip()
+        except (OSError, UnicodeDecodeError):
             return None
+        return text or None
+
+    def remember_killer(self, hint: str, check_id: str) -> None:
+        """Remember ``check_id`` as the killer under ``hint``, atomically."""
+        if self.root is not None and self.killer(hint) != check_id:
+            atomic_write_text(self.root / "killers" / f"{hint}.txt", check_id + "\n")
 
     def put(self, key: str, result: MutantResult) -> None:
         """Store ``result`` under ``key``, atomically (nothing when there is no cache)."""

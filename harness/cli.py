@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "is then the only output (people's lines go "
                                                   "to stderr)")
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--every-check", action="store_true",
+                   help="run every check that reaches a mutant, also after one killed it "
+                        "(default: a mutant stops at its first kill, the others are not_run)")
     p.add_argument("--fail-under", action="append", default=[], metavar="[LANE=]PCT",
                    help="exit 1 when a lane's covered score is below PCT percent; PCT sets "
                         "every lane, LANE=PCT one lane (repeatable), e.g. --fail-under 90 "

@@ -38,8 +38,10 @@ from typing import Any
 
 from checks.base import CheckSpec
 from harness.execute import RunOptions, run_check
+from harness.ground.child import before_result, in_child
 from harness.ground.errors import BenchError
 from harness.ground.model import Finding
+from harness.inputs import Executed, installed_file, loaded_extensions
 from harness.mutation_report import SourceText, changed_span, site_span
 from mutants.base import MutantSpec
 from targets.base import TargetSpec
@@ -52,12 +54,15 @@ class CoverageError(BenchError):
 
 
 class _Recorder:
-    """Appends each line of one file to ``fd`` the first time it runs (any thread, any fork)."""
+    """Appends each line of one file to ``fd`` the first time it runs (any thread, any fork),
+    and each installed third-party function the first time it starts (``code FILE LINE``)."""
 
     def __init__(self, filename: str, fd: int) -> None:
         self.filename = filename
         self.fd = fd
         self.seen: set[int] = set()
+        self.started: set[CodeType] = set()
+        self.installed = installed_file  # bound here: module globals are gone at exit
         self.tool: int | None = None
 
     def _hit(self, line: int) -> None:
@@ -65,11 +70,21 @@ class _Recorder:
             self.seen.add(line)
             os.write(self.fd, b"%d\n" % line)
 
+    def _start(self, code: CodeType) -> None:
+        if code not in self.started:
+            self.started.add(code)
+            if self.installed(code.co_filename):
+                os.write(self.fd, f"code {code.co_firstlineno} {code.co_filename}\n".encode())
+
     # -- sys.monitoring (3.12+) -------------------------------------------------------------
 
     def _on_line(self, code: CodeType, line: int) -> Any:
         if code.co_filename == self.filename:
             self._hit(line)
+        return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+
+    def _on_start(self, code: CodeType, offset: int) -> Any:
+        self._start(code)
         return sys.monitoring.DISABLE  # type: ignore[attr-defined]
 
     # -- sys.settrace (3.10, 3.11) ----------------------------------------------------------
@@ -80,6 +95,7 @@ class _Recorder:
         return self._local
 
     def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
+        self._start(frame.f_code)
         if frame.f_code.co_filename == self.filename:
             return self._local
         return None
@@ -99,7 +115,8 @@ class _Recorder:
         self.tool = free[0]
         monitoring.use_tool_id(self.tool, TOOL_NAME)
         monitoring.register_callback(self.tool, monitoring.events.LINE, self._on_line)
-        monitoring.set_events(self.tool, monitoring.events.LINE)
+        monitoring.register_callback(self.tool, monitoring.events.PY_START, self._on_start)
+        monitoring.set_events(self.tool, monitoring.events.LINE | monitoring.events.PY_START)
         monitoring.restart_events()  # locations an earlier recorder disabled report again
 
     def stop(self) -> None:
@@ -110,6 +127,7 @@ class _Recorder:
         monitoring = sys.monitoring  # type: ignore[attr-defined]
         monitoring.set_events(self.tool, 0)
         monitoring.register_callback(self.tool, monitoring.events.LINE, None)
+        monitoring.register_callback(self.tool, monitoring.events.PY_START, None)
         monitoring.free_tool_id(self.tool)
         self.tool = None
 
@@ -152,7 +170,18 @@ def covered_run(check: CheckSpec, lane: TargetSpec, opts: RunOptions, record: st
         os.write(fd, f"start {filename}\n".encode())
     except Exception as exc:  # noqa: BLE001 - reported in the record, read by the parent
         os.write(fd, f"error {exc}\n".encode())
-    return run_check(check, lane, opts)
+    ended: list[bool] = []
+
+    def end() -> None:  # the extension modules loaded by now, then: the record is whole
+        if not ended:
+            ended.append(True)
+            os.write(fd, "".join(f"ext {f}\n" for f in loaded_extensions()).encode() + b"end\n")
+
+    if in_child():
+        before_result(end)  # a child delivers its finding (and exits) inside run_check
+    finding = run_check(check, lane, opts)
+    end()
+    return finding
 
 
 @dataclass(frozen=True)
@@ -161,6 +190,8 @@ class Record:
 
     lines: frozenset[int]
     error: str | None = None
+    # What ran in installed distributions; None when the run never reached its end mark.
+    executed: Executed | None = None
 
 
 def read_record(path: str | Path, filename: str) -> Record:
@@ -170,7 +201,9 @@ def read_record(path: str | Path, filename: str) -> Record:
     except OSError as exc:
         return Record(frozenset(), f"no coverage record ({exc.strerror or exc})")
     lines: set[int] = set()
-    started = False
+    functions: set[tuple[str, int]] = set()
+    extensions: set[str] = set()
+    started = ended = False
     for raw in text.splitlines():
         if raw.startswith("error "):
             return Record(frozenset(), f"the line recorder could not start: {raw[6:]}")
@@ -179,11 +212,19 @@ def read_record(path: str | Path, filename: str) -> Record:
                 return Record(frozenset(), f"the recorder watched {raw[6:]!r}, not "
                                            f"{filename!r}")
             started = True
+        elif raw.startswith("code ") and not ended:  # after the end: the child's exit
+            line, _, where = raw[5:].partition(" ")
+            functions.add((where, int(line)))
+        elif raw.startswith("ext ") and not ended:
+            extensions.add(raw[4:])
+        elif raw == "end":
+            ended = True
         elif raw.strip().isdigit():
             lines.add(int(raw))
     if not started:
         return Record(frozenset(), "the line recorder never started in the child")
-    return Record(frozenset(lines))
+    return Record(frozenset(lines), None, Executed(frozenset(functions), frozenset(extensions))
+                  if ended else None)
 
 
 # ------------------------------------------------------------------------------ line ranges

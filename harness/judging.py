@@ -5,11 +5,17 @@ mutant there? Each caller runs its own clean phase (admission with its sanity ga
 survey with coverage) and builds each cell's ``CleanBase`` with ``clean_base``; from there
 ``judge_mutants`` does the rest the same way for both:
 
-1. a pair whose verdicts are in the cache (``harness.keys.verdict_key``) is not run;
+1. a pair whose verdicts are in the cache (``harness.keys.verdict_key``) is not run; an
+   entry that fails to load is judged again and counted;
 2. the others run ``reruns`` times each, in forked children, in ``mutants.pool.schedule``
    order, each under a time limit scaled from its clean run (``mutant_timeout``);
 3. a child that delivered no finding becomes an error finding (``child_finding``);
 4. a pair's reruns become its status (``run_status``), and a settled status is cached.
+
+With ``first_kill`` (the survey), the pairs of one mutant are judged in the order given (the
+caller puts the check that killed it last time first) and stop at its first kill: the pairs
+run in waves, 1, 2, 4, ... pairs per mutant still alive, so that both cores stay busy while a
+mutant the first check kills costs one execution.
 
 What differs between the callers is a field of ``Judging``, not a second copy.
 """
@@ -23,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from checks.base import CheckSpec
-from harness.cache import AdmissionCache
+from harness.cache import AdmissionCache, Lookup
 from harness.execute import RunOptions, child_finding, derive_seed, run_check
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
 from harness.ground.model import (
@@ -162,6 +168,8 @@ class Judging:
     # whole phase's wall time, children waiting for a worker included (True).
     wall_share: bool = False
     quiet: bool = False
+    # Stop a mutant (its pairs on one lane, in the order given) at its first kill.
+    first_kill: bool = False
 
     def options(self, check: CheckSpec, rerun: int) -> RunOptions:
         """A mutant run's options: stop at the first violation; claims were verified clean."""
@@ -173,13 +181,18 @@ class Judging:
 
 @dataclass(frozen=True)
 class Judged:
-    """Every judged pair's result by slot, cached ones marked ``cached``."""
+    """Every judged pair's result by slot, cached ones marked ``cached``; the pairs not run
+    because another check killed their mutant first; the cache entries that failed to load;
+    how many check executions (child runs) it took."""
 
     results: Mapping[Slot, MutantResult]
+    skipped: frozenset[Slot] = frozenset()
+    unreadable: frozenset[Slot] = frozenset()
+    executions: Mapping[Slot, int] = dataclasses.field(default_factory=dict)
 
     def cached(self, pairs: Sequence[Pair]) -> int:
         """How many of ``pairs`` were answered from the cache."""
-        return sum(1 for p in pairs if self.results[p.slot].cached)
+        return sum(1 for p in pairs if p.slot in self.results and self.results[p.slot].cached)
 
 
 def _run(pair: Pair, rerun: int, how: Judging) -> Finding:
@@ -187,18 +200,64 @@ def _run(pair: Pair, rerun: int, how: Judging) -> Finding:
     return run_check(check, pair.lane, how.options(pair.check, rerun), pair.mutant)
 
 
-def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
-    """Each pair's ``MutantResult``: from the cache, or from ``how.reruns`` forked runs."""
-    results: dict[Slot, MutantResult] = {}
-    todo: list[Pair] = []
+def _groups(pairs: Sequence[Pair], first_kill: bool) -> list[list[Pair]]:
+    """The pairs of each mutant on its lane, in order (each pair alone without first_kill)."""
+    if not first_kill:
+        return [[p] for p in pairs]
+    groups: dict[MutantKey, list[Pair]] = {}
     for pair in pairs:
-        hit = how.cache.get(pair.key)
-        if hit is not None:
-            results[pair.slot] = dataclasses.replace(hit, cached=True)
-        else:
-            todo.append(pair)
+        groups.setdefault(pair.slot[1], []).append(pair)
+    return list(groups.values())
+
+
+def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
+    """Each pair's ``MutantResult``: from the cache, or from ``how.reruns`` forked runs; with
+    ``how.first_kill``, a mutant's pairs after its first kill are skipped (see the module)."""
+    results: dict[Slot, MutantResult] = {}
+    skipped: set[Slot] = set()
+    unreadable: set[Slot] = set()
+    executions: dict[Slot, int] = {}
+    progress = Progress(f"{how.kind} mutants", len(pairs) * how.reruns, quiet=how.quiet)
+    alive = _groups(pairs, how.first_kill)
+    wave = 1
+    while alive:
+        batches: list[tuple[list[Pair], list[Pair]]] = []  # (looked at now, still to come)
+        for group in alive:
+            now: list[Pair] = []
+            remaining = list(group)
+            while remaining and sum(1 for p in now if p.slot not in results) < wave:
+                pair = remaining.pop(0)
+                now.append(pair)
+                hit, state = how.cache.lookup(pair.key)
+                if state is Lookup.UNREADABLE:
+                    unreadable.add(pair.slot)
+                if hit is not None:
+                    results[pair.slot] = dataclasses.replace(hit, cached=True)
+                    progress.total -= how.reruns
+                    if how.first_kill and hit.status is MutantStatus.KILLED:
+                        break
+            batches.append((now, remaining))
+        _run_pairs([p for now, _ in batches for p in now if p.slot not in results], how,
+                   results, executions, progress)
+        alive = []
+        for now, remaining in batches:
+            if how.first_kill and any(results[p.slot].status is MutantStatus.KILLED
+                                      for p in now):
+                skipped.update(p.slot for p in remaining)
+                progress.total -= how.reruns * len(remaining)
+            elif remaining:
+                alive.append(remaining)
+        wave *= 2
+    progress.finish()
+    return Judged(results, frozenset(skipped), frozenset(unreadable), executions)
+
+
+def _run_pairs(todo: Sequence[Pair], how: Judging, results: dict[Slot, MutantResult],
+               executions: dict[Slot, int], progress: Progress) -> None:
+    """Run ``todo``'s pairs ``how.reruns`` times each; their results go to ``results``."""
+    if not todo:
+        return
     jobs = schedule([(p, r) for p in todo for r in range(how.reruns)], lambda j: j[0].mutant)
-    progress = Progress(f"{how.kind} mutants", len(jobs), quiet=how.quiet)
 
     def done(index: int, outcome: ChildOutcome) -> None:
         pair = jobs[index][0]
@@ -218,7 +277,7 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
         found.setdefault(pair.slot, []).append(_finding(pair, rerun, outcome, how))
     for pair in todo:
         results[pair.slot] = _result(pair, found[pair.slot], how, share)
-    return Judged(results)
+        executions[pair.slot] = len(found[pair.slot])
 
 
 def _finding(pair: Pair, rerun: int, outcome: ChildOutcome, how: Judging) -> Finding:

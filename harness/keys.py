@@ -2,13 +2,17 @@
 
 Admission and the survey cache the same kind of fact (what a check made of a mutant on a
 lane, over its reruns), so they key it with one recipe; ``kind`` and the extras keep the two
-stores apart where their runs differ (the survey's engine, its lane's waits).
+stores apart where their runs differ (the survey's engine, its lane's waits). The survey knows
+what each check executed on each lane (its clean runs' coverage), so its keys name the
+installed code by what ran and are reused across SDK versions; admission's are bound to the
+SDK's version.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +21,9 @@ from checks.base import CheckSpec
 from harness.cache import cache_key, source_hash
 from harness.execute import python_version, sdk_version
 from harness.ground.family import active_family, get_family
+from harness.inputs import changed_function_hash, function_source_hash
 from mutants.base import MutantSpec
+from targets.base import TargetSpec
 
 
 def _modules(package: str, helpers_only: bool) -> tuple[str, ...]:
@@ -36,26 +42,62 @@ def family_sources(family: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return _modules(record.checks, True), _modules(reference_package, False)
 
 
+def mutant_source(mutant: MutantSpec) -> dict[str, str | None]:
+    """What a mutant changes, by source: a generated one's mutated function before and after
+    (the whole module's source when its function cannot be found), a hand-written one's
+    override. Unchanged code elsewhere in the module is named by what the check executes."""
+    if mutant.source is None:
+        return {"override": mutant.replacement}
+    return dict(_function_change(mutant.module, mutant.qualname, mutant.source))
+
+
+@functools.lru_cache(maxsize=1024)
+def _function_change(module: str, qualname: str, source: str) -> tuple[tuple[str, str], ...]:
+    """``mutant_source`` of a generated mutant, parsed once per mutant and process (a survey
+    keys each mutant once per check, and parsing a module takes tens of milliseconds)."""
+    before = installed_source(module)
+    was = function_source_hash(before, qualname) if before is not None else None
+    now = changed_function_hash(before, source, qualname) if before is not None else None
+    if was is None or now is None:
+        return (("module_before", source_hash(module)), ("module_after", source))
+    return (("function_before", was), ("function_after", now))
+
+
+@functools.cache
+def installed_source(module: str) -> str | None:
+    """The source of the installed ``module`` (read once per process), or None."""
+    try:
+        return inspect.getsource(importlib.import_module(module))
+    except (ImportError, OSError, TypeError):
+        return None
+
+
 def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, reruns: int,
-                seed: int, params: Mapping[str, int], limit: str, **extra: Any) -> str:
+                seed: int, params: Mapping[str, int], limit: str,
+                executed: Mapping[str, Any] | None = None,
+                lane_spec: TargetSpec | None = None, **extra: Any) -> str:
     """The key of ``check``'s verdicts on ``mutant`` on ``lane``: every source that can change
-    them (the check, its helpers, how a check is run, the mutated module and every target
-    module, the mutant's own source), the interpreter and SDK versions, and the run's
-    reruns, seed, parameters and time-limit rule."""
+    them and the run's reruns, seed, parameters and time-limit rule.
+
+    With ``executed`` (``harness.inputs.named_inputs`` of what the check's clean runs
+    executed) and ``lane_spec``, the installed code is named by what ran: the SDK's executed
+    functions by source, the other distributions by version, the mutant by its function, the
+    lane by its configuration. Such a key is the same on every SDK version where all of that
+    is the same. Without them, the key is bound to the SDK's version and the whole mutated
+    module (what cannot be named is never reused across versions).
+    """
     helpers, targets = family_sources(active_family().name)
+    common = dict(kind=kind, lane=lane,
+                  check=source_hash(check.module, "checks.base", "checks.common",
+                                    "harness.execute", *helpers),
+                  mutant=mutant.id, python=python_version(), reruns=reruns, seed=seed,
+                  params=dict(params), limit=limit, **extra)
+    if executed is not None and lane_spec is not None:
+        return cache_key(**common, target=source_hash(*targets), lane_config=lane_spec.to_json(),
+                         mutated=mutant_source(mutant), executed=dict(executed))
     return cache_key(
-        kind=kind,
-        lane=lane,
-        check=source_hash(check.module, "checks.base", "checks.common", "harness.execute",
-                          *helpers),
+        **common,
         target=source_hash(mutant.module, *targets),
-        mutant=mutant.id,
         mutant_source=mutant.replacement if mutant.source is None else mutant.source,
-        python=python_version(),
         sdk=sdk_version(),
-        reruns=reruns,
-        seed=seed,
-        params=dict(params),
-        limit=limit,
-        **extra,
     )

@@ -66,6 +66,7 @@ STATUS_MAP: dict[MutantStatus, str] = {
     MutantStatus.DUPLICATE: "Ignored",
     MutantStatus.NOT_APPLICABLE: "Ignored",
     MutantStatus.NOT_JUDGEABLE: "Ignored",
+    MutantStatus.NOT_RUN: "Ignored",
     MutantStatus.NO_COVERAGE: "NoCoverage",
 }
 # Which schema status a mutant judged by several checks gets: the first one present.

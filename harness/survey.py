@@ -10,7 +10,12 @@ The map of what the suite cannot see yet. Per lane:
    not ``held`` in every rerun is not judgeable there;
 3. each remaining mutant runs only under the judgeable checks that reach its lines, ``reruns``
    times each (``harness.judging.judge_mutants``, admission's pipeline too); a mutant no
-   check reaches is ``no_coverage`` and is not run;
+   check reaches is ``no_coverage`` and is not run. The check that killed it last time (a
+   hint kept beside the cache) runs first, then the checks that killed most of the lane's
+   mutants, and the mutant stops at its first kill (``first_kill``; the other checks are
+   ``not_run`` there). A pair's cache key names what the check's clean runs executed
+   (``harness.inputs``), so a pair whose inputs did not change is reused across SDK versions;
+   a pair whose inputs cannot be named gets a key bound to the SDK's version;
 4. statuses and scores follow ``harness.survey_scores``; the survivors file's ``equivalent``
    entries are applied, and every report lists the file's entries.
 """
@@ -28,10 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.base import CheckSpec
-from harness.cache import AdmissionCache
+from harness.cache import AdmissionCache, cache_key
 from harness.coverage import ModuleLines, covered_run, read_record
 from harness.execute import RunOptions, child_finding, derive_seed, fast_tmpdir, lane_claims
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
+from harness.ground.family import active_family
 from harness.ground.model import (
     Cell,
     CleanBase,
@@ -42,8 +48,17 @@ from harness.ground.model import (
     Verdict,
 )
 from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
-from harness.judging import TIME_RULE, Judging, Pair, clean_base, clean_reruns, judge_mutants
-from harness.keys import verdict_key
+from harness.inputs import Executed, merge_executed, named_inputs
+from harness.judging import (
+    TIME_RULE,
+    Judged,
+    Judging,
+    Pair,
+    clean_base,
+    clean_reruns,
+    judge_mutants,
+)
+from harness.keys import mutant_source, verdict_key
 from harness.progress import Progress
 from harness.shard import Split
 from harness.survey_lane import LaneSurvey, MutantOutcome
@@ -81,6 +96,7 @@ class SurveyConfig:
     survivors: tuple[Entry, ...] = ()
     survivors_source: str | None = None  # the file the entries come from
     shard: Split | None = None  # run only this shard's (lane, mutant) units
+    first_kill: bool = True  # stop a mutant at its first kill (False: every check reaching it)
 
     def to_json(self) -> dict[str, Any]:
         """How the survey ran, as recorded next to its results."""
@@ -92,6 +108,7 @@ class SurveyConfig:
             "params": {c: dict(p) for c, p in sorted(self.params.items())},
             "time_limit": TIME_RULE.format(cap=f"{self.timeout_s:g} s"),
             "stop_on_violation": True,
+            "first_kill": self.first_kill,
             "tmpdir": "tmpfs (/dev/shm)" if self.tmpdir else "system default",
             "services": sorted(self.services),
             "survivors_file": self.survivors_source,
@@ -116,6 +133,14 @@ class _Plan:
     counts: dict[str, int] = field(default_factory=dict)
     excluded: Excluded = field(default_factory=lambda: Excluded({}))
     order: tuple[str, ...] = ()  # every generated mutant's id, in order (set when sharded)
+    # per check: what each clean rerun executed in installed distributions (None: unknown)
+    executed: dict[str, list[Executed | None]] = field(default_factory=dict)
+
+    def inputs(self, check_id: str) -> dict[str, Any] | None:
+        """The named inputs of ``check_id`` on this lane (``harness.inputs``), or None."""
+        runs = self.executed.get(check_id)
+        return named_inputs(merge_executed(runs), active_family().distribution) if runs \
+            else None
 
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:
@@ -178,13 +203,21 @@ def _not_applicable(plan: _Plan, verified: str | None) -> None:
                 f"{how}; verified on the runtime object"))
 
 
-def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig) -> str:
+def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig,
+         inputs: Mapping[str, Any] | None) -> str:
     # The rule that sets time limits, not one run's limit (it follows the clean run's time).
     return verdict_key("survey", check, lane.name, mutant, reruns=config.reruns,
                        seed=config.run_seed,
                        params=check.resolve_params(config.params.get(check.id)),
                        limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
-                       engine=SURVEY_ENGINE, waits=lane.waits_s)
+                       engine=SURVEY_ENGINE, waits=lane.waits_s, executed=inputs,
+                       lane_spec=lane)
+
+
+def _hint(lane: TargetSpec, mutant: MutantSpec) -> str:
+    """Where the check that last killed ``mutant`` on ``lane`` is remembered."""
+    return cache_key(kind="killer", lane=lane.name, mutant=mutant.id,
+                     mutated=mutant_source(mutant))
 
 
 def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
@@ -289,6 +322,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
             plan.fail(f"coverage of {c.id} (clean rerun {r}) recorded no line of {plan.file} "
                       f"although the check held there: the recorder did not see the module")
         plan.coverage[c.id] = plan.coverage.get(c.id, frozenset()) | got.lines
+        plan.executed.setdefault(c.id, []).append(got.executed)
     for plan in plans:
         for c in checks:
             plan.clean[c.id] = clean_base(c.id, plan.lane.name,
@@ -314,39 +348,75 @@ def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
 Runs = dict[tuple[str, MutantKey], MutantResult]
 
 
+def _ordered(mutant: MutantSpec, checks: Sequence[CheckSpec],
+             hints: Mapping[str, str | None], kills: Mapping[str, int]) -> list[CheckSpec]:
+    """The checks to run on ``mutant``: its last killer first, then the checks that killed
+    most of the lane's mutants last time, then by id. Never by measured time: the order
+    decides which checks are ``not_run``, and the same run twice must say the same."""
+    last = hints.get(mutant.id)
+    return sorted(checks, key=lambda c: (c.id != last, -kills.get(c.id, 0), c.id))
+
+
 def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
     """Run each mutant under the judgeable checks that reach it; cached pairs are reused."""
     by_id = {c.id: dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks}
     pairs: dict[str, list[Pair]] = {}
+    bound: dict[str, int] = {}
     for plan in plans:
         judgeable = [by_id[c] for c, base in plan.clean.items() if base.judgeable]
-        pairs[plan.lane.name] = [
-            Pair(c, plan.lane, mutant, Verdict.VIOLATED, plan.clean[c.id].duration_s,
-                 _key(c, plan.lane, mutant, config))
-            for mutant in plan.mutants if mutant.id not in plan.ignored
-            for c in judgeable if _reaches(plan, c.id, mutant)]
+        inputs = {c.id: plan.inputs(c.id) for c in judgeable}
+        bound[plan.lane.name] = 0
+        live = [m for m in plan.mutants if m.id not in plan.ignored]
+        hints = {m.id: config.cache.killer(_hint(plan.lane, m)) for m in live}
+        kills = {c: sum(1 for h in hints.values() if h == c) for c in by_id}
+        pairs[plan.lane.name] = []
+        for mutant in live:
+            for c in _ordered(mutant, judgeable, hints, kills):
+                if not _reaches(plan, c.id, mutant):
+                    continue
+                bound[plan.lane.name] += inputs[c.id] is None
+                pairs[plan.lane.name].append(Pair(
+                    c, plan.lane, mutant, Verdict.VIOLATED, plan.clean[c.id].duration_s,
+                    _key(c, plan.lane, mutant, config, inputs[c.id])))
     judged = judge_mutants(
         [p for plan in plans for p in pairs[plan.lane.name]],
         Judging("survey", config.reruns, config.workers, config.cache, CACHED,
                 config.run_seed, config.params, dict(config.services), config.tmpdir,
-                wall_share=True, quiet=config.quiet))
+                wall_share=True, quiet=config.quiet, first_kill=config.first_kill))
     for plan in plans:
-        judged_by = [c for c, base in plan.clean.items() if base.judgeable]
-        cached = judged.cached(pairs[plan.lane.name])
-        counts = {"run": (len(pairs[plan.lane.name]) - cached) * config.reruns,
-                  "cached": cached, "saved_by_coverage": 0, "saved_by_compiler_or_claims": 0,
-                  "not_judgeable": 0}
-        for mutant in plan.mutants:
-            if mutant.id in plan.ignored:
-                counts["saved_by_compiler_or_claims"] += len(judged_by) * config.reruns
-                continue
-            counts["saved_by_coverage"] += config.reruns * sum(
-                1 for c in judged_by if not _reaches(plan, c, mutant))
-            counts["not_judgeable"] += sum(
-                1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
-                and _reaches(plan, c, mutant))
-        plan.counts = counts
+        for pair in pairs[plan.lane.name]:
+            result = judged.results.get(pair.slot)
+            if result is not None and result.status is S.KILLED:
+                config.cache.remember_killer(_hint(plan.lane, pair.mutant), pair.check.id)
+        plan.counts = _counts(plan, pairs[plan.lane.name], judged, config.reruns)
+        plan.counts["keys_version_bound"] = bound[plan.lane.name]
     return dict(judged.results)
+
+
+def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> dict[str, int]:
+    """How many pair runs ran, came from the cache or were saved, and why; check executions."""
+    judged_by = [c for c, base in plan.clean.items() if base.judgeable]
+    slots = [p.slot for p in pairs]
+    cached = judged.cached(pairs)
+    counts = {"run": sum(judged.executions.get(s, 0) for s in slots),
+              "cached": cached,
+              "cache_misses": sum(1 for s in slots if s in judged.executions
+                                  and s not in judged.unreadable),
+              "cache_unreadable": sum(1 for s in slots if s in judged.unreadable),
+              "skipped_after_kill": sum(1 for s in slots if s in judged.skipped) * reruns,
+              "pairs": len(slots),
+              "mutants_judged": len({s[1] for s in slots}),
+              "saved_by_coverage": 0, "saved_by_compiler_or_claims": 0, "not_judgeable": 0}
+    for mutant in plan.mutants:
+        if mutant.id in plan.ignored:
+            counts["saved_by_compiler_or_claims"] += len(judged_by) * reruns
+            continue
+        counts["saved_by_coverage"] += reruns * sum(
+            1 for c in judged_by if not _reaches(plan, c, mutant))
+        counts["not_judgeable"] += sum(
+            1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
+            and _reaches(plan, c, mutant))
+    return counts
 
 
 def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:
@@ -355,7 +425,8 @@ def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> 
         return S.NO_COVERAGE
     if not base.judgeable:
         return S.NOT_JUDGEABLE
-    return runs[(check_id, plan.key(mutant))].status
+    found = runs.get((check_id, plan.key(mutant)))
+    return S.NOT_RUN if found is None else found.status
 
 
 def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurvey:

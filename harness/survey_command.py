@@ -80,7 +80,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     from harness.lanes import prepare_lanes
     from harness.shard import make_split, survey_durations
     from harness.survey import SurveyConfig, survey
-    from harness.survey_report import render_text
+    from harness.survey_report import render_text, run_totals
     from harness.survey_scores import gate, parse_fail_under
     from harness.survivors import load_survivors, survivors_path
     from targets.registry import family_lanes, parse_lanes
@@ -116,9 +116,11 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
             services=prepared.services, survivors=entries,
             survivors_source=str(waivers) if waivers.is_file() else None, shard=split,
+            first_kill=not args.every_check,
         )
         surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
+    print(f"all lanes: {run_totals([s.runs for s in surveys])}")
     _survey_outputs(args, surveys, config, machine)
     print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s"

@@ -62,6 +62,8 @@ def survey_set(surveys: Sequence[LaneSurvey], config: SurveyConfig | None = None
                ) -> dict[str, Any]:
     """Every lane's document in one JSON object (what ``survey --json`` writes)."""
     return {"kind": "arib-survey-set", "engine": SURVEY_ENGINE, "sdk": sdk_version(),
+            "runs": {k: sum(s.runs.get(k, 0) for s in surveys)
+                     for k in sorted({k for s in surveys for k in s.runs})},
             "lanes": lane_documents(surveys, config)}
 
 
@@ -117,6 +119,23 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
+def run_totals(runs: Sequence[Mapping[str, int]]) -> str:
+    """One line: the cache's hits, misses and unreadable entries, and check executions per
+    judged mutant, summed over ``runs`` (the lanes' ``runs`` counts)."""
+    total = {k: sum(r.get(k, 0) for r in runs) for k in (
+        "cached", "cache_misses", "cache_unreadable", "run", "mutants_judged", "pairs",
+        "keys_version_bound")}
+    looked = total["cached"] + total["cache_misses"] + total["cache_unreadable"]
+    rate = f"{100 * total['cached'] / looked:.1f}%" if looked else "n/a"
+    per = (f"{total['run'] / total['mutants_judged']:.2f}" if total["mutants_judged"]
+           else "n/a")
+    return (f"cache: {total['cached']} hits, {total['cache_misses']} misses, "
+            f"{total['cache_unreadable']} unreadable (judged again) of {looked} looked up: "
+            f"hit rate {rate}; {total['keys_version_bound']} of {total['pairs']} keys bound to "
+            f"the SDK version (inputs not named); check executions: {total['run']}, "
+            f"{per} per judged mutant ({total['mutants_judged']} mutants)")
+
+
 def render_text(surveys: Sequence[LaneSurvey], show_diffs: int = 20) -> str:
     """The survey as text: scores per lane and per check, clean bases, runs, survivors."""
     lines = []
@@ -138,10 +157,12 @@ def render_text(surveys: Sequence[LaneSurvey], show_diffs: int = 20) -> str:
                              f"under it: {base.describe()}")
         runs = s.runs
         lines.append(f"  runs: {runs.get('run', 0)} run, {runs.get('cached', 0)} cached, "
+                     f"{runs.get('skipped_after_kill', 0)} not run after a kill, "
                      f"{runs.get('saved_by_coverage', 0)} saved by coverage selection, "
                      f"{runs.get('saved_by_compiler_or_claims', 0)} saved as equivalent, "
                      f"duplicate or not applicable, {runs.get('not_judgeable', 0)} not run "
                      f"under a check that is not judgeable here")
+        lines.append(f"  {run_totals([runs])}")
         unmapped = s.unmapped()
         if unmapped:
             lines.append(f"  unmapped (judged by every check): "

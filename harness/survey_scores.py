@@ -5,8 +5,9 @@ How each number is computed (the README's survey section says the same):
 - A pair (check, mutant) on a lane is ``killed``, ``survived``, ``flaky``, ``timeout`` or
   ``error`` when it was run (``harness.ground.model.mutant_status`` over the reruns); it is
   ``no_coverage`` when the check's clean runs never executed the mutant's lines, and
-  ``not_judgeable`` when the check's clean base was not ``held`` in every rerun; neither is
-  run.
+  ``not_judgeable`` when the check's clean base was not ``held`` in every rerun, and
+  ``not_run`` when another check had already killed the mutant there (the survey stops a
+  mutant at its first kill unless asked for every check); none of these is run.
 - A mutant's status on a lane: ``equivalent``, ``duplicate`` or ``not_applicable`` when the
   compiler or the lane's verified claims say so (not run); else ``killed`` when any check
   killed it; else, of the pairs that were run, ``timeout`` before ``flaky`` before
@@ -32,7 +33,7 @@ from harness.ground.model import MutantStatus
 S = MutantStatus
 # The order statuses are listed in, everywhere.
 ORDER = (S.KILLED, S.SURVIVED, S.FLAKY, S.TIMEOUT, S.ERROR, S.NO_COVERAGE, S.EQUIVALENT,
-         S.DUPLICATE, S.NOT_APPLICABLE, S.NOT_JUDGEABLE)
+         S.DUPLICATE, S.NOT_APPLICABLE, S.NOT_JUDGEABLE, S.NOT_RUN)
 # Statuses decided for the whole lane before any check runs.
 LANE_WIDE = (S.EQUIVALENT, S.DUPLICATE, S.NOT_APPLICABLE)
 # Of the pairs that were run, which status a mutant takes first (a kill beats everything).

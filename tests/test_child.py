@@ -221,3 +221,23 @@ def test_an_interrupted_run_kills_children_and_grandchildren(tmp_path: Path,
     assert _gone(int(pid_file.read_text()))
     (run_folder,) = private_tmp.glob("arib-run-*")
     assert list(run_folder.iterdir()) == []
+
+
+def _marks_then_delivers_early(path: str, early: bool) -> str:
+    from harness.ground.child import before_result, finish_early
+
+    before_result(lambda: Path(path).write_text("marked"))
+    if early:
+        finish_early("early")
+        raise AssertionError("finish_early returned in a child")
+    return "returned"
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_a_before_result_hook_runs_however_the_result_is_sent(tmp_path: Path,
+                                                              early: bool) -> None:
+    mark = tmp_path / "mark"
+    (out,) = run_jobs([lambda: _marks_then_delivers_early(str(mark), early)], workers=1,
+                      timeout_s=30)
+    assert out.status is ChildStatus.OK and out.value == ("early" if early else "returned")
+    assert mark.read_text() == "marked"

@@ -4,6 +4,7 @@ mapping of a mutant's change to lines of the original module."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import importlib.util
 import os
 import signal
@@ -267,3 +268,45 @@ def test_a_busy_monitoring_tool_id_is_named(tmp_path: Path, monkeypatch) -> None
     finally:
         for tool in taken:
             monitoring.free_tool_id(tool)
+
+
+def test_installed_functions_that_start_are_recorded_by_file_and_first_line(
+        workload: ModuleType, tmp_path: Path) -> None:
+    from pydantic.version import version_short
+
+    record = tmp_path / "record"
+    with recording(str(workload.__file__), record):
+        version_short()
+        workload.in_main(1)
+    text = record.read_text()
+    code = version_short.__code__
+    assert f"code {code.co_firstlineno} {code.co_filename}\n" in text
+    assert str(workload.__file__) not in text.replace(f"start {workload.__file__}", "")
+    # a record without its end mark names no inputs (the run may have stopped half way)
+    assert read_record(record, str(workload.__file__)).executed is None
+    record.write_text(text + f"ext {tmp_path}/x.so\nend\ncode 1 {tmp_path}/after_the_end.py\n")
+    got = read_record(record, str(workload.__file__)).executed
+    assert got is not None and (code.co_filename, code.co_firstlineno) in got.functions
+    assert got.extensions == {f"{tmp_path}/x.so"}
+    assert all("after_the_end" not in f for f, _ in got.functions)
+
+
+def test_a_clean_run_in_a_child_ends_its_record_also_when_it_delivers_early(
+        tmp_path: Path) -> None:
+    from checks.registry import get_check
+    from harness.coverage import covered_run
+    from harness.execute import RunOptions
+    from harness.ground.child import ChildStatus, run_jobs
+    from targets.reference import REFERENCE
+
+    check = get_check("ARIB-CONC-001")
+    opts = RunOptions(params=check.resolve_params({"writers": 2, "appends": 2, "trials": 1}))
+    module = sys.modules[REFERENCE.module] if REFERENCE.module in sys.modules else (
+        importlib.import_module(REFERENCE.module))
+    record = tmp_path / "record"
+    (out,) = run_jobs([lambda: covered_run(check, REFERENCE, opts, str(record),
+                                           str(module.__file__))], workers=1, timeout_s=60)
+    assert out.status is ChildStatus.OK
+    got = read_record(record, str(module.__file__))
+    assert got.lines and got.executed is not None
+    assert any("/anyio/" in f for f, _ in got.executed.functions)  # the check ran on anyio

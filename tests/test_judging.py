@@ -164,3 +164,24 @@ def test_pairs_run_in_children_then_come_from_the_cache(tmp_path):
                                                   "cached": True}
     assert again.cached([seen, unseen]) == 1  # the other one was judged again, not stored
     assert not again.results[unseen.slot].cached
+
+
+def test_a_mutant_stops_at_its_first_kill_and_an_unreadable_entry_is_judged_again(tmp_path):
+    conc3, conc1 = get_check("ARIB-CONC-003"), get_check("ARIB-CONC-001")
+    kill = pair(conc3, "reference_silent_drop_after_close", key="kill")
+    after = pair(conc1, "reference_silent_drop_after_close", key="after")
+    survive = pair(conc3, "reference_read_crashes", key="survive", store=False)
+    then = pair(conc1, "reference_read_crashes", key="then", store=False)
+    cache = AdmissionCache(tmp_path)
+    (tmp_path / "kill.json").write_text('{"check_id": ')  # torn: never trusted
+    judged = judge_mutants([kill, after, survive, then],
+                           how(cache, kind="survey", reruns=1, first_kill=True))
+    assert judged.results[kill.slot].status is S.KILLED
+    assert after.slot in judged.skipped and after.slot not in judged.results  # not run
+    assert judged.results[survive.slot].status is S.SURVIVED
+    assert then.slot in judged.results  # a survivor goes on to the next check
+    assert judged.executions == {kill.slot: 1, survive.slot: 1, then.slot: 1}
+    assert judged.unreadable == {kill.slot} and cache.counts["unreadable"] == 1
+    again = judge_mutants([kill, after], how(cache, kind="survey", reruns=1, first_kill=True))
+    assert again.results[kill.slot].cached and again.executions == {}  # rewritten, readable
+    assert again.skipped == {after.slot}

@@ -41,3 +41,74 @@ def test_every_check_helper_and_target_module_is_listed() -> None:
     assert "checks._calls" in helpers and "checks._problems" in helpers
     assert "targets.reference_tables" in targets
     assert "targets.sdk" in targets
+
+
+# -- keys that name what the check executed (the survey's) --------------------------------
+
+EXECUTED = {"functions": {"agents/memory/store.py": {"<module>": "m1", "Store.add": "a1"}},
+            "distributions": {"anyio": "4.0"}}
+
+
+def named_key(executed: object = EXECUTED, mutant: str = "reference_lost_update",
+              lane: object = None) -> str:
+    from targets.reference import REFERENCE
+
+    return keys.verdict_key("survey", get_check("ARIB-CONC-001"), "reference",
+                            get_mutant(mutant), reruns=1, seed=0, params=PARAMS, limit="rule",
+                            executed=executed, lane_spec=lane or REFERENCE)  # type: ignore[arg-type]
+
+
+def test_a_named_key_is_the_same_on_sdk_versions_whose_executed_code_is_equal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keys, "sdk_version", lambda: "0.23.1")
+    older = (named_key(), key("survey"))
+    monkeypatch.setattr(keys, "sdk_version", lambda: "0.24.0")
+    assert named_key() == older[0]  # what ran is the same: reused across the versions
+    assert key("survey") != older[1]  # inputs not named: bound to the SDK's version
+
+
+@pytest.mark.parametrize("change", [
+    {"functions": {"agents/memory/store.py": {"<module>": "m1", "Store.add": "a2"}},
+     "distributions": {"anyio": "4.0"}},  # an executed function changed
+    {"functions": {"agents/memory/store.py": {"<module>": "m2", "Store.add": "a1"}},
+     "distributions": {"anyio": "4.0"}},  # the module's own code changed
+    {"functions": EXECUTED["functions"], "distributions": {"anyio": "4.1"}},  # a dependency
+])
+def test_a_named_key_changes_with_anything_that_ran(change: object) -> None:
+    assert named_key(change) != named_key()
+
+
+def test_a_named_key_follows_the_lane_configuration_and_the_mutant() -> None:
+    import dataclasses
+
+    from targets.reference import REFERENCE
+
+    assert named_key(lane=dataclasses.replace(REFERENCE, waits_s=REFERENCE.waits_s + 1)) != (
+        named_key())
+    assert named_key(mutant="reference_corrupts_content") != named_key()
+
+
+def test_a_generated_mutant_is_named_by_its_function_before_and_after(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from harness.ground.model import MutantKind
+    from mutants.base import MutantSpec
+
+    module = "class Store:\n    def add(self, x):\n        return x + 1\n\n" \
+             "    def pop(self):\n        return None\n"
+    spec = MutantSpec("m-1", MutantKind.GENERATED, "reference", "fake.store", "Store.add",
+                      "flip", "x + 1", "x - 1", "d", source=module.replace("x + 1", "x - 1"))
+    monkeypatch.setattr(keys, "installed_source", lambda name: module)
+    named = keys.mutant_source(spec)
+    assert set(named) == {"function_before", "function_after"}
+    other_pop = module.replace("return None", "return 0")  # another version: pop changed
+    monkeypatch.setattr(keys, "installed_source", lambda name: other_pop)
+    assert keys.mutant_source(dataclasses.replace(
+        spec, source=other_pop.replace("x + 1", "x - 1"))) == named
+    changed = module.replace("x + 1", "x + 1 + 0")
+    monkeypatch.setattr(keys, "installed_source", lambda name: changed)
+    assert keys.mutant_source(dataclasses.replace(
+        spec, source=changed.replace("x + 1", "x - 1"))) != named
+    handwritten = get_mutant("reference_lost_update")
+    assert keys.mutant_source(handwritten) == {"override": handwritten.replacement}

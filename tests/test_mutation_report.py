@@ -133,6 +133,7 @@ def test_each_status_maps_to_a_schema_status(status: MutantStatus,
     expected = {"killed": "Killed", "survived": "Survived", "flaky": "Survived",
                 "timeout": "Timeout", "error": "RuntimeError", "equivalent": "Ignored",
                 "duplicate": "Ignored", "not_applicable": "Ignored", "not_judgeable": "Ignored",
+                "not_run": "Ignored",
                 "no_coverage": "NoCoverage"}
     assert mutant["status"] == STATUS_MAP[status] == expected[status.value]
     assert mutant["killedBy"] == (["ARIB-CONC-001"] if status is MutantStatus.KILLED else [])

@@ -315,7 +315,8 @@ def test_a_hang_is_a_timeout_and_a_kill_only_where_the_invariant_is_no_hang(
     plain, hang = _hang_on_lost_append(False), _hang_on_lost_append(True)
     params = {c.id: {"trials": 1} for c in (plain, hang)}
     (found,) = survey(SurveyConfig(lanes=(fast,), checks=(plain, hang), params=params,
-                                   quiet=True, cache=AdmissionCache(None)))
+                                   quiet=True, cache=AdmissionCache(None),
+                                   first_kill=False))  # each pair's own status
     pool = generate(fast).mutants
     lost = pick("ReferenceSession.add_items", "early_return", pool)
     results = {r.check_id: r for r in found.results if r.mutant_id == lost.id}
@@ -359,3 +360,69 @@ def test_an_unchanged_pair_is_served_from_the_cache(tmp_path: Path) -> None:
     assert second.runs["cached"] == cacheable  # the clean runs' times differ, the key does not
     assert second.runs["run"] == first.runs["run"] - cacheable
     assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
+
+
+def test_cache_lookups_and_check_executions_are_counted(lane: LaneSurvey) -> None:
+    runs = lane.runs
+    assert runs["pairs"] == len(lane.results) == runs["run"]  # no cache: all run, once each
+    assert runs["cache_misses"] == runs["pairs"] and runs["cached"] == 0
+    assert runs["cache_unreadable"] == 0 and runs["skipped_after_kill"] == 0  # one check
+    assert runs["mutants_judged"] == len({r.mutant_id for r in lane.results})
+    assert runs["keys_version_bound"] == 0  # every clean run's record ended: inputs named
+    assert "check executions:" in render_text([lane])
+
+
+def test_the_last_killer_runs_first_then_the_lanes_best_killers_then_by_id() -> None:
+    from harness.survey import _ordered
+
+    checks = [dataclasses.replace(get_check(CHECK), id=c) for c in "CAB"]
+
+    def order(hints: dict[str, str | None], kills: dict[str, int]) -> list[str]:
+        return [c.id for c in _ordered(KILLED, checks, hints, kills)]
+
+    assert order({}, {}) == ["A", "B", "C"]
+    assert order({}, {"A": 2, "C": 1}) == ["A", "C", "B"]
+    assert order({KILLED.id: "C"}, {"A": 2}) == ["C", "A", "B"]
+
+
+def test_a_check_whose_inputs_cannot_be_named_gets_a_version_bound_key() -> None:
+    from harness.inputs import Executed
+    from harness.survey import _Plan
+
+    plan = _Plan(REFERENCE)
+    plan.executed = {"A": [Executed(frozenset(), frozenset()), None],
+                     "B": [Executed(frozenset(), frozenset())]}
+    assert plan.inputs("A") is None and plan.inputs("missing") is None
+    assert plan.inputs("B") == {"functions": {}, "distributions": {}}
+
+
+def test_a_mutant_stops_at_its_first_kill_unless_every_check_is_asked(tmp_path: Path) -> None:
+    checks = (get_check(CHECK), get_check("ARIB-CONC-003"))
+    params = {**SMALL, "ARIB-CONC-003": {"trials": 1}}
+    one = SurveyConfig(lanes=(REFERENCE,), checks=checks, params=params, quiet=True,
+                       cache=AdmissionCache(tmp_path / "a"))
+    every = dataclasses.replace(one, first_kill=False, cache=AdmissionCache(tmp_path / "b"))
+    (first,) = survey(one)
+    (full,) = survey(every)
+    assert [o.status for o in first.outcomes] == [o.status for o in full.outcomes]
+    assert first.runs["skipped_after_kill"] > 0 == full.runs["skipped_after_kill"]
+    assert first.runs["run"] + first.runs["skipped_after_kill"] == full.runs["run"]
+    not_run = [o for o in first.outcomes if S.NOT_RUN in o.checks.values()]
+    assert not_run and all(o.status is S.KILLED for o in not_run)
+    (again,) = survey(one)  # the killers were remembered: nothing runs twice, none skipped
+    assert again.runs["run"] == 0 or again.runs["run"] < first.runs["run"]
+
+
+def test_an_unreadable_cache_entry_is_judged_again_and_counted(tmp_path: Path) -> None:
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
+                          quiet=True, cache=AdmissionCache(tmp_path / "cache"))
+    (first,) = survey(config)
+    entries = sorted((tmp_path / "cache").glob("*.json"))
+    assert entries
+    for entry in entries:
+        entry.write_text(entry.read_text()[:20])  # torn, as by a full disk or another tool
+    (second,) = survey(dataclasses.replace(config, cache=AdmissionCache(tmp_path / "cache")))
+    assert second.runs["cache_unreadable"] == len(entries) and second.runs["cached"] == 0
+    assert second.runs["run"] == first.runs["run"]  # every one judged again, none trusted
+    assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
+    assert "unreadable (judged again)" in render_text([second])

@@ -52,6 +52,9 @@ class MutantStatus(str, enum.Enum):
     # The check's clean base already breaks (or cannot judge) the invariant there, so a
     # kill would prove nothing: not run, counted neither for nor against the check.
     NOT_JUDGEABLE = "not_judgeable"
+    # Another check already killed the mutant on that lane, and the survey stops a mutant at
+    # its first kill: this check was not run on it (counted neither for nor against it).
+    NOT_RUN = "not_run"
 
 
 class ExitCode(enum.IntEnum):

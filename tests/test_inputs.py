@@ -1,0 +1,165 @@
+"""harness/inputs.py: what a clean run executed, named as cache-key inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.inputs import (
+    Executed,
+    Installation,
+    function_source_hash,
+    installed_file,
+    merge_executed,
+    named_inputs,
+)
+
+STORE = '''\
+"""A backend."""
+TABLE = "items"
+
+
+def helper(x):
+    return x + 1
+
+
+class Store:
+    LIMIT = 10
+
+    def add(self, item):
+        return helper(item)
+
+    def pop(self):
+        return None
+'''
+
+
+def install(root: Path, source: str, *, other: str = "VERSION = 1\n") -> Installation:
+    """A site-packages folder with an SDK module and a file of another distribution."""
+    (root / "agents").mkdir(parents=True)
+    (root / "agents" / "store.py").write_text(source)
+    (root / "anyio").mkdir()
+    (root / "anyio" / "core.py").write_text(other)
+    (root / "anyio" / "_native.so").write_text("")
+    (root / "cryptography").mkdir()
+    (root / "cryptography" / "_rust.so").write_text("")
+    return Installation(
+        roots=(f"{root}/",),
+        owners={"agents": ("openai-agents",), "anyio": ("anyio",),
+                "cryptography": ("cryptography",)},
+        versions={"openai-agents": "1.0", "anyio": "4.0", "cryptography": "45.0"},
+        requires={"openai-agents": frozenset({"anyio"}), "anyio": frozenset()})
+
+
+def line_of(source: str, text: str) -> int:
+    return next(n for n, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def ran(root: Path, source: str, *names: str, extensions: tuple[str, ...] = ()) -> Executed:
+    """``Store.add`` and ``helper`` (or ``names``) started, as the recorder writes them."""
+    file = str(root / "agents" / "store.py")
+    return Executed(frozenset((file, line_of(source, f"def {n}")) for n in names),
+                    frozenset(str(root / e) for e in extensions))
+
+
+def named(tmp: Path, source: str, **kw: object) -> dict[str, object] | None:
+    where = install(tmp, source)
+    return named_inputs(ran(tmp, source, "add", "helper", **kw), "openai-agents", where)  # type: ignore[arg-type]
+
+
+def test_the_executed_functions_are_named_by_source_relative_to_site_packages(tmp_path: Path
+                                                                              ) -> None:
+    got = named(tmp_path, STORE)
+    assert got is not None
+    assert set(got["functions"]) == {"agents/store.py"}  # type: ignore[call-overload]
+    assert set(got["functions"]["agents/store.py"]) == {  # type: ignore[index]
+        "<module>", "Store.add", "Store.pop", "helper"}  # a method names its whole class
+    assert str(tmp_path) not in repr(got)  # the same key on every machine
+
+
+def test_a_change_where_nothing_ran_keeps_the_inputs(tmp_path: Path) -> None:
+    elsewhere = STORE + "\n\ndef added():\n    pass\n"
+    moved = '"""A backend, with a longer docstring."""\n' + STORE.split("\n", 1)[1]
+    before = named(tmp_path / "a", STORE)
+    assert before == named(tmp_path / "b", elsewhere)  # added never ran
+    assert before == named(tmp_path / "c", "\n\n" + STORE)  # lines moved, code the same
+    assert before != named(tmp_path / "d", moved)  # the module's own code changed
+
+
+@pytest.mark.parametrize("edit", [("return x + 1", "return x + 2"),  # an executed function
+                                  ("return None", "return 1"),  # a method of its class
+                                  ('TABLE = "items"', 'TABLE = "rows"'),  # what it reads
+                                  ("LIMIT = 10", "LIMIT = 11")])  # a class attribute
+def test_a_change_to_what_ran_or_what_it_reads_changes_the_inputs(tmp_path: Path,
+                                                                 edit: tuple[str, str]) -> None:
+    assert named(tmp_path / "a", STORE) != named(tmp_path / "b", STORE.replace(*edit))
+
+
+def test_other_distributions_are_named_by_version(tmp_path: Path) -> None:
+    where = install(tmp_path, STORE)
+    executed = Executed(frozenset({(str(tmp_path / "anyio" / "core.py"), 1)}), frozenset())
+    got = named_inputs(executed, "openai-agents", where)
+    assert got == {"functions": {}, "distributions": {"anyio": "4.0"}}
+    newer = Installation(where.roots, where.owners, {**where.versions, "anyio": "4.1"},
+                         where.requires)
+    assert named_inputs(executed, "openai-agents", newer) != got
+
+
+def test_an_extension_module_counts_only_where_code_that_ran_can_call_it(tmp_path: Path
+                                                                         ) -> None:
+    got = named(tmp_path, STORE, extensions=("anyio/_native.so", "cryptography/_rust.so"))
+    assert got is not None
+    # the SDK requires anyio; nothing that ran requires cryptography (another lane loaded it)
+    assert got["distributions"] == {"anyio": "4.0"}
+
+
+def test_what_cannot_be_named_is_none(tmp_path: Path) -> None:
+    where = install(tmp_path, STORE)
+    stray = tmp_path / "stray.py"
+    stray.write_text("def f():\n    pass\n")
+    assert named_inputs(None, "openai-agents", where) is None  # the run never ended
+    outside = Executed(frozenset({(str(stray), 1)}), frozenset())
+    assert named_inputs(outside, "openai-agents", where) is None  # not installed
+    (tmp_path / "agents" / "store.py").write_text("def broken(:\n")
+    bad = Executed(frozenset({(str(tmp_path / "agents" / "store.py"), 1)}), frozenset())
+    assert named_inputs(bad, "openai-agents", where) is None  # does not parse
+
+
+def test_runs_merge_and_an_unknown_run_makes_the_whole_unknown() -> None:
+    a = Executed(frozenset({("f", 1)}), frozenset())
+    b = Executed(frozenset({("f", 2)}), frozenset({"x.so"}))
+    assert merge_executed([a, b]) == Executed(frozenset({("f", 1), ("f", 2)}),
+                                              frozenset({"x.so"}))
+    assert merge_executed([a, None]) is None
+
+
+def test_a_function_is_found_by_qualified_name_with_its_nested_code() -> None:
+    nested = STORE.replace("return helper(item)",
+                           "def inner():\n            return helper(item)\n"
+                           "        return inner()")
+    assert function_source_hash(STORE, "Store.add") != function_source_hash(nested, "Store.add")
+    assert function_source_hash(nested, "Store.add.<locals>.inner") == function_source_hash(
+        nested, "Store.add")
+    assert function_source_hash(STORE, "Store.pop") == function_source_hash(
+        STORE.replace("return helper(item)", "return item"), "Store.pop")
+    assert function_source_hash(STORE, "Store.missing") is None
+    assert function_source_hash("def (:", "f") is None
+
+
+def test_only_installed_files_are_recorded() -> None:
+    import anyio
+
+    assert installed_file(str(anyio.__file__)) == "anyio/__init__.py"
+    assert installed_file(__file__) is None
+
+
+@pytest.mark.parametrize("old,new", [("return x + 1", "return x - 1"),  # inside helper
+                                     ("def helper(x):", "def helper(x):\n    x = 0"),
+                                     ('TABLE = "items"', 'TABLE = "rows"')])  # outside it
+def test_a_changed_function_is_hashed_as_if_parsed(old: str, new: str) -> None:
+    from harness.inputs import changed_function_hash
+
+    mutated = STORE.replace(old, new)
+    assert changed_function_hash(STORE, mutated, "helper") == function_source_hash(
+        mutated, "helper")
