@@ -277,4 +277,7 @@ def survey_with_official(lanes: Sequence[Any], ours: Sequence[CheckSpec],
     from harness.survey import SurveyConfig, survey
 
     official = official_check(baseline, config.get("timeout_s", 10.0))
+    # Every pair runs: who kills a mutant (ours, the official suite, both) is the comparison,
+    # so no side may be skipped because the other killed first.
+    config = {**config, "first_kill": False}
     return survey(SurveyConfig(lanes=tuple(lanes), checks=(*ours, official), **config))

@@ -44,6 +44,17 @@ _saver_class = class_in
 _build_reference = file_builder(REFERENCE_MODULE, "ReferenceSaver", "reference.db")
 
 
+def _memory_class() -> str:
+    """The in-memory saver's class as the installed release defines it: InMemorySaver, or
+    MemorySaver before the rename (after it, MemorySaver is only an alias, which neither the
+    mutant generator nor the lane check can take for the class)."""
+    try:
+        module = importlib.import_module(MEMORY_MODULE)
+    except ImportError:
+        return "InMemorySaver"
+    return "InMemorySaver" if hasattr(module, "InMemorySaver") else "MemorySaver"
+
+
 async def _build_memory(ctx: BuildContext) -> Handle:
     saver = _saver_class(MEMORY_MODULE, "InMemorySaver", "MemorySaver")()
     return private_handle(saver, f"{type(saver).__name__} keeps its checkpoints in this "
@@ -84,10 +95,9 @@ REFERENCE = TargetSpec(
     description="our reference checkpointer: one SQLite file, one lock, durable on return",
 )
 MEMORY = TargetSpec(
-    name="lg-memory", backend="MemorySaver", module=MEMORY_MODULE, claims=NO_CLOSE,
+    name="lg-memory", backend=_memory_class(), module=MEMORY_MODULE, claims=NO_CLOSE,
     build=_build_memory,
-    description="InMemorySaver (named by MemorySaver, the name every release has: the class "
-                "until its rename to InMemorySaver, an alias since)",
+    description="InMemorySaver (MemorySaver in the releases before its rename)",
 )
 SQLITE_FILE = TargetSpec(
     name="lg-sqlite-file", backend="SqliteSaver", module=SQLITE_MODULE, claims=NO_CLOSE,
