@@ -96,6 +96,8 @@ def test_a_real_lane_holds_and_its_mutant_is_violated(check_id: str, lane: Targe
     ("ARIB-LGSETUP-001", MEMORY),
     ("ARIB-LGCLOSE-001", MEMORY),
     ("ARIB-LGCLOSE-001", ASYNC_SQLITE_MEMORY),
+    ("ARIB-LGCONC-002", STORE_SQLITE_FILE),
+    ("ARIB-LGSETUP-001", STORE_REFERENCE),
 ])
 def test_abstains_naming_what_it_found(check_id: str, lane: TargetSpec) -> None:
     finding = _run(check_id, lane)
