@@ -57,6 +57,10 @@ class CheckSpec:
     timeout_s: float = 60.0
     hang_invariant: bool = False
     module: str = ""
+    # The lane whose clean runs and forced-broken mutant gate this check in admission; empty:
+    # the family's reference (a store check of a family whose reference is a checkpointer
+    # names the family's reference store).
+    reference: str = ""
 
     def resolve_params(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Defaults overlaid with overrides, each validated; an unknown name is an error."""
@@ -84,6 +88,7 @@ class CheckSpec:
             "requires_close": self.requires_close,
             "requires_terminal_close": self.requires_terminal_close,
             "timeout_s": self.timeout_s,
+            **({"reference": self.reference} if self.reference else {}),
         }
 
 

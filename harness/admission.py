@@ -73,9 +73,17 @@ CACHED = frozenset({MutantStatus.KILLED, MutantStatus.SURVIVED})
 
 
 
-def _reference() -> TargetSpec:
-    """The active family's reference target."""
+def _reference(check: CheckSpec | None = None) -> TargetSpec:
+    """The target whose clean runs gate ``check``: the one it names (``CheckSpec.reference``),
+    else the active family's reference target."""
+    if check is not None and check.reference:
+        return get_target(check.reference)
     return active_family().resolve("reference")  # type: ignore[no-any-return]
+
+
+def _forced(check: CheckSpec) -> MutantSpec:
+    """The forced-broken mutant of the target that gates ``check``."""
+    return forced_broken(check.reference)
 
 @dataclass(frozen=True)
 class AdmissionConfig:
@@ -162,12 +170,11 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
     """The gates and the clean bases, by role; and each cell's clean base, which sets its
     mutants' time limits and says whether they can be judged there."""
     jobs: list[_Job] = []
-    forced = forced_broken()
     for check in checks:
         for r in range(config.reruns):
-            jobs.append(_Job(check, _reference(), None, r, "clean"))
-        jobs.append(_Job(check, _reference(), forced, 0, "forced"))
-        for name in sorted({m.target for m in pairs[check.id]} - {_reference().name}):
+            jobs.append(_Job(check, _reference(check), None, r, "clean"))
+        jobs.append(_Job(check, _reference(check), _forced(check), 0, "forced"))
+        for name in sorted({m.target for m in pairs[check.id]} - {_reference(check).name}):
             for r in range(clean_reruns(config.reruns)):
                 jobs.append(_Job(check, get_target(name), None, r, "base"))
     progress = Progress("admit", len(jobs), quiet=config.quiet)
@@ -194,7 +201,7 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
 def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | None:
     """Raise GateError when a sanity gate fails; the check's admission when it does not
     apply to this SDK version, else None."""
-    clean = by_role[(check.id, "clean", _reference().name)]
+    clean = by_role[(check.id, "clean", _reference(check).name)]
     if clean and all(f.verdict is Verdict.NOT_APPLICABLE for f in clean):
         # The contract is not offered by this SDK version (verified on the runtime object,
         # e.g. compaction before the bounded-suffix protocol): nothing to admit or measure.
@@ -211,7 +218,7 @@ def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | N
             f"reference backend gave {bad.verdict.value!r} ({evidence([bad])}); fix the "
             f"check or targets/reference.py before scoring anything"
         )
-    forced_findings = by_role[(check.id, "forced", forced_broken().key)]
+    forced_findings = by_role[(check.id, "forced", _forced(check).key)]
     if any(f.verdict is not Verdict.VIOLATED for f in forced_findings):
         raise GateError(
             f"sanity gate 'forced-broken mutant is killed' failed for {check.id}: a "
@@ -260,7 +267,7 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
         reasons = _reasons(check, pairs[check.id], problems[check.id], results, config)
         admissions.append(Admission(
             check.id, not reasons, tuple(reasons),
-            tuple(f.verdict for f in by_role[(check.id, "clean", _reference().name)]),
+            tuple(f.verdict for f in by_role[(check.id, "clean", _reference(check).name)]),
             tuple(results), time.perf_counter() - started,
         ))
     return tuple(admissions)
@@ -276,7 +283,7 @@ def _result(check: CheckSpec, mutant: MutantSpec, bases: Mapping[Cell, CleanBase
                             f"waived as equivalent: {waiver}", mutant.diff())
     base = bases[Cell(check.id, mutant.target)]
     result = judged.results[(check.id, mutant.key)]
-    if mutant.target == _reference().name or base.judgeable:
+    if mutant.target == _reference(check).name or base.judgeable:
         return result
     # Judged by this run's clean base, whether the mutant's own result is cached.
     return MutantResult(

@@ -37,9 +37,19 @@ def handwritten_mutants() -> tuple[MutantSpec, ...]:
     return tuple(sorted(_family_specs(HANDWRITTEN), key=lambda m: m.name))
 
 
-def forced_broken() -> MutantSpec:
-    """The forced-broken mutant of the family's reference, used by the sanity gate."""
+def forced_broken(lane: str = "") -> MutantSpec:
+    """The forced-broken mutant of the family's reference, used by the sanity gate; or, given
+    another ``lane`` (a check's own reference: ``CheckSpec.reference``), the one of that lane."""
     family = active_family()
+    if lane and lane != family.resolve("reference").name:
+        found = [m for m in _family_specs(FORCED) if m.target == lane]
+        if len(found) != 1:
+            raise MutantDefinitionError(
+                f"a check names reference={lane!r}, whose lane has {len(found)} forced-broken "
+                f"mutants in {family.mutants!r} (one is needed); register exactly one with "
+                f"@handwritten(target={lane!r}, ..., forced=True)"
+            )
+        return found[0]
     found = [m for m in _family_specs(FORCED) if m.name == family.forced_broken]
     if not found:
         raise MutantDefinitionError(

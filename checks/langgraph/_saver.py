@@ -68,12 +68,22 @@ def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
     return cp, versions
 
 
+async def _served_call(obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    if api_of(obj) == "sync":
+        return await anyio.to_thread.run_sync(
+            functools.partial(getattr(obj, method), *args, **kwargs))
+    return await getattr(obj, f"a{method}")(*args, **kwargs)
+
+
 async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """``saver.<method>(...)`` for a sync lane (in a worker thread), else ``a<method>``."""
-    if api_of(saver_of(saver)) == "sync":
-        return await anyio.to_thread.run_sync(
-            functools.partial(getattr(saver, method), *args, **kwargs))
-    return await getattr(saver, f"a{method}")(*args, **kwargs)
+    return await _served_call(saver_of(saver), method, *args, **kwargs)
+
+
+async def store_call(store: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``store.<method>(...)`` for a sync store lane (in a worker thread), else
+    ``a<method>``; NotApplicable on a checkpointer."""
+    return await _served_call(store_of(store), method, *args, **kwargs)
 
 
 async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:

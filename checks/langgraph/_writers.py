@@ -16,6 +16,7 @@ from checks import _forked
 from checks.base import NotApplicable, TrialContext, describe
 from checks.langgraph._faults import Op, Seen, judge, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
+from targets.langgraph.lanes import KIND
 
 READY_TIMEOUT_S = 20.0
 
@@ -170,7 +171,12 @@ async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps:
                          timeout_s: float, failed: str, clean: str,
                          setup_at_go: bool = False) -> Trial:
     """Fork one writer per (writer, thread), release them together, collect what they
-    acknowledged, reap them; then a fresh instance lists every thread and ``judged`` judges."""
+    acknowledged, reap them; then a fresh instance lists every thread and ``judged`` judges.
+    Abstains on a store lane, from the lane's kind (opening the store here to ask its object,
+    as ``saver_of`` does, would create the store before the writers fork)."""
+    if KIND.get(ctx.target.name) == "store":
+        raise NotApplicable(f"{ctx.target.name!r} is a store lane ({ctx.target.backend}), not "
+                            f"a checkpointer: these forked writers put checkpoints")
     outcomes = {w: Outcome() for w, _ in names}
     workers: list[_forked.Worker] = []
     try:

@@ -1,27 +1,31 @@
-"""The LangGraph fault checks (ARIB-LGCONC-001/002, ARIB-LGDUR-001, ARIB-LGCANCEL-001): each
-holds on lg-reference and kills its hand-written mutants; their verdicts on the real lanes; the
-read-back judge on hand-made outcomes."""
+"""The LangGraph fault checks (ARIB-LGCONC-001/002, ARIB-LGDUR-001, ARIB-LGCANCEL-001, ...):
+each holds on lg-reference and kills its hand-written mutants; their verdicts on the real lanes;
+the read-back judge on hand-made outcomes; the store check ARIB-LGSTORE-001 on the store lanes,
+gated on lg-store-reference."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import anyio
 import pytest
 
-from checks.base import TrialContext
 from checks.langgraph._faults import Op, judge
+from checks.langgraph.lgstore_001 import namespaces
 from checks.registry import get_check
+from harness import admission
+from harness.execute import RunOptions, run_check
+from harness.ground.child import run_one
+from harness.ground.errors import MutantDefinitionError
 from harness.ground.model import Finding, Verdict
-from mutants.registry import get_mutant
-from targets.base import BuildContext, Claims, Handle, TargetSpec
+from mutants.registry import forced_broken, get_mutant
+from targets.base import TargetSpec
 from targets.langgraph.lanes import (
     ASYNC_SQLITE_FILE,
     ASYNC_SQLITE_MEMORY,
     MEMORY,
     REFERENCE,
     SQLITE_FILE,
+    STORE_MEMORY,
+    STORE_REFERENCE,
+    STORE_SQLITE_FILE,
 )
 from tests.checkrun import run_small
 
@@ -92,6 +96,8 @@ def test_a_real_lane_holds_and_its_mutant_is_violated(check_id: str, lane: Targe
     ("ARIB-LGSETUP-001", MEMORY),
     ("ARIB-LGCLOSE-001", MEMORY),
     ("ARIB-LGCLOSE-001", ASYNC_SQLITE_MEMORY),
+    ("ARIB-LGCONC-002", STORE_SQLITE_FILE),
+    ("ARIB-LGSETUP-001", STORE_REFERENCE),
 ])
 def test_abstains_naming_what_it_found(check_id: str, lane: TargetSpec) -> None:
     finding = _run(check_id, lane)
@@ -125,7 +131,7 @@ def test_cancellation_holds_where_no_second_instance_reads() -> None:
 
 
 def test_every_check_names_existing_mutants_and_selectors() -> None:
-    for check_id in SMALL:
+    for check_id in [*SMALL, "ARIB-LGSTORE-001"]:
         check = get_check(check_id)
         assert check.generated, check_id
         for name in check.mutants:
@@ -158,53 +164,58 @@ def test_the_judge_lets_an_unacknowledged_op_be_wholly_absent() -> None:
     assert judge([PUT, WRITES], {0}, {"t": {}}).lost == 1
 
 
-# --- the store draft (ARIB-LGSTORE-001, not admitted: no store lane yet) ----------------------
+# --- the store check (ARIB-LGSTORE-001, gated on lg-store-reference) -------------------------
+
+STORE_SMALL = {"trials": 2, "writers": 3, "items": 6}
 
 
-def _store_trial(tmp_path: Path, seed: int) -> Any:
-    from langgraph.store.memory import InMemoryStore
-
-    from checks.langgraph._store_race import DRAFT
-
-    async def build(ctx: BuildContext) -> Handle:
-        async def nothing() -> None:
-            return None
-
-        return Handle(session=InMemoryStore(), reopen=nothing, dispose=nothing)  # type: ignore[arg-type]
-
-    lane = TargetSpec(name="test-store-memory", backend="InMemoryStore",
-                      module="langgraph.store.memory", claims=Claims(has_close=False),
-                      build=build, description="InMemoryStore built in this test")
-    ctx = TrialContext(lane, BuildContext(tmp_path, "s"), 0, seed, DRAFT.resolve_params({}))
-    return anyio.run(DRAFT.run_trial, ctx)
+def _store_run(lane: TargetSpec = STORE_REFERENCE, mutant: str | None = None) -> Finding:
+    return run_small("ARIB-LGSTORE-001", STORE_SMALL, mutant, lane)
 
 
-def test_the_store_draft_holds_on_in_memory_store(tmp_path: Path) -> None:
-    trial = _store_trial(tmp_path, 5)
-    assert not trial.violated, trial.sample
+@pytest.mark.parametrize("lane", [STORE_REFERENCE, STORE_MEMORY])
+def test_the_store_check_holds(lane: TargetSpec) -> None:
+    finding = _store_run(lane)
+    assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
+    assert finding.trials == STORE_SMALL["trials"]
 
 
-def test_the_store_draft_sees_a_search_that_reaches_other_namespaces(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langgraph.store.memory import InMemoryStore
+@pytest.mark.parametrize(("lane", "mutant", "sample"), [
+    (STORE_REFERENCE, "lg_store_reference_search_by_string_prefix", "gave an item of"),
+    (STORE_REFERENCE, "lg_store_reference_delete_is_a_no_op", "was deleted and is still there"),
+    (STORE_MEMORY, "lg_store_memory_search_by_string_prefix", "gave an item of"),
+    (STORE_SQLITE_FILE, "lg_store_sqlite_delete_is_a_no_op", "was deleted and is still there"),
+])
+def test_a_store_mutant_is_violated(lane: TargetSpec, mutant: str, sample: str) -> None:
+    finding = _store_run(lane, mutant)
+    assert finding.verdict is Verdict.VIOLATED, (finding.samples, finding.reason)
+    assert any(sample in s for s in finding.samples), finding.samples
+    assert finding.replay and "--mutant" in finding.replay
 
-    original = InMemoryStore.asearch
 
-    async def too_wide(self: Any, prefix: tuple[str, ...], **kwargs: Any) -> Any:
-        return await original(self, prefix[:-1], **kwargs)
-
-    monkeypatch.setattr(InMemoryStore, "asearch", too_wide)
-    trial = _store_trial(tmp_path, 5)
-    assert trial.violated and "gave an item of" in (trial.sample or "")
+def test_the_store_check_abstains_on_a_checkpointer_lane() -> None:
+    finding = _store_run(REFERENCE)
+    assert finding.verdict is Verdict.NOT_APPLICABLE
+    assert "a checkpointer, not a store" in (finding.reason or ""), finding.reason
 
 
-def test_the_store_draft_sees_a_delete_that_does_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langgraph.store.memory import InMemoryStore
+def test_the_store_check_is_gated_on_the_reference_store() -> None:
+    check = get_check("ARIB-LGSTORE-001")
+    assert admission._reference(check) is STORE_REFERENCE
+    assert admission._reference() is REFERENCE
+    forced = forced_broken(check.reference)
+    assert forced.target == STORE_REFERENCE.name and forced is not forced_broken()
+    opts = RunOptions(params=check.resolve_params(STORE_SMALL))
+    outcome = run_one(lambda: run_check(check, STORE_REFERENCE, opts, forced), 90)
+    assert outcome.value is not None and outcome.value.verdict is Verdict.VIOLATED
 
-    async def ignored(self: Any, namespace: tuple[str, ...], key: str) -> None:
-        return None
 
-    monkeypatch.setattr(InMemoryStore, "adelete", ignored)
-    trial = _store_trial(tmp_path, 5)
-    assert trial.violated and "was deleted and is still there" in (trial.sample or "")
+def test_a_check_reference_without_a_forced_mutant_is_refused() -> None:
+    with pytest.raises(MutantDefinitionError, match="'lg-store-memory'"):
+        forced_broken(STORE_MEMORY.name)
+
+
+def test_the_namespaces_are_string_prefixes_of_each_other() -> None:
+    names = [ns[-1] for ns in namespaces(7, 3)]
+    assert names == ["w1", "w10", "w19"]
+    assert all(n.startswith(names[0]) for n in names)

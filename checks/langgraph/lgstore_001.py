@@ -1,8 +1,8 @@
-"""Draft of ARIB-LGSTORE-001 (issue 14, "store put/search/delete racing across namespaces"),
-kept out of discovery (a leading underscore) until the family has store lanes and a reference
-store: admission needs a reference that holds, and the family's reference is a checkpointer.
-When `lglanes`' store lanes land, this becomes checks/langgraph/lgstore_001.py with its
-mutants (tests/langgraph/test_faults.py runs it on ``InMemoryStore`` meanwhile).
+"""ARIB-LGSTORE-001 (issue 14, "store put/search/delete racing across namespaces"): a store
+check, run on the store lanes (it abstains on a checkpointer lane: ``store_of``). Its gates run
+on our reference store, ``lg-store-reference`` (``CheckSpec.reference``), not on the family's
+reference checkpointer. Each call goes through the half of the interface the lane serves
+(``store_call``: a sync lane's in a worker thread).
 
 Invariant: writers, each owning a namespace (``("arib", <seed>, "w1")``, ``("arib", <seed>,
 "w10")``, ...: one name a string prefix of another), put and delete items, released together
@@ -18,9 +18,11 @@ from typing import Any
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, NotApplicable, Param, TrialContext, describe
+from checks.base import Barrier, CheckSpec, Param, TrialContext, describe
 from checks.common import trials_param
+from checks.langgraph._saver import store_call, store_of
 from harness.ground.model import Counts, Trial
+from harness.ground.selector import Selector
 
 CHECK_ID = "ARIB-LGSTORE-001"
 LIMIT = 10_000
@@ -34,11 +36,7 @@ def namespaces(seed: int, writers: int) -> list[tuple[str, ...]]:
 async def run_trial(ctx: TrialContext) -> Trial:
     """One trial: writers put and delete in their namespaces while searchers search them."""
     writers, items = ctx.params["writers"], ctx.params["items"]
-    handle = await ctx.open()
-    store = handle.session
-    if not all(callable(getattr(store, m, None)) for m in ("aput", "asearch", "adelete")):
-        raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: "
-                            f"{type(store).__name__} is not a store (no aput/asearch/adelete)")
+    store = store_of(await ctx.open())
     spaces = namespaces(ctx.seed, writers)
     plans = {ns: [(f"k{i}", {"v": f"{ns[-1]}-{i}-{r}"}) for i in range(items)
                   for r in range(2)] for ns in spaces}
@@ -62,10 +60,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await barrier.wait()
         try:
             for key, value in plans[ns]:
-                await store.aput(ns, key, value)
+                await store_call(store, "put", ns, key, value)
                 await anyio.sleep(0)
             for key in sorted(deleted[ns]):
-                await store.adelete(ns, key)
+                await store_call(store, "delete", ns, key)
                 await anyio.sleep(0)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"writer {ns}: {describe(exc)}")
@@ -74,7 +72,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await barrier.wait()
         try:
             while not done.is_set():
-                judge_search(ns, await store.asearch(ns, limit=LIMIT))
+                judge_search(ns, await store_call(store, "search", ns, limit=LIMIT))
                 await anyio.sleep(0)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"searcher {ns}: {describe(exc)}")
@@ -88,7 +86,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
         done.set()
     lost = 0
     for ns in spaces:
-        found = await store.asearch(ns, limit=LIMIT)
+        try:
+            found = await store_call(store, "search", ns, limit=LIMIT)
+        except Exception as exc:  # noqa: BLE001 - evidence
+            errors.append(f"final search {ns}: {describe(exc)}")
+            continue
         judge_search(ns, found)
         have = {item.key: item.value for item in found if tuple(item.namespace) == ns}
         want = {key: value for key, value in plans[ns] if key not in deleted[ns]}
@@ -100,11 +102,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
             wrong.append(f"{ns} {key} was deleted and is still there")
     counts = Counts(lost=lost, foreign=len(wrong) - lost, errors=len(errors))
     bad = bool(wrong or errors)
-    return Trial(ctx.index, ctx.seed, bad, counts, mode="mixed" if bad else "isolated",
+    mode = ("error" if errors else "foreign" if counts.foreign else "lossy" if lost
+            else "isolated")
+    return Trial(ctx.index, ctx.seed, bad, counts, mode=mode,
                  sample="; ".join([*errors, *wrong][:3]) or None, ops=tuple(ctx.ops))
 
 
-DRAFT = CheckSpec(
+CHECK = CheckSpec(
     id=CHECK_ID,
     invariant="store puts, searches and deletes racing across namespaces (one name a prefix "
     "of another) keep each namespace's items its own: searches see no other namespace's, "
@@ -113,5 +117,9 @@ DRAFT = CheckSpec(
     params=(Param("writers", 3, 2, 16, "namespaces, one writer and one searcher each"),
             Param("items", 8, 1, 500, "keys per namespace"), trials_param(3)),
     run_trial=run_trial,
-    mutants=(),  # none yet: no store lane to pair them with
+    mutants=("lg_store_reference_search_by_string_prefix", "lg_store_reference_delete_is_a_no_op",
+             "lg_store_memory_search_by_string_prefix", "lg_store_sqlite_delete_is_a_no_op"),
+    generated=(Selector("lg-store-reference", "ReferenceStore._put", "flip_comparison"),
+               Selector("lg-store-memory", "InMemoryStore._apply_put_ops", "flip_comparison")),
+    reference="lg-store-reference",
 )
