@@ -2,7 +2,8 @@
 acknowledged op, tears none, and a saver used after the exit refuses (or keeps what it took).
 
 The savers have no close(); the one way their packages end a saver is the context manager of
-``from_conn_string`` (it closes the connection it opened). On a file in the trial's folder:
+``from_conn_string`` (it closes the connection it opened). On the trial's store (a file in its
+folder, or, for the PostgreSQL savers, the trial's schema on the harness's PostgreSQL):
 enter ``from_conn_string``, put a base checkpoint, then release ``writers`` writers (tasks on
 an async class, threads on a sync one; a class serving both: even trials tasks, odd threads),
 each putting ``steps`` checkpoints with writes on a thread of its own, and exit the context
@@ -16,8 +17,9 @@ driver) is a violation with its signal as evidence. Then:
 - a fresh context manager on the file lists every thread: every acknowledged op is there,
   the op a writer was in when refused is wholly there or absent, nothing foreign.
 
-A class with no ``from_conn_string`` makes no close claim, and a lane whose store lives in one
-instance's memory cannot be read after the exit: both abstain, naming what they found.
+A class with no ``from_conn_string`` makes no close claim, a lane whose store lives in one
+instance's memory cannot be read after the exit, and a saver that keeps only a thread's latest
+checkpoint cannot keep the writers' several: all abstain, naming what they found.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from checks.common import trials_param
 from checks.langgraph._faults import Op, judge, read_threads, writer_plan
 from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
+from targets.langgraph.lanes import latest_only
 
 CHECK_ID = "ARIB-LGCLOSE-001"
 RUN_TIMEOUT_S = 30.0
@@ -158,6 +161,17 @@ def _body(cls: type, path: str, mode: str, delay: int, base: list[Op],
     return body
 
 
+def _schema_conninfo(ctx: TrialContext) -> str:
+    """The libpq connection string of this trial's schema on the harness's PostgreSQL."""
+    from psycopg.conninfo import make_conninfo
+
+    from targets.langgraph.services import conninfo, ensure_schema, trial_schema
+
+    dsn, schema = conninfo(ctx.build, ctx.target.name), trial_schema(ctx.build)
+    ensure_schema(dsn, schema)
+    return make_conninfo(dsn, options=f"-c search_path={schema}")
+
+
 async def run_trial(ctx: TrialContext) -> Trial:
     """One trial: from_conn_string's context exits while writers are in flight."""
     writers, steps = ctx.params["writers"], ctx.params["steps"]
@@ -170,16 +184,22 @@ async def run_trial(ctx: TrialContext) -> Trial:
     if probe.private_store:
         raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: "
                             f"{probe.private_store}; nothing can read it after the exit")
-    if not (ctx.target.reference or "sqlite" in cls.__module__):
-        # from_conn_string of a server saver takes the server's URL: not built here yet
-        raise NotApplicable(f"{CHECK_ID} opens from_conn_string on a SQLite file; "
-                            f"{cls.__module__}.{cls.__name__} takes a server connection string, "
-                            f"which this check does not pass yet")
+    no_history = latest_only(probe.session)
+    if no_history:  # every writer puts several checkpoints on its thread; one is kept
+        raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: {no_history}")
+    server = not (ctx.target.reference or "sqlite" in cls.__module__)
+    if server and ctx.target.service != "postgres":
+        raise NotApplicable(f"{CHECK_ID} opens from_conn_string on a SQLite file or on the "
+                            f"harness's PostgreSQL; {cls.__module__}.{cls.__name__} of lane "
+                            f"{ctx.target.name!r} takes neither")
     mode = mode_of(probe.session, ctx.index)
     await ctx.dispose()
-    path = str(ctx.build.root / "from-conn-string.db")
+    # The store the probe set up: a file of the trial's folder, or the trial's own schema on
+    # the harness's PostgreSQL (its tables made by the probe's setup()).
+    path = (_schema_conninfo(ctx) if server else str(ctx.build.root / "from-conn-string.db"))
     delay = ctx.rng.randint(0, 4 * steps)
-    ctx.log(f"{cls.__name__}.from_conn_string({path!r}): enter; put a base checkpoint; as "
+    shown = "<the trial's PostgreSQL schema>" if server else repr(path)
+    ctx.log(f"{cls.__name__}.from_conn_string({shown}): enter; put a base checkpoint; as "
             f"{mode}: {writers} writers x {steps} (put; put_writes) on their own threads, and "
             f"exit the context after {delay} {'yields' if mode == 'tasks' else '/4 ms'}")
     base = writer_plan(probe.session, ctx.seed, writers, f"t{ctx.seed:x}-base", 1)
@@ -208,7 +228,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"{sum(map(len, acked.values()))} ops acknowledged, {len(report['refused'])} "
             f"writers refused; after the exit, through the exited saver: {after.label}: "
             f"{'returned' if accepted else 'refused: ' + report['refusal']}")
-    ctx.log("a fresh from_conn_string on the file lists every thread")
+    ctx.log("a fresh from_conn_string on the store lists every thread")
     plan = [*base, after]
     done = {0, 1} | ({2} if accepted else set())
     for w in plans:

@@ -329,3 +329,17 @@ def test_latest_only_is_claimed_exactly_by_the_savers_that_keep_one_checkpoint(
 
     claim, kept = anyio.run(main)
     assert kept == (1 if claim else 2), (lane.name, claim, kept)
+
+
+@pytest.mark.skipif(not HAVE_POSTGRES, reason="PostgreSQL server binaries not installed")
+def test_the_close_check_runs_on_a_postgres_saver_and_abstains_on_a_shallow_one(
+        private_tmp: Path, services: Mapping[str, str]) -> None:
+    check = get_check("ARIB-LGCLOSE-001")
+    opts = RunOptions(params=check.resolve_params({"trials": 2, "writers": 2, "steps": 2}),
+                      services=dict(services))
+    held = run_check(check, lg.ASYNC_POSTGRES, opts)
+    assert held.verdict is Verdict.HELD, held.reason
+    assert held.trials == 2 and held.violating_trials == 0
+    shallow = run_check(check, lg.SHALLOW_POSTGRES, opts)
+    assert shallow.verdict is Verdict.NOT_APPLICABLE
+    assert "keeps only the latest checkpoint" in (shallow.reason or "")
