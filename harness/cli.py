@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="cross-version report from result files")
     p.add_argument("result", nargs="*", help="run files (default: newest per version)")
     p.add_argument("--out", default="results", help="results folder (default results/)")
-    p.add_argument("--report", help="where to write (default results/cross-version.md)")
+    p.add_argument("--report", help="where to write (default results/cross-version.md; for "
+                                    "another family results/cross-version-<family>.md)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("admit", help="admit checks: each paired mutant killed or survived")

@@ -203,6 +203,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """`python -m harness compare`: write the cross-version report of whole runs."""
     from harness.baseline import newest_whole_runs
     from harness.compare import load_runs, write_cross_version
+    from harness.ground.family import DEFAULT as DEFAULT_FAMILY
     from harness.ground.family import active_family
     from harness.noxsupport import bench_command
 
@@ -218,7 +219,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"no whole run to compare in {str(out)!r}: run "
                          f"`{bench_command(family=active_family().name)}` (a "
                          f"partial run, with --lanes or --checks, is never compared)")
-    print("\n".join(write_cross_version(docs, Path(args.report or out / "cross-version.md"))))
+    family = active_family().name  # each family its own report: never another's overwritten
+    name = "cross-version.md" if family == DEFAULT_FAMILY else f"cross-version-{family}.md"
+    print("\n".join(write_cross_version(docs, Path(args.report or out / name))))
     return 0
 
 
