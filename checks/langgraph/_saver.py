@@ -10,7 +10,7 @@ from typing import Any
 import anyio.to_thread
 
 from targets.base import Handle, NotApplicable
-from targets.langgraph.lanes import api_of, kind_of
+from targets.langgraph.lanes import api_of, kind_of, latest_only
 
 
 def _of_kind(obj: Any, kind: str) -> Any:
@@ -47,14 +47,22 @@ def checkpoint_id(seed: int, step: int, writer: int = 0) -> str:
 
 
 def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
-                    previous: Mapping[str, Any] | None = None, writer: int = 0
-                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+                    previous: Mapping[str, Any] | None = None, writer: int = 0, *,
+                    history: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """(checkpoint, new_versions): ``previous``'s channel values updated with ``values``, each
     updated channel at a new version from the saver's own ``get_next_version``. Every channel
-    with a version has its value, as in a checkpoint a graph makes."""
+    with a version has its value, as in a checkpoint a graph makes.
+
+    A check that reads back more than a thread's latest checkpoint (``history``, the default)
+    abstains on a saver that keeps only the latest (``lanes.LATEST_ONLY``), naming it: that
+    was never offered there. A check reading only the latest passes ``history=False``."""
     from langgraph.checkpoint.base import empty_checkpoint
 
     saver_of(saver)
+    no_history = latest_only(saver) if history else None
+    if no_history:
+        raise NotApplicable(f"{no_history}: this check reads back more than a thread's latest "
+                            f"checkpoint, which was never offered there")
     prior = dict((previous or {}).get("channel_versions", {}))
     versions = {ch: saver.get_next_version(prior.get(ch), None) for ch in values}
     cp = dict(empty_checkpoint())

@@ -33,7 +33,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     for step in range(steps):
         values = {"messages": [SAMPLES[(step + i) % len(SAMPLES)] for i in range(3)],
                   f"ch{step % 3}": SAMPLES[step % len(SAMPLES)]}
-        cp, versions = make_checkpoint(saver, ctx.seed, step, values, previous)
+        cp, versions = make_checkpoint(saver, ctx.seed, step, values, previous,
+                                       history=False)  # reads only the latest there
         metadata = {"source": "loop", "step": step, "note": SAMPLES[step % 2],
                     "tags": ["a", step]}
         ctx.log(f"put step {step} id {cp['id']} (parent {parent})")

@@ -46,7 +46,7 @@ def _lane(lane: TargetSpec) -> Any:
 async def _write(obj: Any, lane: TargetSpec, seed: int) -> str:
     """Put one checkpoint (or store item) through the half the lane serves; what was put."""
     if lg.KIND[lane.name] == "checkpointer":
-        cp, versions = make_checkpoint(obj, seed, 0, {"a": "žluť"})
+        cp, versions = make_checkpoint(obj, seed, 0, {"a": "žluť"}, history=False)
         await call(obj, "put", config("t"), cp, {"step": 0}, versions)
         return str(cp["id"])
     value = {"v": seed}
@@ -319,7 +319,8 @@ def test_latest_only_is_claimed_exactly_by_the_savers_that_keep_one_checkpoint(
         try:
             saver, previous = handle.session, None
             for step in range(2):
-                cp, versions = make_checkpoint(saver, 3, step, {"a": step}, previous)
+                cp, versions = make_checkpoint(saver, 3, step, {"a": step}, previous,
+                                               history=False)
                 parent = None if previous is None else previous["id"]
                 await call(saver, "put", config("t", "", parent), cp, {"step": step}, versions)
                 previous = cp
