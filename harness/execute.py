@@ -209,6 +209,8 @@ async def probe_claims(target: TargetSpec, services: dict[str, str], workdir: Pa
     probe_root.mkdir()
     try:
         handle = await target.build(BuildContext(probe_root, "arib-claims", services))
+    except NotApplicable:  # no instance can exist here: no claim to verify; trials abstain
+        return None
     except Exception as exc:  # noqa: BLE001
         return f"target {target.name!r} could not be built: {exc!r}", traceback.format_exc()
     try:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langgraph.store.base import SearchItem, SearchOp
-
 from mutants.base import handwritten, load_class
 from targets.langgraph.stores import (
     MEMORY_STORE_MODULE,
@@ -43,6 +41,10 @@ def lg_store_reference_forced_broken() -> None:
              defect="search matches the namespace's JSON text by string prefix: a search of "
                     "('a', 'w1') also gives the items of ('a', 'w10')")
 def lg_store_reference_search_by_string_prefix() -> None:
+    # imported here, in the child that installs it: releases before the store API (langgraph-
+    # checkpoint 1.0) have no SearchItem, and this module is loaded with every mutant
+    from langgraph.store.base import SearchItem, SearchOp
+
     cls = load_class(REFERENCE_STORE_MODULE, "ReferenceStore")
     original = cls._one
 

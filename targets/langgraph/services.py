@@ -141,7 +141,13 @@ def file_builder(module: str, name: str, filename: str
     (its ``dispose()`` closes the file); reopen() opens another instance on that file."""
 
     async def build(ctx: BuildContext) -> Handle:
-        obj = class_in(module, name)(ctx.root / filename)
+        try:
+            cls = class_in(module, name)
+        except ImportError as exc:  # our code imports what the installed release lacks
+            raise NotApplicable(
+                f"{name} cannot exist on the installed langgraph-checkpoint: {exc} (the API "
+                f"it implements is newer than this release)") from None
+        obj = cls(ctx.root / filename)
 
         async def dispose() -> None:
             obj.dispose()
