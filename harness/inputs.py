@@ -99,11 +99,22 @@ class Installation:
         """The installation this interpreter runs (read once per process)."""
         versions: dict[str, str] = {}
         requires: dict[str, frozenset[str]] = {}
+        found: dict[str, dict[str, None]] = {}
         for dist in importlib.metadata.distributions():
             name = _normal(dist.metadata["Name"] or "")
             versions.setdefault(name, dist.version)
             requires.setdefault(name, _required(dist.requires or []))
-        owners = {k: tuple(v) for k, v in importlib.metadata.packages_distributions().items()}
+            # Each top-level name the distribution's RECORD installs: Python 3.10's
+            # packages_distributions() reads only top_level.txt, which some wheels lack
+            # (cryptography's), so its extension modules would have no owner.
+            for file in dist.files or ():
+                top = file.parts[0] if file.parts else ""
+                if top and not top.endswith((".dist-info", ".egg-info", ".data", "..")):
+                    found.setdefault(top.split(".", 1)[0], {})[name] = None
+        for top, dists in importlib.metadata.packages_distributions().items():
+            for dist_name in dists:
+                found.setdefault(top, {})[_normal(dist_name)] = None
+        owners = {top: tuple(dists) for top, dists in found.items()}
         return cls(_roots(), owners, versions, requires)
 
     def relative(self, filename: str) -> str | None:
