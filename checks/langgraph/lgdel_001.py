@@ -25,12 +25,22 @@ from typing import Any
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe, race_threads
+from checks.base import (
+    Barrier,
+    CheckSpec,
+    NotApplicable,
+    Param,
+    Selector,
+    TrialContext,
+    describe,
+    race_threads,
+)
 from checks.common import trials_param
 from checks.langgraph._faults import Op, judge, read_threads, writer_plan
 from checks.langgraph._saver import call
 from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
+from targets.langgraph.lanes import api_of
 
 Stamps = dict[str, tuple[int, int]]  # op name -> (start, end) on the trial's counter
 
@@ -98,6 +108,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     steps = ctx.params["steps"]
     handle = await ctx.open()
     saver = handle.session
+    name = "delete_thread" if api_of(saver) == "sync" else "adelete_thread"
+    if not callable(getattr(saver, name, None)):  # releases before it: never offered
+        raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release: the "
+                            f"contract was never offered")
     mode = mode_of(saver, ctx.index)
     t, u = f"t{ctx.seed:x}-T", f"t{ctx.seed:x}-U"
     life1 = writer_plan(saver, ctx.seed, 0, t, 2 * steps)
