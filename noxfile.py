@@ -116,7 +116,8 @@ def langgraph(session: nox.Session) -> None:
 def slowtest(session: nox.Session) -> None:
     """Run the slow tests: real servers mid-run, Chromium, determinism, full parity timing."""
     install(session, PINNED_SDK, report=True)
-    session.run("pytest", "-m", "slow", *session.posargs)
+    # The LangGraph family's slow tests run in its own environment: `nox -s langgraph`.
+    session.run("pytest", "-m", "slow", "--ignore=tests/langgraph", *session.posargs)
 
 
 def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Path:
