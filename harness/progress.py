@@ -8,14 +8,25 @@ it should still take, what ended how, and the last unit.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import TextIO
 
-# Off a terminal: at most one summary line this often (seconds).
+# Off a terminal: at most one summary line this often (seconds); $ARIB_PROGRESS_EVERY_S sets
+# it (0: a line per unit, for a tool that follows a run's progress line by line).
 SUMMARY_EVERY_S = 10.0
+ENV_EVERY = "ARIB_PROGRESS_EVERY_S"
+
+
+def summary_every_s() -> float:
+    """Seconds between summary lines off a terminal: $ARIB_PROGRESS_EVERY_S, else 10."""
+    try:
+        return max(0.0, float(os.environ.get(ENV_EVERY, SUMMARY_EVERY_S)))
+    except ValueError:
+        return SUMMARY_EVERY_S
 
 
 class Progress:
@@ -26,7 +37,7 @@ class Progress:
     """
 
     def __init__(self, label: str, total: int, stream: TextIO | None = None,
-                 quiet: bool = False, every_s: float = SUMMARY_EVERY_S,
+                 quiet: bool = False, every_s: float | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.label = label
         self.total = total
@@ -34,7 +45,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.every_s = every_s
+        self.every_s = summary_every_s() if every_s is None else every_s
         self.clock = clock
         self.started = clock()
         self.printed_at = self.started

@@ -124,7 +124,9 @@ def test_a_stopped_bench_writes_what_it_measured_and_leaves_nothing(
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     out = tmp_path / "results"
-    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
+    # a progress line per unit: the test stops the bench once its first lane is done
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO),
+           "ARIB_PROGRESS_EVERY_S": "0"}
     env.pop("REDIS_URL", None)
     env.pop("POSTGRES_URL", None)
     bench = subprocess.Popen(
