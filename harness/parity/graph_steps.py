@@ -30,7 +30,7 @@ from harness.parity.records import (
     Read,
     Workflow,
     WorkflowResult,
-    raised_error,
+    play_steps,
     result_from_reads,
 )
 
@@ -250,20 +250,7 @@ async def play_graph(
     """Play a graph workflow on ``saver`` (the lane's checkpointer), as ``runner.Play``."""
     ctx = GraphContext(saver=saver, api=lane_api(lane), thread_id=f"parity-{workflow.name}")
     started = time.perf_counter()
-    error: str | None = None
-    abstained: str | None = None
-    for index, step in enumerate(workflow.steps):
-        ctx.step_label = f"{index:02d}.{step.kind}"
-        try:
-            await step.run(ctx)
-        except Abstain as exc:
-            abstained = str(exc)
-            ctx.record("abstained", [{"reason": abstained}])
-            break
-        except Exception as exc:  # noqa: BLE001 - a raising run is evidence, kept in reads
-            ctx.record("raised", exc)
-            error = raised_error(ctx.step_label, workflow.name, lane, exc)
-            break
+    error, abstained = await play_steps(workflow, ctx, lane, lambda exc: exc)
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     reads = tuple(ctx.reads)
     aliases = Aliases()

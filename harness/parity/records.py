@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -147,6 +147,26 @@ class WorkflowResult:
             case_seed=data.get("case_seed"),
             abstained=data.get("abstained"),
         )
+
+
+async def play_steps(workflow: Any, ctx: Any, lane: str,
+                     raised: Callable[[BaseException], Any]) -> tuple[str | None, str | None]:
+    """Run ``workflow``'s steps on ``ctx`` in order (either kind of workflow): (error,
+    abstention). A step raising ``faultkit.Abstain`` ends it as not applicable on this lane;
+    any other exception ends it, recorded as ``raised(exc)`` and kept as the evidence."""
+    from harness.parity.faultkit import Abstain
+
+    for index, step in enumerate(workflow.steps):
+        ctx.step_label = f"{index:02d}.{step.kind}"
+        try:
+            await step.run(ctx)
+        except Abstain as exc:
+            ctx.record("abstained", [{"reason": str(exc)}])
+            return None, str(exc)
+        except Exception as exc:  # noqa: BLE001 - a raising backend is evidence, kept in reads
+            ctx.record("raised", raised(exc))
+            return raised_error(ctx.step_label, workflow.name, lane, exc), None
+    return None, None
 
 
 def raised_error(step_label: str, workflow: str, lane: str, exc: BaseException) -> str:

@@ -27,7 +27,7 @@ from harness.parity.normalize import normalize_reads
 from harness.parity.records import (
     Workflow,
     WorkflowResult,
-    raised_error,
+    play_steps,
     result_from_reads,
     workflow_domains,
 )
@@ -279,25 +279,12 @@ async def run_workflow(
     ``store`` (a ``faultkit.StoreAccess``) is what fault steps use beyond the session; a step
     that raises ``faultkit.Abstain`` ends the workflow as not applicable on this lane.
     """
-    from harness.parity.faultkit import Abstain
-
     set_tracing_disabled(True)
     ctx = WorkflowContext(session=session, store=store)
     started = time.perf_counter()
-    error: str | None = None
-    abstained: str | None = None
-    for index, step in enumerate(workflow.steps):
-        ctx.step_label = f"{index:02d}.{step.kind}"
-        try:
-            await step.run(ctx)
-        except Abstain as exc:
-            abstained = str(exc)
-            ctx.record("abstained", [{"reason": abstained}])
-            break
-        except Exception as exc:  # noqa: BLE001 - a raising backend is evidence, kept in reads
-            ctx.record("raised", [{"error": type(exc).__name__, "message": str(exc)[:500]}])
-            error = raised_error(ctx.step_label, workflow.name, lane, exc)
-            break
+    error, abstained = await play_steps(
+        workflow, ctx, lane,
+        lambda exc: [{"error": type(exc).__name__, "message": str(exc)[:500]}])
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     reads = tuple(ctx.reads)
     normalized, rules = normalize_reads(reads, lane=lane, domain=workflow.domain)
