@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
+from checks.langgraph._contract import reader_of
 from checks.langgraph._saver import (
     call,
     config,
@@ -47,7 +48,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
                     "channel_versions": cp["channel_versions"],
                     "versions_seen": cp["versions_seen"], "metadata": metadata})
         previous, parent = cp, cp["id"]
-    reader = saver if handle.private_store else (await ctx.reopen(handle)).session
+    try:  # a store that another instance cannot open again (its setup() fails) kept nothing
+        reader = await reader_of(ctx, handle)
+    except Exception as exc:  # noqa: BLE001 - what the saver raised is evidence
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(put), errors=1),
+                     mode="reopen_raised", sample=describe(exc), ops=tuple(ctx.ops))
     no_history = latest_only(saver)
     by_id = put[-1:] if no_history else put
     ctx.log("get_tuple of the latest id only: " + no_history if no_history else
@@ -97,7 +102,8 @@ CHECK = CheckSpec(
     fault="none beyond the round trip: non-ASCII, nested, large, empty and bytes values",
     params=(Param("steps", 6, 1, 100, "checkpoints put on one thread"), trials_param(2)),
     run_trial=run_trial,
-    mutants=("lg_reference_drops_metadata", "lg_sqlite_latest_is_oldest"),
+    mutants=("lg_reference_drops_metadata", "lg_sqlite_latest_is_oldest",
+             "lg_reference_reopen_raises"),
     generated=(Selector("lg-sqlite-file", "SqliteSaver.get_tuple", "flip_comparison"),),
     timeout_s=30.0,
 )

@@ -21,6 +21,7 @@ import anyio
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe, race_threads
 from checks.common import trials_param
+from checks.langgraph._contract import reader_of
 from checks.langgraph._faults import Op, judge, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
 from targets.langgraph.lanes import api_of
@@ -84,11 +85,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     acked: dict[int, set[int]] = {w: set() for w in plans}
     errors: list[str] = []
     await run_writers(saver, plans, order, mode, acked, errors)
-    reader = saver if handle.private_store else (await ctx.reopen(handle)).session
-    ctx.log(f"list every thread through {'the same' if reader is saver else 'a fresh'} "
-            f"instance")
-    try:
-        seen = await read_threads(reader, thread_ids)
+    try:  # a second instance that cannot open the store shows nothing written
+        seen = await read_threads(await reader_of(ctx, handle), thread_ids)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
         return Trial(ctx.index, ctx.seed, True, Counts(lost=writers * steps, errors=1),
                      mode="read_raised", sample=describe(exc), ops=tuple(ctx.ops))

@@ -36,6 +36,7 @@ from checks.base import (
     race_threads,
 )
 from checks.common import trials_param
+from checks.langgraph._contract import reader_of
 from checks.langgraph._faults import Op, judge, read_threads, writer_plan
 from checks.langgraph._saver import call
 from checks.langgraph.lgconc_001 import mode_of
@@ -138,9 +139,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
             await op.run(saver)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"after the delete: {op.label} raised {describe(exc)}")
-    reader = saver if handle.private_store else (await ctx.reopen(handle)).session
-    try:
-        seen = await read_threads(reader, [t, u])
+    try:  # a second instance that cannot open the store shows nothing
+        seen = await read_threads(await reader_of(ctx, handle), [t, u])
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
         return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="read_raised",
                      sample=describe(exc), ops=tuple(ctx.ops))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from mutants.base import handwritten, load_class
@@ -19,6 +20,14 @@ def lg_reference_drops_metadata() -> None:
         return original(self, config, checkpoint, {}, new_versions)
 
     cls.put = put
+
+
+@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.__init__",
+             defect="the schema is made without IF NOT EXISTS: a second instance on a file "
+                    "that already holds checkpoints raises, so a restart reads nothing")
+def lg_reference_reopen_raises() -> None:
+    module: Any = importlib.import_module(MODULE)
+    module.SCHEMA = module.SCHEMA.replace("IF NOT EXISTS ", "")
 
 
 @handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver",
