@@ -90,15 +90,24 @@ def test_a_busy_child_keeps_its_worker():
     assert finished == [0, 1]
 
 
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return handle.read().rsplit(b")", 1)[1].split()[0].decode()
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_runnable_tells_a_computing_process_from_a_sleeping_one():
     from harness.ground.child import _runnable
 
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
-        deadline = time.monotonic() + 30  # a loaded machine may take long to exec it
-        while _runnable(sleeper.pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # A loaded machine may take long to exec it, and the loader may wait on the disk (not
+        # runnable) before it computes again: wait for three sleeping samples in a row.
+        deadline, asleep = time.monotonic() + 30, 0
+        while asleep < 3 and time.monotonic() < deadline:
+            asleep = asleep + 1 if _state(sleeper.pid) == "S" else 0
+            time.sleep(0.05)
+        assert asleep == 3, f"sleep never settled asleep (state {_state(sleeper.pid)!r})"
         assert not _runnable(sleeper.pid)  # asleep in nanosleep: waiting, not computing
     finally:
         sleeper.kill()
