@@ -227,3 +227,16 @@ def test_a_stop_whose_exception_was_dropped_still_ends_the_scheduling_loop():
         assert caught.value.signum == signal.SIGTERM
     interrupts._received.clear()
     assert run_jobs([lambda: 2], workers=1, timeout_s=30)[0].value == 2  # outside: no stop
+
+
+def test_alarm_after_ends_a_call_that_blocks_the_main_thread():
+    from harness.ground.interrupts import Overdue, alarm_after
+
+    started = time.monotonic()
+    with pytest.raises(Overdue, match="no answer in 0.2 s"):
+        with alarm_after(0.2):
+            time.sleep(10)
+    assert time.monotonic() - started < 5
+    with alarm_after(0.2):  # in time: nothing raised, and the alarm is off afterwards
+        pass
+    time.sleep(0.3)  # no alarm comes after the block

@@ -110,3 +110,36 @@ def run_in_group(command: list[str], **kwargs: Any) -> subprocess.CompletedProce
             process.wait()
             raise
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+class Overdue(Exception):
+    """A call made under ``alarm_after`` did not return in time."""
+
+
+@contextlib.contextmanager
+def alarm_after(seconds: float) -> Iterator[None]:
+    """Raise ``Overdue`` in the block if it runs longer than ``seconds`` (on the main thread
+    of a POSIX process; elsewhere no deadline). For a call that may block the event loop's own
+    thread forever, e.g. a sync method that waits on the loop it is blocking."""
+    import threading
+
+    main = threading.main_thread()
+    if not hasattr(signal, "pthread_kill") or threading.current_thread() is not main:
+        yield
+        return
+
+    def overdue(signum: int, frame: types.FrameType | None) -> None:
+        raise Overdue(f"no answer in {seconds:g} s")
+
+    # Sent to the main thread itself: a process-wide alarm may land on another thread and
+    # leave the main thread's wait (a sleep, a lock) uninterrupted.
+    timer = threading.Timer(seconds, signal.pthread_kill, (main.ident, signal.SIGALRM))
+    timer.daemon = True
+    previous = signal.signal(signal.SIGALRM, overdue)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()
+        signal.signal(signal.SIGALRM, previous)

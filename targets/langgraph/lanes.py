@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from harness.ground.interrupts import alarm_after
 from targets.base import BuildContext, Claims, Handle, NotApplicable, TargetSpec
 from targets.langgraph import stores
 from targets.langgraph.services import (
@@ -269,12 +270,18 @@ _PROBES: Mapping[str, tuple[str, str, tuple[Any, ...]]] = {
 }
 
 
+# How long the sync half, called from the event loop's thread, may take to answer or refuse.
+SYNC_PROBE_S = 5.0
+
+
 async def _served(obj: Any, kind: str) -> tuple[str, str]:
-    """(what the sync half did, what the async half did), each "ok" or the exception's type;
-    the sync call is made from the event loop's own thread."""
+    """(what the sync half did, what the async half did), each "ok" or the exception's type
+    ("Overdue" when the sync call neither answered nor refused in ``SYNC_PROBE_S``: it does
+    not serve the sync half either); the sync call is made from the event loop's own thread."""
     sync_name, async_name, args = _PROBES[kind]
-    try:
-        getattr(obj, sync_name)(*args)
+    try:  # some async classes' sync half waits on the loop it blocks (AsyncPostgresStore 2.0.0)
+        with alarm_after(SYNC_PROBE_S):
+            getattr(obj, sync_name)(*args)
         sync = "ok"
     except Exception as exc:  # noqa: BLE001 - what the half did is the observation
         sync = type(exc).__name__

@@ -207,9 +207,11 @@ def sync_pg_builder(lane: str, module: str, names: tuple[str, ...], *, pipeline:
         stack = contextlib.ExitStack()
         try:
             cls = class_in(module, *names)
-            quietly(cls, conn).setup()  # see PIPELINE_SETUP_NOTE
-            pipe = stack.enter_context(conn.pipeline()) if pipeline else None
-            obj = quietly(cls, conn, pipe=pipe)
+            plain = quietly(cls, conn)
+            plain.setup()  # see PIPELINE_SETUP_NOTE
+            # no pipe= without a pipeline: early releases' stores take no such argument
+            obj = quietly(cls, conn, pipe=stack.enter_context(conn.pipeline())) if pipeline \
+                else plain
         except BaseException:
             with contextlib.suppress(Exception):
                 stack.close()

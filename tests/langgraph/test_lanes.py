@@ -282,6 +282,27 @@ def test_a_backend_failing_every_call_is_no_evidence_against_its_api_claim() -> 
     assert "API says 'both'" in found and "aget_tuple() gave NotImplementedError" in found
 
 
+def test_a_sync_half_that_blocks_the_loop_is_seen_as_not_served(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # AsyncPostgresStore 2.0.0's sync methods, called from the loop, wait forever on the loop
+    # they block; the probe must end and see that the class does not serve its sync half.
+    import time
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    class BlocksTheLoop(InMemorySaver):
+        def get_tuple(self, config: Any) -> Any:
+            time.sleep(30)
+
+        async def aget_tuple(self, config: Any) -> Any:  # InMemorySaver's calls get_tuple
+            return None
+
+    monkeypatch.setattr(lg, "SYNC_PROBE_S", 0.3)
+    started = time.monotonic()
+    found = anyio.run(lg._served, BlocksTheLoop(), "checkpointer")
+    assert found == ("Overdue", "ok") and time.monotonic() - started < 10
+
+
 @pytest.mark.skipif(not HAVE_POSTGRES, reason="PostgreSQL server binaries not installed")
 @pytest.mark.parametrize("lane", [lg.ASYNC_POSTGRES_PIPELINE, lg.POSTGRES_PIPELINE],
                          ids=lambda lane: lane.name)
