@@ -37,7 +37,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from checks.base import CheckSpec
-from harness.execute import RunOptions, run_check
+from harness.execute import RunOptions, claims_beforehand, run_check
 from harness.ground.child import before_result, in_child
 from harness.ground.errors import BenchError
 from harness.ground.model import Finding
@@ -156,7 +156,7 @@ def covered_run(check: CheckSpec, lane: TargetSpec, opts: RunOptions, record: st
                 filename: str) -> Finding:
     """In a child: the clean run of ``check`` on ``lane``, recording the lines of ``filename``.
 
-    The record file gets ``start FILE`` once the recorder runs, then one line number per
+    The lane's claims are verified first, unrecorded (``claims_beforehand``). The record file gets ``start FILE`` once the recorder runs, then one line number per
     line the first time it runs, or ``error REASON`` when the recorder could not start (the
     check still runs, so its verdict is known). The process ends after the run: the recorder
     is never switched off, and forked workers keep recording until they end.
@@ -165,6 +165,10 @@ def covered_run(check: CheckSpec, lane: TargetSpec, opts: RunOptions, record: st
         fd = _open_record(record)
     except OSError as exc:
         raise CoverageError(f"cannot open the coverage record {record!r}: {exc}") from exc
+    opts, false_claim = claims_beforehand(check, lane, opts)  # not recorded: see there
+    if false_claim is not None:  # the check never ran: a whole record of nothing
+        os.write(fd, f"start {filename}\nend\n".encode())
+        return false_claim
     try:
         _Recorder(filename, fd).start()
         os.write(fd, f"start {filename}\n".encode())

@@ -325,6 +325,25 @@ async def _judge_and_deliver(check: CheckSpec, target: TargetSpec, opts: RunOpti
     return finding
 
 
+def claims_beforehand(check: CheckSpec, target: TargetSpec, opts: RunOptions,
+                      ) -> tuple[RunOptions, Finding | None]:
+    """In a child: the lane's claims verified now, as ``run_check`` would first do; returns
+    the options for a run that skips that probe, and the error finding of a false claim (or
+    None). The coverage run records only the check's own trials this way: what the probe ran
+    is not what the check reached (mutant runs skip the probe too)."""
+    if not opts.verify_claims:
+        return opts, None
+    started = time.perf_counter()
+    private = scratch.child_folder(opts.tmpdir)
+    with tempfile.TemporaryDirectory(prefix="arib-", dir=private) as tmp:
+        found = anyio.run(_false_claim, check, target, opts, Path(tmp), backend="asyncio")
+    skip = dataclasses.replace(opts, verify_claims=False)
+    if found is None:
+        return skip, None
+    return skip, error_finding(check, target, opts, found[0], found[1],
+                               time.perf_counter() - started, opts.seeds(check, target))
+
+
 def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
               mutant: MutantSpec | None = None) -> Finding:
     """Judge ``check`` on ``target`` (with ``mutant`` installed, if given) into a Finding."""

@@ -310,3 +310,28 @@ def test_a_clean_run_in_a_child_ends_its_record_also_when_it_delivers_early(
     got = read_record(record, str(module.__file__))
     assert got.lines and got.executed is not None
     assert any("/anyio/" in f for f, _ in got.executed.functions)  # the check ran on anyio
+
+
+def test_what_only_the_claims_probe_runs_is_not_counted_as_reached(
+        workload: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Mutant runs skip the claims probe; the coverage run must not credit its lines either.
+    import harness.execute
+    from checks.registry import get_check
+    from harness.coverage import covered_run
+    from harness.execute import RunOptions
+    from harness.ground.child import ChildStatus, run_jobs
+    from targets.reference import REFERENCE
+
+    async def probe(*args: object, **kwargs: object) -> None:
+        workload.never(1)  # stands for code only the probe reaches
+        return None
+
+    monkeypatch.setattr(harness.execute, "probe_claims", probe)
+    check = get_check("ARIB-CONC-001")
+    opts = RunOptions(params=check.resolve_params({"writers": 2, "appends": 2, "trials": 1}))
+    record = tmp_path / "record"
+    (out,) = run_jobs([lambda: covered_run(check, REFERENCE, opts, str(record),
+                                           str(workload.__file__))], workers=1, timeout_s=60)
+    assert out.status is ChildStatus.OK and out.value.verdict.value == "held"
+    got = read_record(record, str(workload.__file__))
+    assert got.error is None and line_of("NEVER") not in got.lines
