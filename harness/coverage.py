@@ -156,10 +156,11 @@ def covered_run(check: CheckSpec, lane: TargetSpec, opts: RunOptions, record: st
                 filename: str) -> Finding:
     """In a child: the clean run of ``check`` on ``lane``, recording the lines of ``filename``.
 
-    The lane's claims are verified first, unrecorded (``claims_beforehand``). The record file gets ``start FILE`` once the recorder runs, then one line number per
-    line the first time it runs, or ``error REASON`` when the recorder could not start (the
-    check still runs, so its verdict is known). The process ends after the run: the recorder
-    is never switched off, and forked workers keep recording until they end.
+    The lane's claims are verified first, unrecorded (``claims_beforehand``). The record
+    file gets ``start FILE`` once the recorder runs, then one line number per line the first
+    time it runs, or ``error REASON`` when the recorder could not start (the check still runs,
+    so its verdict is known). The process ends after the run: the recorder is never switched
+    off, and forked workers keep recording until they end.
     """
     try:
         fd = _open_record(record)

@@ -167,3 +167,18 @@ def disagreements(lane: str, entries: Iterable[Entry],
             problems.append(f"{lane} {mutant_id} ({status}) is not listed in the survivors "
                             f"file")
     return tuple(problems)
+
+
+def survey_disagreements(entries: Iterable[Entry],
+                         docs: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """Where a survivors file and a whole committed survey (its lanes' JSON documents)
+    disagree: a line about a lane the survey has not, and each lane's ``disagreements``."""
+    entries, docs = tuple(entries), tuple(docs)
+    surveyed = {doc["lane"] for doc in docs}
+    problems = [f"{entry.where}: lane {entry.lane} has no committed survey"
+                for entry in entries if entry.lane not in surveyed]
+    for doc in docs:
+        outcomes = {o["id"]: (o["status"], o["status"] == "equivalent"
+                              and o["survivors_file"] is not None) for o in doc["outcomes"]}
+        problems += disagreements(doc["lane"], entries, outcomes)
+    return tuple(problems)

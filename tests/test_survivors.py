@@ -16,6 +16,7 @@ from harness.survivors import (
     disagreements,
     load_survivors,
     parse_survivors,
+    survey_disagreements,
     survivors_path,
 )
 from targets.registry import ALL_TARGETS
@@ -110,15 +111,7 @@ def test_the_committed_survivors_file_agrees_with_the_committed_survey(sdk: str,
     assert survivors_path(sdk).is_file(), (
         f"the survey of openai-agents {sdk} is committed, but not its survivors file "
         f"{survivors_path(sdk)}")
-    problems: list[str] = []
-    surveyed = {doc["lane"] for doc in docs}
-    for entry in entries:
-        if entry.lane not in surveyed:
-            problems.append(f"{entry.where}: lane {entry.lane} has no committed survey")
-    for doc in docs:
-        outcomes = {o["id"]: (o["status"], o["status"] == "equivalent"
-                              and o["survivors_file"] is not None) for o in doc["outcomes"]}
-        problems += disagreements(doc["lane"], entries, outcomes)
+    problems = survey_disagreements(entries, docs)
     assert not problems, "\n".join(problems)
 
 

@@ -16,6 +16,7 @@ from checks.langgraph._saver import (
     state_of,
 )
 from harness.ground.model import Counts, Trial
+from targets.base import NotApplicable
 from targets.langgraph.lanes import latest_only
 
 # Values a serializer could bend: non-ASCII, nesting, large, empty, numbers and bytes.
@@ -25,7 +26,13 @@ SAMPLES = ("žluťoučký kůň 🐎", {"nested": [1, 2.5, None, True, {"k": "v"
 
 async def run_trial(ctx: TrialContext) -> Trial:
     steps = ctx.params["steps"]
-    handle = await ctx.open()
+    try:  # the saver's own setup() runs here: a fresh store it cannot set up keeps nothing
+        handle = await ctx.open()
+    except NotApplicable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - what the saver raised is evidence
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="open_raised",
+                     sample=describe(exc), ops=tuple(ctx.ops))
     saver = saver_of(handle)
     thread = f"t-{ctx.seed:x}"
     put: list[dict[str, object]] = []
@@ -103,7 +110,7 @@ CHECK = CheckSpec(
     params=(Param("steps", 6, 1, 100, "checkpoints put on one thread"), trials_param(2)),
     run_trial=run_trial,
     mutants=("lg_reference_drops_metadata", "lg_sqlite_latest_is_oldest",
-             "lg_reference_reopen_raises"),
+             "lg_reference_reopen_raises", "lg_reference_setup_fails"),
     generated=(Selector("lg-sqlite-file", "SqliteSaver.get_tuple", "flip_comparison"),),
     timeout_s=30.0,
 )

@@ -30,6 +30,14 @@ def lg_reference_reopen_raises() -> None:
     module.SCHEMA = module.SCHEMA.replace("IF NOT EXISTS ", "")
 
 
+@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.__init__",
+             defect="the schema names a column twice: a fresh file cannot be set up, so the "
+                    "saver cannot be made at all")
+def lg_reference_setup_fails() -> None:
+    module: Any = importlib.import_module(MODULE)
+    module.SCHEMA = module.SCHEMA.replace("ns TEXT NOT NULL,", "ns TEXT NOT NULL, ns TEXT,", 1)
+
+
 @handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver",
              defect="forced-broken: every operation raises; every check must be violated",
              forced=True)
