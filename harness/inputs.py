@@ -6,7 +6,9 @@ The survey's recorder (``harness.coverage``) writes, besides the lines of the la
 loaded extension module of one and then ``end``. ``Executed`` is what those lines say;
 ``named_inputs`` turns it into the parts of a verdict key:
 
-- each executed function of the family's own distribution (the SDK) by its source: the source
+- each executed function of the family's own distribution (the SDK; for a family of several
+  components, each component's distribution, e.g. langgraph-checkpoint, -sqlite and -postgres)
+  by its source: the source
   of its outermost enclosing ``def`` (a nested function, a decorator's wrapper, is judged with
   the function that makes it), of a method every function of its class (a superset, so still
   sound, and stable: which methods a racing check reaches, a retry path, varies from run to
@@ -16,6 +18,8 @@ loaded extension module of one and then ``end``. ``Executed`` is what those line
   extension module's distribution that one of those (or the SDK) requires (an extension
   module another lane loaded, that no code which ran can call, is left out).
 
+A file's distribution is the one whose RECORD lists it (so a namespace package several
+distributions share, ``langgraph``, is no obstacle), else the only owner of its top-level name.
 Every file is named relative to the folder it was installed in, never by absolute path, so a
 key made on one machine is the same on another. What cannot be named (a file not found, a
 source that does not parse, a distribution without a version, a run that never wrote
@@ -38,8 +42,8 @@ import re
 import site
 import sys
 import sysconfig
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +96,9 @@ class Installation:
     owners: Mapping[str, tuple[str, ...]]  # top-level import name -> its distributions
     versions: Mapping[str, str]
     requires: Mapping[str, frozenset[str]]
+    # installed file (relative to its site-packages) -> its distribution, from the RECORDs:
+    # what names a file in a namespace package several distributions share (``langgraph``)
+    files: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     @functools.cache
@@ -100,6 +107,7 @@ class Installation:
         versions: dict[str, str] = {}
         requires: dict[str, frozenset[str]] = {}
         found: dict[str, dict[str, None]] = {}
+        files: dict[str, str] = {}
         for dist in importlib.metadata.distributions():
             name = _normal(dist.metadata["Name"] or "")
             versions.setdefault(name, dist.version)
@@ -111,11 +119,12 @@ class Installation:
                 top = file.parts[0] if file.parts else ""
                 if top and not top.endswith((".dist-info", ".egg-info", ".data", "..")):
                     found.setdefault(top.split(".", 1)[0], {})[name] = None
+                    files.setdefault(file.as_posix(), name)
         for top, dists in importlib.metadata.packages_distributions().items():
             for dist_name in dists:
                 found.setdefault(top, {})[_normal(dist_name)] = None
         owners = {top: tuple(dists) for top, dists in found.items()}
-        return cls(_roots(), owners, versions, requires)
+        return cls(_roots(), owners, versions, requires, files)
 
     def relative(self, filename: str) -> str | None:
         """``filename`` relative to its site-packages folder, or None when not installed."""
@@ -126,6 +135,8 @@ class Installation:
 
     def distribution(self, relative: str) -> str | None:
         """The distribution that installed ``relative`` (normalized name), or None."""
+        if relative in self.files:
+            return self.files[relative]
         name = relative.split("/", 1)[0].removesuffix(".py").split(".", 1)[0]
         owners = self.owners.get(name, ())
         return _normal(owners[0]) if len(owners) == 1 else None
@@ -260,14 +271,16 @@ def changed_function_hash(original: str, mutated: str, qualname: str) -> str | N
     return function_source_hash(mutated, qualname)
 
 
-def named_inputs(executed: Executed | None, sdk: str,
+def named_inputs(executed: Executed | None, sdk: str | Collection[str],
                  where: Installation | None = None) -> dict[str, Any] | None:
     """The key parts for what ``executed`` ran (see the module docstring), or None when
-    any of it cannot be named. ``sdk`` is the family's distribution, named by function;
-    ``where`` the installation the files belong to (this interpreter's by default)."""
+    any of it cannot be named. ``sdk`` is the family's distribution (or distributions, for a
+    family of several components), named by function; ``where`` the installation the files
+    belong to (this interpreter's by default)."""
     if executed is None:
         return None
     where = where or Installation.current()
+    by_source = {_normal(sdk)} if isinstance(sdk, str) else {_normal(d) for d in sdk}
     functions: dict[str, dict[str, str]] = {}
     versions: dict[str, str] = {}
     for filename, line in sorted(executed.functions):
@@ -275,7 +288,7 @@ def named_inputs(executed: Executed | None, sdk: str,
         dist = where.distribution(relative) if relative else None
         if relative is None or dist is None:
             return None
-        if dist != _normal(sdk):
+        if dist not in by_source:
             if dist not in where.versions:
                 return None
             versions[dist] = where.versions[dist]
@@ -285,7 +298,8 @@ def named_inputs(executed: Executed | None, sdk: str,
             return None
         # module-level code (a class body) is named by the skeleton
         functions.setdefault(relative, {"<module>": index.skeleton}).update(index.unit_at(line))
-    ran = set(versions) | ({_normal(sdk)} if functions else set())
+    ran = set(versions) | {d for d in by_source if any(
+        where.distribution(relative) == d for relative in functions)}
     reach = ran.union(*(where.requires.get(d, frozenset()) for d in ran))
     for filename in sorted(executed.extensions):
         relative = where.relative(filename)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -163,3 +164,33 @@ def test_a_changed_function_is_hashed_as_if_parsed(old: str, new: str) -> None:
     mutated = STORE.replace(old, new)
     assert changed_function_hash(STORE, mutated, "helper") == function_source_hash(
         mutated, "helper")
+
+
+def test_a_namespace_package_of_several_distributions_names_each_file_by_its_record(
+        tmp_path: Path) -> None:
+    # langgraph/ holds files of langgraph-checkpoint and of -sqlite: the top-level name alone
+    # has two owners; the RECORDs say which file is whose, and both families' components are
+    # named by function.
+    for rel in ("langgraph/checkpoint/base.py", "langgraph/checkpoint/sqlite/aio.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("def put(x):\n    return x\n")
+    where = Installation(
+        roots=(f"{tmp_path}/",),
+        owners={"langgraph": ("langgraph-checkpoint", "langgraph-checkpoint-sqlite")},
+        versions={"langgraph-checkpoint": "4.0", "langgraph-checkpoint-sqlite": "3.0"},
+        requires={}, files={"langgraph/checkpoint/base.py": "langgraph-checkpoint",
+                            "langgraph/checkpoint/sqlite/aio.py": "langgraph-checkpoint-sqlite"})
+    executed = Executed(frozenset({(str(tmp_path / "langgraph/checkpoint/base.py"), 1),
+                                   (str(tmp_path / "langgraph/checkpoint/sqlite/aio.py"), 1)}),
+                        frozenset())
+    assert named_inputs(executed, "langgraph-checkpoint", where) == {
+        "functions": {"langgraph/checkpoint/base.py": {
+            "<module>": ANY, "put": ANY}},
+        "distributions": {"langgraph-checkpoint-sqlite": "3.0"}}
+    both = named_inputs(executed, ("langgraph-checkpoint", "langgraph-checkpoint-sqlite"),
+                        where)
+    assert both is not None and both["distributions"] == {}
+    assert set(both["functions"]) == {"langgraph/checkpoint/base.py",
+                                      "langgraph/checkpoint/sqlite/aio.py"}
+    no_record = Installation(where.roots, where.owners, where.versions, where.requires)
+    assert named_inputs(executed, "langgraph-checkpoint", no_record) is None  # ambiguous
