@@ -56,6 +56,9 @@ class CheckSpec:
     trials_param: str = "trials"
     timeout_s: float = 60.0
     hang_invariant: bool = False
+    # What a killed writer left behind is judged: its files live on the real disk in every
+    # run (fsync as the backend issues it), never on the survey's and admission's tmpfs.
+    on_disk: bool = False
     module: str = ""
     # The lane whose clean runs and forced-broken mutant gate this check in admission; empty:
     # the family's reference (a store check of a family whose reference is a checkpointer

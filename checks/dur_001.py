@@ -226,4 +226,5 @@ CHECK = CheckSpec(
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.add_items", "early_return"),
     ),
     timeout_s=60.0,
+    on_disk=True,
 )

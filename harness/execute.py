@@ -56,8 +56,8 @@ def python_version() -> str:
 def fast_tmpdir() -> str | None:
     """A tmpfs folder for admission and survey runs, where SQLite's fsync costs nothing.
 
-    The invariants judged there are about concurrency, close and redelivery, not durability;
-    the bench itself measures on the default temporary folder (a real disk). Only the base:
+    A check with ``on_disk`` (the durability checks) works on the default temporary folder
+    (a real disk) there too, as the bench does for every check. Only the base:
     ``run_check`` works in this run's private folder under it (harness.ground.scratch).
     """
     return scratch.fast_base()
@@ -356,7 +356,8 @@ def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             warnings.simplefilter("ignore", RuntimeWarning)
             mutant.apply()
         backend_options = {"use_uvloop": True} if opts.loop == "uvloop" else {}
-        private = scratch.child_folder(opts.tmpdir)  # removed by the parent, even if killed
+        # removed by the parent, even if killed
+        private = scratch.child_folder(None if check.on_disk else opts.tmpdir)
         with tempfile.TemporaryDirectory(prefix="arib-", dir=private) as tmp:
             return anyio.run(_judge_and_deliver, check, target, opts, mutant, Path(tmp),
                              backend="asyncio", backend_options=backend_options)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +179,31 @@ def test_every_failed_child_status_is_covered_and_long_details_are_cut_for_the_b
     assert lane.reason == "lane child crash: " + "x" * 300 and lane.traceback == "x" * 400
     plain = child_finding(check, REFERENCE, opts, ChildOutcome(ChildStatus.RAISED), 1.0)
     assert plain.traceback is None and plain.duration_s == 0.0
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_durability_check_works_on_the_real_disk_even_where_runs_use_tmpfs(
+        on_disk: bool, tmp_path: Path) -> None:
+    from harness.ground import scratch
+    from harness.ground.child import run_one
+
+    fast = tmp_path / "fast"  # stands for /dev/shm
+    fast.mkdir()
+    seen = tmp_path / "root"
+
+    async def trial(ctx: Any) -> Trial:
+        seen.write_text(str(ctx.build.root))
+        return Trial(ctx.index, ctx.seed, False, Counts())
+
+    check = CheckSpec(id="ARIB-TEST-001", invariant="i", fault="f",
+                      params=(Param("trials", 1, 1, 1, "trials"),), run_trial=trial,
+                      mutants=(), on_disk=on_disk)
+    opts = RunOptions(params=check.resolve_params({}), tmpdir=str(fast), verify_claims=False)
+    scratch.prepare()
+    scratch.folder(str(fast))
+    out = run_one(lambda: run_check(check, REFERENCE, opts), timeout_s=60)
+    assert out.status is ChildStatus.OK and out.value.verdict is Verdict.HELD
+    root = os.path.realpath(seen.read_text())
+    assert root.startswith(os.path.realpath(fast)) is not on_disk
+    if on_disk:
+        assert root.startswith(os.path.realpath(tempfile.gettempdir()))

@@ -102,4 +102,5 @@ CHECK = CheckSpec(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "early_return"),
     ),
     timeout_s=60.0,
+    on_disk=True,
 )
