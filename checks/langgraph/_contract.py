@@ -103,10 +103,12 @@ class PutReturnedWrongConfig(Exception):
 
 async def put_one(ctx: TrialContext, saver: Any, thread: str, ns: str, step: int,
                   values: Mapping[str, Any], metadata: Mapping[str, Any],
-                  previous: Put | None = None, writer: int = 0) -> Put:
-    """Put the checkpoint of ``step`` (child of ``previous``) on (thread, ns), logged."""
+                  previous: Put | None = None, writer: int = 0, history: bool = True) -> Put:
+    """Put the checkpoint of ``step`` (child of ``previous``) on (thread, ns), logged;
+    ``history`` as in ``make_checkpoint``."""
     prior = previous.checkpoint if previous is not None else None
-    cp, versions = make_checkpoint(saver, ctx.seed, step, values, prior, writer)
+    cp, versions = make_checkpoint(saver, ctx.seed, step, values, prior, writer,
+                                   history=history)
     parent = previous.id if previous is not None else None
     ctx.log(f"put thread {thread!r} ns {ns!r} id {cp['id']} parent {parent} "
             f"metadata {dict(metadata)!r}")
@@ -120,14 +122,15 @@ async def put_one(ctx: TrialContext, saver: Any, thread: str, ns: str, step: int
 
 async def put_chain(ctx: TrialContext, saver: Any, thread: str, ns: str, steps: int,
                     writer: int = 0, first_step: int = 0,
-                    meta: Callable[[int], Mapping[str, Any]] | None = None) -> list[Put]:
+                    meta: Callable[[int], Mapping[str, Any]] | None = None,
+                    history: bool = True) -> list[Put]:
     """``steps`` checkpoints on (thread, ns), each the child of the one before."""
     chain: list[Put] = []
     for step in range(first_step, first_step + steps):
         values = {"messages": [f"{thread}/{ns}/{step}"], f"ch{step % 3}": step}
         metadata = meta(step) if meta else {"step": step, "scope": f"{thread}|{ns}"}
         chain.append(await put_one(ctx, saver, thread, ns, step, values, metadata,
-                                   chain[-1] if chain else None, writer))
+                                   chain[-1] if chain else None, writer, history))
     return chain
 
 

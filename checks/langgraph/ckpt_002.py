@@ -42,6 +42,11 @@ async def _trial(ctx: TrialContext) -> Trial:
     steps = ctx.params["steps"]
     saver = (await ctx.open()).session
     thread, other = f"t-{ctx.seed:x}", f"u-{ctx.seed:x}"
+    problems = Problems()
+    ctx.log(f"get_tuple and list of thread {thread!r} before any put (a fresh store)")
+    problems.expect("get_tuple before any put", None,
+                    await call(saver, "get_tuple", config(thread)))
+    problems.expect("list before any put", [], ids_of(await listing(saver, config(thread))))
     main: list[Put] = []
     side: dict[tuple[str, str], Put] = {}
     for step in range(steps):
@@ -55,7 +60,6 @@ async def _trial(ctx: TrialContext) -> Trial:
         await call(saver, "put_writes", config(thread, "", put.id), [("v", f"w{put.id}")],
                    "task-w")
     newest = list(reversed(main))
-    problems = Problems()
     ctx.log(f"get_tuple of thread {thread!r} (the latest)")
     latest = await call(saver, "get_tuple", config(thread))
     problems.expect("get_tuple of the thread (latest id)", newest[0].id,
@@ -120,6 +124,7 @@ CHECK = CheckSpec(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.alist", "swap_order"),
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.alist", "flip_comparison"),
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aget_tuple", "swap_order"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aget_tuple", "drop_await"),
     ),
     timeout_s=30.0,
 )

@@ -7,7 +7,8 @@ shuffled order (one task also writes the error channel, whose index is negative)
 checkpoints are put before any write. Reading through a second instance where the store
 allows one, every checkpoint, by id, as the latest and as listed, must carry exactly its own
 writes, sorted by (task_id, idx). Every write has the same task_path, so the newer
-(task_path, task_id, idx) order is the same order.
+(task_path, task_id, idx) order is the same order. On a saver that keeps only a thread's
+latest checkpoint (the Shallow savers), each scope gets one checkpoint and its writes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from checks.common import trials_param
 from checks.langgraph._contract import Problems, Put, guarded, put_chain, reader_of
 from checks.langgraph._saver import call, config, listing, writes_of
 from harness.ground.model import Trial
+from targets.langgraph.lanes import latest_only
 
 ERROR = "__error__"
 
@@ -32,9 +34,15 @@ async def _trial(ctx: TrialContext) -> Trial:
     handle = await ctx.open()
     saver = handle.session
     thread, other = f"t-{ctx.seed:x}", f"u-{ctx.seed:x}"
+    # A saver that keeps only a thread's latest checkpoint gets one per scope: its writes
+    # are what such a saver keeps, and what a graph resumes from.
+    no_history = latest_only(saver)
+    if no_history:
+        ctx.log(f"one checkpoint per scope: {no_history}")
     scopes: list[Put] = []
     for where in ((thread, ""), (thread, "child|1"), (other, "")):
-        scopes += await put_chain(ctx, saver, *where, 2)
+        scopes += await put_chain(ctx, saver, *where, 1 if no_history else 2,
+                                  history=not no_history)
     want: dict[tuple[str, str, str], list[tuple[str, str, Any]]] = {}
     plan: list[tuple[Put, str, list[tuple[str, Any]]]] = []
     for put in scopes:

@@ -143,6 +143,7 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
     )
     from harness.survivors import load_survivors
     from targets.langgraph.official.suite import suite_version
+    from targets.registry import family_lanes
 
     params = parse_params(args.param)
     ours = select_checks(None, params)
@@ -157,7 +158,8 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
     surveys = survey_with_official(
         lanes, ours, baseline, reruns=args.reruns, workers=settings["workers"],
         timeout_s=args.timeout, run_seed=args.seed, cache=cache, quiet=args.quiet, params=params,
-        services=services, survivors=load_survivors(sdk_version(), [lane.name for lane in lanes]))
+        services=services,
+        survivors=load_survivors(sdk_version(), [lane.name for lane in family_lanes()]))
     comparison = MutantComparison(sdk_version(), suite_version(), tuple(c.id for c in ours),
                                   tuple(lane_sides(s) for s in surveys), settings, missing,
                                   time.perf_counter() - started)
