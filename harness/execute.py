@@ -8,6 +8,7 @@ finding with its traceback; nothing here raises because of a backend.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -21,7 +22,7 @@ import time
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,6 +326,14 @@ async def _judge_and_deliver(check: CheckSpec, target: TargetSpec, opts: RunOpti
     return finding
 
 
+@contextlib.contextmanager
+def _workdir(base: str | None) -> Iterator[Path]:
+    """A fresh folder in this child's own folder under ``base`` (the parent removes that
+    folder even if the child is killed)."""
+    with tempfile.TemporaryDirectory(prefix="arib-", dir=scratch.child_folder(base)) as tmp:
+        yield Path(tmp)
+
+
 def claims_beforehand(check: CheckSpec, target: TargetSpec, opts: RunOptions,
                       ) -> tuple[RunOptions, Finding | None]:
     """In a child: the lane's claims verified now, as ``run_check`` would first do; returns
@@ -334,9 +343,8 @@ def claims_beforehand(check: CheckSpec, target: TargetSpec, opts: RunOptions,
     if not opts.verify_claims:
         return opts, None
     started = time.perf_counter()
-    private = scratch.child_folder(opts.tmpdir)
-    with tempfile.TemporaryDirectory(prefix="arib-", dir=private) as tmp:
-        found = anyio.run(_false_claim, check, target, opts, Path(tmp), backend="asyncio")
+    with _workdir(opts.tmpdir) as tmp:
+        found = anyio.run(_false_claim, check, target, opts, tmp, backend="asyncio")
     skip = dataclasses.replace(opts, verify_claims=False)
     if found is None:
         return skip, None
@@ -356,10 +364,8 @@ def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             warnings.simplefilter("ignore", RuntimeWarning)
             mutant.apply()
         backend_options = {"use_uvloop": True} if opts.loop == "uvloop" else {}
-        # removed by the parent, even if killed
-        private = scratch.child_folder(None if check.on_disk else opts.tmpdir)
-        with tempfile.TemporaryDirectory(prefix="arib-", dir=private) as tmp:
-            return anyio.run(_judge_and_deliver, check, target, opts, mutant, Path(tmp),
+        with _workdir(None if check.on_disk else opts.tmpdir) as tmp:
+            return anyio.run(_judge_and_deliver, check, target, opts, mutant, tmp,
                              backend="asyncio", backend_options=backend_options)
     except Exception as exc:  # noqa: BLE001 - never raise for what a run did
         return error_finding(check, target, opts, f"harness failure: {exc!r}",

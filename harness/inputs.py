@@ -283,11 +283,13 @@ def named_inputs(executed: Executed | None, sdk: str | Collection[str],
     by_source = {_normal(sdk)} if isinstance(sdk, str) else {_normal(d) for d in sdk}
     functions: dict[str, dict[str, str]] = {}
     versions: dict[str, str] = {}
+    ran: set[str] = set()  # distributions whose code ran
     for filename, line in sorted(executed.functions):
         relative = where.relative(filename)
         dist = where.distribution(relative) if relative else None
         if relative is None or dist is None:
             return None
+        ran.add(dist)
         if dist not in by_source:
             if dist not in where.versions:
                 return None
@@ -298,8 +300,6 @@ def named_inputs(executed: Executed | None, sdk: str | Collection[str],
             return None
         # module-level code (a class body) is named by the skeleton
         functions.setdefault(relative, {"<module>": index.skeleton}).update(index.unit_at(line))
-    ran = set(versions) | {d for d in by_source if any(
-        where.distribution(relative) == d for relative in functions)}
     reach = ran.union(*(where.requires.get(d, frozenset()) for d in ran))
     for filename in sorted(executed.extensions):
         relative = where.relative(filename)

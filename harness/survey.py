@@ -139,9 +139,8 @@ class _Plan:
     def inputs(self, check_id: str) -> dict[str, Any] | None:
         """The named inputs of ``check_id`` on this lane (``harness.inputs``), or None."""
         runs = self.executed.get(check_id)
-        family = active_family()
-        by_source = {family.distribution, *(dist for _, dist in family.components)}
-        return named_inputs(merge_executed(runs), by_source) if runs else None
+        return named_inputs(merge_executed(runs), active_family().distributions) if runs \
+            else None
 
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:

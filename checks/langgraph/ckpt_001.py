@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
-from checks.langgraph._contract import reader_of
+from checks.langgraph._contract import guarded, reader_of
 from checks.langgraph._saver import (
     call,
     config,
@@ -16,7 +16,6 @@ from checks.langgraph._saver import (
     state_of,
 )
 from harness.ground.model import Counts, Trial
-from targets.base import NotApplicable
 from targets.langgraph.lanes import latest_only
 
 # Values a serializer could bend: non-ASCII, nesting, large, empty, numbers and bytes.
@@ -25,14 +24,13 @@ SAMPLES = ("žluťoučký kůň 🐎", {"nested": [1, 2.5, None, True, {"k": "v"
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
+    # guarded: a saver whose setup() fails, on a fresh store or on reopening one, is a violation
+    return await guarded(ctx, lambda: _trial(ctx))
+
+
+async def _trial(ctx: TrialContext) -> Trial:
     steps = ctx.params["steps"]
-    try:  # the saver's own setup() runs here: a fresh store it cannot set up keeps nothing
-        handle = await ctx.open()
-    except NotApplicable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - what the saver raised is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="open_raised",
-                     sample=describe(exc), ops=tuple(ctx.ops))
+    handle = await ctx.open()
     saver = saver_of(handle)
     thread = f"t-{ctx.seed:x}"
     put: list[dict[str, object]] = []
@@ -55,11 +53,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                     "channel_versions": cp["channel_versions"],
                     "versions_seen": cp["versions_seen"], "metadata": metadata})
         previous, parent = cp, cp["id"]
-    try:  # a store that another instance cannot open again (its setup() fails) kept nothing
-        reader = await reader_of(ctx, handle)
-    except Exception as exc:  # noqa: BLE001 - what the saver raised is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(put), errors=1),
-                     mode="reopen_raised", sample=describe(exc), ops=tuple(ctx.ops))
+    reader = await reader_of(ctx, handle)
     no_history = latest_only(saver)
     by_id = put[-1:] if no_history else put
     ctx.log("get_tuple of the latest id only: " + no_history if no_history else

@@ -81,6 +81,11 @@ class Family:
             ) from None
         return value
 
+    @property
+    def distributions(self) -> frozenset[str]:
+        """The family's own distributions: its distribution and its components'."""
+        return frozenset({self.distribution, *(dist for _, dist in self.components)})
+
     def version(self) -> str:
         """The installed version of the family's distribution, or 'not-installed'; for a family
         of several components, their versions joined (see ``components``)."""

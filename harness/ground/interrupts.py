@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -121,8 +122,6 @@ def alarm_after(seconds: float) -> Iterator[None]:
     """Raise ``Overdue`` in the block if it runs longer than ``seconds`` (on the main thread
     of a POSIX process; elsewhere no deadline). For a call that may block the event loop's own
     thread forever, e.g. a sync method that waits on the loop it is blocking."""
-    import threading
-
     main = threading.main_thread()
     if not hasattr(signal, "pthread_kill") or threading.current_thread() is not main:
         yield

@@ -59,3 +59,10 @@ def test_list_names_the_family_lanes() -> None:
     out = subprocess.run([sys.executable, "-m", "harness", "--family", "langgraph", "list"],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "ARIB-CKPT-001" in out and "lg-reference" in out and "lg-sqlite-file" in out
+
+
+def test_the_family_names_its_three_distributions() -> None:
+    from targets.langgraph.family import LANGGRAPH
+
+    assert LANGGRAPH.distributions == {"langgraph-checkpoint", "langgraph-checkpoint-sqlite",
+                                       "langgraph-checkpoint-postgres"}
