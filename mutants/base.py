@@ -8,10 +8,11 @@ import importlib
 import inspect
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.ground.model import MutantKey, MutantKind, Verdict
+from mutants.swap import UnitSwap
 from targets.base import Claims
 
 
@@ -47,6 +48,9 @@ class MutantSpec:
     workflow: str | None = None
     # Why no run can tell this mutant from the original, when none can (it must survive).
     equivalent: str | None = None
+    # A generated mutant that changes one function's body only: installed by swapping that
+    # function's code in place (mutants.swap), which is much cheaper than the whole module.
+    swap: UnitSwap | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> MutantKey:
@@ -58,9 +62,11 @@ class MutantSpec:
         if self.patch is not None:
             self.patch()
         if self.source is not None:
-            from mutants.hook import serve_mutated_module
+            from mutants.hook import serve_mutated_function, serve_mutated_module
 
-            serve_mutated_module(self.module, self.source)
+            if self.swap is None or not serve_mutated_function(self.module, self.source,
+                                                                self.swap):
+                serve_mutated_module(self.module, self.source)
 
     def diff(self) -> str:
         """A readable diff of the change (the override's code for a hand-written mutant)."""

@@ -30,6 +30,7 @@ from harness.ground.model import MutantKind
 from mutants.base import MutantSpec, mutant_id
 from mutants.hook import installed_source
 from mutants.operators import OPERATORS, Operator, Replacement
+from mutants.swap import UnitSwap, import_lines, unit_swap
 
 if TYPE_CHECKING:
     from harness.ground.selector import Selector
@@ -232,6 +233,49 @@ class _Renderer:
         compile(code, filename, "exec", flags=self.flags, dont_inherit=True)
 
 
+# Methods Python calls while a class is being created (also a subclass in another module).
+_CLASS_CREATION = frozenset({"__init_subclass__", "__set_name__", "__prepare__", "__new__"})
+
+
+def _import_time_names(module: cst.Module) -> frozenset[str]:
+    """Every name (and attribute name) an import of ``module`` may call: everything outside
+    function bodies (decorators and defaults included), then what the bodies of the
+    module's functions of those names refer to, and so on. A function called while the
+    module is imported cannot be swapped in place: its old code already ran there
+    (``mutants.swap``)."""
+    names: set[str] = set(_CLASS_CREATION)
+    bodies: dict[str, set[str]] = {}
+
+    class _Names(cst.CSTVisitor):
+        def __init__(self, into: set[str]) -> None:
+            self.into = into
+
+        def visit_Name(self, node: cst.Name) -> None:
+            self.into.add(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            self.into.add(node.attr.value)
+
+    class _Outside(_Names):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            for decorator in node.decorators:
+                decorator.visit(self)
+            node.params.visit(self)
+            if node.returns is not None:
+                node.returns.visit(self)
+            # The body runs only when the function is called.
+            node.body.visit(_Names(bodies.setdefault(node.name.value, set())))
+            return False
+
+    module.visit(_Outside(names))
+    grown = names & bodies.keys()
+    while grown:
+        new = set().union(*(bodies[n] for n in grown)) - names
+        names |= new
+        grown = new & bodies.keys()
+    return frozenset(names)
+
+
 def _units(module: cst.Module, class_def: cst.ClassDef, helpers: bool) -> list[tuple[
         cst.FunctionDef, str]]:
     """The class's methods, then the module-level functions the class refers to by name."""
@@ -292,6 +336,8 @@ def generate_from_source(
             f"cannot generate mutants for target {target_name!r}"
         )
     renderer = _Renderer(source, tree, class_def)
+    import_time = _import_time_names(tree)
+    imports = import_lines(source)
     filename = f"<mutant {module}>"
     mutants: list[MutantSpec] = []
     dropped: list[str] = []
@@ -313,6 +359,7 @@ def generate_from_source(
                 occurrence = occurrences[key]
                 occurrences[key] += 1
                 where = f"{site.qualname} [{site.operator.name}]"
+                swap: UnitSwap | None = None
                 try:
                     new_unit = _rebuild(site.path, replacement)
                     if offset is None:
@@ -323,8 +370,15 @@ def generate_from_source(
                     else:
                         wrapped = renderer.wrapped(new_unit, in_class)
                         renderer.check(wrapped, filename)
-                        new_source = (source[:offset] + renderer.unit_text(wrapped, in_class)
-                                      + source[offset + len(text):])
+                        new_text = renderer.unit_text(wrapped, in_class)
+                        new_source = source[:offset] + new_text + source[offset + len(text):]
+                        # Only a changed body can be swapped in place (see mutants.swap).
+                        if (isinstance(new_unit, cst.FunctionDef)
+                                and unit.name.value not in import_time
+                                and unit.deep_equals(new_unit.with_changes(body=unit.body))):
+                            swap = unit_swap(scope, unit.name.value, new_text,
+                                             source.count("\n", 0, offset) + 1,
+                                             renderer.flags, imports)
                 except (SyntaxError, ValueError, LookupError, cst.CSTValidationError) as exc:
                     dropped.append(f"{where}: {type(exc).__name__}: {exc}")
                     continue
@@ -342,6 +396,7 @@ def generate_from_source(
                     replacement=mutated_text,
                     description=f"{site.qualname}: {site.operator.defect}",
                     source=new_source,
+                    swap=swap,
                 ))
     return GenerationReport(
         target=target_name,

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ground.errors import MutantDefinitionError
+from mutants.swap import UnitSwap, swap_in
 
 
 class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -224,6 +225,21 @@ def edited_source(module: str, original: str, replacement: str) -> str:
             f"but matches {count} times; make the original text more specific"
         )
     return source.replace(original, replacement, 1)
+
+
+def serve_mutated_function(module_name: str, source: str, swap: UnitSwap) -> bool:
+    """Make the imported ``module_name`` run the one function ``swap`` changed (``source`` is
+    the whole mutated module); False, changing nothing, where only re-executing the module
+    is exact (see ``mutants.swap``). A later fresh import of the module gets ``source``."""
+    if module_name not in sys.modules:
+        return False
+    path = _real_path(module_name)
+    if not swap_in(module_name, swap, path, source):
+        return False
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if not (isinstance(f, MutantFinder) and f.module_name == module_name)]
+    sys.meta_path.insert(0, MutantFinder(module_name, source, path))
+    return True
 
 
 def serve_mutated_module(module_name: str, source: str) -> None:

@@ -77,6 +77,7 @@ class _Running:
     sampled_at: float = 0.0
     cpu_s: float | None = None
     stalled: bool = False
+    delivered_at: float | None = None  # when its result pipe closed
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -215,16 +216,26 @@ def quiet_fork() -> int:
         return os.fork()
 
 
-def die_with_parent(parent: int) -> None:
-    """Linux: SIGKILL this process when its parent dies (also of SIGKILL, when no ``finally``
-    of the parent runs); elsewhere the parent's pipes reaching EOF end it."""
+def _find_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up once, in the parent (a child that opened libc itself paid
+    about 3 ms for it); None where there is none."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+_PRCTL = _find_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when its parent dies (also of SIGKILL, when no ``finally``
+    of the parent runs); elsewhere the parent's pipes reaching EOF end it."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(0)
 
@@ -295,7 +306,7 @@ def _reap(pid: int) -> int:
 
 
 def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
-    duration = time.perf_counter() - run.started
+    duration = (run.delivered_at or time.perf_counter()) - run.started
     if timed_out:
         _kill_group(run.pid)
     status = _reap(run.pid)
@@ -347,9 +358,12 @@ def run_jobs(
     pending = list(range(len(jobs)))
     scratch.prepare()  # made here, in the parent, which removes them; children work inside
     running: dict[int, _Running] = {}
+    # Children that delivered their result (their pipe closed) but are not reaped yet: the
+    # next jobs are forked first, so a core never waits for an ending child's exit.
+    delivered: list[_Running] = []
     try:
         workers = max(1, workers)
-        while pending or running:
+        while pending or running or delivered:
             interrupts.raise_if_stopped()  # a stop whose exception an at-fork hook dropped
             while pending and (sum(1 for r in running.values() if not r.stalled) < workers
                                and len(running) < workers * (1 + stalled_per_worker)):
@@ -358,6 +372,13 @@ def run_jobs(
                 running[fd] = _Running(index, pid, fd, time.perf_counter(), [])
                 if on_start:
                     on_start(index)
+            while delivered:
+                run = delivered.pop(0)
+                outcomes[run.index] = _finish(run, timed_out=False)
+                if on_done:
+                    on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
+            if not running:
+                continue
             now = time.perf_counter()
             wait = min(r.started + limits[r.index] - now for r in running.values())
             if pending:  # look again soon for children that stalled
@@ -371,9 +392,8 @@ def run_jobs(
                     running[fd].chunks.append(chunk)
                     continue
                 run = running.pop(fd)
-                outcomes[run.index] = _finish(run, timed_out=False)
-                if on_done:
-                    on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
+                run.delivered_at = time.perf_counter()
+                delivered.append(run)
             now = time.perf_counter()
             for fd, run in list(running.items()):
                 if now - run.started > limits[run.index]:
@@ -382,7 +402,8 @@ def run_jobs(
                     if on_done:
                         on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
     finally:
-        for run in running.values():  # interrupted: leave no child (nor grandchild) behind
+        # Interrupted: leave no child (nor grandchild) behind.
+        for run in [*running.values(), *delivered]:
             _kill_group(run.pid)
             _reap(run.pid)
             os.close(run.fd)

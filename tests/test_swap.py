@@ -1,0 +1,200 @@
+"""Generated mutants installed by swapping one function's code: exact, or not done at all."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.ground.child import ChildStatus, run_jobs
+from mutants.base import MutantSpec
+from mutants.generate import generate, generate_from_source
+from targets.base import TargetSpec
+from targets.registry import real_lanes
+from targets.sdk import SQLITE_FILE
+
+TOY = textwrap.dedent('''\
+    from __future__ import annotations
+
+    import functools
+
+
+    def traced(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            if len(args) > 0:
+                return fn(*args, **kwargs)
+            return None
+        return inner
+
+
+    def size_name(n):
+        if n > 1:
+            return "many"
+        return "few"
+
+
+    class Base:
+        def kind(self):
+            return "base"
+
+
+    class Store(Base):
+        def __init__(self):
+            self.__items = []
+
+        def kind(self):
+            if len(self.__items) > 0:
+                return "full " + super().kind()
+            return "empty " + super().kind()
+
+        @staticmethod
+        def named(n):
+            return size_name(n) if n >= 0 else "none"
+
+        @traced
+        def add(self, x):
+            self.__items.append(x)
+            return len(self.__items) > 1
+
+        def count(self, limit=3):
+            return min(len(self.__items), limit)
+
+
+    DEFAULT_NAME = Store.named(0)
+''')
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+    name = "arib_toy_swap"
+    (tmp_path / f"{name}.py").write_text(TOY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module(name)
+    yield name, tmp_path
+    sys.modules.pop(name, None)
+
+
+def _mutants(name: str) -> tuple[MutantSpec, ...]:
+    return generate_from_source(TOY, name, "toy", "Store",
+                                ["flip_comparison", "early_return"]).mutants
+
+
+def _behaviour(mutant: MutantSpec | None, name: str, swap: bool) -> dict[str, Any]:
+    """In a child: install ``mutant`` (by swap or by re-executing the module), then use it."""
+    if mutant is not None:
+        mutant.apply() if swap else dataclasses.replace(mutant, swap=None).apply()
+    module = sys.modules[name]
+    store = module.Store()
+    out: dict[str, Any] = {"empty": store.kind(), "named": [module.Store.named(n)
+                                                            for n in (0, 5)]}
+    out["add"] = [store.add(1), store.add(2)]
+    out["full"] = store.kind()
+    out["count"] = store.count()
+    out["default"] = module.DEFAULT_NAME
+    out["swapped"] = isinstance(module.Store.kind.__code__.co_filename, str) and (
+        module.Store.kind.__code__.co_filename.startswith("<mutant"))
+    return out
+
+
+def test_each_swappable_mutant_behaves_as_the_reexecuted_module(toy: tuple[str, Path]) -> None:
+    name, _ = toy
+    mutants = _mutants(name)
+    assert mutants
+    jobs = [lambda m=m, s=s: _behaviour(m, name, s) for m in mutants for s in (True, False)]
+    outcomes = run_jobs(jobs, workers=2, timeout_s=30)
+    assert all(o.status is ChildStatus.OK for o in outcomes), [o.detail for o in outcomes]
+    for index, mutant in enumerate(mutants):
+        swapped, reexecuted = outcomes[2 * index].value, outcomes[2 * index + 1].value
+        for key in ("empty", "named", "add", "full", "count", "default"):
+            assert swapped[key] == reexecuted[key], (mutant.qualname, mutant.operator, key)
+    (clean,) = run_jobs([lambda: _behaviour(None, name, True)], workers=1, timeout_s=30)
+    assert clean.value["empty"] == "empty base" and clean.value["add"] == [False, True]
+    # At least one mutant of each kind of unit changes what it returns.
+    changed = {m.qualname for i, m in enumerate(mutants)
+               if outcomes[2 * i].value != {**clean.value, "swapped": outcomes[2 * i].value[
+                   "swapped"]}}
+    assert {"Store.kind", "Store.add", "size_name"} <= changed
+
+
+def test_only_functions_no_import_runs_are_swappable(toy: tuple[str, Path]) -> None:
+    name, _ = toy
+    by_unit: dict[str, set[bool]] = {}
+    for mutant in _mutants(name):
+        unit = mutant.qualname.split(".<locals>")[0]
+        by_unit.setdefault(unit, set()).add(mutant.swap is not None)
+    # `traced` decorates `add`, `named` is called by DEFAULT_NAME = ... and calls
+    # `size_name`, all while the module is imported: only re-executing the module runs
+    # their mutated code there.
+    assert by_unit["traced"] == by_unit["Store.named"] == by_unit["size_name"] == {False}
+    assert by_unit["Store.kind"] == by_unit["Store.add"] == {True}
+
+
+def test_a_swap_that_would_not_be_exact_changes_nothing(toy: tuple[str, Path]) -> None:
+    from mutants.hook import serve_mutated_function
+
+    name, tmp_path = toy
+    mutant = next(m for m in _mutants(name) if m.qualname == "Store.kind" and m.swap)
+    assert mutant.swap is not None
+    path = str(tmp_path / f"{name}.py")
+    module = sys.modules[name]
+    before = module.Store.kind.__code__
+    # A different first line (the unit was moved), a module not imported: refused.
+    moved = dataclasses.replace(mutant.swap, text="\n" + mutant.swap.text)
+    assert not serve_mutated_function(name, mutant.source or "", moved)
+    assert not serve_mutated_function("arib_not_imported_module", mutant.source or "",
+                                       mutant.swap)
+    assert module.Store.kind.__code__ is before
+    assert not any(type(f).__name__ == "MutantFinder" for f in sys.meta_path)
+    assert Path(path).read_text() == TOY
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    nested = [(x, y) for x, y in zip(a.co_consts, b.co_consts, strict=True)
+              if isinstance(x, types.CodeType)]
+    plain = [x for x in a.co_consts if not isinstance(x, types.CodeType)]
+    return (a.co_code == b.co_code and a.co_names == b.co_names
+            and a.co_varnames == b.co_varnames and a.co_freevars == b.co_freevars
+            and a.co_firstlineno == b.co_firstlineno and a.co_filename == b.co_filename
+            and plain == [x for x in b.co_consts if not isinstance(x, types.CodeType)]
+            and all(_same_code(x, y) for x, y in nested))
+
+
+def _find(code: types.CodeType, qualname: str) -> types.CodeType:
+    for part in qualname.split("."):
+        (code,) = [c for c in code.co_consts
+                   if isinstance(c, types.CodeType) and c.co_name == part]
+    return code
+
+
+def _one_lane_per_module() -> list[TargetSpec]:
+    lanes: dict[str, TargetSpec] = {}
+    for lane in real_lanes():
+        lanes.setdefault(lane.module, lane)
+    return list(lanes.values())
+
+
+@pytest.mark.parametrize("lane", _one_lane_per_module(), ids=lambda lane: lane.name)
+def test_every_mutant_swaps_the_code_the_mutated_module_compiles_to(lane: TargetSpec) -> None:
+    """The code swapped in equals, instruction for instruction, the function's code in the
+    whole mutated module, for every generated mutant of every backend."""
+    report = generate(lane)
+    swappable = [m for m in report.mutants if m.swap is not None]
+    assert swappable
+    if lane is SQLITE_FILE:
+        assert len(swappable) == len(report.mutants)  # SQLiteSession's units all qualify
+    for mutant in swappable:
+        assert mutant.swap is not None and mutant.source is not None
+        filename = "<mutant x>"
+        whole = compile(mutant.source, filename, "exec", flags=mutant.swap.flags,
+                        dont_inherit=True)
+        unit = ".".join(p for p in (mutant.swap.scope, mutant.swap.name) if p)
+        swapped = mutant.swap.code(filename)
+        assert swapped is not None and _same_code(swapped, _find(whole, unit)), mutant.id
