@@ -77,7 +77,6 @@ class _Running:
     sampled_at: float = 0.0
     cpu_s: float | None = None
     stalled: bool = False
-    delivered_at: float | None = None  # when its result pipe closed
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -305,8 +304,27 @@ def _reap(pid: int) -> int:
     return status
 
 
+def _delivered(run: _Running, duration: float) -> ChildOutcome:
+    """The outcome a child sent through its pipe (which it closed)."""
+    try:
+        ok, value = pickle.loads(b"".join(run.chunks))
+    except Exception as exc:  # noqa: BLE001
+        return ChildOutcome(ChildStatus.CRASH, detail=f"unreadable result: {exc!r}",
+                            duration_s=duration)
+    if ok:
+        return ChildOutcome(ChildStatus.OK, value=value, duration_s=duration)
+    return ChildOutcome(ChildStatus.RAISED, detail=str(value), duration_s=duration)
+
+
+def _release(run: _Running) -> None:
+    """Reap a child whose outcome is known; clean what it left."""
+    _reap(run.pid)
+    os.close(run.fd)
+    scratch.remove_child(run.pid)
+
+
 def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
-    duration = (run.delivered_at or time.perf_counter()) - run.started
+    duration = time.perf_counter() - run.started
     if timed_out:
         _kill_group(run.pid)
     status = _reap(run.pid)
@@ -316,16 +334,8 @@ def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
     if timed_out:
         return ChildOutcome(ChildStatus.TIMEOUT, detail="killed after the hard timeout"
                             + (f"; stderr: {stderr}" if stderr else ""), duration_s=duration)
-    data = b"".join(run.chunks)
-    if data:
-        try:
-            ok, value = pickle.loads(data)
-        except Exception as exc:  # noqa: BLE001
-            return ChildOutcome(ChildStatus.CRASH, detail=f"unreadable result: {exc!r}",
-                                duration_s=duration)
-        if ok:
-            return ChildOutcome(ChildStatus.OK, value=value, duration_s=duration)
-        return ChildOutcome(ChildStatus.RAISED, detail=str(value), duration_s=duration)
+    if run.chunks:
+        return _delivered(run, duration)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         detail = f"child died from signal {signal.Signals(sig).name}"
@@ -358,8 +368,9 @@ def run_jobs(
     pending = list(range(len(jobs)))
     scratch.prepare()  # made here, in the parent, which removes them; children work inside
     running: dict[int, _Running] = {}
-    # Children that delivered their result (their pipe closed) but are not reaped yet: the
-    # next jobs are forked first, so a core never waits for an ending child's exit.
+    # Children that delivered their result (their pipe closed, their outcome recorded) but
+    # are not reaped yet: the next jobs are forked first, so a core never waits for an
+    # ending child's exit.
     delivered: list[_Running] = []
     try:
         workers = max(1, workers)
@@ -373,10 +384,7 @@ def run_jobs(
                 if on_start:
                     on_start(index)
             while delivered:
-                run = delivered.pop(0)
-                outcomes[run.index] = _finish(run, timed_out=False)
-                if on_done:
-                    on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
+                _release(delivered.pop(0))
             if not running:
                 continue
             now = time.perf_counter()
@@ -392,8 +400,13 @@ def run_jobs(
                     running[fd].chunks.append(chunk)
                     continue
                 run = running.pop(fd)
-                run.delivered_at = time.perf_counter()
-                delivered.append(run)
+                if run.chunks:
+                    outcomes[run.index] = _delivered(run, time.perf_counter() - run.started)
+                    delivered.append(run)
+                else:  # died without a result: its wait status says how
+                    outcomes[run.index] = _finish(run, timed_out=False)
+                if on_done:
+                    on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
             now = time.perf_counter()
             for fd, run in list(running.items()):
                 if now - run.started > limits[run.index]:
