@@ -6,7 +6,6 @@ import dataclasses
 import importlib
 import sys
 import textwrap
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,11 @@ import pytest
 
 from harness.ground.child import ChildStatus, run_jobs
 from mutants.base import MutantSpec
-from mutants.generate import generate, generate_from_source
+from mutants.generate import generate_from_source
 from targets.base import TargetSpec
 from targets.registry import real_lanes
 from targets.sdk import SQLITE_FILE
+from tests.swapcheck import one_lane_per_module, swaps_are_exact
 
 TOY = textwrap.dedent('''\
     from __future__ import annotations
@@ -156,45 +156,12 @@ def test_a_swap_that_would_not_be_exact_changes_nothing(toy: tuple[str, Path]) -
     assert Path(path).read_text() == TOY
 
 
-def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
-    nested = [(x, y) for x, y in zip(a.co_consts, b.co_consts, strict=True)
-              if isinstance(x, types.CodeType)]
-    plain = [x for x in a.co_consts if not isinstance(x, types.CodeType)]
-    return (a.co_code == b.co_code and a.co_names == b.co_names
-            and a.co_varnames == b.co_varnames and a.co_freevars == b.co_freevars
-            and a.co_firstlineno == b.co_firstlineno and a.co_filename == b.co_filename
-            and plain == [x for x in b.co_consts if not isinstance(x, types.CodeType)]
-            and all(_same_code(x, y) for x, y in nested))
-
-
-def _find(code: types.CodeType, qualname: str) -> types.CodeType:
-    for part in qualname.split("."):
-        (code,) = [c for c in code.co_consts
-                   if isinstance(c, types.CodeType) and c.co_name == part]
-    return code
-
-
-def _one_lane_per_module() -> list[TargetSpec]:
-    lanes: dict[str, TargetSpec] = {}
-    for lane in real_lanes():
-        lanes.setdefault(lane.module, lane)
-    return list(lanes.values())
-
-
-@pytest.mark.parametrize("lane", _one_lane_per_module(), ids=lambda lane: lane.name)
+@pytest.mark.parametrize("lane", one_lane_per_module(real_lanes()),
+                         ids=lambda lane: lane.name)
 def test_every_mutant_swaps_the_code_the_mutated_module_compiles_to(lane: TargetSpec) -> None:
     """The code swapped in equals, instruction for instruction, the function's code in the
     whole mutated module, for every generated mutant of every backend."""
-    report = generate(lane)
-    swappable = [m for m in report.mutants if m.swap is not None]
+    total, swappable = swaps_are_exact(lane)
     assert swappable
     if lane is SQLITE_FILE:
-        assert len(swappable) == len(report.mutants)  # SQLiteSession's units all qualify
-    for mutant in swappable:
-        assert mutant.swap is not None and mutant.source is not None
-        filename = "<mutant x>"
-        whole = compile(mutant.source, filename, "exec", flags=mutant.swap.flags,
-                        dont_inherit=True)
-        unit = ".".join(p for p in (mutant.swap.scope, mutant.swap.name) if p)
-        swapped = mutant.swap.code(filename)
-        assert swapped is not None and _same_code(swapped, _find(whole, unit)), mutant.id
+        assert swappable == total  # SQLiteSession's units all qualify
