@@ -7,7 +7,8 @@ Per check, in forked children, ``reruns`` times each:
    mutants, at least 3 times): where it does not hold in every rerun on this SDK version, that
    mutant's kill would prove nothing, so it is reported as not judgeable here (status
    ``not_judgeable``, ``judgeable`` false, with the clean verdicts) and counts neither for
-   nor against admission;
+   nor against admission. A lane whose every paired mutant of the check has a cached result
+   does not run its clean base again (a result is cached only when its base held);
 4. every judgeable paired mutant comes out as its expected verdict (``violated``, or for a
    claim mutant ``not_applicable`` / ``error``) in every rerun: ``killed``; and at least one
    hand-written and one generated mutant are killed on this version.
@@ -170,11 +171,14 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
     """The gates and the clean bases, by role; and each cell's clean base, which sets its
     mutants' time limits and says whether they can be judged there."""
     jobs: list[_Job] = []
+    skipped = _cached_cells(checks, pairs, config)
     for check in checks:
         for r in range(config.reruns):
             jobs.append(_Job(check, _reference(check), None, r, "clean"))
         jobs.append(_Job(check, _reference(check), _forced(check), 0, "forced"))
         for name in sorted({m.target for m in pairs[check.id]} - {_reference(check).name}):
+            if Cell(check.id, name) in skipped:
+                continue
             for r in range(clean_reruns(config.reruns)):
                 jobs.append(_Job(check, get_target(name), None, r, "base"))
     progress = Progress("admit", len(jobs), quiet=config.quiet)
@@ -195,7 +199,26 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
     bases = {Cell(job.check.id, job.target.name): clean_base(
         job.check.id, job.target.name, by_role[_slot(job)])
         for job in jobs if job.role in ("clean", "base")}
+    bases.update({cell: CleanBase(cell.check_id, cell.lane, (), 0.0, cached=True)
+                  for cell in skipped})
     return by_role, bases
+
+
+def _cached_cells(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],
+                  config: AdmissionConfig) -> set[Cell]:
+    """The cells (check, lane other than the gate's) whose clean base need not run: each of
+    their paired mutants is waived or has a cached result, and a result was cached only when
+    its clean base held under the inputs its key names. The gates always run."""
+    cells: set[Cell] = set()
+    for check in checks:
+        by_lane: dict[str, list[MutantSpec]] = {}
+        for mutant in pairs[check.id]:
+            if mutant.target != _reference(check).name and _waiver(check, mutant) is None:
+                by_lane.setdefault(mutant.target, []).append(mutant)
+        for lane, mutants in by_lane.items():
+            if all(config.cache.holds(_mutant_key(check, m, config)) for m in mutants):
+                cells.add(Cell(check.id, lane))
+    return cells
 
 
 def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | None:
@@ -238,7 +261,7 @@ def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell,
             base = bases[Cell(check.id, mutant.target)]
             pairs.append(Pair(check, get_target(mutant.target), mutant, mutant.expected,
                               base.duration_s, _mutant_key(check, mutant, config),
-                              store=base.judgeable))
+                              store=base.judgeable and not base.cached))
     return pairs
 
 

@@ -80,6 +80,10 @@ class AdmissionCache:
         except (ValueError, KeyError, TypeError, AttributeError):
             return None, Lookup.UNREADABLE
 
+    def holds(self, key: str) -> bool:
+        """Whether an entry under ``key`` loads (not counted as a lookup)."""
+        return self._load(key)[1] is Lookup.HIT
+
     def get(self, key: str) -> MutantResult | None:
         """The cached result under ``key``, or None (no cache, no entry, or unreadable)."""
         return self.lookup(key)[0]

@@ -98,6 +98,52 @@ def test_cache_serves_unchanged_pairs(tmp_path):
     assert second.results[0].status is first.results[0].status
 
 
+def _roles_run(monkeypatch) -> list[list[str]]:
+    """The roles of the clean-phase jobs of each admit() call, recorded in the parent."""
+    import harness.admission as admission
+
+    runs: list[list[str]] = []
+    real = admission.run_jobs
+
+    def recording(jobs, **kw):  # type: ignore[no-untyped-def]
+        runs.append([job.args[0].role for job in jobs])
+        return real(jobs, **kw)
+
+    monkeypatch.setattr(admission, "run_jobs", recording)
+    return runs
+
+
+def test_a_warm_cache_skips_clean_bases_never_the_gates(tmp_path, monkeypatch):
+    runs = _roles_run(monkeypatch)
+    check = dataclasses.replace(small_conc_003(), mutants=(
+        "reference_silent_drop_after_close", "sqlite_silent_drop_after_close"))
+    cfg = handwritten_only(tmp_path, reruns=1)
+    (first,) = admit([check], cfg)
+    (second,) = admit([check], cfg)
+    assert runs[0].count("base") == 3 and runs[1].count("base") == 0
+    assert runs[1].count("clean") == 1 and runs[1].count("forced") == 1
+    assert second.admitted and [r.status for r in second.results] == [
+        r.status for r in first.results]
+    assert all(r.cached for r in second.results)
+    # A lane with one pair not in the cache runs its clean base again.
+    grown = dataclasses.replace(
+        check, mutants=(*check.mutants, "sqlite_persist_then_raise_after_close"))
+    admit([grown], cfg)
+    assert runs[2].count("base") == 3
+
+
+def test_a_base_that_broke_is_run_again_with_a_warm_cache(tmp_path, monkeypatch):
+    runs = _roles_run(monkeypatch)
+    check = dataclasses.replace(get_check("ARIB-REPLAY-001"), mutants=(
+        "reference_no_idempotency", "sqlite_silent_drop_after_close"))
+    cfg = config(tmp_path, reruns=1, generated=False)
+    admit([check], cfg)
+    (second,) = admit([check], cfg)
+    assert runs[1].count("base") == 3  # its result was never cached
+    (bad,) = [r for r in second.results if not r.judgeable]
+    assert "clean 'sqlite-file' gave violated" in (bad.evidence or "")
+
+
 def test_broken_clean_base_makes_a_kill_meaningless(tmp_path):
     # REPLAY-001 is violated by the clean SQLiteSession, so a mutant of it proves nothing:
     # it is not judgeable here and counts neither for nor against admission.

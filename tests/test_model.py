@@ -129,6 +129,14 @@ def test_clean_base_json_names_every_field():
                               "duration_s": 0.1235, "reason": "lost 2"}
 
 
+def test_a_clean_base_not_run_because_its_mutants_are_cached_is_judgeable_and_says_so():
+    base = CleanBase("ARIB-X-001", "sqlite-file", (), 0.0, cached=True)
+    assert base.judgeable and not base.abstains
+    assert base.describe() == ("clean 'sqlite-file' not run: every paired mutant's result "
+                               "is cached")
+    assert base.to_json()["cached"] is True and base.to_json()["verdicts"] == []
+
+
 def test_every_status_is_documented():
     source = Path(model.__file__).read_text()
     block = source[source.index("class MutantStatus"):source.index("class ExitCode")]

@@ -341,10 +341,16 @@ class CleanBase:
     verdicts: tuple[Verdict, ...]
     duration_s: float  # the longest rerun: the mutants' time limits scale from it
     reason: str | None = None  # what the first rerun that did not hold said
+    # Not run: every paired mutant on this lane has a cached result, and a result is cached
+    # only when its clean base held under the same inputs (the cache key names them).
+    cached: bool = False
 
     @property
     def judgeable(self) -> bool:
-        """Whether every clean rerun held, so mutants may be judged on this lane."""
+        """Whether every clean rerun held (or a cached result says they did), so mutants may
+        be judged on this lane."""
+        if self.cached:
+            return True
         return bool(self.verdicts) and all(v is Verdict.HELD for v in self.verdicts)
 
     @property
@@ -354,6 +360,8 @@ class CleanBase:
 
     def describe(self) -> str:
         """E.g. ``clean 'sqlite-file' gave held, violated, held (lost 2)``."""
+        if self.cached:
+            return f"clean {self.lane!r} not run: every paired mutant's result is cached"
         text = f"clean {self.lane!r} gave {', '.join(v.value for v in self.verdicts)}"
         return text + (f" ({self.reason})" if self.reason and not self.judgeable else "")
 
@@ -366,7 +374,7 @@ class CleanBase:
             "judgeable": self.judgeable,
             "duration_s": round(self.duration_s, 4),
             "reason": self.reason,
-        }
+        } | ({"cached": True} if self.cached else {})
 
 
 @dataclass(frozen=True)
