@@ -164,14 +164,23 @@ def _waiver(check: CheckSpec, mutant: MutantSpec) -> str | None:
 
 
 Gathered = dict[tuple[str, str, MutantKey | str], list[Finding]]
+# Each judged pair's cache key, by check id and mutant on its lane (computed once a run: a key
+# hashes the check's sources and the whole mutated module).
+Keys = dict[tuple[str, MutantKey], str]
+
+
+def _keys(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],
+          config: AdmissionConfig) -> Keys:
+    return {(check.id, m.key): _mutant_key(check, m, config)
+            for check in checks for m in pairs[check.id] if _waiver(check, m) is None}
 
 
 def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],
-                 config: AdmissionConfig) -> tuple[Gathered, dict[Cell, CleanBase]]:
+                 keys: Keys, config: AdmissionConfig) -> tuple[Gathered, dict[Cell, CleanBase]]:
     """The gates and the clean bases, by role; and each cell's clean base, which sets its
     mutants' time limits and says whether they can be judged there."""
     jobs: list[_Job] = []
-    skipped = _cached_cells(checks, pairs, config)
+    skipped = _cached_cells(checks, pairs, keys, config)
     for check in checks:
         for r in range(config.reruns):
             jobs.append(_Job(check, _reference(check), None, r, "clean"))
@@ -205,19 +214,20 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
 
 
 def _cached_cells(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],
-                  config: AdmissionConfig) -> set[Cell]:
+                  keys: Keys, config: AdmissionConfig) -> set[Cell]:
     """The cells (check, lane other than the gate's) whose clean base need not run: each of
     their paired mutants is waived or has a cached result, and a result was cached only when
     its clean base held under the inputs its key names. The gates always run."""
     cells: set[Cell] = set()
     for check in checks:
-        by_lane: dict[str, list[MutantSpec]] = {}
+        gate = _reference(check).name
+        by_lane: dict[str, list[str]] = {}
         for mutant in pairs[check.id]:
-            if mutant.target != _reference(check).name and _waiver(check, mutant) is None:
-                by_lane.setdefault(mutant.target, []).append(mutant)
-        for lane, mutants in by_lane.items():
-            if all(config.cache.holds(_mutant_key(check, m, config)) for m in mutants):
-                cells.add(Cell(check.id, lane))
+            key = keys.get((check.id, mutant.key))  # none: waived
+            if mutant.target != gate and key is not None:
+                by_lane.setdefault(mutant.target, []).append(key)
+        cells.update(Cell(check.id, lane) for lane, lane_keys in by_lane.items()
+                     if all(config.cache.holds(key) for key in lane_keys))
     return cells
 
 
@@ -252,7 +262,7 @@ def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | N
 
 
 def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell, CleanBase],
-           config: AdmissionConfig) -> list[Pair]:
+           keys: Keys) -> list[Pair]:
     """The check's paired mutants to judge (all but the waived ones); a mutant whose clean
     base does not hold runs too, to be shown, but its result is never cached."""
     pairs = []
@@ -260,7 +270,7 @@ def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell,
         if _waiver(check, mutant) is None:
             base = bases[Cell(check.id, mutant.target)]
             pairs.append(Pair(check, get_target(mutant.target), mutant, mutant.expected,
-                              base.duration_s, _mutant_key(check, mutant, config),
+                              base.duration_s, keys[(check.id, mutant.key)],
                               store=base.judgeable and not base.cached))
     return pairs
 
@@ -273,10 +283,11 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     for check in checks:
         pairs[check.id], problems[check.id] = paired_mutants(check, config)
     # Phase 1: the gates and the clean bases; their durations set the mutants' time limits.
-    by_role, bases = _clean_phase(checks, pairs, config)
+    keys = _keys(checks, pairs, config)
+    by_role, bases = _clean_phase(checks, pairs, keys, config)
     moot = {check.id: _gates(check, by_role, started) for check in checks}
     judged = judge_mutants(
-        [p for c in checks if moot[c.id] is None for p in _pairs(c, pairs[c.id], bases, config)],
+        [p for c in checks if moot[c.id] is None for p in _pairs(c, pairs[c.id], bases, keys)],
         Judging("admission", config.reruns, config.workers, config.cache, CACHED,
                 config.run_seed, config.params, config.services, fast_tmpdir(),
                 quiet=config.quiet))

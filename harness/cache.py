@@ -58,6 +58,9 @@ class AdmissionCache:
     def __init__(self, root: Path | None = DEFAULT_DIR) -> None:
         self.root = root
         self.counts = {state.value: 0 for state in Lookup}
+        # Entries this run loaded or wrote: each is read from disk at most once (an entry's
+        # result never changes under its key, so another run's write of it changes nothing).
+        self._known: dict[str, MutantResult] = {}
 
     def lookup(self, key: str) -> tuple[MutantResult | None, Lookup]:
         """The cached result under ``key`` and how the lookup ended (counted in ``counts``)."""
@@ -68,6 +71,8 @@ class AdmissionCache:
     def _load(self, key: str) -> tuple[MutantResult | None, Lookup]:
         if self.root is None:
             return None, Lookup.MISS
+        if key in self._known:
+            return self._known[key], Lookup.HIT
         path = self.root / f"{key}.json"
         try:
             text = path.read_text()
@@ -76,9 +81,11 @@ class AdmissionCache:
         except OSError:
             return None, Lookup.UNREADABLE
         try:
-            return MutantResult.from_json(json.loads(text)), Lookup.HIT
+            result = MutantResult.from_json(json.loads(text))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None, Lookup.UNREADABLE
+        self._known[key] = result
+        return result, Lookup.HIT
 
     def holds(self, key: str) -> bool:
         """Whether an entry under ``key`` loads (not counted as a lookup)."""
@@ -110,3 +117,4 @@ class AdmissionCache:
             return
         self.root.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.root / f"{key}.json", json.dumps(result.to_json(), indent=1))
+        self._known[key] = result

@@ -49,3 +49,12 @@ def test_the_killer_of_a_mutant_is_remembered_as_a_hint(tmp_path: Path) -> None:
     cache.remember_killer("h", "ARIB-CONC-001")
     assert cache.killer("h") == "ARIB-CONC-001"
     assert not list(tmp_path.rglob(".*"))  # no temporary file left behind
+
+
+def test_an_entry_is_read_from_disk_once_a_run_and_written_for_the_next(tmp_path: Path) -> None:
+    AdmissionCache(tmp_path).put("k", result())
+    cache = AdmissionCache(tmp_path)  # another run: reads what the first one wrote
+    assert cache.holds("k") and cache.counts["hit"] == 0  # holds() is not a lookup
+    (tmp_path / "k.json").write_text("{")  # torn after it was read: this run keeps its copy
+    assert cache.lookup("k") == (result(), Lookup.HIT)
+    assert AdmissionCache(tmp_path).lookup("k")[1] is Lookup.UNREADABLE  # a new run reads again
