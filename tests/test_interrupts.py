@@ -21,25 +21,6 @@ HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
                    for name in ("redis", "postgres"))
 
 
-@pytest.fixture(autouse=True)
-def _stop_signals_not_ignored():
-    """Each test starts with SIGINT, SIGTERM and SIGHUP at Python's defaults.
-
-    A shell that starts a command in the background without job control (``cmd &``) starts
-    it with SIGINT ignored, and an ignored stop signal stays ignored by design (see
-    ``test_an_ignored_sighup_stays_ignored``); these tests are about the other case.
-    """
-    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
-                signal.SIGHUP: signal.SIG_DFL}
-    saved = {signum: signal.getsignal(signum) for signum in defaults}
-    for signum, handler in defaults.items():
-        if saved[signum] is signal.SIG_IGN:
-            signal.signal(signum, handler)
-    yield
-    for signum, handler in saved.items():
-        signal.signal(signum, handler)
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_each_stop_signal_raises_interrupted_and_handlers_come_back(signum: int) -> None:
     before = signal.getsignal(signum)
