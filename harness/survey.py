@@ -54,6 +54,7 @@ from harness.judging import (
     Judged,
     Judging,
     Pair,
+    Slot,
     clean_base,
     clean_reruns,
     judge_mutants,
@@ -398,7 +399,10 @@ def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> 
     judged_by = [c for c, base in plan.clean.items() if base.judgeable]
     slots = [p.slot for p in pairs]
     cached = judged.cached(pairs)
+    killed = {s[1] for s in slots if s in judged.results
+              and judged.results[s].status is S.KILLED}
     counts = {"run": sum(judged.executions.get(s, 0) for s in slots),
+              **_executions_by_role(slots, judged, killed),
               "cached": cached,
               "cache_misses": sum(1 for s in slots if s in judged.executions
                                   and s not in judged.unreadable),
@@ -417,6 +421,26 @@ def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> 
             1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
             and _reaches(plan, c, mutant))
     return counts
+
+
+def _executions_by_role(slots: Sequence[Slot], judged: Judged,
+                        killed: set[MutantKey]) -> dict[str, int]:
+    """This run's check executions by what they did: on a mutant no check killed (every check
+    that reaches it must run: the floor), a pair that killed, or a pair of a killed mutant that
+    did not kill it (run before the kill, or beside it in its wave: all a perfect order of
+    checks could have saved)."""
+    roles = {"executions_unkilled": 0, "executions_killing": 0, "executions_beside_kill": 0}
+    for slot in slots:
+        n = judged.executions.get(slot, 0)  # 0: cached, or not run after a kill
+        if not n:
+            continue
+        if slot[1] not in killed:
+            roles["executions_unkilled"] += n
+        elif judged.results[slot].status is S.KILLED:
+            roles["executions_killing"] += n
+        else:
+            roles["executions_beside_kill"] += n
+    return roles
 
 
 def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:

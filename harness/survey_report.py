@@ -124,7 +124,8 @@ def run_totals(runs: Sequence[Mapping[str, int]]) -> str:
     judged mutant, summed over ``runs`` (the lanes' ``runs`` counts)."""
     total = {k: sum(r.get(k, 0) for r in runs) for k in (
         "cached", "cache_misses", "cache_unreadable", "run", "mutants_judged", "pairs",
-        "keys_version_bound")}
+        "keys_version_bound", "executions_unkilled", "executions_killing",
+        "executions_beside_kill")}
     looked = total["cached"] + total["cache_misses"] + total["cache_unreadable"]
     rate = f"{100 * total['cached'] / looked:.1f}%" if looked else "n/a"
     per = (f"{total['run'] / total['mutants_judged']:.2f}" if total["mutants_judged"]
@@ -133,7 +134,21 @@ def run_totals(runs: Sequence[Mapping[str, int]]) -> str:
             f"{total['cache_unreadable']} unreadable (judged again) of {looked} looked up: "
             f"hit rate {rate}; {total['keys_version_bound']} of {total['pairs']} keys bound to "
             f"the SDK version (inputs not named); check executions: {total['run']}, "
-            f"{per} per judged mutant ({total['mutants_judged']} mutants)")
+            f"{per} per judged mutant ({total['mutants_judged']} mutants){floor(total)}")
+
+
+def floor(total: Mapping[str, int]) -> str:
+    """How far this run's executions are from the fewest its verdicts allow: the mutants no
+    check killed ran every check that reaches them, whatever the order; of a killed mutant,
+    only the pair that killed it had to run."""
+    run = total["run"]
+    if not run:
+        return ""
+    beside = total["executions_beside_kill"]
+    return (f": {total['executions_unkilled']} on mutants no check killed (every check that "
+            f"reaches them must run), {total['executions_killing']} that killed, {beside} "
+            f"beside a kill (a perfect order of checks would save at most these, "
+            f"{100 * beside / run:.1f}%)")
 
 
 def render_text(surveys: Sequence[LaneSurvey], show_diffs: int = 20) -> str:

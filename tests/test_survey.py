@@ -370,6 +370,15 @@ def test_cache_lookups_and_check_executions_are_counted(lane: LaneSurvey) -> Non
     assert runs["mutants_judged"] == len({r.mutant_id for r in lane.results})
     assert runs["keys_version_bound"] == 0  # every clean run's record ended: inputs named
     assert "check executions:" in render_text([lane])
+    killed = {o.mutant.id for o in lane.outcomes if o.status is S.KILLED}
+    assert killed and runs["executions_killing"] == sum(
+        len(r.runs) for r in lane.results if r.mutant_id in killed)
+    assert runs["executions_unkilled"] == sum(
+        len(r.runs) for r in lane.results if r.mutant_id not in killed) > 0
+    assert runs["executions_beside_kill"] == 0  # one check: it killed every killed mutant
+    assert runs["run"] == runs["executions_unkilled"] + runs["executions_killing"]
+    assert "beside a kill (a perfect order of checks would save at most these, 0.0%)" in \
+        render_text([lane])
 
 
 def test_the_last_killer_runs_first_then_the_lanes_best_killers_then_by_id() -> None:
@@ -407,6 +416,14 @@ def test_a_mutant_stops_at_its_first_kill_unless_every_check_is_asked(tmp_path: 
     assert [o.status for o in first.outcomes] == [o.status for o in full.outcomes]
     assert first.runs["skipped_after_kill"] > 0 == full.runs["skipped_after_kill"]
     assert first.runs["run"] + first.runs["skipped_after_kill"] == full.runs["run"]
+    # What first_kill saves is all beside a kill: the unkilled mutants run every check anyway.
+    roles = ("executions_unkilled", "executions_killing", "executions_beside_kill")
+    for runs in (first.runs, full.runs):
+        assert runs["run"] == sum(runs[r] for r in roles)
+    assert first.runs["executions_unkilled"] == full.runs["executions_unkilled"]
+    assert (full.runs["executions_beside_kill"] - first.runs["executions_beside_kill"]
+            + full.runs["executions_killing"] - first.runs["executions_killing"]
+            == first.runs["skipped_after_kill"] > 0)
     not_run = [o for o in first.outcomes if S.NOT_RUN in o.checks.values()]
     assert not_run and all(o.status is S.KILLED for o in not_run)
     (again,) = survey(one)  # the killers were remembered: nothing runs twice, none skipped
