@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lanes", help="comma-separated lanes (default: every real local lane)")
     p.add_argument("--checks", help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=3, help="admission reruns per mutant")
-    p.add_argument("--workers", type=int, default=1, help="lanes measured at once (default 1)")
+    p.add_argument("--workers", type=int, help="cells (check, lane) measured at once, each in "
+                                                 "its own child (default 2, at most the cores)")
     p.add_argument("--loop", default="asyncio", help="event loop: asyncio or uvloop")
     p.add_argument("--out", default="results", help="results folder (default results/)")
     p.add_argument("--no-cache", action="store_true", help="ignore the admission cache")

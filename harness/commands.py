@@ -98,7 +98,7 @@ def shard_writes(args: argparse.Namespace, writes: bool, option: str, fix: str) 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
-    from harness.bench import BenchConfig, run_bench
+    from harness.bench import BenchConfig, default_workers, run_bench
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
     from harness.ground.services import ServiceManager
@@ -111,7 +111,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _expect_sdk(args.sdk)
     _at_least(args.reruns, 1, "--reruns", "admission needs every paired mutant killed in at "
                                           "least one rerun")
-    _at_least(args.workers, 1, "--workers", "lanes are measured by at least one worker")
+    workers = default_workers() if args.workers is None else args.workers
+    _at_least(workers, 1, "--workers", "cells are measured by at least one worker")
     params = parse_params(args.param)
     checks = select_checks(args.checks, params)
     lanes = parse_lanes(args.lanes)
@@ -132,7 +133,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     with ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
             lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
-            workers=args.workers, params=params, loop=loop, out_dir=out,
+            workers=workers, params=params, loop=loop, out_dir=out,
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
             quiet=args.quiet, manager=manager, shard=split,
         ))

@@ -275,7 +275,8 @@ def test_interrupted_bench_says_what_was_written(capsys, tmp_path, monkeypatch):
         return run_bench(dataclasses.replace(config, on_lane_start=stop))
 
     monkeypatch.setattr("harness.bench.run_bench", interrupted_at_second_lane)
-    code, _, err = run(capsys, *QUICK, "--out", str(tmp_path))
+    # One cell at a time: the first lane's cell is measured before the second one starts.
+    code, _, err = run(capsys, *QUICK, "--workers", "1", "--out", str(tmp_path))
     assert code == 130
     (written,) = tmp_path.glob("*-openai-agents-*.json")
     assert err.startswith("interrupted") and "the results measured so far were written" in err
@@ -299,3 +300,22 @@ def test_version_names_the_tool_and_its_families(capsys) -> None:
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("arib ") and "openai-agents" in out
+
+
+@pytest.mark.parametrize("cores, workers", [(1, 1), (2, 2), (8, 2), (None, 1)])
+def test_the_bench_measures_two_cells_at_once_never_more_than_the_cores(
+        capsys, monkeypatch, cores, workers) -> None:
+    from harness.bench import default_workers
+
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    assert default_workers() == workers
+    asked: list[int] = []
+
+    def record(config):
+        asked.append(config.workers)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("harness.bench.run_bench", record)
+    assert run(capsys, *QUICK)[0] == 130
+    assert run(capsys, *QUICK, "--workers", "1")[0] == 130
+    assert asked == [workers, 1]
