@@ -399,10 +399,8 @@ def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> 
     judged_by = [c for c, base in plan.clean.items() if base.judgeable]
     slots = [p.slot for p in pairs]
     cached = judged.cached(pairs)
-    killed = {s[1] for s in slots if s in judged.results
-              and judged.results[s].status is S.KILLED}
     counts = {"run": sum(judged.executions.get(s, 0) for s in slots),
-              **_executions_by_role(slots, judged, killed),
+              **_executions_by_role(slots, judged),
               "cached": cached,
               "cache_misses": sum(1 for s in slots if s in judged.executions
                                   and s not in judged.unreadable),
@@ -423,12 +421,13 @@ def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> 
     return counts
 
 
-def _executions_by_role(slots: Sequence[Slot], judged: Judged,
-                        killed: set[MutantKey]) -> dict[str, int]:
+def _executions_by_role(slots: Sequence[Slot], judged: Judged) -> dict[str, int]:
     """This run's check executions by what they did: on a mutant no check killed (every check
     that reaches it must run: the floor), a pair that killed, or a pair of a killed mutant that
     did not kill it (run before the kill, or beside it in its wave: all a perfect order of
     checks could have saved)."""
+    killed = {s[1] for s in slots if s in judged.results
+              and judged.results[s].status is S.KILLED}
     roles = {"executions_unkilled": 0, "executions_killing": 0, "executions_beside_kill": 0}
     for slot in slots:
         n = judged.executions.get(slot, 0)  # 0: cached, or not run after a kill
