@@ -314,6 +314,28 @@ def named_inputs(executed: Executed | None, sdk: str | Collection[str],
     return {"functions": functions, "distributions": dict(sorted(versions.items()))}
 
 
+def inputs_unchanged(inputs: Mapping[str, Any], where: Installation | None = None) -> bool:
+    """Whether ``inputs`` (``named_inputs`` of a run made on another SDK version, or machine)
+    names this installation's code: each function and module body at the same installed file
+    (relative to its site-packages folder) with the same source, each distribution at the
+    same version. A file that is missing or does not parse, or a malformed ``inputs``, is a
+    change."""
+    where = where or Installation.current()
+    try:
+        for relative, named in inputs["functions"].items():
+            index = next((found for root in where.roots
+                          if (found := _index(root + relative)) is not None), None)
+            if index is None:
+                return False
+            now = {q: digest for _, _, q, digest in index.functions}
+            now["<module>"] = index.skeleton
+            if any(now.get(q) != digest for q, digest in named.items()):
+                return False
+        return all(where.versions.get(d) == v for d, v in inputs["distributions"].items())
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
 def merge_executed(parts: Iterable[Executed | None]) -> Executed | None:
     """The union of several runs' records; None when any run's record is unknown."""
     total = Executed(frozenset(), frozenset())

@@ -194,6 +194,26 @@ class Judged:
         """How many of ``pairs`` were answered from the cache."""
         return sum(1 for p in pairs if p.slot in self.results and self.results[p.slot].cached)
 
+    def executions_by_role(self, slots: Sequence[Slot]) -> dict[str, int]:
+        """The check executions of ``slots`` by what they did: on a mutant no check killed
+        (every check that reaches it must run: the floor), a pair that killed, or a pair of a
+        killed mutant that did not kill it (run before the kill, or beside it in its wave: all
+        a perfect order of checks could have saved)."""
+        killed = {s[1] for s in slots if s in self.results
+                  and self.results[s].status is MutantStatus.KILLED}
+        roles = {"executions_unkilled": 0, "executions_killing": 0, "executions_beside_kill": 0}
+        for slot in slots:
+            n = self.executions.get(slot, 0)  # 0: cached, or not run after a kill
+            if not n:
+                continue
+            if slot[1] not in killed:
+                roles["executions_unkilled"] += n
+            elif self.results[slot].status is MutantStatus.KILLED:
+                roles["executions_killing"] += n
+            else:
+                roles["executions_beside_kill"] += n
+        return roles
+
 
 def _run(pair: Pair, rerun: int, how: Judging) -> Finding:
     check = dataclasses.replace(pair.check, timeout_s=pair.limit_s)

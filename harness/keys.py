@@ -72,6 +72,28 @@ def installed_source(module: str) -> str | None:
         return None
 
 
+def check_source(check: CheckSpec) -> str:
+    """The hash of what a check's verdicts are computed by: its module, the checks' base and
+    common code, the runner and the family's shared check helpers."""
+    helpers, _ = family_sources(active_family().name)
+    return source_hash(check.module, "checks.base", "checks.common", "harness.execute",
+                       *helpers)
+
+
+def clean_key(check: CheckSpec, lane: TargetSpec, *, module_digest: str, reruns: int,
+              seed: int, params: Mapping[str, int], limit: str, **extra: Any) -> str:
+    """The key of ``check``'s clean reruns on ``lane`` (``harness.clean_cache``): the check's
+    source, the lane's configuration, the source of the lane's module (``module_digest``: the
+    recorded lines are its line numbers), the reruns, seed, parameters and time-limit rule.
+    The rest of the installed code is not in the key: the entry names what the runs executed,
+    and a lookup compares it with this installation."""
+    _, targets = family_sources(active_family().name)
+    return cache_key(kind="clean", lane=lane.name, check=check_source(check),
+                     python=python_version(), reruns=reruns, seed=seed, params=dict(params),
+                     limit=limit, target=source_hash(*targets), lane_config=lane.to_json(),
+                     module=module_digest, **extra)
+
+
 def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, reruns: int,
                 seed: int, params: Mapping[str, int], limit: str,
                 executed: Mapping[str, Any] | None = None,
@@ -86,12 +108,10 @@ def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, r
     is the same. Without them, the key is bound to the SDK's version and the whole mutated
     module (what cannot be named is never reused across versions).
     """
-    helpers, targets = family_sources(active_family().name)
-    common = dict(kind=kind, lane=lane,
-                  check=source_hash(check.module, "checks.base", "checks.common",
-                                    "harness.execute", *helpers),
-                  mutant=mutant.id, python=python_version(), reruns=reruns, seed=seed,
-                  params=dict(params), limit=limit, **extra)
+    _, targets = family_sources(active_family().name)
+    common = dict(kind=kind, lane=lane, check=check_source(check), mutant=mutant.id,
+                  python=python_version(), reruns=reruns, seed=seed, params=dict(params),
+                  limit=limit, **extra)
     if executed is not None and lane_spec is not None:
         return cache_key(**common, target=source_hash(*targets), lane_config=lane_spec.to_json(),
                          mutated=mutant_source(mutant), executed=dict(executed))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib
 import os
 import shutil
@@ -34,6 +35,7 @@ from typing import Any
 
 from checks.base import CheckSpec
 from harness.cache import AdmissionCache, cache_key
+from harness.clean_cache import CleanCache, CleanEntry, Reuse
 from harness.coverage import ModuleLines, covered_run, read_record
 from harness.execute import RunOptions, child_finding, derive_seed, fast_tmpdir, lane_claims
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
@@ -54,12 +56,11 @@ from harness.judging import (
     Judged,
     Judging,
     Pair,
-    Slot,
     clean_base,
     clean_reruns,
     judge_mutants,
 )
-from harness.keys import mutant_source, verdict_key
+from harness.keys import clean_key, mutant_source, verdict_key
 from harness.progress import Progress
 from harness.shard import Split
 from harness.survey_lane import LaneSurvey, MutantOutcome
@@ -136,9 +137,15 @@ class _Plan:
     order: tuple[str, ...] = ()  # every generated mutant's id, in order (set when sharded)
     # per check: what each clean rerun executed in installed distributions (None: unknown)
     executed: dict[str, list[Executed | None]] = field(default_factory=dict)
+    # per check whose clean base was reused (harness.clean_cache): the named inputs it keeps
+    named: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    module_digest: str = ""  # of the lane module's source
+    reuse: dict[Reuse, int] = field(default_factory=lambda: dict.fromkeys(Reuse, 0))
 
-    def inputs(self, check_id: str) -> dict[str, Any] | None:
+    def inputs(self, check_id: str) -> Mapping[str, Any] | None:
         """The named inputs of ``check_id`` on this lane (``harness.inputs``), or None."""
+        if check_id in self.named:
+            return self.named[check_id]
         runs = self.executed.get(check_id)
         return named_inputs(merge_executed(runs), active_family().distributions) if runs \
             else None
@@ -166,6 +173,7 @@ def _prepare(lane: TargetSpec) -> _Plan:
         with open(plan.file, encoding="utf-8") as handle:
             source = handle.read()
         plan.lines = ModuleLines(source, plan.file)
+        plan.module_digest = hashlib.sha256(source.encode()).hexdigest()
         plan.excluded = excluded_lines(source, lane.fixed_guards)
     except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
         plan.fail(f"its mutants could not be generated or mapped: {exc!r}")
@@ -280,10 +288,20 @@ def _shard_plans(plans: Sequence[_Plan], split: Split) -> list[_Plan]:
 
 def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Sequence[_Plan],
                  options: Any, records: str) -> None:
-    """Clean bases with coverage, and a claims probe where claims decide applicability."""
+    """Clean bases with coverage (reused where what they executed is unchanged), and a
+    claims probe where claims decide applicability."""
+    kept = CleanCache(config.cache.root)
+    keys: dict[Cell, str] = {}
     jobs: list[tuple[_Plan, CheckSpec, int, str]] = []
     for plan in plans:
         for c in checks:
+            keys[Cell(c.id, plan.lane.name)] = key = _clean_key(c, plan, config)
+            entry, state = kept.reuse(key)
+            plan.reuse[state] += 1
+            if entry is not None:
+                plan.clean[c.id], plan.coverage[c.id] = entry.base, entry.lines
+                plan.named[c.id] = entry.inputs
+                continue
             for r in range(clean_reruns(config.reruns)):
                 record = os.path.join(records, f"{plan.lane.name}.{c.id}.{r}.lines")
                 jobs.append((plan, c, r, record))
@@ -325,9 +343,12 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
         plan.coverage[c.id] = plan.coverage.get(c.id, frozenset()) | got.lines
         plan.executed.setdefault(c.id, []).append(got.executed)
     for plan in plans:
-        for c in checks:
-            plan.clean[c.id] = clean_base(c.id, plan.lane.name,
-                                          findings[Cell(c.id, plan.lane.name)])
+        for c in [c for c in checks if c.id not in plan.clean]:  # not reused: run now
+            cell = Cell(c.id, plan.lane.name)
+            plan.clean[c.id] = clean_base(c.id, plan.lane.name, findings[cell])
+            inputs = plan.inputs(c.id) if plan.error is None else None
+            if inputs is not None:
+                kept.put(keys[cell], CleanEntry(plan.clean[c.id], plan.coverage[c.id], inputs))
     for plan, out in zip(probes, outcomes[len(jobs):len(jobs) + len(probes)], strict=True):
         verified = out.value if out.status is ChildStatus.OK else (
             f"claims probe {out.status.value}: {out.detail[:200]}")
@@ -338,6 +359,14 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
         problem = problem or executed_excluded(plan.excluded, plan.lane, plan.coverage)
         if problem:
             plan.fail(problem)
+
+
+def _clean_key(check: CheckSpec, plan: _Plan, config: SurveyConfig) -> str:
+    return clean_key(check, plan.lane, module_digest=plan.module_digest,
+                     reruns=clean_reruns(config.reruns), seed=config.run_seed,
+                     params=check.resolve_params(config.params.get(check.id)),
+                     limit=f"{config.timeout_s:g} s", engine=SURVEY_ENGINE,
+                     waits=plan.lane.waits_s)
 
 
 def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
@@ -391,6 +420,8 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
                 config.cache.remember_killer(_hint(plan.lane, pair.mutant), pair.check.id)
         plan.counts = _counts(plan, pairs[plan.lane.name], judged, config.reruns)
         plan.counts["keys_version_bound"] = bound[plan.lane.name]
+        plan.counts["clean_changed"] = plan.reuse[Reuse.CHANGED]
+        plan.counts["clean_unreadable"] = plan.reuse[Reuse.UNREADABLE]
     return dict(judged.results)
 
 
@@ -400,7 +431,7 @@ def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> 
     slots = [p.slot for p in pairs]
     cached = judged.cached(pairs)
     counts = {"run": sum(judged.executions.get(s, 0) for s in slots),
-              **_executions_by_role(slots, judged),
+              **judged.executions_by_role(slots),
               "cached": cached,
               "cache_misses": sum(1 for s in slots if s in judged.executions
                                   and s not in judged.unreadable),
@@ -419,27 +450,6 @@ def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> 
             1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
             and _reaches(plan, c, mutant))
     return counts
-
-
-def _executions_by_role(slots: Sequence[Slot], judged: Judged) -> dict[str, int]:
-    """This run's check executions by what they did: on a mutant no check killed (every check
-    that reaches it must run: the floor), a pair that killed, or a pair of a killed mutant that
-    did not kill it (run before the kill, or beside it in its wave: all a perfect order of
-    checks could have saved)."""
-    killed = {s[1] for s in slots if s in judged.results
-              and judged.results[s].status is S.KILLED}
-    roles = {"executions_unkilled": 0, "executions_killing": 0, "executions_beside_kill": 0}
-    for slot in slots:
-        n = judged.executions.get(slot, 0)  # 0: cached, or not run after a kill
-        if not n:
-            continue
-        if slot[1] not in killed:
-            roles["executions_unkilled"] += n
-        elif judged.results[slot].status is S.KILLED:
-            roles["executions_killing"] += n
-        else:
-            roles["executions_beside_kill"] += n
-    return roles
 
 
 def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:

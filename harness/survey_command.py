@@ -80,7 +80,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     from harness.lanes import prepare_lanes
     from harness.shard import make_split, survey_durations
     from harness.survey import SurveyConfig, survey
-    from harness.survey_report import render_text, run_totals
+    from harness.survey_report import clean_totals, render_text, run_totals
     from harness.survey_scores import gate, parse_fail_under
     from harness.survivors import load_survivors, survivors_path
     from targets.registry import family_lanes, parse_lanes
@@ -121,6 +121,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
         surveys = survey(config)
     print(render_text(surveys, show_diffs=args.diffs))
     print(f"all lanes: {run_totals([s.runs for s in surveys])}")
+    print(f"all lanes: {clean_totals(surveys)}")
     _survey_outputs(args, surveys, config, machine)
     print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s"

@@ -137,6 +137,19 @@ def run_totals(runs: Sequence[Mapping[str, int]]) -> str:
             f"{per} per judged mutant ({total['mutants_judged']} mutants){floor(total)}")
 
 
+def clean_totals(surveys: Sequence[LaneSurvey]) -> str:
+    """One line: how many clean bases were reused (``harness.clean_cache``) or run, and the
+    kept entries that could not be used."""
+    bases = [base for s in surveys for base in s.clean.values()]
+    reused = sum(1 for base in bases if base.reused)
+    changed = sum(s.runs.get("clean_changed", 0) for s in surveys)
+    unreadable = sum(s.runs.get("clean_unreadable", 0) for s in surveys)
+    return (f"clean bases: {reused} of {len(bases)} reused (every function, module body and "
+            f"distribution their runs executed is unchanged), {len(bases) - reused} run; "
+            f"{changed} kept entries named code that changed here, {unreadable} unreadable "
+            f"(run again)")
+
+
 def floor(total: Mapping[str, int]) -> str:
     """How far this run's executions are from the fewest its verdicts allow: the mutants no
     check killed ran every check that reaches them, whatever the order; of a killed mutant,
@@ -178,6 +191,7 @@ def render_text(surveys: Sequence[LaneSurvey], show_diffs: int = 20) -> str:
                      f"duplicate or not applicable, {runs.get('not_judgeable', 0)} not run "
                      f"under a check that is not judgeable here")
         lines.append(f"  {run_totals([runs])}")
+        lines.append(f"  {clean_totals([s])}")
         unmapped = s.unmapped()
         if unmapped:
             lines.append(f"  unmapped (judged by every check): "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from unittest.mock import ANY
 
 import pytest
@@ -11,6 +12,7 @@ from harness.inputs import (
     Executed,
     Installation,
     function_source_hash,
+    inputs_unchanged,
     installed_file,
     merge_executed,
     named_inputs,
@@ -194,3 +196,36 @@ def test_a_namespace_package_of_several_distributions_names_each_file_by_its_rec
                                       "langgraph/checkpoint/sqlite/aio.py"}
     no_record = Installation(where.roots, where.owners, where.versions, where.requires)
     assert named_inputs(executed, "langgraph-checkpoint", no_record) is None  # ambiguous
+
+
+@pytest.mark.parametrize("edit,holds", [
+    (("", ""), True),  # the same code
+    (("\n\ndef helper", "\n\n\n\ndef helper"), True),  # lines moved, code the same
+    (("    def pop", "    def peek(self):\n        return 2\n\n    def pop"), True),  # added
+    (("return x + 1", "return x + 2"), False),  # an executed function
+    (("return None", "return 1"), False),  # a method of its class
+    (('TABLE = "items"', 'TABLE = "rows"'), False),  # what it reads
+])
+def test_inputs_named_on_one_installation_hold_on_another_only_if_the_code_is_the_same(
+        tmp_path: Path, edit: tuple[str, str], holds: bool) -> None:
+    before = named(tmp_path / "a", STORE)
+    assert before is not None
+    where = install(tmp_path / "b", STORE.replace(*edit))
+    assert inputs_unchanged(before, where) is holds
+
+
+def test_inputs_do_not_hold_where_a_distribution_or_file_differs(tmp_path: Path) -> None:
+    where = install(tmp_path / "a", STORE)
+    executed = ran(tmp_path / "a", STORE, "add", extensions=("anyio/_native.so",))
+    before = named_inputs(executed, "openai-agents", where)
+    assert before is not None and before["distributions"] == {"anyio": "4.0"}
+    assert inputs_unchanged(before, where)
+    newer = Installation(where.roots, where.owners, {**where.versions, "anyio": "4.1"},
+                         where.requires)
+    assert not inputs_unchanged(before, newer)
+    empty = install(tmp_path / "b", STORE)
+    (tmp_path / "b" / "agents" / "store.py").unlink()
+    assert not inputs_unchanged(before, empty)  # the file is gone
+    cases: list[Any] = [{}, {"functions": [], "distributions": {}}, {"functions": None}]
+    for malformed in cases:
+        assert not inputs_unchanged(malformed, where)

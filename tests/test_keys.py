@@ -112,3 +112,34 @@ def test_a_generated_mutant_is_named_by_its_function_before_and_after(
         spec, source=changed.replace("x + 1", "x - 1"))) != named
     handwritten = get_mutant("reference_lost_update")
     assert keys.mutant_source(handwritten) == {"override": handwritten.replacement}
+
+
+# -- clean runs' keys (harness.clean_cache) -----------------------------------------------
+
+def clean_key(lane: object = None, **changes: object) -> str:
+    from targets.reference import REFERENCE
+
+    parts: dict[str, object] = dict(module_digest="d1", reruns=3, seed=0, params=PARAMS,
+                                    limit="10 s")
+    return keys.clean_key(get_check("ARIB-CONC-001"), lane or REFERENCE,  # type: ignore[arg-type]
+                          **{**parts, **changes})  # type: ignore[arg-type]
+
+
+def test_a_clean_key_names_no_sdk_version_only_what_the_entry_cannot_name_itself(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from targets.reference import REFERENCE
+
+    monkeypatch.setattr(keys, "sdk_version", lambda: "0.23.1")
+    before = clean_key()
+    monkeypatch.setattr(keys, "sdk_version", lambda: "0.24.0")
+    assert clean_key() == before  # the entry's named inputs decide across versions
+    assert before not in (key("survey"), named_key())
+    for change in ({"module_digest": "d2"}, {"reruns": 4}, {"seed": 1}, {"limit": "20 s"},
+                   {"params": {"writers": 3}}, {"engine": 3}):
+        assert clean_key(**change) != before, change
+    assert clean_key(dataclasses.replace(REFERENCE, waits_s=REFERENCE.waits_s + 1)) != before
+    monkeypatch.setattr(keys, "source_hash", lambda *mods: "|".join(
+        m + ("*" if m == "checks.conc_001" else "") for m in mods))
+    assert clean_key() != before  # the check's source

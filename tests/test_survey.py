@@ -443,3 +443,32 @@ def test_an_unreadable_cache_entry_is_judged_again_and_counted(tmp_path: Path) -
     assert second.runs["run"] == first.runs["run"]  # every one judged again, none trusted
     assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
     assert "unreadable (judged again)" in render_text([second])
+
+
+def test_clean_runs_are_reused_while_what_they_executed_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.clean_cache
+
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
+                          quiet=True, cache=AdmissionCache(tmp_path / "cache"))
+    (first,) = survey(config)
+    (second,) = survey(config)
+    assert first.clean[CHECK].judgeable and not first.clean[CHECK].reused
+    assert second.clean[CHECK].reused and second.clean[CHECK].verdicts == (
+        first.clean[CHECK].verdicts)
+    assert second.coverage == first.coverage  # the lines that select the mutants' checks
+    assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
+    assert "clean bases: 1 of 1 reused" in render_text([second])
+    assert second.to_json()["clean"][CHECK]["reused"] is True
+    # The same entry where what it executed changed (another SDK version): run again.
+    with monkeypatch.context() as patch:
+        patch.setattr(harness.clean_cache, "inputs_unchanged", lambda *a: False)
+        (changed,) = survey(config)
+    assert not changed.clean[CHECK].reused and changed.runs["clean_changed"] == 1
+    for entry in (tmp_path / "cache" / "clean").glob("*.json"):
+        entry.write_text(entry.read_text()[:20])  # torn
+    (torn,) = survey(config)
+    assert not torn.clean[CHECK].reused and torn.runs["clean_unreadable"] == 1
+    assert "1 unreadable (run again)" in render_text([torn])
+    (none,) = survey(dataclasses.replace(config, cache=AdmissionCache(None)))  # --no-cache
+    assert not none.clean[CHECK].reused and none.runs["clean_unreadable"] == 0

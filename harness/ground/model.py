@@ -344,6 +344,9 @@ class CleanBase:
     # Not run: every paired mutant on this lane has a cached result, and a result is cached
     # only when its clean base held under the same inputs (the cache key names them).
     cached: bool = False
+    # Not run this time: these are an earlier run's clean reruns, kept because everything they
+    # executed is unchanged here (``harness.clean_cache``).
+    reused: bool = False
 
     @property
     def judgeable(self) -> bool:
@@ -363,6 +366,7 @@ class CleanBase:
         if self.cached:
             return f"clean {self.lane!r} not run: every paired mutant's result is cached"
         text = f"clean {self.lane!r} gave {', '.join(v.value for v in self.verdicts)}"
+        text += " (an earlier run's, reused: what it executed is unchanged)" if self.reused else ""
         return text + (f" ({self.reason})" if self.reason and not self.judgeable else "")
 
     def to_json(self) -> dict[str, Any]:
@@ -374,7 +378,16 @@ class CleanBase:
             "judgeable": self.judgeable,
             "duration_s": round(self.duration_s, 4),
             "reason": self.reason,
-        } | ({"cached": True} if self.cached else {})
+        } | ({"cached": True} if self.cached else {}) | ({"reused": True} if self.reused else {})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CleanBase:
+        """Clean runs from their JSON form."""
+        return cls(check_id=data["check_id"], lane=data["lane"],
+                   verdicts=tuple(Verdict(v) for v in data["verdicts"]),
+                   duration_s=float(data["duration_s"]), reason=data.get("reason"),
+                   cached=bool(data.get("cached", False)),
+                   reused=bool(data.get("reused", False)))
 
 
 @dataclass(frozen=True)

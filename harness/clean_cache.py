@@ -1,0 +1,115 @@
+"""Clean bases kept across runs and SDK versions: a check's clean reruns on a lane, reused
+when everything they executed is unchanged.
+
+Before a survey judges a lane's mutants it runs every check on the clean lane, three times,
+with the line recorder (``harness.coverage``): whether the check may judge there, its time, the
+lines it reaches and what it executed in installed distributions. On the next run, or the next
+SDK version, most of that is the same. An entry is keyed like a verdict (``clean_key``: the
+check's source, the lane's configuration and module, the seed, reruns and time rule) but not
+on the installed code, which only the runs themselves find; the entry names what they executed
+(``harness.inputs.named_inputs``), and a lookup reuses it only when every one of those
+functions, module bodies and distribution versions is the same in this installation
+(``inputs_unchanged``), as ccache's direct mode checks the headers a compile read before it
+reuses the object. Otherwise the check runs clean again, and its new runs are kept.
+
+Only clean bases where every rerun held are kept. One that was violated, timed out or raised
+runs again each time (the cause may be the machine's load); so does one that abstained, which
+it decides from the lane's claims, verified before the recorder starts (a new version may add
+the method it looked for), and which costs milliseconds.
+
+Limit, the one the verdict keys have (``harness.inputs``): a lookup checks the code the stored
+runs executed. Code they did not execute, that the unchanged code would now reach through
+something only import-time code set (a module no executed function belongs to), is not seen.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness.cache import Lookup
+from harness.coverage import from_ranges, to_ranges
+from harness.ground.model import CleanBase, Verdict
+from harness.inputs import Installation, inputs_unchanged
+from harness.results import atomic_write_text
+
+
+@dataclass(frozen=True)
+class CleanEntry:
+    """One check's clean reruns on one lane: the base, the lane module's lines they ran and
+    the named inputs of what they executed."""
+
+    base: CleanBase
+    lines: frozenset[int]
+    inputs: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of this entry."""
+        return {"base": self.base.to_json(), "lines": to_ranges(self.lines),
+                "inputs": dict(self.inputs)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CleanEntry:
+        """An entry from its JSON form."""
+        inputs = data["inputs"]
+        if not isinstance(inputs, dict):
+            raise TypeError(f"inputs must be an object, not {type(inputs).__name__}")
+        return cls(CleanBase.from_json(data["base"]), from_ranges(data["lines"]), inputs)
+
+
+def keepable(base: CleanBase) -> bool:
+    """Whether clean runs may be kept: every rerun ran and held."""
+    return bool(base.verdicts) and not base.cached and all(
+        v is Verdict.HELD for v in base.verdicts)
+
+
+class Reuse(enum.Enum):
+    """How a lookup of clean runs ended."""
+
+    REUSED = "reused"
+    MISSING = "missing"  # no entry under the key (or no cache)
+    UNREADABLE = "unreadable"  # an entry that failed to load: run again, never trusted
+    CHANGED = "changed"  # an entry whose executed code differs in this installation
+
+
+class CleanCache:
+    """Clean entries in the ``clean`` folder of a verdict cache's root (no root: no cache)."""
+
+    def __init__(self, root: Path | None, where: Installation | None = None) -> None:
+        self.root = None if root is None else root / "clean"
+        self.where = where
+
+    def reuse(self, key: str) -> tuple[CleanEntry | None, Reuse]:
+        """The entry under ``key``, marked reused, when it loads and names this
+        installation's code (else None), and how the lookup ended."""
+        entry, state = self._load(key)
+        if entry is None:
+            return None, Reuse.UNREADABLE if state is Lookup.UNREADABLE else Reuse.MISSING
+        if not inputs_unchanged(entry.inputs, self.where):
+            return None, Reuse.CHANGED
+        return replace(entry, base=replace(entry.base, reused=True)), Reuse.REUSED
+
+    def _load(self, key: str) -> tuple[CleanEntry | None, Lookup]:
+        if self.root is None:
+            return None, Lookup.MISS
+        try:
+            text = (self.root / f"{key}.json").read_text()
+        except FileNotFoundError:
+            return None, Lookup.MISS
+        except OSError:
+            return None, Lookup.UNREADABLE
+        try:
+            return CleanEntry.from_json(json.loads(text)), Lookup.HIT
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None, Lookup.UNREADABLE
+
+    def put(self, key: str, entry: CleanEntry) -> None:
+        """Keep ``entry`` under ``key``, atomically, when its base is ``keepable``."""
+        if self.root is None or not keepable(entry.base):
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.root / f"{key}.json", json.dumps(entry.to_json(), indent=1))

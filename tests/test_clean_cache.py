@@ -1,0 +1,73 @@
+"""harness/clean_cache.py: clean runs kept across runs and versions, reused only where what
+they executed is unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.clean_cache import CleanCache, CleanEntry, Reuse, keepable
+from harness.ground.model import CleanBase, Verdict
+from harness.inputs import Installation
+
+H, V, NA = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE
+INPUTS = {"functions": {}, "distributions": {"anyio": "4.0"}}
+
+
+def base(*verdicts: Verdict, cached: bool = False) -> CleanBase:
+    return CleanBase("ARIB-ATOM-001", "sqlite-file", verdicts, 0.25, cached=cached)
+
+
+def where(anyio: str = "4.0") -> Installation:
+    return Installation(roots=("/nowhere/",), owners={}, versions={"anyio": anyio},
+                        requires={})
+
+
+def entry(*verdicts: Verdict) -> CleanEntry:
+    return CleanEntry(base(*(verdicts or (H, H, H))), frozenset({3, 4, 5, 9}), INPUTS)
+
+
+def test_an_entry_round_trips_through_json() -> None:
+    kept = entry()
+    assert CleanEntry.from_json(kept.to_json()) == kept
+    reused = CleanBase.from_json({**kept.base.to_json(), "reused": True})
+    assert reused.reused and reused.judgeable and "reused" in reused.describe()
+
+
+@pytest.mark.parametrize("verdicts,cached,keep", [
+    ((H, H, H), False, True),
+    ((H, V, H), False, False),  # perhaps the machine's load: run again next time
+    ((NA, NA, NA), False, False),  # decided from claims the recorder never saw
+    ((), False, False),
+    ((H, H, H), True, False),  # admission's "not run": nothing ran to keep
+])
+def test_only_clean_runs_that_all_held_are_kept(verdicts: tuple[Verdict, ...], cached: bool,
+                                                keep: bool) -> None:
+    assert keepable(base(*verdicts, cached=cached)) is keep
+
+
+def test_a_kept_entry_is_reused_while_what_it_executed_is_unchanged(tmp_path: Path) -> None:
+    CleanCache(tmp_path, where()).put("k", entry())
+    got, state = CleanCache(tmp_path, where()).reuse("k")
+    assert state is Reuse.REUSED and got is not None
+    assert got.base.reused and got.lines == entry().lines and got.inputs == INPUTS
+    assert CleanCache(tmp_path, where("4.1")).reuse("k") == (None, Reuse.CHANGED)
+    assert CleanCache(tmp_path, where()).reuse("other") == (None, Reuse.MISSING)
+    assert CleanCache(None, where()).reuse("k") == (None, Reuse.MISSING)  # --no-cache
+
+
+def test_a_clean_base_that_did_not_hold_is_not_kept(tmp_path: Path) -> None:
+    CleanCache(tmp_path, where()).put("k", entry(H, V, H))
+    assert CleanCache(tmp_path, where()).reuse("k") == (None, Reuse.MISSING)
+    assert not (tmp_path / "clean").exists()
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"base": {}, "lines": "", "inputs": {}}',
+                                  '{"base": {"check_id": "c", "lane": "l", "verdicts": '
+                                  '["held"], "duration_s": 1}, "lines": "1", "inputs": []}'])
+def test_an_entry_that_fails_to_load_is_unreadable_and_never_trusted(tmp_path: Path,
+                                                                     text: str) -> None:
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "clean" / "k.json").write_text(text)
+    assert CleanCache(tmp_path, where()).reuse("k") == (None, Reuse.UNREADABLE)
