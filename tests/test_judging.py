@@ -14,6 +14,7 @@ from harness.execute import derive_seed
 from harness.ground.child import ChildOutcome, ChildStatus
 from harness.ground.model import CleanBase, MutantKey, MutantStatus, Verdict
 from harness.judging import (
+    Judged,
     Judging,
     Pair,
     _finding,
@@ -185,3 +186,25 @@ def test_a_mutant_stops_at_its_first_kill_and_an_unreadable_entry_is_judged_agai
     again = judge_mutants([kill, after], how(cache, kind="survey", reruns=1, first_kill=True))
     assert again.results[kill.slot].cached and again.executions == {}  # rewritten, readable
     assert again.skipped == {after.slot}
+
+
+def test_executions_are_split_by_what_they_did():
+    from harness.ground.model import MutantKind, MutantResult
+
+    def result(check: str, mutant: str, status: MutantStatus) -> MutantResult:
+        return MutantResult(check, mutant, MutantKind.GENERATED, "lane", "d", status, ())
+
+    a, b, c, d = ("C1", MutantKey("lane", "m-a")), ("C2", MutantKey("lane", "m-a")), (
+        "C1", MutantKey("lane", "m-b")), ("C2", MutantKey("lane", "m-b"))
+    judged = Judged(
+        results={a: result("C1", "m-a", S.SURVIVED), b: result("C2", "m-a", S.KILLED),
+                 c: result("C1", "m-b", S.SURVIVED), d: result("C2", "m-b", S.ERROR)},
+        executions={a: 2, b: 3, c: 5, d: 7})
+    # m-a was killed (by C2, after C1 ran beside it); m-b was killed by no check
+    assert judged.executions_by_role([a, b, c, d]) == {
+        "executions_unkilled": 12, "executions_killing": 3, "executions_beside_kill": 2}
+    assert judged.executions_by_role([a, c]) == {  # m-a is killed only among the slots given
+        "executions_unkilled": 7, "executions_killing": 0, "executions_beside_kill": 0}
+    cached = Judged(results={b: result("C2", "m-a", S.KILLED)}, executions={})
+    assert cached.executions_by_role([a, b]) == dict.fromkeys(
+        ("executions_unkilled", "executions_killing", "executions_beside_kill"), 0)

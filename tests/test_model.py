@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,19 @@ def test_cell_string_json_and_finding_forms():
     assert cell.to_json() == {"check_id": "ARIB-CONC-001", "lane": "sqlite-file"}
     f = finding(H, invariant_id="ARIB-CONC-001", target="sqlite-file")
     assert Cell.of(f.to_json()) == cell
+
+
+def test_a_reused_clean_base_says_so_and_round_trips_through_json():
+    base = CleanBase("ARIB-X-001", "sqlite-file", (H, H, H), 0.123456, reused=True)
+    assert base.judgeable and base.reused and not base.cached
+    assert base.describe() == ("clean 'sqlite-file' gave held, held, held (an earlier run's, "
+                               "reused: what it executed is unchanged)")
+    assert base.to_json() == {"check_id": "ARIB-X-001", "lane": "sqlite-file",
+                              "verdicts": ["held", "held", "held"], "judgeable": True,
+                              "duration_s": 0.1235, "reason": None, "reused": True}
+    assert CleanBase.from_json(base.to_json()) == dataclasses.replace(base, duration_s=0.1235)
+    flaky = CleanBase("ARIB-X-001", "lane", (H, V), 2.0, "lost 2")
+    assert CleanBase.from_json(flaky.to_json()) == flaky
+    assert "reused" not in flaky.to_json()
+    cached = CleanBase("ARIB-X-001", "lane", (), 0.0, cached=True)
+    assert CleanBase.from_json(cached.to_json()) == cached
