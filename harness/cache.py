@@ -78,7 +78,7 @@ class AdmissionCache:
             text = path.read_text()
         except FileNotFoundError:
             return None, Lookup.MISS
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             return None, Lookup.UNREADABLE
         try:
             result = MutantResult.from_json(json.loads(text))

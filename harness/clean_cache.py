@@ -57,7 +57,7 @@ class CleanEntry:
         """An entry from its JSON form."""
         inputs = data["inputs"]
         if not isinstance(inputs, dict):
-            raise TypeError(f"inputs must be an object, not {type(inputs).__name__}")
+            raise TypeError(f"inputs must be a JSON object, not {inputs!r:.80}")
         return cls(CleanBase.from_json(data["base"]), from_ranges(data["lines"]), inputs)
 
 
@@ -83,10 +83,14 @@ class CleanCache:
         self.root = None if root is None else root / "clean"
         self.where = where
 
-    def reuse(self, key: str) -> tuple[CleanEntry | None, Reuse]:
-        """The entry under ``key``, marked reused, when it loads and names this
-        installation's code (else None), and how the lookup ended."""
+    def reuse(self, key: str, check_id: str, lane: str) -> tuple[CleanEntry | None, Reuse]:
+        """The entry under ``key`` for ``check_id`` on ``lane``, marked reused, when it loads
+        and names this installation's code (else None), and how the lookup ended. An entry
+        for another cell, or one that could not have been kept, is unreadable."""
         entry, state = self._load(key)
+        if entry is not None and not (entry.base.check_id == check_id
+                                      and entry.base.lane == lane and keepable(entry.base)):
+            entry, state = None, Lookup.UNREADABLE
         if entry is None:
             return None, Reuse.UNREADABLE if state is Lookup.UNREADABLE else Reuse.MISSING
         if not inputs_unchanged(entry.inputs, self.where):
@@ -100,7 +104,7 @@ class CleanCache:
             text = (self.root / f"{key}.json").read_text()
         except FileNotFoundError:
             return None, Lookup.MISS
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             return None, Lookup.UNREADABLE
         try:
             return CleanEntry.from_json(json.loads(text)), Lookup.HIT

@@ -38,6 +38,7 @@ import ast
 import functools
 import hashlib
 import importlib.metadata
+import os
 import re
 import site
 import sys
@@ -206,9 +207,14 @@ def _index(filename: str) -> _FileIndex | None:
         return None
     lines = source.splitlines(keepends=True)
     spans = []
-    for node, qualname in _outermost(tree):
+    seen: dict[str, int] = {}
+    for node, qualname in sorted(_outermost(tree), key=lambda found: _span(found[0])):
         first, last = _span(node)
-        spans.append((first, last, qualname, _digest("".join(lines[first - 1:last]))))
+        # A name defined again (a property's setter after its getter, a function redefined)
+        # is named by its position, so that neither definition hides the other.
+        seen[qualname] = seen.get(qualname, 0) + 1
+        name = qualname if seen[qualname] == 1 else f"{qualname}#{seen[qualname]}"
+        spans.append((first, last, name, _digest("".join(lines[first - 1:last]))))
     # The module's code without its functions, as syntax (no lines, comments or blank lines):
     # a function added or changed elsewhere in the file leaves it as it is; a constant, an
     # import or a class attribute changes it.
@@ -323,13 +329,19 @@ def inputs_unchanged(inputs: Mapping[str, Any], where: Installation | None = Non
     where = where or Installation.current()
     try:
         for relative, named in inputs["functions"].items():
-            index = next((found for root in where.roots
-                          if (found := _index(root + relative)) is not None), None)
+            # exactly one installed file by that name (a copy elsewhere could be shadowed)
+            files = {os.path.realpath(root + relative) for root in where.roots
+                     if os.path.isfile(root + relative)}
+            index = _index(files.pop()) if len(files) == 1 else None
             if index is None:
                 return False
-            now = {q: digest for _, _, q, digest in index.functions}
-            now["<module>"] = index.skeleton
-            if any(now.get(q) != digest for q, digest in named.items()):
+            # what named_inputs would name now for these functions: a method's whole class
+            # (a method added to it is a change), the module body
+            now = {"<module>": index.skeleton}
+            for first, _, qualname, _ in index.functions:
+                if qualname in named:
+                    now.update(index.unit_at(first))
+            if now != dict(named):
                 return False
         return all(where.versions.get(d) == v for d, v in inputs["distributions"].items())
     except (KeyError, TypeError, AttributeError):

@@ -84,14 +84,17 @@ def clean_key(check: CheckSpec, lane: TargetSpec, *, module_digest: str, reruns:
               seed: int, params: Mapping[str, int], limit: str, **extra: Any) -> str:
     """The key of ``check``'s clean reruns on ``lane`` (``harness.clean_cache``): the check's
     source, the lane's configuration, the source of the lane's module (``module_digest``: the
-    recorded lines are its line numbers), the reruns, seed, parameters and time-limit rule.
+    recorded lines are its line numbers), the reruns, seed, parameters and time-limit rule,
+    and the source of the recorder and of the rule that names inputs.
     The rest of the installed code is not in the key: the entry names what the runs executed,
     and a lookup compares it with this installation."""
     _, targets = family_sources(active_family().name)
     return cache_key(kind="clean", lane=lane.name, check=check_source(check),
                      python=python_version(), reruns=reruns, seed=seed, params=dict(params),
                      limit=limit, target=source_hash(*targets), lane_config=lane.to_json(),
-                     module=module_digest, **extra)
+                     module=module_digest, **extra,
+                     # what records the lines and names the inputs the entry keeps
+                     recorder=source_hash("harness.coverage", "harness.inputs"))
 
 
 def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, reruns: int,

@@ -296,7 +296,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     for plan in plans:
         for c in checks:
             keys[Cell(c.id, plan.lane.name)] = key = _clean_key(c, plan, config)
-            entry, state = kept.reuse(key)
+            entry, state = kept.reuse(key, c.id, plan.lane.name)
             plan.reuse[state] += 1
             if entry is not None:
                 plan.clean[c.id], plan.coverage[c.id] = entry.base, entry.lines
@@ -362,6 +362,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
 
 
 def _clean_key(check: CheckSpec, plan: _Plan, config: SurveyConfig) -> str:
+    # the options of a clean run (see ``options`` in ``survey``) and the lane's module
     return clean_key(check, plan.lane, module_digest=plan.module_digest,
                      reruns=clean_reruns(config.reruns), seed=config.run_seed,
                      params=check.resolve_params(config.params.get(check.id)),

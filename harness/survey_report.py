@@ -139,7 +139,8 @@ def run_totals(runs: Sequence[Mapping[str, int]]) -> str:
 
 def clean_totals(surveys: Sequence[LaneSurvey]) -> str:
     """One line: how many clean bases were reused (``harness.clean_cache``) or run, and the
-    kept entries that could not be used."""
+    kept entries that could not be used (lanes in error left out)."""
+    surveys = [s for s in surveys if not s.error]
     bases = [base for s in surveys for base in s.clean.values()]
     reused = sum(1 for base in bases if base.reused)
     changed = sum(s.runs.get("clean_changed", 0) for s in surveys)

@@ -23,7 +23,9 @@ def test_lookups_are_counted_as_hits_misses_and_unreadable(tmp_path: Path) -> No
     (tmp_path / "alien.json").write_text('["not", "a", "result"]')
     assert cache.lookup("torn") == (None, Lookup.UNREADABLE)
     assert cache.get("alien") is None
-    assert cache.counts == {"hit": 1, "miss": 1, "unreadable": 2}
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe{")  # not UTF-8: no crash
+    assert cache.lookup("binary") == (None, Lookup.UNREADABLE)
+    assert cache.counts == {"hit": 1, "miss": 1, "unreadable": 3}
 
 
 def test_an_unreadable_entry_is_replaced_by_the_next_result(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ they executed is unchanged."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from harness.inputs import Installation
 
 H, V, NA = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE
 INPUTS = {"functions": {}, "distributions": {"anyio": "4.0"}}
+CELL = ("ARIB-ATOM-001", "sqlite-file")
 
 
 def base(*verdicts: Verdict, cached: bool = False) -> CleanBase:
@@ -49,17 +51,17 @@ def test_only_clean_runs_that_all_held_are_kept(verdicts: tuple[Verdict, ...], c
 
 def test_a_kept_entry_is_reused_while_what_it_executed_is_unchanged(tmp_path: Path) -> None:
     CleanCache(tmp_path, where()).put("k", entry())
-    got, state = CleanCache(tmp_path, where()).reuse("k")
+    got, state = CleanCache(tmp_path, where()).reuse("k", *CELL)
     assert state is Reuse.REUSED and got is not None
     assert got.base.reused and got.lines == entry().lines and got.inputs == INPUTS
-    assert CleanCache(tmp_path, where("4.1")).reuse("k") == (None, Reuse.CHANGED)
-    assert CleanCache(tmp_path, where()).reuse("other") == (None, Reuse.MISSING)
-    assert CleanCache(None, where()).reuse("k") == (None, Reuse.MISSING)  # --no-cache
+    assert CleanCache(tmp_path, where("4.1")).reuse("k", *CELL) == (None, Reuse.CHANGED)
+    assert CleanCache(tmp_path, where()).reuse("other", *CELL) == (None, Reuse.MISSING)
+    assert CleanCache(None, where()).reuse("k", *CELL) == (None, Reuse.MISSING)  # --no-cache
 
 
 def test_a_clean_base_that_did_not_hold_is_not_kept(tmp_path: Path) -> None:
     CleanCache(tmp_path, where()).put("k", entry(H, V, H))
-    assert CleanCache(tmp_path, where()).reuse("k") == (None, Reuse.MISSING)
+    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.MISSING)
     assert not (tmp_path / "clean").exists()
 
 
@@ -70,4 +72,25 @@ def test_an_entry_that_fails_to_load_is_unreadable_and_never_trusted(tmp_path: P
                                                                      text: str) -> None:
     (tmp_path / "clean").mkdir()
     (tmp_path / "clean" / "k.json").write_text(text)
-    assert CleanCache(tmp_path, where()).reuse("k") == (None, Reuse.UNREADABLE)
+    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNREADABLE)
+
+
+def test_a_non_utf8_entry_is_unreadable(tmp_path: Path) -> None:
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "clean" / "k.json").write_bytes(b"\xff\xfe{")
+    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNREADABLE)
+
+
+@pytest.mark.parametrize("cell", [("ARIB-ATOM-002", "sqlite-file"), ("ARIB-ATOM-001", "lane")])
+def test_an_entry_for_another_cell_is_unreadable(tmp_path: Path, cell: tuple[str, str]) -> None:
+    CleanCache(tmp_path, where()).put("k", entry())
+    assert CleanCache(tmp_path, where()).reuse("k", *cell) == (None, Reuse.UNREADABLE)
+
+
+@pytest.mark.parametrize("stored", [base(H, V, H), base(cached=True), base(NA, NA, NA)])
+def test_an_entry_that_could_not_have_been_kept_is_unreadable(tmp_path: Path,
+                                                              stored: CleanBase) -> None:
+    (tmp_path / "clean").mkdir()
+    forged = CleanEntry(stored, frozenset({1}), INPUTS)
+    (tmp_path / "clean" / "k.json").write_text(json.dumps(forged.to_json()))
+    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNREADABLE)

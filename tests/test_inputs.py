@@ -201,7 +201,9 @@ def test_a_namespace_package_of_several_distributions_names_each_file_by_its_rec
 @pytest.mark.parametrize("edit,holds", [
     (("", ""), True),  # the same code
     (("\n\ndef helper", "\n\n\n\ndef helper"), True),  # lines moved, code the same
-    (("    def pop", "    def peek(self):\n        return 2\n\n    def pop"), True),  # added
+    (("class Store", "def added():\n    return 2\n\n\nclass Store"), True),  # not named
+    (("    def pop", "    def __len__(self):\n        return 0\n\n    def pop"), False),
+    (("    def pop(self):\n        return None\n", ""), False),  # a named method is gone
     (("return x + 1", "return x + 2"), False),  # an executed function
     (("return None", "return 1"), False),  # a method of its class
     (('TABLE = "items"', 'TABLE = "rows"'), False),  # what it reads
@@ -229,3 +231,19 @@ def test_inputs_do_not_hold_where_a_distribution_or_file_differs(tmp_path: Path)
     cases: list[Any] = [{}, {"functions": [], "distributions": {}}, {"functions": None}]
     for malformed in cases:
         assert not inputs_unchanged(malformed, where)
+
+
+def test_a_name_defined_twice_is_named_by_position_so_neither_definition_hides_the_other(
+        tmp_path: Path) -> None:
+    prop = ("class Store:\n    @property\n    def size(self):\n        return 1\n\n"
+            "    @size.setter\n    def size(self, value):\n        pass\n")
+    where = install(tmp_path / "a", prop)
+    executed = Executed(frozenset({(str(tmp_path / "a" / "agents" / "store.py"), 2)}),
+                        frozenset())
+    got = named_inputs(executed, "openai-agents", where)
+    assert got is not None
+    assert set(got["functions"]["agents/store.py"]) == {"<module>", "Store.size",
+                                                        "Store.size#2"}
+    getter = install(tmp_path / "b", prop.replace("return 1", "return 2"))
+    assert not inputs_unchanged(got, getter)  # the getter changed, the setter did not
+    assert inputs_unchanged(got, install(tmp_path / "c", prop))
