@@ -140,6 +140,11 @@ def test_a_clean_key_names_no_sdk_version_only_what_the_entry_cannot_name_itself
                    {"params": {"writers": 3}}, {"engine": 3}):
         assert clean_key(**change) != before, change
     assert clean_key(dataclasses.replace(REFERENCE, waits_s=REFERENCE.waits_s + 1)) != before
+    assert clean_key(dataclasses.replace(REFERENCE, name="reference-2")) != before
+    monkeypatch.setattr(keys, "python_version", lambda: "3.99.0")
+    assert clean_key() != before
+    monkeypatch.undo()
+    assert clean_key() == before
     monkeypatch.setattr(keys, "source_hash", lambda *mods: "|".join(
         m + ("*" if m == "checks.conc_001" else "") for m in mods))
     assert clean_key() != before  # the check's source

@@ -457,6 +457,10 @@ def test_clean_runs_are_reused_while_what_they_executed_is_unchanged(
     assert second.clean[CHECK].reused and second.clean[CHECK].verdicts == (
         first.clean[CHECK].verdicts)
     assert second.coverage == first.coverage  # the lines that select the mutants' checks
+    # the reused inputs give the verdict keys fresh clean runs give: every pair is cached
+    cacheable = sum(1 for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT))
+    assert second.runs["cached"] == cacheable and second.runs["run"] == (
+        first.runs["run"] - cacheable)
     assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
     assert "clean bases: 1 of 1 reused" in render_text([second])
     assert second.to_json()["clean"][CHECK]["reused"] is True
