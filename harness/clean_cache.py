@@ -13,9 +13,11 @@ functions, module bodies and distribution versions is the same in this installat
 reuses the object. Otherwise the check runs clean again, and its new runs are kept.
 
 Only clean bases where every rerun held are kept. One that was violated, timed out or raised
-runs again each time (the cause may be the machine's load); so does one that abstained, which
-it decides from the lane's claims, verified before the recorder starts (a new version may add
-the method it looked for), and which costs milliseconds.
+runs again each time, and marks its key unstable: a check that once failed on the clean lane
+under the same key (a race it loses now and then) is never reused, so that one lucky run does
+not make it judgeable for good; every survey measures it again, as before there was a cache.
+One that abstained runs again too (it decides from the lane's claims, verified before the
+recorder starts, and a new version may add the method it looked for; it costs milliseconds).
 
 Limit, the one the verdict keys have (``harness.inputs``): a lookup checks the code the stored
 runs executed. Code they did not execute, that the unchanged code would now reach through
@@ -74,6 +76,7 @@ class Reuse(enum.Enum):
     MISSING = "missing"  # no entry under the key (or no cache)
     UNREADABLE = "unreadable"  # an entry that failed to load: run again, never trusted
     CHANGED = "changed"  # an entry whose executed code differs in this installation
+    UNSTABLE = "unstable"  # clean runs under this key once did not all hold: never reused
 
 
 class CleanCache:
@@ -87,6 +90,8 @@ class CleanCache:
         """The entry under ``key`` for ``check_id`` on ``lane``, marked reused, when it loads
         and names this installation's code (else None), and how the lookup ended. An entry
         for another cell, or one that could not have been kept, is unreadable."""
+        if self.root is not None and (self.root / f"{key}.unstable").exists():
+            return None, Reuse.UNSTABLE
         entry, state = self._load(key)
         if entry is not None and not (entry.base.check_id == check_id
                                       and entry.base.lane == lane and keepable(entry.base)):
@@ -111,9 +116,17 @@ class CleanCache:
         except (ValueError, KeyError, TypeError, AttributeError):
             return None, Lookup.UNREADABLE
 
-    def put(self, key: str, entry: CleanEntry) -> None:
-        """Keep ``entry`` under ``key``, atomically, when its base is ``keepable``."""
-        if self.root is None or not keepable(entry.base):
+    def settle(self, key: str, base: CleanBase, entry: CleanEntry | None) -> None:
+        """After fresh clean runs under ``key``: keep ``entry`` (their base, lines and named
+        inputs; None when the inputs cannot be named) when every rerun held and the key was
+        never unstable; mark the key unstable when a rerun neither held nor abstained. Files
+        are written atomically."""
+        if self.root is None or not base.verdicts or base.cached or base.abstains:
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.root / f"{key}.json", json.dumps(entry.to_json(), indent=1))
+        unstable = self.root / f"{key}.unstable"
+        if not keepable(base):
+            atomic_write_text(unstable, json.dumps(base.to_json(), indent=1))
+            (self.root / f"{key}.json").unlink(missing_ok=True)
+        elif entry is not None and not unstable.exists():
+            atomic_write_text(self.root / f"{key}.json", json.dumps(entry.to_json(), indent=1))

@@ -345,10 +345,10 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     for plan in plans:
         for c in [c for c in checks if c.id not in plan.clean]:  # not reused: run now
             cell = Cell(c.id, plan.lane.name)
-            plan.clean[c.id] = clean_base(c.id, plan.lane.name, findings[cell])
+            base = plan.clean[c.id] = clean_base(c.id, plan.lane.name, findings[cell])
             inputs = plan.inputs(c.id) if plan.error is None else None
-            if inputs is not None:
-                kept.put(keys[cell], CleanEntry(plan.clean[c.id], plan.coverage[c.id], inputs))
+            kept.settle(keys[cell], base, None if inputs is None else CleanEntry(
+                base, plan.coverage[c.id], inputs))
     for plan, out in zip(probes, outcomes[len(jobs):len(jobs) + len(probes)], strict=True):
         verified = out.value if out.status is ChildStatus.OK else (
             f"claims probe {out.status.value}: {out.detail[:200]}")
@@ -423,6 +423,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
         plan.counts["keys_version_bound"] = bound[plan.lane.name]
         plan.counts["clean_changed"] = plan.reuse[Reuse.CHANGED]
         plan.counts["clean_unreadable"] = plan.reuse[Reuse.UNREADABLE]
+        plan.counts["clean_unstable"] = plan.reuse[Reuse.UNSTABLE]
     return dict(judged.results)
 
 

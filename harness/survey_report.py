@@ -145,10 +145,11 @@ def clean_totals(surveys: Sequence[LaneSurvey]) -> str:
     reused = sum(1 for base in bases if base.reused)
     changed = sum(s.runs.get("clean_changed", 0) for s in surveys)
     unreadable = sum(s.runs.get("clean_unreadable", 0) for s in surveys)
+    unstable = sum(s.runs.get("clean_unstable", 0) for s in surveys)
     return (f"clean bases: {reused} of {len(bases)} reused (every function, module body and "
             f"distribution their runs executed is unchanged), {len(bases) - reused} run; "
             f"{changed} kept entries named code that changed here, {unreadable} unreadable "
-            f"(run again)")
+            f"(run again), {unstable} once did not hold (never reused)")
 
 
 def floor(total: Mapping[str, int]) -> str:

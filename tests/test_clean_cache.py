@@ -50,7 +50,7 @@ def test_only_clean_runs_that_all_held_are_kept(verdicts: tuple[Verdict, ...], c
 
 
 def test_a_kept_entry_is_reused_while_what_it_executed_is_unchanged(tmp_path: Path) -> None:
-    CleanCache(tmp_path, where()).put("k", entry())
+    keep(tmp_path, entry())
     got, state = CleanCache(tmp_path, where()).reuse("k", *CELL)
     assert state is Reuse.REUSED and got is not None
     assert got.base.reused and got.lines == entry().lines and got.inputs == INPUTS
@@ -59,10 +59,29 @@ def test_a_kept_entry_is_reused_while_what_it_executed_is_unchanged(tmp_path: Pa
     assert CleanCache(None, where()).reuse("k", *CELL) == (None, Reuse.MISSING)  # --no-cache
 
 
-def test_a_clean_base_that_did_not_hold_is_not_kept(tmp_path: Path) -> None:
-    CleanCache(tmp_path, where()).put("k", entry(H, V, H))
-    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.MISSING)
-    assert not (tmp_path / "clean").exists()
+def keep(root: Path, kept: CleanEntry) -> None:
+    CleanCache(root, where()).settle("k", kept.base, kept)
+
+
+def test_a_clean_base_that_did_not_hold_is_not_kept_and_its_key_is_never_reused(
+        tmp_path: Path) -> None:
+    keep(tmp_path, entry())
+    flaky = entry(H, V, H)
+    keep(tmp_path, flaky)  # the same key measured again (its inputs changed), lost a race
+    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNSTABLE)
+    keep(tmp_path, entry())  # a lucky run later does not make it reusable
+    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNSTABLE)
+    assert not (tmp_path / "clean" / "k.json").exists()
+
+
+def test_an_abstention_or_unnamed_inputs_keep_nothing_and_mark_nothing(tmp_path: Path) -> None:
+    cache = CleanCache(tmp_path, where())
+    cache.settle("k", base(NA, NA, NA), None)
+    cache.settle("k", base(H, H, H), None)  # held, but what it executed cannot be named
+    assert cache.reuse("k", *CELL) == (None, Reuse.MISSING)
+    cache.settle("k", base(H, H, H), entry())
+    assert cache.reuse("k", *CELL)[1] is Reuse.REUSED
+    CleanCache(None, where()).settle("k", base(H, V, H), None)  # --no-cache: nothing written
 
 
 @pytest.mark.parametrize("text", ["{", "[]", '{"base": {}, "lines": "", "inputs": {}}',
@@ -83,7 +102,7 @@ def test_a_non_utf8_entry_is_unreadable(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cell", [("ARIB-ATOM-002", "sqlite-file"), ("ARIB-ATOM-001", "lane")])
 def test_an_entry_for_another_cell_is_unreadable(tmp_path: Path, cell: tuple[str, str]) -> None:
-    CleanCache(tmp_path, where()).put("k", entry())
+    keep(tmp_path, entry())
     assert CleanCache(tmp_path, where()).reuse("k", *cell) == (None, Reuse.UNREADABLE)
 
 

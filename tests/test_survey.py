@@ -476,3 +476,20 @@ def test_clean_runs_are_reused_while_what_they_executed_is_unchanged(
     assert "1 unreadable (run again)" in render_text([torn])
     (none,) = survey(dataclasses.replace(config, cache=AdmissionCache(None)))  # --no-cache
     assert not none.clean[CHECK].reused and none.runs["clean_unreadable"] == 0
+
+
+def test_a_clean_base_that_once_failed_under_its_key_is_never_reused(tmp_path: Path) -> None:
+    async def always_violated(ctx):  # type: ignore[no-untyped-def]
+        return Trial(ctx.index, ctx.seed, True, sample="forced")
+
+    cache = tmp_path / "cache"
+    broken = dataclasses.replace(get_check(CHECK), run_trial=always_violated)  # same source
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(broken,), params=SMALL, quiet=True,
+                          cache=AdmissionCache(cache))
+    survey(config)
+    fine = dataclasses.replace(config, checks=(get_check(CHECK),))
+    for _ in range(2):  # held both times, and still measured again
+        (found,) = survey(fine)
+        assert found.clean[CHECK].judgeable and not found.clean[CHECK].reused
+        assert found.runs["clean_unstable"] == 1
+    assert "1 once did not hold (never reused)" in render_text([found])
