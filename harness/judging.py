@@ -203,8 +203,8 @@ class Judged:
                   and self.results[s].status is MutantStatus.KILLED}
         roles = {"executions_unkilled": 0, "executions_killing": 0, "executions_beside_kill": 0}
         for slot in slots:
-            n = self.executions.get(slot, 0)  # 0: cached, or not run after a kill
-            if not n:
+            n = self.executions.get(slot)  # None: cached, or not run after a kill
+            if n is None:
                 continue
             if slot[1] not in killed:
                 roles["executions_unkilled"] += n

@@ -208,3 +208,10 @@ def test_executions_are_split_by_what_they_did():
     cached = Judged(results={b: result("C2", "m-a", S.KILLED)}, executions={})
     assert cached.executions_by_role([a, b]) == dict.fromkeys(
         ("executions_unkilled", "executions_killing", "executions_beside_kill"), 0)
+    # after a slot that did not run, the others still count; a role's executions add up
+    e, f = ("C3", MutantKey("lane", "m-c")), ("C4", MutantKey("lane", "m-c"))
+    more = Judged(results={**judged.results, e: result("C3", "m-c", S.SURVIVED),
+                           f: result("C4", "m-c", S.KILLED)},
+                  executions={**judged.executions, e: 11, f: 13})
+    assert more.executions_by_role([("C9", MutantKey("lane", "m-z")), a, b, c, d, e, f]) == {
+        "executions_unkilled": 12, "executions_killing": 16, "executions_beside_kill": 13}

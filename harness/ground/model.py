@@ -386,8 +386,7 @@ class CleanBase:
         return cls(check_id=data["check_id"], lane=data["lane"],
                    verdicts=tuple(Verdict(v) for v in data["verdicts"]),
                    duration_s=float(data["duration_s"]), reason=data.get("reason"),
-                   cached=bool(data.get("cached", False)),
-                   reused=bool(data.get("reused", False)))
+                   cached=bool(data.get("cached")), reused=bool(data.get("reused")))
 
 
 @dataclass(frozen=True)
