@@ -215,3 +215,11 @@ def test_executions_are_split_by_what_they_did():
                   executions={**judged.executions, e: 11, f: 13})
     assert more.executions_by_role([("C9", MutantKey("lane", "m-z")), a, b, c, d, e, f]) == {
         "executions_unkilled": 12, "executions_killing": 16, "executions_beside_kill": 13}
+
+
+def test_a_check_that_names_its_gate_lane_is_gated_there():
+    from harness.admission import _reference
+
+    named = dataclasses.replace(get_check("ARIB-CONC-001"), reference="sqlite-file")
+    assert _reference(named).name == "sqlite-file"
+    assert _reference(get_check("ARIB-CONC-001")) == _reference() == REFERENCE

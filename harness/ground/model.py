@@ -323,7 +323,7 @@ class MutantResult:
             evidence=data.get("evidence"),
             diff=data.get("diff"),
             duration_s=float(data.get("duration_s", 0.0)),
-            cached=bool(data.get("cached", False)),
+            cached=bool(data.get("cached")),
             judgeable=bool(data.get("judgeable", True)),
         )
 
