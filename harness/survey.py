@@ -137,7 +137,8 @@ class _Plan:
     order: tuple[str, ...] = ()  # every generated mutant's id, in order (set when sharded)
     # per check: what each clean rerun executed in installed distributions (None: unknown)
     executed: dict[str, list[Executed | None]] = field(default_factory=dict)
-    # per check whose clean base was reused (harness.clean_cache): the named inputs it keeps
+    # per check: its named inputs once known, kept from a reused clean base
+    # (harness.clean_cache) or named once from this survey's clean reruns
     named: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     module_digest: str = ""  # of the lane module's source
     reuse: dict[Reuse, int] = field(default_factory=lambda: dict.fromkeys(Reuse, 0))
@@ -347,6 +348,8 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
             cell = Cell(c.id, plan.lane.name)
             base = plan.clean[c.id] = clean_base(c.id, plan.lane.name, findings[cell])
             inputs = plan.inputs(c.id) if plan.error is None else None
+            if inputs is not None:  # named once: the verdict keys use them too
+                plan.named[c.id] = inputs
             kept.settle(keys[cell], base, None if inputs is None else CleanEntry(
                 base, plan.coverage[c.id], inputs))
     for plan, out in zip(probes, outcomes[len(jobs):len(jobs) + len(probes)], strict=True):
