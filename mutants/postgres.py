@@ -68,11 +68,25 @@ def postgres_limit_before_session_filter() -> None:
     "on a brand-new store fails with 'relation does not exist'",
 )
 def postgres_pop_before_tables_exist() -> None:
-    from agents.memory.session import _await_mutation
+    # Skips the creation for the pop's own task only (a ContextVar, not a flag on the
+    # instance), whatever the release's pop_item calls: 0.24.0 wraps its body in helpers
+    # that older releases do not have.
+    from contextvars import ContextVar
 
     cls = load_class(SQLALCHEMY, "SQLAlchemySession")
+    ensure, pop = cls._ensure_tables, cls.pop_item
+    popping: ContextVar[bool] = ContextVar("popping", default=False)
+
+    async def _ensure_tables(self: Any) -> None:
+        if not popping.get():
+            await ensure(self)
 
     async def pop_item(self: Any) -> Any:
-        return await _await_mutation(self._run_sqlite_write_with_retry(self._pop_item))
+        token = popping.set(True)
+        try:
+            return await pop(self)
+        finally:
+            popping.reset(token)
 
+    cls._ensure_tables = _ensure_tables
     cls.pop_item = pop_item
