@@ -83,7 +83,8 @@ def test_a_reference_mutant_is_violated(check_id: str, mutant: str, mode: str) -
 ])
 def test_a_real_lane_holds_and_its_mutant_is_violated(check_id: str, lane: TargetSpec,
                                                       mutant: str, mode: str) -> None:
-    assert _run(check_id, lane).verdict is Verdict.HELD
+    clean = _run(check_id, lane)
+    assert clean.verdict is Verdict.HELD, (clean.modes, clean.samples, clean.reason)
     finding = _run(check_id, lane, mutant)
     assert finding.verdict is Verdict.VIOLATED and mode in finding.modes, (finding.modes,
                                                                            finding.samples)
@@ -127,7 +128,8 @@ def test_a_crash_of_the_racing_process_is_a_violation_with_its_signal() -> None:
 
 
 def test_cancellation_holds_where_no_second_instance_reads() -> None:
-    assert _run("ARIB-LGCANCEL-001", ASYNC_SQLITE_MEMORY).verdict is Verdict.HELD
+    finding = _run("ARIB-LGCANCEL-001", ASYNC_SQLITE_MEMORY)
+    assert finding.verdict is Verdict.HELD, (finding.modes, finding.samples, finding.reason)
 
 
 def test_every_check_names_existing_mutants_and_selectors() -> None:

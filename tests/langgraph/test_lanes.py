@@ -211,7 +211,8 @@ def _run(lane: TargetSpec, check_id: str = "ARIB-CKPT-001") -> Any:
 
 def test_a_false_api_claim_is_an_error_finding_naming_lane_claim_and_fix(
         monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
-    assert _run(lg.SQLITE_FILE).verdict is Verdict.HELD
+    finding = _run(lg.SQLITE_FILE)
+    assert finding.verdict is Verdict.HELD, (finding.modes, finding.samples, finding.reason)
     monkeypatch.setitem(lg.API, "lg-sqlite-file", "async")  # type: ignore[index]
     finding = _run(lg.SQLITE_FILE)
     assert finding.verdict is Verdict.ERROR
