@@ -1,7 +1,9 @@
-"""Generated mutants per lane, generated once per process, and selected for a check."""
+"""Generated mutants per lane, generated once per module and process, and selected for a
+check."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -18,10 +20,29 @@ from targets.registry import get_target
 J = TypeVar("J")
 
 
+# Per (module, backend class): the report generated for the first lane asking for it. Lanes
+# built on one module (SQLite in a file and in memory; SQLAlchemy on three databases) get the
+# same mutants: generation reads only the installed module, never the lane.
+_BY_MODULE: dict[tuple[str, str], GenerationReport] = {}
+
+
 @functools.cache
 def generated_for_lane(lane: str) -> GenerationReport:
-    """Every generated mutant of a lane's backend module (cached for this process)."""
-    return generate(get_target(lane))
+    """Every generated mutant of a lane's backend module (generated once per module and
+    process; each lane's report and mutants carry its own name)."""
+    target = get_target(lane)
+    first = _BY_MODULE.get((target.module, target.backend))
+    if first is None:
+        first = _BY_MODULE[target.module, target.backend] = generate(target)
+    return retarget(first, target.name)
+
+
+def retarget(report: GenerationReport, lane: str) -> GenerationReport:
+    """``report`` as generated for ``lane``: the same mutants, each on that lane."""
+    if report.target == lane:
+        return report
+    return dataclasses.replace(report, target=lane, mutants=tuple(
+        dataclasses.replace(m, target=lane) for m in report.mutants))
 
 
 # The SDK version the checks' selectors are written against: the pinned one (noxfile

@@ -28,7 +28,8 @@ from mutants.generate import (
     select,
 )
 from mutants.operators import OPERATORS, Operator
-from targets.sdk import SQLITE_FILE, SQLITE_MODULE
+from mutants.pool import generated_for_lane, retarget
+from targets.sdk import SQLITE_FILE, SQLITE_MEMORY, SQLITE_MODULE
 
 # Every operator the brief requires, with whether SQLiteSession 0.24.0 has a site for it.
 EXPECTED_IN_SQLITE = {
@@ -98,6 +99,20 @@ def test_mutants_are_well_formed(report: GenerationReport, source: str) -> None:
         compile(m.source, "<mutant>", "exec")
     json = report.to_json()
     assert json["dropped_noncompiling"] == 0 and len(json["mutants"]) == len(report.mutants)
+
+
+def test_lanes_on_one_module_share_one_generation_each_on_its_own_lane(
+        report: GenerationReport) -> None:
+    assert SQLITE_MEMORY.module == SQLITE_FILE.module
+    in_file = generated_for_lane(SQLITE_FILE.name)
+    in_memory = generated_for_lane(SQLITE_MEMORY.name)
+    assert in_file == report  # what generate() gives for the lane itself
+    assert in_memory == generate(SQLITE_MEMORY)
+    assert in_memory.target == SQLITE_MEMORY.name
+    assert {m.target for m in in_memory.mutants} == {SQLITE_MEMORY.name}
+    assert [m.id for m in in_memory.mutants] == [m.id for m in in_file.mutants]
+    assert retarget(in_memory, SQLITE_FILE.name) == in_file
+    assert retarget(in_file, SQLITE_FILE.name) is in_file
 
 
 def test_ids_are_stable_across_runs_and_unrelated_edits(report: GenerationReport,
