@@ -101,6 +101,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import BenchConfig, default_workers, run_bench
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
+    from harness.generation_cache import use_generation_cache
     from harness.ground.services import ServiceManager
     from harness.results import writable_folder
     from harness.run_coverage import known_selection
@@ -130,6 +131,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "
                          f"baseline: the rule: a baseline is a whole run; fix: drop --accept, "
                          f"`merge` the shards, then `python -m harness accept MERGED.json`")
+    kept = use_generation_cache(args.no_cache)
     with ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
             lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
@@ -137,6 +139,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
             quiet=args.quiet, manager=manager, shard=split,
         ))
+    print(kept.describe())
     print(f"wrote {outcome.json_path} and {outcome.report_path}")
     written = (outcome.json_path, outcome.report_path)
     tally: dict[str, int] = {}
@@ -231,6 +234,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     from harness.admission import AdmissionConfig, admit
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
+    from harness.generation_cache import use_generation_cache
     from harness.ground.services import ServiceManager
     from harness.lanes import services_for_checks
     from harness.shard import make_split, run_durations
@@ -248,6 +252,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     checks = every if split is None else tuple(c for c in every if c.id in split.keep(
         {c.id: split.durations.get(c.id) for c in every}))
     started = time.perf_counter()
+    kept = use_generation_cache(args.no_cache)
     with ServiceManager() as manager:
         admissions = admit(checks, AdmissionConfig(
             reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
@@ -269,6 +274,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
         for reason in a.reasons:
             print(f"  reason: {reason}")
         all_in = all_in and a.admitted
+    print(kept.describe())
     print(f"{sum(a.admitted for a in admissions)}/{len(admissions)} checks admitted in "
           f"{time.perf_counter() - started:.1f}s"
           + (f" (shard {split.spec}: {len(checks)} of {len(every)} checks)" if split else ""))

@@ -75,6 +75,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
+    from harness.generation_cache import use_generation_cache
     from harness.ground.family import active_family
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
@@ -103,6 +104,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     split = make_split(args, survey_durations(Path(  # read only when sharded
         f"results/survey/{family.stem(sdk_version())}")) if args.shard else None)
     started = time.perf_counter()
+    kept = use_generation_cache(args.no_cache)
     with ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
         asked = {lane.name for lane in lanes}
@@ -122,6 +124,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     print(render_text(surveys, show_diffs=args.diffs))
     print(f"all lanes: {run_totals([s.runs for s in surveys])}")
     print(f"all lanes: {clean_totals(surveys)}")
+    print(f"all lanes: {kept.describe()}")
     _survey_outputs(args, surveys, config, machine)
     print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s"

@@ -6,18 +6,36 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from harness.ground.errors import MutantDefinitionError
 from harness.ground.model import MutantKey
 from harness.ground.selector import Selector
 from mutants.base import MutantSpec
-from mutants.generate import GenerationReport, generate, select
-from mutants.hook import prepare
+from mutants.generate import GenerationReport, generate_from_source, select
+from mutants.hook import installed_source, prepare
 from mutants.operators import hang_prone_first
+from targets.base import TargetSpec
 from targets.registry import get_target
 
 J = TypeVar("J")
+
+
+class Store(Protocol):
+    """Where generated reports are kept across runs (``harness.generation_cache``)."""
+
+    def load(self, module: str, backend: str, source: str) -> GenerationReport | None: ...
+
+    def keep(self, module: str, backend: str, source: str,
+             report: GenerationReport) -> bool: ...
+
+
+_STORE: list[Store] = []  # the store this process uses, if any
+
+
+def use_store(store: Store | None) -> None:
+    """Load and keep generated reports in ``store`` from now on (None: generate each time)."""
+    _STORE[:] = [] if store is None else [store]
 
 
 # Per (module, backend class): the report generated for the first lane asking for it. Lanes
@@ -33,8 +51,20 @@ def generated_for_lane(lane: str) -> GenerationReport:
     target = get_target(lane)
     first = _BY_MODULE.get((target.module, target.backend))
     if first is None:
-        first = _BY_MODULE[target.module, target.backend] = generate(target)
+        first = _BY_MODULE[target.module, target.backend] = _generate(target)
     return retarget(first, target.name)
+
+
+def _generate(target: TargetSpec) -> GenerationReport:
+    """Generated from the installed source, or loaded from the store where it is kept."""
+    _, source = installed_source(target.module)
+    kept = _STORE[0].load(target.module, target.backend, source) if _STORE else None
+    if kept is not None:
+        return kept
+    report = generate_from_source(source, target.module, target.name, target.backend)
+    if _STORE:
+        _STORE[0].keep(target.module, target.backend, source, report)
+    return report
 
 
 def retarget(report: GenerationReport, lane: str) -> GenerationReport:
