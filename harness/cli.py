@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "its own child (default 2, at most the cores)")
     p.add_argument("--loop", default="asyncio", help="event loop: asyncio or uvloop")
     p.add_argument("--out", default="results", help="results folder (default results/)")
-    p.add_argument("--no-cache", action="store_true", help="ignore the admission cache")
+    p.add_argument("--no-cache", action="store_true",
+                   help="ignore the caches (verdicts, generated mutants)")
     p.add_argument("--accept", action="store_true",
                    help="accept this run as the version's baseline (regression gate)")
     p.add_argument("--partial", action="store_true",
@@ -109,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="admit every check")
     p.add_argument("--reruns", type=int, default=3)
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--no-cache", action="store_true",
+                   help="ignore the caches (verdicts, generated mutants)")
     p.add_argument("--json", metavar="PATH", help="also write the admissions as one JSON "
                                                   "document (what `merge` combines)")
     shard(p, "checks")
@@ -141,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "document to PATH; '-' for stdout, where it "
                                                   "is then the only output (people's lines go "
                                                   "to stderr)")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--no-cache", action="store_true",
+                   help="ignore the caches (verdicts, clean runs, generated mutants)")
     p.add_argument("--every-check", action="store_true",
                    help="run every check that reaches a mutant, also after one killed it "
                         "(default: a mutant stops at its first kill, the others are not_run)")

@@ -101,7 +101,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import BenchConfig, default_workers, run_bench
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
-    from harness.generation_cache import use_generation_cache
+    from harness.generation_cache import generation_cache
     from harness.ground.services import ServiceManager
     from harness.results import writable_folder
     from harness.run_coverage import known_selection
@@ -131,8 +131,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "
                          f"baseline: the rule: a baseline is a whole run; fix: drop --accept, "
                          f"`merge` the shards, then `python -m harness accept MERGED.json`")
-    kept = use_generation_cache(args.no_cache)
-    with ServiceManager() as manager:
+    with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
             lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
             workers=workers, params=params, loop=loop, out_dir=out,
@@ -234,7 +233,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     from harness.admission import AdmissionConfig, admit
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
-    from harness.generation_cache import use_generation_cache
+    from harness.generation_cache import generation_cache
     from harness.ground.services import ServiceManager
     from harness.lanes import services_for_checks
     from harness.shard import make_split, run_durations
@@ -252,8 +251,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     checks = every if split is None else tuple(c for c in every if c.id in split.keep(
         {c.id: split.durations.get(c.id) for c in every}))
     started = time.perf_counter()
-    kept = use_generation_cache(args.no_cache)
-    with ServiceManager() as manager:
+    with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
         admissions = admit(checks, AdmissionConfig(
             reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
             workers=args.workers or os.cpu_count() or 1,

@@ -10,8 +10,9 @@ bench does it again for each module its lanes use, although the result depends o
 - the libcst version and the Python version (what compiles is dropped otherwise).
 
 An entry is keyed on all of them and holds the report as JSON (each mutated source stored as
-its change against the module's source). Before an entry is written, it is read back and
-compared with the report it came from; one that would not come back equal is not kept. An
+its change against the module's source). Before an entry is written, its JSON text is decoded
+again and compared with the report it came from; one that would not come back equal is not
+kept, nor one the folder cannot take (the run goes on with what it generated). An
 entry that fails to load, or that loads to mutants of another module, is generated again and
 counted (``unreadable``), never trusted. Safe to share between runs and machines: written
 atomically, no absolute path, process id or host name in a key or an entry.
@@ -19,11 +20,12 @@ atomically, no absolute path, process id or host name in a key or an entry.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -69,11 +71,35 @@ def _splice(base: str, text: str) -> list[Any]:
     return [start, end, text[start:len(text) - end]]
 
 
-def _unsplice(base: str, splice: list[Any]) -> str:
-    start, end, middle = int(splice[0]), int(splice[1]), str(splice[2])
+def _unsplice(base: str, splice: Any) -> str:
+    """The text ``_splice`` made ``splice`` of; ValueError when it does not fit ``base``."""
+    if not isinstance(splice, list) or len(splice) != 3:
+        raise ValueError(f"a splice is [prefix, suffix, middle], not {splice!r:.60}")
+    start, end, middle = _int(splice[0]), _int(splice[1]), _str(splice[2])
     if start < 0 or end < 0 or start + end > len(base):
         raise ValueError(f"splice {start}+{end} does not fit a source of {len(base)}")
     return base[:start] + middle + base[len(base) - end:]
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, found {value!r:.60}")
+    return value
+
+
+def _int(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"expected an integer, found {value!r:.60}")
+    return value
+
+
+def _swap(data: Any) -> UnitSwap | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != {"scope", "name", "text", "flags"}:
+        raise ValueError(f"not a swap: {data!r:.60}")
+    return UnitSwap(scope=_str(data["scope"]), name=_str(data["name"]),
+                    text=_str(data["text"]), flags=_int(data["flags"]))
 
 
 def encode(report: GenerationReport, source: str) -> dict[str, Any]:
@@ -99,17 +125,17 @@ def decode(data: Mapping[str, Any], source: str) -> GenerationReport:
     if data["format"] != FORMAT:
         raise ValueError(f"format {data['format']!r}, not {FORMAT}")
     mutants = tuple(MutantSpec(
-        id=m["id"], kind=MutantKind.GENERATED, target=m["target"], module=m["module"],
-        qualname=m["qualname"], operator=m["operator"], original=m["original"],
-        replacement=m["replacement"], description=m["description"],
-        source=_unsplice(source, m["source"]),
-        swap=UnitSwap(**m["swap"]) if m["swap"] is not None else None,
+        id=_str(m["id"]), kind=MutantKind.GENERATED, target=_str(m["target"]),
+        module=_str(m["module"]), qualname=_str(m["qualname"]), operator=_str(m["operator"]),
+        original=_str(m["original"]), replacement=_str(m["replacement"]),
+        description=_str(m["description"]), source=_unsplice(source, m["source"]),
+        swap=_swap(m["swap"]),
     ) for m in data["mutants"])
     return GenerationReport(
-        target=str(data["target"]), module=str(data["module"]), mutants=mutants,
-        dropped_noncompiling=int(data["dropped_noncompiling"]),
-        dropped_details=tuple(str(d) for d in data["dropped_details"]),
-        sites_by_operator={str(k): int(v) for k, v in data["sites_by_operator"].items()})
+        target=_str(data["target"]), module=_str(data["module"]), mutants=mutants,
+        dropped_noncompiling=_int(data["dropped_noncompiling"]),
+        dropped_details=tuple(_str(d) for d in data["dropped_details"]),
+        sites_by_operator={_str(k): _int(v) for k, v in data["sites_by_operator"].items()})
 
 
 def same(a: GenerationReport, b: GenerationReport) -> bool:
@@ -155,14 +181,16 @@ class GenerationStore:
         if self.root is None:
             return False
         try:
-            data = encode(report, source)
-        except ValueError:  # not every mutant is a generated source edit
+            text = json.dumps(encode(report, source), ensure_ascii=False)
+            if not same(decode(json.loads(text), source), report):
+                return False
+            self.root.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.root / f"{generation_key(module, backend, source)}.json",
+                              text)
+        except (ValueError, TypeError, OSError):
+            # Not all generated source edits, or a folder that cannot be written: the run
+            # goes on with what it generated; the next one generates again.
             return False
-        if not same(decode(data, source), report):
-            return False
-        self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.root / f"{generation_key(module, backend, source)}.json",
-                          json.dumps(data, ensure_ascii=False))
         self.kept += 1
         return True
 
@@ -172,13 +200,18 @@ class GenerationStore:
         unreadable = self.counts[Lookup.UNREADABLE.value]
         if self.root is None:
             return "generated mutants: no cache (--no-cache), every module generated"
+        again = f" ({unreadable} unreadable, generated again)" if unreadable else ""
         return (f"generated mutants: {hits} of {hits + misses + unreadable} module(s) from the "
-                f"cache, {misses + unreadable} generated ({unreadable} unreadable entries "
-                f"generated again), {self.kept} kept")
+                f"cache, {misses + unreadable} generated{again}, {self.kept} kept")
 
 
-def use_generation_cache(no_cache: bool) -> GenerationStore:
-    """Keep this run's generated mutants in the cache folder (none with ``--no-cache``)."""
+@contextlib.contextmanager
+def generation_cache(no_cache: bool) -> Iterator[GenerationStore]:
+    """Within the block, keep generated mutants in the cache folder (none with
+    ``--no-cache``); the store used before comes back after it."""
     store = GenerationStore(None if no_cache else DEFAULT_DIR)
-    use_store(store)
-    return store
+    previous = use_store(store)
+    try:
+        yield store
+    finally:
+        use_store(previous)

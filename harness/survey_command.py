@@ -75,7 +75,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
     from harness.cache import AdmissionCache
     from harness.execute import sdk_version
-    from harness.generation_cache import use_generation_cache
+    from harness.generation_cache import generation_cache
     from harness.ground.family import active_family
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
@@ -104,8 +104,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     split = make_split(args, survey_durations(Path(  # read only when sharded
         f"results/survey/{family.stem(sdk_version())}")) if args.shard else None)
     started = time.perf_counter()
-    kept = use_generation_cache(args.no_cache)
-    with ServiceManager() as manager:
+    with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
         prepared = prepare_lanes(lanes, manager)
         asked = {lane.name for lane in lanes}
         missing = [m for m in prepared.not_measured if m.name in asked]

@@ -24,18 +24,29 @@ J = TypeVar("J")
 class Store(Protocol):
     """Where generated reports are kept across runs (``harness.generation_cache``)."""
 
-    def load(self, module: str, backend: str, source: str) -> GenerationReport | None: ...
+    def load(self, module: str, backend: str, source: str) -> GenerationReport | None:
+        """The kept report of class ``backend`` in ``module`` (text ``source``), or None."""
 
-    def keep(self, module: str, backend: str, source: str,
-             report: GenerationReport) -> bool: ...
-
-
-_STORE: list[Store] = []  # the store this process uses, if any
+    def keep(self, module: str, backend: str, source: str, report: GenerationReport) -> bool:
+        """Keep ``report`` for the next runs; whether it was kept."""
 
 
-def use_store(store: Store | None) -> None:
-    """Load and keep generated reports in ``store`` from now on (None: generate each time)."""
+_STORE: list[Store] = []  # the store this process uses: none, or one
+
+
+def use_store(store: Store | None) -> Store | None:
+    """Load and keep generated reports in ``store`` from now on (None: generate each time);
+    the store used until now."""
+    previous = _STORE[0] if _STORE else None
     _STORE[:] = [] if store is None else [store]
+    return previous
+
+
+def reset() -> None:
+    """Forget every report generated in this process, and the store (for tests)."""
+    generated_for_lane.cache_clear()
+    _BY_MODULE.clear()
+    use_store(None)
 
 
 # Per (module, backend class): the report generated for the first lane asking for it. Lanes
@@ -58,12 +69,13 @@ def generated_for_lane(lane: str) -> GenerationReport:
 def _generate(target: TargetSpec) -> GenerationReport:
     """Generated from the installed source, or loaded from the store where it is kept."""
     _, source = installed_source(target.module)
-    kept = _STORE[0].load(target.module, target.backend, source) if _STORE else None
+    store = _STORE[0] if _STORE else None
+    kept = store.load(target.module, target.backend, source) if store is not None else None
     if kept is not None:
         return kept
     report = generate_from_source(source, target.module, target.name, target.backend)
-    if _STORE:
-        _STORE[0].keep(target.module, target.backend, source, report)
+    if store is not None:
+        store.keep(target.module, target.backend, source, report)
     return report
 
 

@@ -5,6 +5,7 @@ module source is another key; nothing is kept without a cache folder."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from harness.generation_cache import (
     GenerationStore,
     _splice,
     _unsplice,
+    generation_cache,
     generation_key,
     same,
 )
@@ -39,17 +41,15 @@ def report() -> GenerationReport:
 @pytest.fixture
 def fresh_pool() -> Iterator[None]:
     """The pool with nothing generated yet in this process, and no store after the test."""
-    pool.generated_for_lane.cache_clear()
-    pool._BY_MODULE.clear()
+    pool.reset()
     yield
-    pool.use_store(None)
-    pool.generated_for_lane.cache_clear()
-    pool._BY_MODULE.clear()
+    pool.reset()
 
 
 @pytest.mark.parametrize(("base", "text"), [
     ("", ""), ("abc", "abc"), ("abc", "abXc"), ("abc", ""), ("", "x"), ("aaaa", "aa"),
     ("aa", "aaaa"), ("xay", "xby"), ("abcabc", "abc"), ("line\n", "line\nmore\n"),
+    ("é\u2028x", "éyx"), ("a\U0001d11eb", "a\U0001d120b"), ("\x00\n", "\x00\r\n"),
 ])
 def test_a_splice_gives_back_the_text(base: str, text: str) -> None:
     splice = _splice(base, text)
@@ -57,9 +57,14 @@ def test_a_splice_gives_back_the_text(base: str, text: str) -> None:
     assert len(splice[2]) <= len(text)
 
 
-def test_a_splice_that_does_not_fit_is_refused() -> None:
-    with pytest.raises(ValueError, match="does not fit"):
-        _unsplice("abc", [2, 2, ""])
+@pytest.mark.parametrize(("splice", "rule"), [
+    ([2, 2, ""], "does not fit"), ([0, 0, None], "expected a string"),
+    ([True, 0, ""], "expected an integer"), (["1", 0, ""], "expected an integer"),
+    ([0, 0], "a splice is"), ("abc", "a splice is"),
+])
+def test_a_splice_that_does_not_fit_is_refused(splice: object, rule: str) -> None:
+    with pytest.raises(ValueError, match=rule):
+        _unsplice("abc", splice)
 
 
 def test_a_kept_report_loads_back_equal_swaps_included(tmp_path: Path, source: str,
@@ -93,7 +98,7 @@ def test_an_entry_that_fails_to_load_is_generated_again_and_counted(
     entry.write_bytes(garbage)
     assert store.load(MODULE, BACKEND, source) is None
     assert store.counts["unreadable"] == 1
-    assert "(1 unreadable entries generated again)" in store.describe()
+    assert "1 generated (1 unreadable, generated again)" in store.describe()
 
 
 def test_an_entry_of_another_module_is_not_trusted(tmp_path: Path, source: str,
@@ -104,6 +109,26 @@ def test_an_entry_of_another_module_is_not_trusted(tmp_path: Path, source: str,
     entry.write_text(entry.read_text().replace(f'"module": "{MODULE}"', '"module": "x.y"'))
     assert store.load(MODULE, BACKEND, source) is None
     assert store.counts["unreadable"] == 1
+
+
+def test_an_entry_whose_fields_have_the_wrong_type_is_not_trusted(
+        tmp_path: Path, source: str, report: GenerationReport) -> None:
+    store = GenerationStore(tmp_path)
+    assert store.keep(MODULE, BACKEND, source, report)
+    (entry,) = (tmp_path / "generated").iterdir()
+    data = json.loads(entry.read_text())
+    data["mutants"][0]["swap"]["flags"] = "0"
+    entry.write_text(json.dumps(data))
+    assert store.load(MODULE, BACKEND, source) is None
+    assert store.counts["unreadable"] == 1
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing_and_raises_nothing(
+        tmp_path: Path, source: str, report: GenerationReport) -> None:
+    (tmp_path / "generated").write_text("a file where the folder should be")
+    store = GenerationStore(tmp_path)
+    assert not store.keep(MODULE, BACKEND, source, report)
+    assert store.kept == 0
 
 
 def test_without_a_cache_folder_nothing_is_kept(source: str, report: GenerationReport) -> None:
@@ -136,3 +161,16 @@ def test_the_pool_keeps_once_then_loads_for_every_lane_of_the_module(
     pool._BY_MODULE.clear()  # a new run
     again = pool.generated_for_lane(SQLITE_FILE.name)
     assert store.counts["hit"] == 1 and same(again, report)
+    pool.reset()
+    pool.use_store(store)  # a new run that asks for the other lane first
+    assert same(pool.generated_for_lane(SQLITE_MEMORY.name), generate(SQLITE_MEMORY))
+    assert store.counts["hit"] == 2
+
+
+def test_the_commands_block_puts_the_previous_store_back(tmp_path: Path,
+                                                         fresh_pool: None) -> None:
+    before = GenerationStore(tmp_path)
+    pool.use_store(before)
+    with generation_cache(no_cache=True) as store:
+        assert pool.use_store(store) is store and store.root is None
+    assert pool.use_store(None) is before
