@@ -100,6 +100,9 @@ def unit_codes(module_code: CodeType, qualname: str) -> tuple[CodeType, ...]:
     return ()
 
 
+# Memoized: lanes built on one module share their mutants (one source object each), so a
+# survey of every lane compiles each mutated module once, not once per lane.
+@functools.cache
 def _fingerprint(source: str, qualname: str, filename: str) -> str | None:
     try:
         module_code = compile(source, filename, "exec", dont_inherit=True)
