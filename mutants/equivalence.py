@@ -114,11 +114,6 @@ def _fingerprint(source: str, qualname: str, filename: str) -> str | None:
     return hashlib.sha256(repr(tuple(shape(c) for c in codes)).encode()).hexdigest()
 
 
-@functools.cache
-def _original_fingerprint(source: str, qualname: str, filename: str) -> str | None:
-    return _fingerprint(source, qualname, filename)
-
-
 def classify(original: str, mutants: Sequence[MutantSpec],
              filename: str = "<module>") -> dict[str, Equivalence]:
     """Equivalent and duplicate mutants among ``mutants`` of the module ``original``.
@@ -134,7 +129,7 @@ def classify(original: str, mutants: Sequence[MutantSpec],
         mutated = _fingerprint(mutant.source, mutant.qualname, filename)
         if mutated is None:
             continue
-        if mutated == _original_fingerprint(original, mutant.qualname, filename):
+        if mutated == _fingerprint(original, mutant.qualname, filename):
             out[mutant.id] = Equivalence(
                 mutant.id, MutantStatus.EQUIVALENT,
                 f"bytecode-identical: the compiled {unit} equals the original's")

@@ -31,14 +31,14 @@ class Store(Protocol):
         """Keep ``report`` for the next runs; whether it was kept."""
 
 
-_STORE: list[Store] = []  # the store this process uses: none, or one
+_STORE: Store | None = None  # the store this process uses
 
 
 def use_store(store: Store | None) -> Store | None:
     """Load and keep generated reports in ``store`` from now on (None: generate each time);
     the store used until now."""
-    previous = _STORE[0] if _STORE else None
-    _STORE[:] = [] if store is None else [store]
+    global _STORE
+    previous, _STORE = _STORE, store
     return previous
 
 
@@ -69,7 +69,7 @@ def generated_for_lane(lane: str) -> GenerationReport:
 def _generate(target: TargetSpec) -> GenerationReport:
     """Generated from the installed source, or loaded from the store where it is kept."""
     _, source = installed_source(target.module)
-    store = _STORE[0] if _STORE else None
+    store = _STORE
     kept = store.load(target.module, target.backend, source) if store is not None else None
     if kept is not None:
         return kept

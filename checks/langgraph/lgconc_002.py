@@ -30,9 +30,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"opens its own saver on the store, then all are released at one instant; writer "
             f"w on thread w % {threads}: {steps} x (put a checkpoint; put_writes x2 to it)")
     # The store is set up once first, by an instance of this process, so that the writers
-    # race on their puts; the race of setup() itself is ARIB-LGSETUP-001's.
-    ctx.log("set the store up once first: open an instance here (its setup()), dispose it")
-    await ctx.open()
+    # race on their puts; the race of setup() itself is ARIB-LGSETUP-001's. Opening is not
+    # enough: SqliteSaver runs its setup() at its first call (PRAGMA journal_mode=WAL on a
+    # new file among it), and writers racing there raised "database is locked" at op 0.
+    ctx.log("set the store up once first: open an instance here, run its setup() where its "
+            "class has one, dispose it")
+    handle = await ctx.open()
+    await _writers.run_setup(handle.session)
     await ctx.dispose()
     return await _writers.race_and_judge(ctx, names, steps, RUN_TIMEOUT_S, "writer_error",
                                          "exact")
