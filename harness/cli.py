@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "is then the only output (people's lines go "
                                                   "to stderr)")
     p.add_argument("--no-cache", action="store_true",
-                   help="ignore the caches (verdicts, clean runs, generated mutants)")
+                   help="ignore the caches (verdicts, clean runs, generated mutants, "
+                        "equivalence classes)")
     p.add_argument("--every-check", action="store_true",
                    help="run every check that reaches a mutant, also after one killed it "
                         "(default: a mutant stops at its first kill, the others are not_run)")

@@ -37,6 +37,7 @@ from checks.base import CheckSpec
 from harness.cache import AdmissionCache, cache_key
 from harness.clean_cache import CleanCache, CleanEntry, Reuse
 from harness.coverage import ModuleLines, covered_run, read_record
+from harness.equivalence_cache import classified
 from harness.execute import RunOptions, child_finding, derive_seed, fast_tmpdir, lane_claims
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
 from harness.ground.family import active_family
@@ -67,7 +68,7 @@ from harness.survey_lane import LaneSurvey, MutantOutcome
 from harness.survey_scores import lane_status
 from harness.survivors import Category, Entry, by_lane
 from mutants.base import MutantSpec
-from mutants.equivalence import Equivalence, classify
+from mutants.equivalence import Equivalence
 from mutants.generate import GenerationReport
 from mutants.operators import OPERATORS
 from mutants.pool import generated_for_lane
@@ -179,7 +180,7 @@ def _prepare(lane: TargetSpec) -> _Plan:
     except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
         plan.fail(f"its mutants could not be generated or mapped: {exc!r}")
         return plan
-    for found in classify(source, plan.mutants, plan.file).values():
+    for found in classified(source, plan.mutants, plan.file).values():
         plan.ignored[found.mutant_id] = (found.status, found.reason)
         if found.status is S.DUPLICATE:
             plan.duplicates[found.mutant_id] = found

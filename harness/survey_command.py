@@ -74,6 +74,7 @@ def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
 def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
     from harness.cache import AdmissionCache
+    from harness.equivalence_cache import equivalence_cache
     from harness.execute import sdk_version
     from harness.generation_cache import generation_cache
     from harness.ground.family import active_family
@@ -104,7 +105,8 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     split = make_split(args, survey_durations(Path(  # read only when sharded
         f"results/survey/{family.stem(sdk_version())}")) if args.shard else None)
     started = time.perf_counter()
-    with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
+    with (generation_cache(args.no_cache) as kept, equivalence_cache(args.no_cache) as same,
+          ServiceManager() as manager):
         prepared = prepare_lanes(lanes, manager)
         asked = {lane.name for lane in lanes}
         missing = [m for m in prepared.not_measured if m.name in asked]
@@ -124,6 +126,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     print(f"all lanes: {run_totals([s.runs for s in surveys])}")
     print(f"all lanes: {clean_totals(surveys)}")
     print(f"all lanes: {kept.describe()}")
+    print(f"all lanes: {same.describe()}")
     _survey_outputs(args, surveys, config, machine)
     print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s"

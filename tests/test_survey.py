@@ -100,7 +100,7 @@ def surveyed() -> tuple[SurveyConfig, tuple[LaneSurvey, ...]]:
     original = ModuleLines.mutant_lines
     with pytest.MonkeyPatch.context() as patch:
         twins(patch, OPEN_CLOSE)
-        patch.setattr(harness.survey, "classify", lambda *a: {
+        patch.setattr(harness.survey, "classified", lambda *a: {
             EQUIVALENT.id: Equivalence(EQUIVALENT.id, S.EQUIVALENT, "bytecode-identical: test"),
             DUPLICATE.id: Equivalence(DUPLICATE.id, S.DUPLICATE,
                                       f"bytecode-identical to {KILLED.id}: test", of=KILLED.id),
