@@ -287,6 +287,8 @@ class ModuleLines:
         self.statements: list[ast.stmt] = [
             node for node in ast.walk(tree) if isinstance(node, ast.stmt)
         ] if tree is not None else []
+        # Lanes built on one module share its mutants (same id, same source): mapped once.
+        self._mapped: dict[tuple[str, str | None], frozenset[int] | None] = {}
 
     def _line(self, offset: int) -> int:
         return self.src.position(offset)["line"]
@@ -331,6 +333,12 @@ class ModuleLines:
 
     def mutant_lines(self, spec: MutantSpec) -> frozenset[int] | None:
         """The executable lines whose running reaches the mutant's change; None: unmapped."""
+        key = (spec.id, spec.source)
+        if key not in self._mapped:
+            self._mapped[key] = self._mutant_lines(spec)
+        return self._mapped[key]
+
+    def _mutant_lines(self, spec: MutantSpec) -> frozenset[int] | None:
         if spec.source is None or self.src.tree is None:
             return None
         site = site_span(self.src, spec)

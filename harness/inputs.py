@@ -38,6 +38,7 @@ import ast
 import functools
 import hashlib
 import importlib.metadata
+import itertools
 import os
 import re
 import site
@@ -239,20 +240,28 @@ def _span(node: ast.AST) -> tuple[int, int]:
     return first, node.end_lineno or node.lineno
 
 
-@functools.lru_cache(maxsize=256)  # an installed module's source: parsed once
-def function_span(source: str, qualname: str) -> tuple[int, int] | None:
-    """Where the outermost function holding ``qualname`` lies in ``source`` (character
-    offsets, decorators included), or None when it does not parse or holds no such function."""
+@functools.lru_cache(maxsize=64)  # an installed module's source: parsed once, not per name
+def _outermost_spans(source: str) -> tuple[tuple[str, tuple[int, int]], ...] | None:
+    """Every outermost function of ``source`` with its character offsets (decorators
+    included), in ``_outermost`` order; None when it does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    lines = source.splitlines(keepends=True)
+    ends = list(itertools.accumulate(map(len, source.splitlines(keepends=True)), initial=0))
+    spans = []
     for node, name in _outermost(tree):
+        first, last = (min(n, len(ends) - 1) for n in _span(node))  # as slices would clamp
+        spans.append((name, (ends[max(first - 1, 0)], ends[last])))
+    return tuple(spans)
+
+
+def function_span(source: str, qualname: str) -> tuple[int, int] | None:
+    """Where the outermost function holding ``qualname`` lies in ``source`` (character
+    offsets, decorators included), or None when it does not parse or holds no such function."""
+    for name, span in _outermost_spans(source) or ():
         if name == qualname or qualname.startswith(name + ".<locals>"):
-            first, last = _span(node)
-            start = sum(len(line) for line in lines[:first - 1])
-            return start, start + sum(len(line) for line in lines[first - 1:last])
+            return span
     return None
 
 

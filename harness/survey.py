@@ -165,6 +165,12 @@ class _Plan:
             self.error = reason
 
 
+@functools.lru_cache(maxsize=16)
+def _module_lines(source: str, filename: str) -> ModuleLines:
+    """The lines of one module, shared by the lanes built on it (mapped once per process)."""
+    return ModuleLines(source, filename)
+
+
 def _prepare(lane: TargetSpec) -> _Plan:
     """Generate a lane's mutants and compare their compiled units (no child needed)."""
     plan = _Plan(lane)
@@ -174,7 +180,7 @@ def _prepare(lane: TargetSpec) -> _Plan:
         plan.file = str(module.__file__)
         with open(plan.file, encoding="utf-8") as handle:
             source = handle.read()
-        plan.lines = ModuleLines(source, plan.file)
+        plan.lines = _module_lines(source, plan.file)
         plan.module_digest = hashlib.sha256(source.encode()).hexdigest()
         plan.excluded = excluded_lines(source, lane.fixed_guards)
     except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others

@@ -247,3 +247,20 @@ def test_a_name_defined_twice_is_named_by_position_so_neither_definition_hides_t
     getter = install(tmp_path / "b", prop.replace("return 1", "return 2"))
     assert not inputs_unchanged(got, getter)  # the getter changed, the setter did not
     assert inputs_unchanged(got, install(tmp_path / "c", prop))
+
+
+def test_a_function_span_covers_its_decorators_and_body_exactly() -> None:
+    from harness.inputs import function_span
+
+    source = ("import functools\n\n\nclass A:\n    @functools.cache\n    @staticmethod\n"
+              "    def f(x):\n        def g():\n            return x\n        return g\n\n"
+              "    def h(self):\n        return 1\n\n\ndef top():\n    return 2")
+    decorated = ("    @functools.cache\n    @staticmethod\n    def f(x):\n        def g():\n"
+                 "            return x\n        return g\n")
+    spans = {q: function_span(source, q) for q in ("A.f", "A.f.<locals>.g", "A.h", "top")}
+    texts = {q: source[s[0]:s[1]] for q, s in spans.items() if s is not None}
+    assert texts == {"A.f": decorated, "A.f.<locals>.g": decorated,
+                     "A.h": "    def h(self):\n        return 1\n",
+                     "top": "def top():\n    return 2"}  # the last line has no newline
+    assert function_span(source, "A.missing") is None
+    assert function_span(source, "A") is None  # a class is not a function
