@@ -86,6 +86,11 @@ def writer_plan(saver: Any, seed: int, writer: int, thread: str, steps: int,
     return ops
 
 
+def plan_length(steps: int) -> int:
+    """The number of ops in a ``writer_plan`` of ``steps`` steps (a put and its writes each)."""
+    return 2 * steps
+
+
 async def read_threads(saver: Any, threads: Iterable[str]) -> Seen:
     """Every checkpoint of each thread (namespace ''), with its values and writes."""
     seen: Seen = {}

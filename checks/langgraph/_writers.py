@@ -1,7 +1,11 @@
-"""Forked writer processes for the LangGraph fault checks (ARIB-LGCONC-002, ARIB-LGDUR-001),
-on checks._forked: each opens its own saver on the trial's store with the lane's builder,
-waits for the parent's go, runs its plan one op at a time and acknowledges each op over the
-pipe. Forked before the parent opens anything on the store (see checks._forked)."""
+"""Forked writer processes for the LangGraph fault checks (ARIB-LGCONC-002, ARIB-LGDUR-001,
+ARIB-LGSETUP-001), on checks._forked: each opens its own saver on the trial's store with the
+lane's builder, waits for the parent's go, runs its plan one op at a time and acknowledges
+each op over the pipe. Free-running, every writer runs its whole plan from one go; in
+lockstep, every writer waits for a go before each op, and the parent releases op n of every
+writer together once every writer acknowledged op n - 1, so that the ops of one step always
+meet (all puts of a step at once, then all their writes at once) whatever the machine's load.
+Forked before the parent opens anything on the store (see checks._forked)."""
 
 from __future__ import annotations
 
@@ -14,11 +18,12 @@ import anyio.to_thread
 
 from checks import _forked
 from checks.base import NotApplicable, TrialContext, describe
-from checks.langgraph._faults import Op, Seen, judge, read_threads, writer_plan
+from checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
 from targets.langgraph.lanes import KIND
 
 READY_TIMEOUT_S = 20.0
+GO_DELAY_S = 0.005  # from a go to its start instant: every writer wakes before it
 
 
 @dataclass
@@ -49,10 +54,11 @@ async def run_setup(saver: Any) -> bool:
 
 
 def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
-                setup_at_go: bool = False) -> _forked.Body:
+                setup_at_go: bool = False, lockstep: bool = False) -> _forked.Body:
     """Open a saver on the trial's store, then, on go, run the writer's plan acking each op.
     ``setup_at_go``: open the saver only on go, and run its ``setup()`` (where its class has
-    one) before the plan, so that every writer sets the store up at the same instant."""
+    one) before the plan, so that every writer sets the store up at the same instant.
+    ``lockstep``: wait for a further go before every op after the first."""
     target, build, seed = ctx.target, ctx.build, ctx.seed
 
     async def body(channel: _forked.Channel) -> None:
@@ -76,6 +82,8 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
             if not await channel.wait_go(READY_TIMEOUT_S):
                 return
         for n, op in enumerate(plan):
+            if lockstep and n and not await channel.wait_go(READY_TIMEOUT_S):
+                return
             try:
                 await op.run(handle.session)
             except Exception as exc:  # noqa: BLE001
@@ -90,14 +98,15 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
 
 
 async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
-                workers: list[_forked.Worker], setup_at_go: bool = False) -> list[str]:
+                workers: list[_forked.Worker], setup_at_go: bool = False,
+                lockstep: bool = False) -> list[str]:
     """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
     until each is ready and release them together; what went wrong opening, per writer.
     Raises NotApplicable when a writer finds the store private to its instance."""
     problems: list[str] = []
     for w, thread in names:
         workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps,
-                                                                       setup_at_go),
+                                                                       setup_at_go, lockstep),
                                            [fd for x in workers for fd in (x.read_fd, x.go_fd)]))
     deadline = time.monotonic() + READY_TIMEOUT_S
     for worker in workers:
@@ -124,27 +133,43 @@ def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
         outcome.problems.append(f"{name}: {message}")
 
 
+async def _read(ctx: TrialContext, worker: _forked.Worker, outcome: Outcome, deadline: float,
+                until: int | None = None) -> None:
+    """Fold the worker's messages into ``outcome`` until it is over or (``until``) has
+    acknowledged op ``until``, or the deadline passes; raises NotApplicable when the writer
+    found the store private to its instance."""
+    while not outcome.over and (until is None or until not in outcome.acked):
+        message = await _forked.next_message(worker, deadline)
+        if message is None:
+            return
+        if "private" in message:
+            raise NotApplicable(f"{ctx.target.name!r} ({worker.name}): "
+                                f"{message['private']}; a second process cannot open it")
+        if "open_error" in message:
+            outcome.problems.append(f"{worker.name} could not open or set up the "
+                                    f"store: {message['open_error']}")
+            return
+        record(outcome, message, worker.name)
+
+
 async def collect(ctx: TrialContext, workers: list[_forked.Worker],
                   names: list[tuple[int, str]], outcomes: dict[int, Outcome],
-                  problems: list[str], timeout_s: float) -> None:
+                  problems: list[str], timeout_s: float, lockstep_ops: int = 0) -> None:
     """Read every writer's messages until it finished or stopped (a deadline for all);
-    raises NotApplicable when a writer found the store private to its instance."""
+    ``lockstep_ops``: the ops of each writer's plan, released one at a time (see
+    ``writer_body``). Raises NotApplicable when a writer found the store private to its
+    instance."""
     deadline = time.monotonic() + timeout_s
-    for (w, _), worker in zip(names, workers, strict=True):
-        while not outcomes[w].over:
-            message = await _forked.next_message(worker, deadline)
-            if message is None:
-                break
-            if "private" in message:
-                raise NotApplicable(f"{ctx.target.name!r} ({worker.name}): "
-                                    f"{message['private']}; a second process cannot open it")
-            if "open_error" in message:
-                outcomes[w].problems.append(f"{worker.name} could not open or set up the "
-                                            f"store: {message['open_error']}")
-                break
-            record(outcomes[w], message, worker.name)
-        if not outcomes[w].over:
-            problems.append(f"{worker.name} stopped after {len(outcomes[w].acked)} acks")
+    pairs = [(outcomes[w], worker) for (w, _), worker in zip(names, workers, strict=True)]
+    for n in range(lockstep_ops - 1):
+        for outcome, worker in pairs:
+            await _read(ctx, worker, outcome, deadline, until=n)
+        _forked.send_go([worker for outcome, worker in pairs if not outcome.over],
+                        time.monotonic() + GO_DELAY_S)
+    for outcome, worker in pairs:
+        await _read(ctx, worker, outcome, deadline)
+        if not outcome.over:
+            problems.append(f"{worker.name} stopped after {len(outcome.acked)} acks")
 
 
 def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: int,
@@ -169,9 +194,10 @@ def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: i
 
 async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                          timeout_s: float, failed: str, clean: str,
-                         setup_at_go: bool = False) -> Trial:
-    """Fork one writer per (writer, thread), release them together, collect what they
-    acknowledged, reap them; then a fresh instance lists every thread and ``judged`` judges.
+                         setup_at_go: bool = False, lockstep: bool = False) -> Trial:
+    """Fork one writer per (writer, thread), release them together (``lockstep``: each op
+    of all of them together), collect what they acknowledged, reap them; then a fresh
+    instance lists every thread and ``judged`` judges.
     Abstains on a store lane, from the lane's kind (opening the store here to ask its object,
     as ``saver_of`` does, would create the store before the writers fork)."""
     if KIND.get(ctx.target.name) == "store":
@@ -180,8 +206,9 @@ async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps:
     outcomes = {w: Outcome() for w, _ in names}
     workers: list[_forked.Worker] = []
     try:
-        problems = await start(ctx, names, steps, workers, setup_at_go)
-        await collect(ctx, workers, names, outcomes, problems, timeout_s)
+        problems = await start(ctx, names, steps, workers, setup_at_go, lockstep)
+        await collect(ctx, workers, names, outcomes, problems, timeout_s,
+                      plan_length(steps) if lockstep else 0)
     finally:
         _forked.reap(workers)
     for w, _ in names:

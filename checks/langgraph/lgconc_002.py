@@ -3,7 +3,10 @@
 ``processes`` writer processes are forked before anything is open on the store; each opens
 its own saver on the trial's store (the lane's builder) and, released at one instant with the
 others, puts ``steps`` checkpoints on thread ``w % threads`` (each a child of its previous) and
-a task's writes to each, acknowledging every op to this process. After every writer finished
+a task's writes to each, acknowledging every op to this process. Even trials run the writers
+in lockstep (op n of every writer released together once all acknowledged op n - 1), so that
+every step's puts, then its writes, meet on each shared thread whatever the machine's load;
+odd trials let them run free, as they come. After every writer finished
 (or stopped), a fresh instance lists every thread: every acknowledged checkpoint with its
 values, every acknowledged write on its checkpoint, nothing foreign. A lane whose store lives
 in one instance's memory abstains (the writers find it on their instance).
@@ -26,9 +29,12 @@ async def run_trial(ctx: TrialContext) -> Trial:
     thread_ids = [f"t{ctx.seed:x}-{k}" for k in range(threads)]
     names = [(w, thread_ids[w % threads]) for w in range(processes)]
     ctx.rng.shuffle(names)
+    lockstep = ctx.index % 2 == 0
     ctx.log(f"fork {processes} writer processes (fork order {[w for w, _ in names]}); each "
-            f"opens its own saver on the store, then all are released at one instant; writer "
-            f"w on thread w % {threads}: {steps} x (put a checkpoint; put_writes x2 to it)")
+            f"opens its own saver on the store, then all are released at one instant"
+            f"{', each op of all of them together (lockstep)' if lockstep else ', free'}; "
+            f"writer w on thread w % {threads}: {steps} x (put a checkpoint; put_writes x2 "
+            f"to it)")
     # The store is set up once first, by an instance of this process, so that the writers
     # race on their puts; the race of setup() itself is ARIB-LGSETUP-001's. Opening is not
     # enough: SqliteSaver runs its setup() at its first call (PRAGMA journal_mode=WAL on a
@@ -39,7 +45,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     await _writers.run_setup(handle.session)
     await ctx.dispose()
     return await _writers.race_and_judge(ctx, names, steps, RUN_TIMEOUT_S, "writer_error",
-                                         "exact")
+                                         "exact", lockstep=lockstep)
 
 
 CHECK = CheckSpec(
@@ -47,7 +53,8 @@ CHECK = CheckSpec(
     invariant="checkpoints and writes put at once by several processes, each with its own "
     "saver on one store, on one thread id or several, are all read back and none is foreign",
     fault="processes forked writers released at one instant, each putting steps checkpoints "
-    "and a task's writes to each on thread w % threads, acknowledging every op over a pipe",
+    "and a task's writes to each on thread w % threads, acknowledging every op over a pipe; "
+    "in lockstep (each op of every writer released together) on even trials, free on odd",
     params=(
         Param("processes", 3, 2, 16, "writer processes"),
         Param("steps", 4, 1, 100, "checkpoints (each with its writes) per writer"),
