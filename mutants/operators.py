@@ -34,6 +34,7 @@ _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|WHERE|ORDER\s+BY|CREATE|REPLA
 _ORDER = re.compile(r"\b(ASC|DESC)\b")
 _SESSION_FILTER = re.compile(r"\b(WHERE|AND)(\s+)((?:\w+\.)?session_id\s*=\s*\?)")
 _PLAIN_INSERT = re.compile(r"\bINSERT(\s+)INTO\b")
+_IF_NOT_EXISTS = re.compile(r"\b(CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX))\s+IF\s+NOT\s+EXISTS\b")
 
 _FLIPS: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
     cst.LessThan: cst.GreaterThanEqual,
@@ -329,6 +330,11 @@ def insert_on_conflict(node: cst.CSTNode) -> list[Replacement]:
     )
 
 
+def drop_if_not_exists(node: cst.CSTNode) -> list[Replacement]:
+    """CREATE TABLE IF NOT EXISTS t -> CREATE TABLE t (and CREATE INDEX) in a SQL string"""
+    return _rewrite_sql(node, _IF_NOT_EXISTS, lambda mt: [mt.group(1)])
+
+
 def flip_comparison(node: cst.CSTNode) -> list[Replacement]:
     """a < b -> a >= b; a == b -> a != b; x is None -> x is not None (one per operator)"""
     if not isinstance(node, cst.Comparison):
@@ -483,6 +489,9 @@ OPERATORS: dict[str, Operator] = {
         Operator("insert_conflict", insert_on_conflict,
                  "an INSERT silently ignores or replaces a conflicting row instead of "
                  "failing or adding it"),
+        Operator("drop_if_not_exists", drop_if_not_exists,
+                 "a schema step loses its IF NOT EXISTS, so a second instance, or a restart, "
+                 "on a store already set up fails"),
         Operator("flip_comparison", flip_comparison,
                  "a comparison is inverted, so a branch, limit or filter takes the wrong side"),
         Operator("early_return", return_early,

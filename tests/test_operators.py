@@ -206,6 +206,40 @@ CASES: list[tuple[str, str, list[str]]] = [
         a = f"INSERT OR REPLACE INTO {t} (s, d) VALUES (?, ?)"
         b = "INSERT OR IGNORE INTO s (id) VALUES (?)"
         ''')]),
+    # --- drop_if_not_exists ----------------------------------------------------------------
+    ("drop_if_not_exists", src('''
+        conn.executescript("""
+            CREATE TABLE IF NOT EXISTS a (id INTEGER);
+            CREATE UNIQUE INDEX  IF NOT EXISTS a_id ON a (id);
+            CREATE TABLE b (id INTEGER);
+        """)
+        q = f"CREATE TABLE IF NOT EXISTS {name} (x)"
+        note = "IF NOT EXISTS is not SQL alone"
+        '''), [src('''
+        conn.executescript("""
+            CREATE TABLE a (id INTEGER);
+            CREATE UNIQUE INDEX  IF NOT EXISTS a_id ON a (id);
+            CREATE TABLE b (id INTEGER);
+        """)
+        q = f"CREATE TABLE IF NOT EXISTS {name} (x)"
+        note = "IF NOT EXISTS is not SQL alone"
+        '''), src('''
+        conn.executescript("""
+            CREATE TABLE IF NOT EXISTS a (id INTEGER);
+            CREATE UNIQUE INDEX a_id ON a (id);
+            CREATE TABLE b (id INTEGER);
+        """)
+        q = f"CREATE TABLE IF NOT EXISTS {name} (x)"
+        note = "IF NOT EXISTS is not SQL alone"
+        '''), src('''
+        conn.executescript("""
+            CREATE TABLE IF NOT EXISTS a (id INTEGER);
+            CREATE UNIQUE INDEX  IF NOT EXISTS a_id ON a (id);
+            CREATE TABLE b (id INTEGER);
+        """)
+        q = f"CREATE TABLE {name} (x)"
+        note = "IF NOT EXISTS is not SQL alone"
+        ''')]),
     # --- flip_comparison -------------------------------------------------------------------
     ("flip_comparison", src("""
         if len(rows) < window:

@@ -27,7 +27,7 @@ def _scratch() -> sqlite3.Connection:
 def lg_reference_exit_leaves_a_scratch_store() -> None:
     cls = load_class(REFERENCE, "ReferenceSaver")
     original = cls.from_conn_string
-    schema = __import__(REFERENCE, fromlist=["SCHEMA"]).SCHEMA
+    make_tables = __import__(REFERENCE, fromlist=["make_tables"]).make_tables
 
     @contextmanager
     def from_conn_string(conn_string: str) -> Iterator[Any]:
@@ -35,7 +35,7 @@ def lg_reference_exit_leaves_a_scratch_store() -> None:
             yield saver
         saver._conn = _scratch()
         saver._conn.isolation_level = None
-        saver._conn.executescript(schema)
+        make_tables(saver._conn)
 
     cls.from_conn_string = staticmethod(from_conn_string)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sqlite3
 from typing import Any
 
 from mutants.base import handwritten, load_class
@@ -22,20 +23,33 @@ def lg_reference_drops_metadata() -> None:
     cls.put = put
 
 
-@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.__init__",
-             defect="the schema is made without IF NOT EXISTS: a second instance on a file "
-                    "that already holds checkpoints raises, so a restart reads nothing")
+@handwritten(target="lg-reference", module=MODULE, qualname="make_tables",
+             defect="the schema step refuses a file that already holds its tables: a second "
+                    "instance on a file that already holds checkpoints raises, so a restart "
+                    "reads nothing")
 def lg_reference_reopen_raises() -> None:
     module: Any = importlib.import_module(MODULE)
-    module.SCHEMA = module.SCHEMA.replace("IF NOT EXISTS ", "")
+    make = module.make_tables
+
+    def make_tables(conn: sqlite3.Connection) -> None:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'ref_checkpoints'").fetchone():
+            raise sqlite3.OperationalError("table ref_checkpoints already exists")
+        make(conn)
+
+    module.make_tables = make_tables
 
 
-@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.__init__",
+@handwritten(target="lg-reference", module=MODULE, qualname="make_tables",
              defect="the schema names a column twice: a fresh file cannot be set up, so the "
                     "saver cannot be made at all")
 def lg_reference_setup_fails() -> None:
     module: Any = importlib.import_module(MODULE)
-    module.SCHEMA = module.SCHEMA.replace("ns TEXT NOT NULL,", "ns TEXT NOT NULL, ns TEXT,", 1)
+
+    def make_tables(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE IF NOT EXISTS ref_checkpoints (thread_id TEXT, ns TEXT, "
+                     "ns TEXT)")
+
+    module.make_tables = make_tables
 
 
 @handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver",

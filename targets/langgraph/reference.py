@@ -27,19 +27,6 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS ref_checkpoints (
-    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
-    parent_id TEXT, kind TEXT NOT NULL, body BLOB NOT NULL,
-    meta_kind TEXT NOT NULL, meta BLOB NOT NULL,
-    PRIMARY KEY (thread_id, ns, checkpoint_id));
-CREATE TABLE IF NOT EXISTS ref_writes (
-    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
-    task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL,
-    kind TEXT NOT NULL, body BLOB NOT NULL, task_path TEXT NOT NULL,
-    PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx));
-"""
-
 
 def _target(config: Any) -> tuple[str, str, str | None]:
     """(thread id, namespace, checkpoint id or None) named by a config."""
@@ -52,13 +39,29 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
                              "checkpoint_id": checkpoint_id}}
 
 
-def open_file(path: str | Path, schema: str) -> sqlite3.Connection:
-    """A connection to ``path`` (autocommit, any thread, durable commits) with ``schema`` made."""
+def open_file(path: str | Path) -> sqlite3.Connection:
+    """A connection to ``path``: autocommit, any thread, durable commits."""
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0,
                            isolation_level=None)
     conn.execute("PRAGMA synchronous=FULL")
-    conn.executescript(schema)
     return conn
+
+
+def make_tables(conn: sqlite3.Connection) -> None:
+    """The checkpoints and writes tables, made unless they exist: every instance runs this
+    when it opens its file, so instances opening one store at once, or a restart, succeed."""
+    conn.executescript("""
+CREATE TABLE IF NOT EXISTS ref_checkpoints (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
+    parent_id TEXT, kind TEXT NOT NULL, body BLOB NOT NULL,
+    meta_kind TEXT NOT NULL, meta BLOB NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id));
+CREATE TABLE IF NOT EXISTS ref_writes (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL,
+    kind TEXT NOT NULL, body BLOB NOT NULL, task_path TEXT NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx));
+""")
 
 
 class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
@@ -68,7 +71,8 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
         super().__init__(**kwargs)
         self.path = str(path)
         self._lock = threading.Lock()
-        self._conn = open_file(self.path, SCHEMA)
+        self._conn = open_file(self.path)
+        make_tables(self._conn)
 
     def dispose(self) -> None:
         """Close the file (the saver's owner does this; the saver claims no close())."""

@@ -75,7 +75,8 @@ class ReferenceStore(BaseStore):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
-        self._conn = open_file(self.path, SCHEMA)
+        self._conn = open_file(self.path)
+        self._conn.executescript(SCHEMA)
 
     def dispose(self) -> None:
         """Close the file (the store's owner does this; the store claims no close())."""
