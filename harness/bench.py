@@ -45,6 +45,14 @@ RESULTS_DIR = Path("results")
 DEFAULT_WORKERS = 2
 
 
+# A cell is a clean check on a real backend, short against its time limit (most take under a
+# second of their 60 s), and many of them wait: for the next clock second (COMPACT-004,
+# POP-001), for a fault's settle time (NET-001), for a server's reply. A cell that has used
+# no CPU for STALL_WINDOW_S from its first STALL_AFTER_S on leaves its core to the next cell
+# (child.run_jobs), instead of after a tenth of its limit, which no cell reached.
+STALL_AFTER_SHARE = 0.0
+
+
 def default_workers() -> int:
     """The bench's ``--workers`` when none is given: DEFAULT_WORKERS, at most the cores."""
     return max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1))
@@ -178,11 +186,11 @@ def _measure(config: BenchConfig, prepared: PreparedLanes,
     short (what was measured before it is kept)."""
     progress = Progress("bench", len(runs), quiet=config.quiet)
     findings: list[Finding | None] = [None] * len(runs)
-    limit_s = max((c.timeout_s for c in config.checks), default=60) + GRACE_S
+    limits = [r.check.timeout_s + GRACE_S for r in runs]
 
     def done(index: int, outcome: ChildOutcome) -> None:
         run = runs[index]
-        finding = child_finding(run.check, run.lane, run.opts, outcome, limit_s,
+        finding = child_finding(run.check, run.lane, run.opts, outcome, limits[index],
                                 lane_child=True)
         if config.manager is not None and finding.verdict in (Verdict.VIOLATED, Verdict.ERROR):
             died = service_failure(run.lane, config.manager)
@@ -205,8 +213,8 @@ def _measure(config: BenchConfig, prepared: PreparedLanes,
     interrupted = False
     try:
         run_jobs([functools.partial(_judge, r.check, r.lane, r.opts) for r in runs],
-                 workers=config.workers, timeout_s=limit_s, on_done=done,
-                 on_start=started_lane)
+                 workers=config.workers, timeout_s=limits, on_done=done,
+                 on_start=started_lane, stall_after_share=STALL_AFTER_SHARE)
     except KeyboardInterrupt:
         interrupted = True
     return [f for f in findings if f is not None], interrupted

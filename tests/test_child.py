@@ -75,6 +75,19 @@ def test_a_stalled_child_does_not_hold_the_only_worker():
     assert finished == [1, 2, 3, 0]
 
 
+@pytest.mark.parametrize(("share", "expected"), [
+    (0.1, [0, 1, 2]),  # a tenth of 30 s is never reached: the sleeper holds the only worker
+    (0.0, [1, 2, 0]),  # stalled from STALL_AFTER_S on: the quick jobs run beside it
+])
+def test_a_short_job_is_judged_stalled_from_its_share_of_the_limit(share, expected):
+    finished: list[int] = []
+    jobs = [lambda: time.sleep(1.2), lambda: 1, lambda: 2]
+    outcomes = run_jobs(jobs, workers=1, timeout_s=30, stall_after_share=share,
+                        on_done=lambda index, outcome: finished.append(index))
+    assert [o.value for o in outcomes] == [None, 1, 2]
+    assert finished == expected
+
+
 def test_a_busy_child_keeps_its_worker():
     # A child that computes is not stalled: with one worker the next job waits for it.
     def spin() -> int:

@@ -111,10 +111,12 @@ def _runnable(pid: int) -> bool:
     return False
 
 
-def _sample_stall(run: _Running, now: float, limit_s: float) -> None:
+def _sample_stall(run: _Running, now: float, limit_s: float,
+                  share: float = STALL_AFTER_SHARE) -> None:
     """Mark ``run`` stalled when it used almost no CPU over the last sampling window and no
-    thread of it is runnable now (a child starved of CPU by load is computing, not waiting)."""
-    if (now - run.started < max(STALL_AFTER_S, STALL_AFTER_SHARE * limit_s)
+    thread of it is runnable now (a child starved of CPU by load is computing, not waiting);
+    never before it ran ``share`` of its limit ``limit_s`` (and at least STALL_AFTER_S)."""
+    if (now - run.started < max(STALL_AFTER_S, share * limit_s)
             or now - run.sampled_at < STALL_WINDOW_S):
         return
     cpu = _cpu_seconds(run.pid)
@@ -354,6 +356,7 @@ def run_jobs(
     on_done: Callable[[int, ChildOutcome], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     stalled_per_worker: int = STALLED_PER_WORKER,
+    stall_after_share: float = STALL_AFTER_SHARE,
 ) -> list[ChildOutcome]:
     """Run each job in its own forked child, ``workers`` at a time, in submission order.
 
@@ -361,6 +364,8 @@ def run_jobs(
     (see ``STALL_AFTER_S``) stops counting against ``workers``, so a mutant blocked on a lock
     until its time limit does not keep a core idle; at most ``stalled_per_worker`` such
     children per worker run beside the active ones (0: never more than ``workers`` at once).
+    A child is judged stalled only once it ran ``stall_after_share`` of its time limit (0:
+    from STALL_AFTER_S on, for jobs that are short against their limit).
     """
     limits = ([float(timeout_s)] * len(jobs) if isinstance(timeout_s, (int, float))
               else [float(t) for t in timeout_s])
@@ -391,7 +396,7 @@ def run_jobs(
             wait = min(r.started + limits[r.index] - now for r in running.values())
             if pending:  # look again soon for children that stalled
                 for run in running.values():
-                    _sample_stall(run, now, limits[run.index])
+                    _sample_stall(run, now, limits[run.index], stall_after_share)
                 wait = min(wait, STALL_WINDOW_S / 2)
             ready, _, _ = select.select(list(running), [], [], max(0.0, min(wait, 1.0)))
             for fd in ready:
