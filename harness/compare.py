@@ -174,11 +174,18 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
                      else f"lanes {', '.join(lanes)}")
             info.append(f"  {len(skipped)} cell(s) of {names}: {reason}")
     gating = [c for c in result.changes if c.kind in GATING]
-    info += [f"regression gate, informational: {c.describe()}"
+    info += [f"regression gate, informational: {_flip_note(c)}{c.describe()}"
              for c in result.changes if c.kind not in GATING]
     if not gating:
-        info.append(f"regression gate: every measured verdict equals the accepted baseline of "
-                    f"{sdk} ({result.compared} cell(s) compared)")
+        flips = sum(1 for c in result.changes if c.kind is ChangeKind.INTERMITTENT)
+        if flips:  # never "equals" when a verdict moved, even a sampled race's
+            info.append(f"regression gate: every measured verdict equals the accepted baseline "
+                        f"of {sdk} but {flips} intermittent one(s) above, a race whose "
+                        f"violated side failed only some trials ({result.compared} cell(s) "
+                        f"compared)")
+        else:
+            info.append(f"regression gate: every measured verdict equals the accepted "
+                        f"baseline of {sdk} ({result.compared} cell(s) compared)")
         return info, []
     failures = [f"regression gate: {len(gating)} of {result.compared} compared cell(s) differ "
                 f"from the accepted baseline of {active_family().name} {sdk}:"]
@@ -187,6 +194,10 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
     failures.append(f"if the change is real, accept it: `{accept}` "
                     f"and commit results/baselines/")
     return info, failures
+
+
+def _flip_note(change: CellChange) -> str:
+    return "intermittent verdict: " if change.kind is ChangeKind.INTERMITTENT else ""
 
 
 def version_key(version: str) -> tuple[tuple[int, ...], ...]:

@@ -8,7 +8,15 @@ import re
 import pytest
 
 from harness.cli import main
-from harness.compare import GATING, ChangeKind, cross_version_markdown, diff_runs, load_runs
+from harness.compare import (
+    GATING,
+    ChangeKind,
+    cross_version_markdown,
+    diff_runs,
+    gate,
+    load_runs,
+    render_gate,
+)
 from harness.report import render_markdown
 from harness.summary import append_job_summary, job_summary
 
@@ -116,6 +124,16 @@ def test_a_flip_where_the_violation_is_partial_is_intermittent_and_does_not_gate
     assert change.kind is ChangeKind.INTERMITTENT
     (change,) = diff_runs(held, doc)  # violated in every trial: a verdict change, gated
     assert change.kind is ChangeKind.VERDICT and change.kind in GATING
+    # The gate passes, and says that a verdict moved instead of "every verdict equals".
+    info, failures = render_gate(gate(sometimes, held), "9.9")
+    assert failures == []
+    assert info[0].startswith("regression gate, informational: intermittent verdict: "
+                              "ARIB-REPLAY-001 on sqlite-file: violated 1/3")
+    assert info[-1].startswith("regression gate: every measured verdict equals the accepted "
+                               "baseline of 9.9 but 1 intermittent one(s) above")
+    info, _ = render_gate(gate(doc, doc), "9.9")
+    assert info == ["regression gate: every measured verdict equals the accepted baseline of "
+                    "9.9 (1 cell(s) compared)"]
 
 
 def with_lane(doc, lane, new_id):
