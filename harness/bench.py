@@ -50,7 +50,7 @@ DEFAULT_WORKERS = 2
 # POP-001), for a fault's settle time (NET-001), for a server's reply. A cell that has used
 # no CPU for STALL_WINDOW_S from its first STALL_AFTER_S on leaves its core to the next cell
 # (child.run_jobs), instead of after a tenth of its limit, which no cell reached.
-STALL_AFTER_SHARE = 0.0
+BENCH_STALL_AFTER_SHARE = 0.0
 
 
 def default_workers() -> int:
@@ -214,7 +214,7 @@ def _measure(config: BenchConfig, prepared: PreparedLanes,
     try:
         run_jobs([functools.partial(_judge, r.check, r.lane, r.opts) for r in runs],
                  workers=config.workers, timeout_s=limits, on_done=done,
-                 on_start=started_lane, stall_after_share=STALL_AFTER_SHARE)
+                 on_start=started_lane, stall_after_share=BENCH_STALL_AFTER_SHARE)
     except KeyboardInterrupt:
         interrupted = True
     return [f for f in findings if f is not None], interrupted

@@ -178,14 +178,11 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
              for c in result.changes if c.kind not in GATING]
     if not gating:
         flips = sum(1 for c in result.changes if c.kind is ChangeKind.INTERMITTENT)
-        if flips:  # never "equals" when a verdict moved, even a sampled race's
-            info.append(f"regression gate: every measured verdict equals the accepted baseline "
-                        f"of {sdk} but {flips} intermittent one(s) above, a race whose "
-                        f"violated side failed only some trials ({result.compared} cell(s) "
-                        f"compared)")
-        else:
-            info.append(f"regression gate: every measured verdict equals the accepted "
-                        f"baseline of {sdk} ({result.compared} cell(s) compared)")
+        # never a bare "equals" when a verdict moved, even a sampled race's
+        but = (f" but {flips} intermittent one(s) above, a race whose violated side failed "
+               f"only some trials" if flips else "")
+        info.append(f"regression gate: every measured verdict equals the accepted baseline of "
+                    f"{sdk}{but} ({result.compared} cell(s) compared)")
         return info, []
     failures = [f"regression gate: {len(gating)} of {result.compared} compared cell(s) differ "
                 f"from the accepted baseline of {active_family().name} {sdk}:"]

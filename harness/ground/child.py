@@ -111,8 +111,7 @@ def _runnable(pid: int) -> bool:
     return False
 
 
-def _sample_stall(run: _Running, now: float, limit_s: float,
-                  share: float = STALL_AFTER_SHARE) -> None:
+def _sample_stall(run: _Running, now: float, limit_s: float, share: float) -> None:
     """Mark ``run`` stalled when it used almost no CPU over the last sampling window and no
     thread of it is runnable now (a child starved of CPU by load is computing, not waiting);
     never before it ran ``share`` of its limit ``limit_s`` (and at least STALL_AFTER_S)."""
