@@ -69,6 +69,12 @@ def lock_file(session: nox.Session, sdk: str) -> Path:
     return family_lock_file(session, get_family(DEFAULT_FAMILY), sdk)
 
 
+def installing_only(session: nox.Session) -> bool:
+    """True under `nox --install-only`: the session installs, then stops before it runs
+    anything (a no-op `session.run` returns None exactly then; nox has no public flag)."""
+    return session.run("python", "-c", "", silent=True) is None
+
+
 def install(session: nox.Session, sdk: str, report: bool = False) -> None:
     """Install the locked environment of one SDK version, then the project without deps;
     with ``report``, also what draws the reports' pictures (the `report` extra)."""
@@ -82,6 +88,8 @@ def install(session: nox.Session, sdk: str, report: bool = False) -> None:
 def selftest(session: nox.Session) -> None:
     """Run the pytest suite and, beside it, admit every check against its paired mutants."""
     install(session, PINNED_SDK, report=True)
+    if installing_only(session):
+        return
     # Admission runs beside pytest: pytest keeps about one core busy, admission's workers use
     # what is left; its output is shown once pytest is done.
     python = str(Path(session.bin) / "python")
@@ -135,11 +143,16 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
         if python is None:
             session.error(missing_python_fix(BENCH_PYTHON))
         stamp.unlink(missing_ok=True)
-        session.run(UV, "venv", "-q", "--allow-existing", "-p", str(python), str(env),
-                    external=True)
+        # run_install: these build the environment, also under `nox --install-only`.
+        session.run_install(UV, "venv", "-q", "--allow-existing", "-p", str(python), str(env),
+                            external=True)
         # sync: exactly the lock, whatever an older lock or the project left in the folder
-        session.run(UV, "pip", "sync", "-q", "-p", str(env / "bin" / "python"), str(lock),
-                    external=True)
+        synced = session.run_install(UV, "pip", "sync", "-q", "-p",
+                                     str(env / "bin" / "python"), str(lock), external=True)
+        if synced is None:  # skipped: `nox --no-install` (-R) on a reused session
+            session.error(f"the environment of {family.name} {sdk} ({env}) does not match "
+                          f"{lock.name} and --no-install kept it from being built; run the "
+                          f"session once without --no-install (-R)")
         # A lock pip would refuse (edited by hand, say) is refused here, before measuring;
         # checked before the project is added (its own requirements are openai-agents').
         check = subprocess.run([UV, "pip", "check", "-p", str(env / "bin" / "python")],
@@ -150,8 +163,8 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
             session.error(f"the environment of {family.name} {sdk} from {lock} is "
                           f"inconsistent, nothing measured: {'; '.join(conflicts) or 'see above'}"
                           f"; recompile the lock: `{lock_command(sdk, family.name)}`")
-        session.run(UV, "pip", "install", "-q", "-p", str(env / "bin" / "python"),
-                    "--no-deps", "-e", str(ROOT), external=True)
+        session.run_install(UV, "pip", "install", "-q", "-p", str(env / "bin" / "python"),
+                            "--no-deps", "-e", str(ROOT), external=True)
         stamp.write_text(digest)
         session.log(f"environment of {family.name} {sdk} built in "
                     f"{time.perf_counter() - started:.1f}s")
@@ -189,6 +202,8 @@ def bench(session: nox.Session) -> None:
     failed = []
     for sdk in versions:
         env = sdk_env(session, sdk)
+        if installing_only(session):
+            continue
         started = time.perf_counter()
         # Exit 1 means violations were measured: findings about the SDK, not a bench failure.
         command = [str(env / "bin" / "python"), "-m", "harness", "bench", "--sdk", sdk, *rest]
@@ -261,6 +276,8 @@ def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
     failed = []
     for version in versions:
         env = sdk_env(session, version, family)
+        if installing_only(session):
+            continue
         started = time.perf_counter()
         command = [str(env / "bin" / "python"), "-m", "harness", "--family", family.name,
                    "bench", "--sdk", version, *rest]
