@@ -72,7 +72,7 @@ def lock_file(session: nox.Session, sdk: str) -> Path:
 def installing_only(session: nox.Session) -> bool:
     """True under `nox --install-only`: the session installs, then stops before it runs
     anything (a no-op `session.run` returns None exactly then; nox has no public flag)."""
-    return session.run("python", "-c", "", silent=True) is None
+    return session.run("python", "-c", "", silent=True, log=False) is None
 
 
 def install(session: nox.Session, sdk: str, report: bool = False) -> None:
