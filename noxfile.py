@@ -200,9 +200,10 @@ def bench(session: nox.Session) -> None:
         session.error(error)
     install(session, PINNED_SDK, report=True)
     failed = []
+    only_install = installing_only(session)
     for sdk in versions:
         env = sdk_env(session, sdk)
-        if installing_only(session):
+        if only_install:
             continue
         started = time.perf_counter()
         # Exit 1 means violations were measured: findings about the SDK, not a bench failure.
@@ -274,9 +275,10 @@ def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
         session.error(error)
     install(session, PINNED_SDK, report=True)  # compare reads the results; draws the picture
     failed = []
+    only_install = installing_only(session)
     for version in versions:
         env = sdk_env(session, version, family)
-        if installing_only(session):
+        if only_install:
             continue
         started = time.perf_counter()
         command = [str(env / "bin" / "python"), "-m", "harness", "--family", family.name,

@@ -174,8 +174,9 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
                      else f"lanes {', '.join(lanes)}")
             info.append(f"  {len(skipped)} cell(s) of {names}: {reason}")
     gating = [c for c in result.changes if c.kind in GATING]
-    info += [f"regression gate, informational: {_flip_note(c)}{c.describe()}"
-             for c in result.changes if c.kind not in GATING]
+    info += [f"regression gate, informational: "
+             f"{'intermittent verdict: ' if c.kind is ChangeKind.INTERMITTENT else ''}"
+             f"{c.describe()}" for c in result.changes if c.kind not in GATING]
     if not gating:
         flips = sum(1 for c in result.changes if c.kind is ChangeKind.INTERMITTENT)
         # never a bare "equals" when a verdict moved, even a sampled race's
@@ -191,10 +192,6 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
     failures.append(f"if the change is real, accept it: `{accept}` "
                     f"and commit results/baselines/")
     return info, failures
-
-
-def _flip_note(change: CellChange) -> str:
-    return "intermittent verdict: " if change.kind is ChangeKind.INTERMITTENT else ""
 
 
 def version_key(version: str) -> tuple[tuple[int, ...], ...]:
