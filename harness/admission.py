@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from checks.base import CheckSpec
 from harness.cache import AdmissionCache
 from harness.execute import (
+    RUN_STALL_AFTER_SHARE,
     RunOptions,
     child_finding,
     derive_seed,
@@ -201,7 +202,8 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
 
     outcomes = run_jobs([functools.partial(_execute, job, config) for job in jobs],
                         workers=config.workers, on_done=done,
-                        timeout_s=[job.check.timeout_s + GRACE_S for job in jobs])
+                        timeout_s=[job.check.timeout_s + GRACE_S for job in jobs],
+                        stall_after_share=RUN_STALL_AFTER_SHARE)
     by_role: Gathered = {}
     for job, outcome in zip(jobs, outcomes, strict=True):
         by_role.setdefault(_slot(job), []).append(_as_finding(job, outcome, config))

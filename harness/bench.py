@@ -16,7 +16,14 @@ from typing import Any
 from checks.base import CheckSpec
 from harness.admission import GRACE_S, AdmissionConfig, admit
 from harness.cache import AdmissionCache
-from harness.execute import RunOptions, child_finding, error_finding, run_check, sdk_version
+from harness.execute import (
+    RUN_STALL_AFTER_SHARE,
+    RunOptions,
+    child_finding,
+    error_finding,
+    run_check,
+    sdk_version,
+)
 from harness.ground.child import ChildOutcome, run_jobs
 from harness.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
 from harness.ground.services import ServiceManager
@@ -43,14 +50,6 @@ RESULTS_DIR = Path("results")
 # interleaved, 0.24.0), in half the time; a race whose rate depends on the load (DRAIN-001,
 # LIMIT-001 on PostgreSQL) moves its violating-trial count either way, never its verdict.
 DEFAULT_WORKERS = 2
-
-
-# A cell is a clean check on a real backend, short against its time limit (most take under a
-# second of their 60 s), and many of them wait: for the next clock second (COMPACT-004,
-# POP-001), for a fault's settle time (NET-001), for a server's reply. A cell that has used
-# no CPU for STALL_WINDOW_S from its first STALL_AFTER_S on leaves its core to the next cell
-# (child.run_jobs), instead of after a tenth of its limit, which no cell reached.
-BENCH_STALL_AFTER_SHARE = 0.0
 
 
 def default_workers() -> int:
@@ -214,7 +213,7 @@ def _measure(config: BenchConfig, prepared: PreparedLanes,
     try:
         run_jobs([functools.partial(_judge, r.check, r.lane, r.opts) for r in runs],
                  workers=config.workers, timeout_s=limits, on_done=done,
-                 on_start=started_lane, stall_after_share=BENCH_STALL_AFTER_SHARE)
+                 on_start=started_lane, stall_after_share=RUN_STALL_AFTER_SHARE)
     except KeyboardInterrupt:
         interrupted = True
     return [f for f in findings if f is not None], interrupted

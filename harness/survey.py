@@ -38,7 +38,14 @@ from harness.cache import AdmissionCache, cache_key
 from harness.clean_cache import CleanCache, CleanEntry, Reuse
 from harness.coverage import ModuleLines, covered_run, read_record
 from harness.equivalence_cache import classified
-from harness.execute import RunOptions, child_finding, derive_seed, fast_tmpdir, lane_claims
+from harness.execute import (
+    RUN_STALL_AFTER_SHARE,
+    RunOptions,
+    child_finding,
+    derive_seed,
+    fast_tmpdir,
+    lane_claims,
+)
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
 from harness.ground.family import active_family
 from harness.ground.model import (
@@ -337,7 +344,8 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     calls += [functools.partial(lane_guards, p.lane, dict(config.services), config.tmpdir)
               for p in guarded]
     limit = config.timeout_s * 3 + 10
-    outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done)
+    outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done,
+                        stall_after_share=RUN_STALL_AFTER_SHARE)
     findings: dict[Cell, list[Finding]] = {}
     for (plan, c, r, record), out in zip(jobs, outcomes[:len(jobs)], strict=True):
         finding = child_finding(c, plan.lane, options(c, r), out, limit)
