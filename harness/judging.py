@@ -13,9 +13,11 @@ survey with coverage) and builds each cell's ``CleanBase`` with ``clean_base``; 
 4. a pair's reruns become its status (``run_status``), and a settled status is cached.
 
 With ``first_kill`` (the survey), the pairs of one mutant are judged in the order given (the
-caller puts the check that killed it last time first) and stop at its first kill: the pairs
-run in waves, 1, 2, 4, ... pairs per mutant still alive, so that both cores stay busy while a
-mutant the first check kills costs one execution.
+caller puts the check that killed it last time first) and stop at its first kill: a mutant's
+pairs run in batches of 1, 2, 4, ... pairs, so that both cores stay busy while a mutant the
+first check kills costs one execution. All mutants share one stream of children: a mutant's
+next batch is queued as soon as its own runs are back, never behind another mutant's slowest
+run (a barrier between waves left one core idle while a run waited out its time limit).
 
 What differs between the callers is a field of ``Judging``, not a second copy.
 """
@@ -25,12 +27,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from checks.base import CheckSpec
 from harness.cache import AdmissionCache, Lookup
-from harness.execute import RunOptions, child_finding, derive_seed, run_check
+from harness.execute import (
+    RUN_STALL_AFTER_SHARE,
+    RunOptions,
+    child_finding,
+    derive_seed,
+    run_check,
+)
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
 from harness.ground.model import (
     CleanBase,
@@ -230,24 +239,50 @@ def _groups(pairs: Sequence[Pair], first_kill: bool) -> list[list[Pair]]:
     return list(groups.values())
 
 
+@dataclass
+class _Batches:
+    """One mutant's pairs on its lane, judged a batch at a time (see ``judge_mutants``)."""
+
+    remaining: list[Pair]
+    size: int = 1  # how many pairs the cache does not answer make its next batch
+    now: list[Pair] = dataclasses.field(default_factory=list)
+    running: int = 0  # runs of ``now`` not back yet
+
+
 def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
     """Each pair's ``MutantResult``: from the cache, or from ``how.reruns`` forked runs; with
-    ``how.first_kill``, a mutant's pairs after its first kill are skipped (see the module)."""
+    ``how.first_kill``, a mutant's pairs after its first kill are skipped (see the module).
+
+    A mutant's batches follow each other as soon as its own runs are back, in one stream of
+    children for every mutant: no run waits for another mutant's slowest run to end."""
     results: dict[Slot, MutantResult] = {}
     skipped: set[Slot] = set()
     unreadable: set[Slot] = set()
     executions: dict[Slot, int] = {}
+    found: dict[Slot, dict[int, Finding]] = {}  # by rerun: the order they ran in varies
     progress = Progress(f"{how.kind} mutants", len(pairs) * how.reruns, quiet=how.quiet)
-    alive = _groups(pairs, how.first_kill)
-    wave = 1
-    while alive:
-        batches: list[tuple[list[Pair], list[Pair]]] = []  # (looked at now, still to come)
-        for group in alive:
-            now: list[Pair] = []
-            remaining = list(group)
-            while remaining and sum(1 for p in now if p.slot not in results) < wave:
-                pair = remaining.pop(0)
-                now.append(pair)
+    started = time.perf_counter()
+    runs = 0
+
+    def goes_on(group: _Batches) -> bool:
+        """After a batch: False once it killed the mutant (the rest is skipped) or none is
+        left; else the next batch is twice as large."""
+        if how.first_kill and any(results[p.slot].status is MutantStatus.KILLED
+                                  for p in group.now):
+            skipped.update(p.slot for p in group.remaining)
+            progress.total -= how.reruns * len(group.remaining)
+            group.remaining = []
+        group.size *= 2
+        return bool(group.remaining)
+
+    def next_runs(group: _Batches) -> list[tuple[Pair, int]]:
+        """The runs of the group's next batch that the cache does not answer ([]: judged)."""
+        while group.remaining:
+            group.now = []
+            while group.remaining and sum(1 for p in group.now
+                                          if p.slot not in results) < group.size:
+                pair = group.remaining.pop(0)
+                group.now.append(pair)
                 hit, state = how.cache.lookup(pair.key)
                 if state is Lookup.UNREADABLE:
                     unreadable.add(pair.slot)
@@ -256,48 +291,57 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
                     progress.total -= how.reruns
                     if how.first_kill and hit.status is MutantStatus.KILLED:
                         break
-            batches.append((now, remaining))
-        _run_pairs([p for now, _ in batches for p in now if p.slot not in results], how,
-                   results, executions, progress)
-        alive = []
-        for now, remaining in batches:
-            if how.first_kill and any(results[p.slot].status is MutantStatus.KILLED
-                                      for p in now):
-                skipped.update(p.slot for p in remaining)
-                progress.total -= how.reruns * len(remaining)
-            elif remaining:
-                alive.append(remaining)
-        wave *= 2
-    progress.finish()
-    return Judged(results, frozenset(skipped), frozenset(unreadable), executions)
+            todo = [(p, r) for p in group.now if p.slot not in results
+                    for r in range(how.reruns)]
+            if todo:
+                group.running = len(todo)
+                return todo
+            if not goes_on(group):
+                break
+        return []
 
+    groups = [_Batches(list(g)) for g in _groups(pairs, how.first_kill)]
+    jobs: list[tuple[Pair, int, _Batches]] = []
 
-def _run_pairs(todo: Sequence[Pair], how: Judging, results: dict[Slot, MutantResult],
-               executions: dict[Slot, int], progress: Progress) -> None:
-    """Run ``todo``'s pairs ``how.reruns`` times each; their results go to ``results``."""
-    if not todo:
-        return
-    jobs = schedule([(p, r) for p in todo for r in range(how.reruns)], lambda j: j[0].mutant)
+    def queued(todo: list[tuple[Pair, int, _Batches]]) -> list[tuple[Callable[[], Any], float]]:
+        """Runs to fork, in ``schedule`` order (the ones that may hang first)."""
+        ordered = schedule(todo, lambda j: j[0].mutant)
+        jobs.extend(ordered)
+        return [(functools.partial(_run, p, r, how), p.limit_s + MUTANT_GRACE_S)
+                for p, r, _ in ordered]
 
-    def done(index: int, outcome: ChildOutcome) -> None:
-        pair = jobs[index][0]
+    def done(index: int, outcome: ChildOutcome) -> Sequence[tuple[Callable[[], Any], float]]:
+        nonlocal runs
+        pair, rerun, group = jobs[index]
         state = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
             outcome.status.value)
         m = pair.mutant
         progress.advance(f"{pair.lane.name} {m.name or f'{m.operator} {m.qualname}'} x "
                          f"{pair.check.id}: {state}")
+        found.setdefault(pair.slot, {})[rerun] = _finding(pair, rerun, outcome, how)
+        runs += 1
+        group.running -= 1
+        if group.running:
+            return []
+        share = (time.perf_counter() - started) / runs  # this phase's so far, for the cache
+        for p in group.now:
+            if p.slot not in results:
+                reruns = [f for _, f in sorted(found[p.slot].items())]
+                results[p.slot] = _result(p, reruns, how, share)
+                executions[p.slot] = len(reruns)
+        return queued([(p, r, group) for p, r in next_runs(group)]) if goes_on(group) else []
 
-    started = time.perf_counter()
-    outcomes = run_jobs([functools.partial(_run, p, r, how) for p, r in jobs],
-                        workers=how.workers, on_done=done,
-                        timeout_s=[p.limit_s + MUTANT_GRACE_S for p, _ in jobs])
-    share = (time.perf_counter() - started) / max(len(jobs), 1)
-    found: dict[Slot, list[Finding]] = {}
-    for (pair, rerun), outcome in zip(jobs, outcomes, strict=True):
-        found.setdefault(pair.slot, []).append(_finding(pair, rerun, outcome, how))
-    for pair in todo:
-        results[pair.slot] = _result(pair, found[pair.slot], how, share)
-        executions[pair.slot] = len(found[pair.slot])
+    first = queued([(p, r, g) for g in groups for p, r in next_runs(g)])
+    if first:
+        run_jobs([job for job, _ in first], workers=how.workers,
+                 timeout_s=[limit for _, limit in first], then=done,
+                 stall_after_share=RUN_STALL_AFTER_SHARE)
+    if how.wall_share and runs:  # each result's runs' share of the whole phase's wall time
+        share = (time.perf_counter() - started) / runs
+        for slot, n in executions.items():
+            results[slot] = dataclasses.replace(results[slot], duration_s=share * n)
+    progress.finish()
+    return Judged(results, frozenset(skipped), frozenset(unreadable), executions)
 
 
 def _finding(pair: Pair, rerun: int, outcome: ChildOutcome, how: Judging) -> Finding:

@@ -57,8 +57,6 @@ NOT_MUTATED: Mapping[str, Mapping[str, str]] = {
         "judge_mutants": "forks a child per mutant run; covered by tests/test_judging.py and "
                          "tests/test_admission.py, too slow to rerun per mutant",
         "_run": "runs a whole check in-process on a real backend",
-        "_run_pairs": "a part of ``judge_mutants`` (split out of it): forks a child per run "
-                      "of a wave's pairs; covered by tests/test_judging.py",
     },
 }
 # Measured on 2026-11-29: with tests/test_model.py alone 171/548 killed (31.2%, 329 mutants

@@ -88,6 +88,31 @@ def test_a_short_job_is_judged_stalled_from_its_share_of_the_limit(share, expect
     assert finished == expected
 
 
+def test_jobs_that_follow_from_a_result_are_queued_at_once_and_numbered_on():
+    # Job 0 sleeps; job 1's result brings job 2 (its own limit), which runs and ends while
+    # job 0 still sleeps: nothing waits for the first batch to end.
+    finished: list[int] = []
+    seen: list[tuple[int, object]] = []
+
+    def then(index, outcome):
+        seen.append((index, outcome.value))
+        return [(lambda: "follow-up", 5.0)] if index == 1 else []
+
+    outcomes = run_jobs([lambda: time.sleep(1.0), lambda: "first"], workers=2, timeout_s=5,
+                        on_done=lambda index, outcome: finished.append(index), then=then)
+    assert [o.value for o in outcomes] == [None, "first", "follow-up"]
+    assert finished == [1, 2, 0]
+    assert seen == [(1, "first"), (2, "follow-up"), (0, None)]
+
+
+def test_a_follow_up_job_has_its_own_time_limit():
+    outcomes = run_jobs([lambda: 1], workers=1, timeout_s=5,
+                        then=lambda index, _: [(lambda: time.sleep(30), 0.5)] if index == 0
+                        else [])
+    assert [o.status for o in outcomes] == [ChildStatus.OK, ChildStatus.TIMEOUT]
+    assert outcomes[1].duration_s < 5
+
+
 def test_a_busy_child_keeps_its_worker():
     # A child that computes is not stalled: with one worker the next job waits for it.
     def spin() -> int:

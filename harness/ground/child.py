@@ -356,6 +356,7 @@ def run_jobs(
     on_start: Callable[[int], None] | None = None,
     stalled_per_worker: int = STALLED_PER_WORKER,
     stall_after_share: float = STALL_AFTER_SHARE,
+    then: Callable[[int, ChildOutcome], Sequence[tuple[Callable[[], Any], float]]] | None = None,
 ) -> list[ChildOutcome]:
     """Run each job in its own forked child, ``workers`` at a time, in submission order.
 
@@ -364,12 +365,27 @@ def run_jobs(
     until its time limit does not keep a core idle; at most ``stalled_per_worker`` such
     children per worker run beside the active ones (0: never more than ``workers`` at once).
     A child is judged stalled only once it ran ``stall_after_share`` of its time limit (0:
-    from STALL_AFTER_S on, for jobs that are short against their limit).
+    from STALL_AFTER_S on, for jobs that are short against their limit). ``then``, called
+    after ``on_done`` with a job's index and outcome, returns the jobs that follow from it,
+    each with its time limit: they are queued behind the pending ones (their indexes go on
+    from the last job's), so that no job waits for a whole batch to end.
     """
-    limits = ([float(timeout_s)] * len(jobs) if isinstance(timeout_s, (int, float))
+    queue = list(jobs)
+    limits = ([float(timeout_s)] * len(queue) if isinstance(timeout_s, (int, float))
               else [float(t) for t in timeout_s])
-    outcomes: list[ChildOutcome | None] = [None] * len(jobs)
-    pending = list(range(len(jobs)))
+    outcomes: list[ChildOutcome | None] = [None] * len(queue)
+    pending = list(range(len(queue)))
+
+    def ended(index: int, outcome: ChildOutcome) -> None:
+        outcomes[index] = outcome
+        if on_done:
+            on_done(index, outcome)
+        for job, limit in (then(index, outcome) if then else ()):
+            queue.append(job)
+            limits.append(float(limit))
+            outcomes.append(None)
+            pending.append(len(queue) - 1)
+
     scratch.prepare()  # made here, in the parent, which removes them; children work inside
     running: dict[int, _Running] = {}
     # Children that delivered their result (their pipe closed, their outcome recorded) but
@@ -383,7 +399,7 @@ def run_jobs(
             while pending and (sum(1 for r in running.values() if not r.stalled) < workers
                                and len(running) < workers * (1 + stalled_per_worker)):
                 index = pending.pop(0)
-                pid, fd = _fork(jobs[index])
+                pid, fd = _fork(queue[index])
                 running[fd] = _Running(index, pid, fd, time.perf_counter(), [])
                 if on_start:
                     on_start(index)
@@ -405,19 +421,15 @@ def run_jobs(
                     continue
                 run = running.pop(fd)
                 if run.chunks:
-                    outcomes[run.index] = _delivered(run, time.perf_counter() - run.started)
-                    delivered.append(run)
+                    delivered.append(run)  # reaped even if what ``ended`` calls raises
+                    ended(run.index, _delivered(run, time.perf_counter() - run.started))
                 else:  # died without a result: its wait status says how
-                    outcomes[run.index] = _finish(run, timed_out=False)
-                if on_done:
-                    on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
+                    ended(run.index, _finish(run, timed_out=False))
             now = time.perf_counter()
             for fd, run in list(running.items()):
                 if now - run.started > limits[run.index]:
                     running.pop(fd)
-                    outcomes[run.index] = _finish(run, timed_out=True)
-                    if on_done:
-                        on_done(run.index, outcomes[run.index])  # type: ignore[arg-type]
+                    ended(run.index, _finish(run, timed_out=True))
     finally:
         # Interrupted: leave no child (nor grandchild) behind.
         for run in [*running.values(), *delivered]:
