@@ -20,6 +20,7 @@ import anyio
 
 from checks.base import Barrier, CheckSpec, Param, TrialContext, describe
 from checks.common import trials_param
+from checks.langgraph._contract import guarded
 from checks.langgraph._saver import store_call, store_of
 from harness.ground.model import Counts, Trial
 from harness.ground.selector import Selector
@@ -34,7 +35,13 @@ def namespaces(seed: int, writers: int) -> list[tuple[str, ...]]:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
-    """One trial: writers put and delete in their namespaces while searchers search them."""
+    """One trial: writers put and delete in their namespaces while searchers search them.
+    A store that cannot be opened or set up is a violation (``guarded``), not a harness
+    error."""
+    return await guarded(ctx, lambda: _trial(ctx))
+
+
+async def _trial(ctx: TrialContext) -> Trial:
     writers, items = ctx.params["writers"], ctx.params["items"]
     store = store_of(await ctx.open())
     spaces = namespaces(ctx.seed, writers)
@@ -49,7 +56,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     barrier = Barrier(2 * len(spaces))
     done = anyio.Event()
 
-    def judge_search(ns: tuple[str, ...], found: list[Any]) -> None:
+    def judge_search(ns: tuple[str, ...], found: Any) -> None:
+        if not isinstance(found, list):  # a search that gives no list shows nothing put
+            wrong.append(f"search {ns} returned {found!r:.80}, not a list of items")
+            return
         for item in found:
             if tuple(item.namespace) != ns:
                 wrong.append(f"search {ns} gave an item of {tuple(item.namespace)}")
@@ -92,7 +102,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
             errors.append(f"final search {ns}: {describe(exc)}")
             continue
         judge_search(ns, found)
-        have = {item.key: item.value for item in found if tuple(item.namespace) == ns}
+        have = {item.key: item.value for item in (found if isinstance(found, list) else ())
+                if tuple(item.namespace) == ns}
         want = {key: value for key, value in plans[ns] if key not in deleted[ns]}
         for key, value in want.items():
             if have.get(key) != value:

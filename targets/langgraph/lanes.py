@@ -199,7 +199,11 @@ CHECKPOINTER_LANES = (REFERENCE, MEMORY, SQLITE_FILE, ASYNC_SQLITE_FILE, ASYNC_S
 STORE_LANES = (STORE_REFERENCE, STORE_MEMORY, STORE_SQLITE_FILE, STORE_ASYNC_SQLITE_FILE,
                STORE_POSTGRES, STORE_ASYNC_POSTGRES)
 LANES = (*CHECKPOINTER_LANES, *STORE_LANES)
-SURVEY_LANES = tuple(lane for lane in CHECKPOINTER_LANES if not lane.reference)
+# The survey's default lanes besides the family's reference (lg-reference, which the survey
+# puts first): every other checkpointer lane and every store lane. Our reference store is one
+# of them: it is not the family's reference, and its generated mutants are judged like any
+# lane's (store checks are gated on it in admission, ``CheckSpec.reference``).
+SURVEY_LANES = (*(lane for lane in CHECKPOINTER_LANES if not lane.reference), *STORE_LANES)
 # What each lane's object is: "checkpointer" or "store".
 KIND: Mapping[str, str] = {**{lane.name: "checkpointer" for lane in CHECKPOINTER_LANES},
                            **{lane.name: "store" for lane in STORE_LANES}}

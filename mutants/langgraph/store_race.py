@@ -1,0 +1,59 @@
+"""Hand-written mutants of the LangGraph stores for ARIB-LGSTORE-003 (mixed batches racing on
+one store object). Our own code installed over a method, never SDK code."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mutants.base import handwritten, load_class
+from targets.langgraph.stores import ASYNC_SQLITE_STORE_MODULE, REFERENCE_STORE_MODULE
+
+
+@handwritten(target="lg-store-reference", module=REFERENCE_STORE_MODULE,
+             qualname="ReferenceStore.batch",
+             defect="batch takes a lock made for the call, not the instance's: two threads' "
+                    "batches run at once on the one connection")
+def lg_store_reference_lock_per_call() -> None:
+    cls = load_class(REFERENCE_STORE_MODULE, "ReferenceStore")
+
+    def batch(self: Any, ops: Any) -> list[Any]:
+        ops = list(ops)
+        with threading.Lock():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                results = [self._one(op) for op in ops]
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return results
+
+    cls.batch = batch
+
+
+@handwritten(target="lg-store-async-sqlite-file", module=ASYNC_SQLITE_STORE_MODULE,
+             qualname="AsyncSqliteStore._cursor",
+             defect="the cursor's transaction takes a lock made for the call, not the "
+                    "store's: two abatch calls open transactions at once on the one connection")
+def lg_async_sqlite_store_lock_per_call() -> None:
+    cls = load_class(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")
+
+    @asynccontextmanager
+    async def _cursor(self: Any, *, transaction: bool = True) -> AsyncIterator[Any]:
+        if not self.is_setup:
+            await self.setup()
+        async with asyncio.Lock():
+            if transaction:
+                await self.conn.execute("BEGIN")
+            async with self.conn.cursor() as cur:
+                try:
+                    yield cur
+                finally:
+                    if transaction:
+                        await self.conn.execute("COMMIT")
+
+    cls._cursor = _cursor
