@@ -13,11 +13,14 @@ compared as sets and pages by what they add up to.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio.to_thread
 
 from targets.base import NotApplicable
 
@@ -126,3 +129,21 @@ def needs_keywords(obj: Any, method: str, *names: str) -> None:
         raise NotApplicable(f"{type(obj).__name__}.{method}() takes no "
                             f"{', '.join(map(repr, missing))} in this release: the contract "
                             f"was never offered")
+
+
+async def store_method(store: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``store.<name>(...)`` for a store method outside the BaseStore interface (``sweep_ttl``,
+    ``start_ttl_sweeper``, ...): awaited where the class defines it async, else called in a
+    worker thread (it may block on the store's lock or a join)."""
+    method = getattr(store, name)
+    if inspect.iscoroutinefunction(method):
+        return await method(*args, **kwargs)
+    return await anyio.to_thread.run_sync(functools.partial(method, *args, **kwargs))
+
+
+def needs_methods(obj: Any, *names: str) -> None:
+    """NotApplicable naming the first of ``names`` that ``obj``'s class lacks."""
+    for name in names:
+        if not callable(getattr(obj, name, None)):
+            raise NotApplicable(f"{type(obj).__name__} has no {name}() (installed release): "
+                                f"the contract was never offered there")

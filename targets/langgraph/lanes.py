@@ -118,11 +118,12 @@ ASYNC_SQLITE_MEMORY = TargetSpec(
 
 
 def _postgres(name: str, backend: str, module: str, description: str, *,
-              is_async: bool = False, pipeline: bool = False, pool: bool = False) -> TargetSpec:
+              is_async: bool = False, pipeline: bool = False, pool: bool = False,
+              options: Mapping[str, str] | None = None) -> TargetSpec:
     build = (async_pg_builder(name, module, (backend,), pipeline=pipeline, pool=pool)
              if is_async else sync_pg_builder(name, module, (backend,), pipeline=pipeline))
     return TargetSpec(name=name, backend=backend, module=module, claims=NO_CLOSE, build=build,
-                      service="postgres", description=description)
+                      service="postgres", description=description, options=options or {})
 
 
 _PG_CONN = ("a psycopg {kind} on the harness's PostgreSQL (autocommit, dict_row, "
@@ -157,26 +158,28 @@ ASYNC_SHALLOW_POSTGRES = _postgres(
 
 STORE_REFERENCE = TargetSpec(
     name="lg-store-reference", backend="ReferenceStore", module=stores.REFERENCE_STORE_MODULE,
-    claims=NO_CLOSE, build=stores.build_reference_store,
+    claims=NO_CLOSE, build=stores.build_reference_store, options=stores.TTL_OPTION,
     description="our reference store: one SQLite file, one lock, durable on return")
 STORE_MEMORY = TargetSpec(
     name="lg-store-memory", backend="InMemoryStore", module=stores.MEMORY_STORE_MODULE,
     claims=NO_CLOSE, build=stores.build_memory_store, description="InMemoryStore")
 STORE_SQLITE_FILE = TargetSpec(
     name="lg-store-sqlite-file", backend="SqliteStore", module=stores.SQLITE_STORE_MODULE,
-    claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0,
+    claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0, options=stores.TTL_OPTION,
     description="SqliteStore on a sqlite3 connection to a file (autocommit, "
                 "check_same_thread=False)")
 STORE_ASYNC_SQLITE_FILE = TargetSpec(
     name="lg-store-async-sqlite-file", backend="AsyncSqliteStore",
     module=stores.ASYNC_SQLITE_STORE_MODULE, claims=NO_CLOSE,
-    build=stores.build_async_sqlite_store, waits_s=5.0,
+    build=stores.build_async_sqlite_store, waits_s=5.0, options=stores.TTL_OPTION,
     description="AsyncSqliteStore on an aiosqlite connection to a file (autocommit)")
 STORE_POSTGRES = _postgres("lg-store-postgres", "PostgresStore", stores.PG_STORE_MODULE,
-                           "PostgresStore on " + _PG_CONN.format(kind="Connection"))
+                           "PostgresStore on " + _PG_CONN.format(kind="Connection"),
+                           options=stores.TTL_OPTION)
 STORE_ASYNC_POSTGRES = _postgres(
     "lg-store-async-postgres", "AsyncPostgresStore", stores.PG_ASYNC_STORE_MODULE,
-    "AsyncPostgresStore on " + _PG_CONN.format(kind="AsyncConnection"), is_async=True)
+    "AsyncPostgresStore on " + _PG_CONN.format(kind="AsyncConnection"), is_async=True,
+    options=stores.TTL_OPTION)
 
 # Which half of the interface each lane's class serves; the other half raises
 # NotImplementedError (SqliteSaver's, PostgresSaver's and SqliteStore's async methods) or

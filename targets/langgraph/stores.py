@@ -8,7 +8,11 @@ root, or a schema: see ``targets.langgraph.services``), ``setup()`` is the store
 ``check_same_thread=False, isolation_level=None`` and ``AsyncSqliteStore.from_conn_string`` its
 aiosqlite one with ``isolation_level=None``, as the builders here do; no store has a
 ``close()``.
+
+Constructor options (``TargetSpec.options``, ``TrialContext.open_configured``): ``ttl``, the
+``TTLConfig`` every store but ``InMemoryStore`` takes (its ``supports_ttl`` is False).
 """
+
 
 from __future__ import annotations
 
@@ -32,6 +36,10 @@ PG_ASYNC_STORE_MODULE = "langgraph.store.postgres.aio"
 
 REFERENCE_STORE_MODULE = "targets.langgraph.reference_store"
 
+TTL_OPTION = {"ttl": "langgraph.store.base.TTLConfig: refresh_on_read, default_ttl, "
+                     "sweep_interval_minutes (the constructor's ttl= of SqliteStore, "
+                     "AsyncSqliteStore, PostgresStore, AsyncPostgresStore and our reference)"}
+
 
 build_reference_store = file_builder(REFERENCE_STORE_MODULE, "ReferenceStore",
                                      "reference-store.db")
@@ -48,13 +56,15 @@ async def build_sqlite_store(ctx: BuildContext) -> Handle:
     """SqliteStore on a sqlite3 connection to the trial's file."""
     conn = sqlite3.connect(ctx.root / "store.db", check_same_thread=False, isolation_level=None)
     try:
-        store = class_in(SQLITE_STORE_MODULE, "SqliteStore")(conn)
+        store = class_in(SQLITE_STORE_MODULE, "SqliteStore")(conn, **ctx.options)
         store.setup()
     except BaseException:
         conn.close()
         raise
 
     async def dispose() -> None:
+        if hasattr(store, "stop_ttl_sweeper"):  # started by a TTL check
+            store.stop_ttl_sweeper(timeout=5.0)
         conn.close()
 
     return Handle(session=store, reopen=lambda: build_sqlite_store(ctx), dispose=dispose)
@@ -65,13 +75,16 @@ async def build_async_sqlite_store(ctx: BuildContext) -> Handle:
     aiosqlite = importlib.import_module("aiosqlite")
     conn = await aiosqlite.connect(str(ctx.root / "store.db"), isolation_level=None)
     try:
-        store = class_in(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")(conn)
+        store = class_in(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")(conn, **ctx.options)
         await store.setup()
     except BaseException:
         await conn.close()
         raise
 
     async def dispose() -> None:
+        sweeper = getattr(store, "_ttl_sweeper_task", None)  # started by a TTL check
+        if sweeper is not None:
+            sweeper.cancel()
         cancel_batching(store)
         await conn.close()
 
