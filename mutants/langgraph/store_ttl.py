@@ -54,3 +54,33 @@ def lg_async_sqlite_store_stop_leaves_sweeper() -> None:
         return True
 
     cls.stop_ttl_sweeper = stop_ttl_sweeper
+
+
+@handwritten(target="lg-store-reference", module=REFERENCE_STORE_MODULE,
+             qualname="ReferenceStore._one",
+             defect="a search never refreshes the TTLs of the items it returns")
+def lg_store_reference_search_never_refreshes() -> None:
+    from langgraph.store.base import SearchOp
+
+    cls = load_class(REFERENCE_STORE_MODULE, "ReferenceStore")
+    original = cls._one
+
+    def _one(self: Any, op: Any) -> Any:
+        if isinstance(op, SearchOp) and "refresh_ttl" in op._fields:
+            op = op._replace(refresh_ttl=False)
+        return original(self, op)
+
+    cls._one = _one
+
+
+@handwritten(target="lg-store-sqlite-file", module=SQLITE_STORE_MODULE,
+             qualname="SqliteStore._get_batch_GET_ops_queries",
+             defect="a get never refreshes the TTL of the item it returns")
+def lg_sqlite_store_get_never_refreshes() -> None:
+    cls = load_class(SQLITE_STORE_MODULE, "SqliteStore")
+    original = cls._get_batch_GET_ops_queries
+
+    def _get_batch_GET_ops_queries(self: Any, get_ops: Any) -> Any:
+        return [query for query in original(self, get_ops) if query.kind != "refresh"]
+
+    cls._get_batch_GET_ops_queries = _get_batch_GET_ops_queries

@@ -85,7 +85,7 @@ class ReferenceStore(BaseStore):
 
     def __init__(self, path: str | Path, *, ttl: Mapping[str, Any] | None = None) -> None:
         self.path = str(path)
-        self.ttl_config = ttl
+        self.ttl_config = ttl  # type: ignore[assignment]  # a TTLConfig (a TypedDict)
         self._lock = threading.Lock()
         self._conn = open_file(self.path)
         self._conn.executescript(SCHEMA)
