@@ -158,11 +158,13 @@ ASYNC_SHALLOW_POSTGRES = _postgres(
 
 STORE_REFERENCE = TargetSpec(
     name="lg-store-reference", backend="ReferenceStore", module=stores.REFERENCE_STORE_MODULE,
-    claims=NO_CLOSE, build=stores.build_reference_store, options=stores.TTL_OPTION,
+    claims=NO_CLOSE, build=stores.build_reference_store,
+    options={**stores.TTL_OPTION, **stores.INDEX_OPTION},
     description="our reference store: one SQLite file, one lock, durable on return")
 STORE_MEMORY = TargetSpec(
     name="lg-store-memory", backend="InMemoryStore", module=stores.MEMORY_STORE_MODULE,
-    claims=NO_CLOSE, build=stores.build_memory_store, description="InMemoryStore")
+    claims=NO_CLOSE, build=stores.build_memory_store, options=stores.INDEX_OPTION,
+    description="InMemoryStore")
 STORE_SQLITE_FILE = TargetSpec(
     name="lg-store-sqlite-file", backend="SqliteStore", module=stores.SQLITE_STORE_MODULE,
     claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0, options=stores.TTL_OPTION,

@@ -14,6 +14,10 @@ minutes after the read; ``sweep_ttl()`` deletes the expired items and says how m
 ``start_ttl_sweeper()`` sweeps every ``sweep_interval_minutes`` in a thread until
 ``stop_ttl_sweeper()``. Expired items are readable until swept (``omit_expired`` is not
 offered). Time is the wall clock (``time.time()``).
+
+Semantic search (``index=`` an ``IndexConfig``: ``dims``, ``embed``, ``fields``): see
+``targets.langgraph.reference_index``; without it a search's ``query`` is ignored and every
+score is None.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from langgraph.store.base import (
 )
 
 from targets.langgraph.reference import open_file
+from targets.langgraph.reference_index import VectorIndex
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ref_items (
@@ -83,12 +88,14 @@ class ReferenceStore(BaseStore):
 
     supports_ttl = True
 
-    def __init__(self, path: str | Path, *, ttl: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, path: str | Path, *, ttl: Mapping[str, Any] | None = None,
+                 index: Mapping[str, Any] | None = None) -> None:
         self.path = str(path)
         self.ttl_config = ttl  # type: ignore[assignment]  # a TTLConfig (a TypedDict)
         self._lock = threading.Lock()
         self._conn = open_file(self.path)
         self._conn.executescript(SCHEMA)
+        self._index = VectorIndex(self._conn, index) if index else None
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
 
@@ -183,10 +190,13 @@ class ReferenceStore(BaseStore):
             found = [row for row in self._rows("ORDER BY seq DESC", ())
                      if tuple(json.loads(row[0]))[:len(prefix)] == prefix
                      and _matches(json.loads(row[2]), op.filter)]
-            page = found[op.offset:op.offset + op.limit]
+            ranked: list[tuple[Any, float | None]] = (
+                self._index.ranked(found, op.query) if self._index and op.query
+                else [(row, None) for row in found])
+            page = ranked[op.offset:op.offset + op.limit]
             if getattr(op, "refresh_ttl", False):
-                self._refresh(page)
-            return [self._item(row, SearchItem) for row in page]
+                self._refresh([row for row, _ in page])
+            return [self._item(row, SearchItem, score=score) for row, score in page]
         if isinstance(op, ListNamespacesOp):
             names = {tuple(json.loads(row[0])) for row in self._rows("", ())}
             kept = sorted({ns[:op.max_depth] if op.max_depth is not None else ns
@@ -202,6 +212,8 @@ class ReferenceStore(BaseStore):
 
     def _put(self, op: PutOp) -> None:
         ns = json.dumps(list(op.namespace))
+        if self._index is not None:
+            self._index.replace(ns, op.key, op.value, op.index)
         if op.value is None:
             self._conn.execute("DELETE FROM ref_items WHERE ns = ? AND key = ?", (ns, op.key))
             return
@@ -217,8 +229,8 @@ class ReferenceStore(BaseStore):
             (ns, op.key, json.dumps(op.value), now, now, seq, expires, ttl))
 
     @staticmethod
-    def _item(row: tuple[Any, ...], kind: type[Item]) -> Any:
+    def _item(row: tuple[Any, ...], kind: type[Item], **extra: Any) -> Any:
         ns, key, value, created, updated = row
         return kind(value=json.loads(value), key=key, namespace=tuple(json.loads(ns)),
                     created_at=datetime.fromisoformat(created),
-                    updated_at=datetime.fromisoformat(updated))
+                    updated_at=datetime.fromisoformat(updated), **extra)

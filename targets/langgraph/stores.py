@@ -10,7 +10,12 @@ aiosqlite one with ``isolation_level=None``, as the builders here do; no store h
 ``close()``.
 
 Constructor options (``TargetSpec.options``, ``TrialContext.open_configured``): ``ttl``, the
-``TTLConfig`` every store but ``InMemoryStore`` takes (its ``supports_ttl`` is False).
+``TTLConfig`` every store but ``InMemoryStore`` takes (its ``supports_ttl`` is False), and
+``index``, the ``IndexConfig`` of semantic search, on InMemoryStore and our reference only: the
+SQLite stores' index loads the sqlite-vec extension through
+``sqlite3.Connection.enable_load_extension``, which the interpreter the family runs on lacks
+(its sqlite3 is built without extension loading), and the PostgreSQL stores' needs the
+pgvector extension, which the harness's PostgreSQL 15 does not have.
 """
 
 
@@ -40,6 +45,9 @@ TTL_OPTION = {"ttl": "langgraph.store.base.TTLConfig: refresh_on_read, default_t
                      "sweep_interval_minutes (the constructor's ttl= of SqliteStore, "
                      "AsyncSqliteStore, PostgresStore, AsyncPostgresStore and our reference)"}
 
+INDEX_OPTION = {"index": "langgraph.store.base.IndexConfig: dims, embed, fields (the "
+                         "constructor's index= of InMemoryStore and our reference)"}
+
 
 build_reference_store = file_builder(REFERENCE_STORE_MODULE, "ReferenceStore",
                                      "reference-store.db")
@@ -47,7 +55,7 @@ build_reference_store = file_builder(REFERENCE_STORE_MODULE, "ReferenceStore",
 
 async def build_memory_store(ctx: BuildContext) -> Handle:
     """InMemoryStore: its items live in this object; no second instance reaches them."""
-    store = class_in(MEMORY_STORE_MODULE, "InMemoryStore")()
+    store = class_in(MEMORY_STORE_MODULE, "InMemoryStore")(**ctx.options)
     return private_handle(store, f"{type(store).__name__} keeps its items in this object's "
                                  f"dictionaries")
 
