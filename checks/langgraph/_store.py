@@ -142,8 +142,10 @@ async def store_method(store: Any, name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def needs_methods(obj: Any, *names: str) -> None:
-    """NotApplicable naming the first of ``names`` that ``obj``'s class lacks."""
+    """NotApplicable naming the first of ``names`` that ``obj`` (a class, or an instance of
+    one) lacks."""
+    cls = obj if isinstance(obj, type) else type(obj)
     for name in names:
         if not callable(getattr(obj, name, None)):
-            raise NotApplicable(f"{type(obj).__name__} has no {name}() (installed release): "
+            raise NotApplicable(f"{cls.__name__} has no {name}() (installed release): "
                                 f"the contract was never offered there")

@@ -2,7 +2,8 @@
 application can build on: put, get, delete, search (namespace prefixes, every documented filter
 operator, limit and offset), list_namespaces (prefix, suffix, wildcards, max_depth, limit and
 offset) and a batch of mixed operations (one result per op, in op order), read again through a
-second instance where one can open the store (it runs its own setup() on the existing store).
+second instance where one can open the store (it runs its own setup() on the existing store);
+a class that serves only the sync half refuses ``abatch`` loudly.
 
 The trial puts ``items`` items in each of seven namespaces (one label a string prefix of
 another: ``("docs", "a")`` and ``("docs", "ab")``), overwrites some and deletes some (never the
@@ -21,6 +22,7 @@ from checks.langgraph._contract import Problems, guarded
 from checks.langgraph._saver import store_call, store_of
 from checks.langgraph._store import Model, Ns, canon, judge_search, seen_items
 from harness.ground.model import Trial
+from targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGSTORE-002"
 EVERYTHING = 10_000
@@ -74,6 +76,7 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
     await _read_all(ctx, store, model, wrong, "")
     await _pages(ctx, store, model, wrong)
     await _batch(ctx, store, model, wrong)
+    await _unserved_half(ctx, store, wrong)
     if handle.private_store:
         ctx.log(f"no second instance ({handle.private_store})")
     else:
@@ -150,6 +153,8 @@ def _judge_get(model: Model, ns: Ns, key: str, got: Any, what: str, wrong: list[
         return
     if got is None:
         wrong.append(f"{what}: missing")
+    elif not all(hasattr(got, name) for name in ("namespace", "key", "value")):
+        wrong.append(f"{what}: got {got!r:.120}, not an item")
     elif (tuple(got.namespace), got.key, canon(got.value)) != (ns, key, canon(want)):
         wrong.append(f"{what}: got {tuple(got.namespace)} {got.key} {canon(got.value):.80}, "
                      f"want {canon(want):.80}")
@@ -195,6 +200,22 @@ async def _pages(ctx: TrialContext, store: Any, model: Model, wrong: list[str]) 
         listed.extend(got)
     if sorted(listed) != every:
         wrong.append(f"list_namespaces in pages of {size}: {sorted(listed)}, want {every}")
+
+
+async def _unserved_half(ctx: TrialContext, store: Any, wrong: list[str]) -> None:
+    """A class that serves only the sync half refuses abatch loudly (NotImplementedError, as
+    SqliteStore documents), never answering as if it had run the ops."""
+    from langgraph.store.base import GetOp
+
+    if api_of(store) != "sync":
+        return
+    ctx.log("abatch on a class that serves only the sync half: must raise NotImplementedError")
+    try:
+        answer = await store.abatch([GetOp(SPACES[0], "k0")])
+    except NotImplementedError:
+        return
+    wrong.append(f"abatch of {type(store).__name__} (sync only) answered {answer!r:.80} "
+                 f"instead of refusing")
 
 
 async def _batch(ctx: TrialContext, store: Any, model: Model, wrong: list[str]) -> None:

@@ -1,12 +1,13 @@
 """Hand-written mutants of the LangGraph stores for ARIB-LGSTORE-003 (mixed batches racing on
-one store object). Our own code installed over a method, never SDK code."""
+one store object) and ARIB-LGSTORE-007 (a store's life through from_conn_string). Our own code
+installed over a method, never SDK code."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from mutants.base import handwritten, load_class
@@ -57,3 +58,28 @@ def lg_async_sqlite_store_lock_per_call() -> None:
                         await self.conn.execute("COMMIT")
 
     cls._cursor = _cursor
+
+
+@handwritten(target="lg-store-reference", module=REFERENCE_STORE_MODULE,
+             qualname="ReferenceStore.from_conn_string",
+             defect="leaving from_conn_string's context keeps the store's connection open")
+def lg_store_reference_context_leaves_open() -> None:
+    cls = load_class(REFERENCE_STORE_MODULE, "ReferenceStore")
+
+    @contextmanager
+    def from_conn_string(klass: Any, conn_string: str, **options: Any) -> Iterator[Any]:
+        yield klass(conn_string, **options)
+
+    cls.from_conn_string = classmethod(from_conn_string)
+
+
+@handwritten(target="lg-store-async-sqlite-file", module=ASYNC_SQLITE_STORE_MODULE,
+             qualname="AsyncSqliteStore.__aexit__",
+             defect="leaving the store's context leaves its TTL sweeper running")
+def lg_async_sqlite_store_exit_keeps_sweeper() -> None:
+    cls = load_class(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")
+
+    async def __aexit__(self: Any, *exc: Any) -> None:
+        return None
+
+    cls.__aexit__ = __aexit__

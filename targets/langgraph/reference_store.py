@@ -26,7 +26,8 @@ import concurrent.futures
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -99,10 +100,28 @@ class ReferenceStore(BaseStore):
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
 
+    def setup(self) -> None:
+        """Make the tables unless they exist (the constructor already did; any number of
+        callers at once may call it again)."""
+        with self._lock:
+            self._conn.executescript(SCHEMA)
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **options: Any) -> Iterator[ReferenceStore]:
+        """A store on the file ``conn_string``, disposed (its connection closed) on exit."""
+        store = cls(conn_string, **options)
+        try:
+            yield store
+        finally:
+            store.dispose()
+
     def dispose(self) -> None:
         """Stop the sweeper and close the file (the store's owner does this; the store claims
         no close())."""
-        self.stop_ttl_sweeper()
+        self._stop.set()
+        if self._sweeper is not None:
+            self._sweeper.join()
         with self._lock:
             self._conn.close()
 

@@ -21,15 +21,19 @@ pgvector extension, which the harness's PostgreSQL 15 does not have.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sqlite3
 
-from targets.base import BuildContext, Handle
+from targets.base import BuildContext, Handle, NotApplicable
 from targets.langgraph.services import (
     cancel_batching,
     class_in,
+    conninfo,
+    ensure_schema,
     file_builder,
     private_handle,
+    trial_schema,
 )
 
 MEMORY_STORE_MODULE = "langgraph.store.memory"
@@ -49,8 +53,28 @@ INDEX_OPTION = {"index": "langgraph.store.base.IndexConfig: dims, embed, fields 
                          "constructor's index= of InMemoryStore and our reference)"}
 
 
+REFERENCE_STORE_FILE = "reference-store.db"
+STORE_FILE = "store.db"
 build_reference_store = file_builder(REFERENCE_STORE_MODULE, "ReferenceStore",
-                                     "reference-store.db")
+                                     REFERENCE_STORE_FILE)
+
+
+def conn_string(lane: str, module: str, ctx: BuildContext) -> str:
+    """What ``from_conn_string`` of the lane's class takes to open the trial's store (the one
+    the lane's builder opens): the SQLite file's path, or a libpq string naming the trial's
+    schema (created if needed); NotApplicable for a store no string names (in memory)."""
+    if module == REFERENCE_STORE_MODULE:
+        return str(ctx.root / REFERENCE_STORE_FILE)
+    if module in (SQLITE_STORE_MODULE, ASYNC_SQLITE_STORE_MODULE):
+        return str(ctx.root / STORE_FILE)
+    if module in (PG_STORE_MODULE, PG_ASYNC_STORE_MODULE):
+        from psycopg.conninfo import make_conninfo
+
+        dsn, schema = conninfo(ctx, lane), trial_schema(ctx)
+        ensure_schema(dsn, schema)
+        return make_conninfo(dsn, options=f"-c search_path={schema}")
+    raise NotApplicable(f"lane {lane!r} ({module}) keeps its store in the object: no "
+                        f"connection string opens it")
 
 
 async def build_memory_store(ctx: BuildContext) -> Handle:
@@ -62,7 +86,7 @@ async def build_memory_store(ctx: BuildContext) -> Handle:
 
 async def build_sqlite_store(ctx: BuildContext) -> Handle:
     """SqliteStore on a sqlite3 connection to the trial's file."""
-    conn = sqlite3.connect(ctx.root / "store.db", check_same_thread=False, isolation_level=None)
+    conn = sqlite3.connect(ctx.root / STORE_FILE, check_same_thread=False, isolation_level=None)
     try:
         store = class_in(SQLITE_STORE_MODULE, "SqliteStore")(conn, **ctx.options)
         store.setup()
@@ -71,7 +95,9 @@ async def build_sqlite_store(ctx: BuildContext) -> Handle:
         raise
 
     async def dispose() -> None:
-        if hasattr(store, "stop_ttl_sweeper"):  # started by a TTL check
+        # a sweeper a TTL check started; a mutant's stop that fails is the check's evidence,
+        # not this cleanup's
+        with contextlib.suppress(Exception):
             store.stop_ttl_sweeper(timeout=5.0)
         conn.close()
 
@@ -81,7 +107,7 @@ async def build_sqlite_store(ctx: BuildContext) -> Handle:
 async def build_async_sqlite_store(ctx: BuildContext) -> Handle:
     """AsyncSqliteStore on an aiosqlite connection to the trial's file."""
     aiosqlite = importlib.import_module("aiosqlite")
-    conn = await aiosqlite.connect(str(ctx.root / "store.db"), isolation_level=None)
+    conn = await aiosqlite.connect(str(ctx.root / STORE_FILE), isolation_level=None)
     try:
         store = class_in(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")(conn, **ctx.options)
         await store.setup()
