@@ -134,11 +134,13 @@ def needs_keywords(obj: Any, method: str, *names: str) -> None:
 async def store_method(store: Any, name: str, *args: Any, **kwargs: Any) -> Any:
     """``store.<name>(...)`` for a store method outside the BaseStore interface (``sweep_ttl``,
     ``start_ttl_sweeper``, ...): awaited where the class defines it async, else called in a
-    worker thread (it may block on the store's lock or a join)."""
+    worker thread (it may block on the store's lock or a join; a caller's timeout abandons
+    the thread)."""
     method = getattr(store, name)
     if inspect.iscoroutinefunction(method):
         return await method(*args, **kwargs)
-    return await anyio.to_thread.run_sync(functools.partial(method, *args, **kwargs))
+    return await anyio.to_thread.run_sync(functools.partial(method, *args, **kwargs),
+                                          abandon_on_cancel=True)
 
 
 def needs_methods(obj: Any, *names: str) -> None:

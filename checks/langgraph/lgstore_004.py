@@ -1,8 +1,10 @@
 """ARIB-LGSTORE-004 (issue 35): TTL expiry and sweeping. An item put with a TTL is deleted by
 ``sweep_ttl()`` once its time is up, and the sweep says how many it deleted; items without a
 TTL, or whose time is not up, stay; the sweeper started with ``start_ttl_sweeper()`` deletes
-expired items on its own, ``stop_ttl_sweeper()`` stops it (the future or task it returned is
-then done) and the store goes on working.
+expired items on its own, ``stop_ttl_sweeper(timeout)`` stops it and returns True only once it
+has stopped (the future or task it returned is done then), and so does
+``stop_ttl_sweeper()`` (no timeout: it waits, as documented) on a sweeper started again; the
+store goes on working.
 
 Real time, the database's own clock (SQLite's CURRENT_TIMESTAMP has whole seconds,
 PostgreSQL's NOW() microseconds): the expiring items get a TTL of 0.001 minutes and the trial
@@ -108,17 +110,27 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
             break
         await anyio.sleep(0.1)
     await _expect(store, ns, later, kept, problems, "with the sweeper running")
-    stopped = await store_method(store, "stop_ttl_sweeper", STOP_WAIT_S)
-    ctx.log(f"stop_ttl_sweeper({STOP_WAIT_S}) gave {stopped!r}")
-    problems.expect("stop_ttl_sweeper()", True, stopped)
-    with anyio.move_on_after(STOP_WAIT_S):
-        while not sweeper.done():
-            await anyio.sleep(0.05)
-    problems.expect("the sweeper start_ttl_sweeper() returned is done after the stop", True,
-                    sweeper.done())
+    await _stop(ctx, store, sweeper, (STOP_WAIT_S,), problems)
+    ctx.log("start the sweeper again and stop it without a timeout")
+    await _stop(ctx, store, await store_method(store, "start_ttl_sweeper", SWEEP_EVERY), (),
+                problems)
     await store_call(store, "put", ns, "after", {"k": "after"})
     await _expect(store, ns, [], {**kept, "after": None}, problems, "after the stop")
     return problems.trial(ctx, "swept")
+
+
+async def _stop(ctx: TrialContext, store: Any, sweeper: Any, args: tuple[float, ...],
+                problems: Problems) -> None:
+    """stop_ttl_sweeper(*args) returns True, and only once the sweeper it stops is done."""
+    try:
+        with anyio.fail_after(2 * STOP_WAIT_S):
+            stopped = await store_method(store, "stop_ttl_sweeper", *args)
+    except TimeoutError:
+        stopped = f"no answer in {2 * STOP_WAIT_S:g} s"
+    ctx.log(f"stop_ttl_sweeper{args or '()'} gave {stopped!r}")
+    problems.expect(f"stop_ttl_sweeper{args or '()'}", True, stopped)
+    problems.expect(f"the sweeper start_ttl_sweeper() returned, done when "
+                    f"stop_ttl_sweeper{args or '()'} has returned", True, sweeper.done())
 
 
 async def _expect(store: Any, ns: tuple[str, ...], gone: list[str], kept: dict[str, Any],
