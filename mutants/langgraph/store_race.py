@@ -1,5 +1,5 @@
 """Hand-written mutants of the LangGraph stores for ARIB-LGSTORE-003 (mixed batches racing on
-one store object) and ARIB-LGSTORE-007 (a store's life through from_conn_string). Our own code
+one store object), ARIB-LGSTORE-007 and -008 (a store's life through from_conn_string). Our own code
 installed over a method, never SDK code."""
 
 from __future__ import annotations
@@ -83,3 +83,39 @@ def lg_async_sqlite_store_exit_keeps_sweeper() -> None:
         return None
 
     cls.__aexit__ = __aexit__
+
+
+@handwritten(target="lg-store-reference", module=REFERENCE_STORE_MODULE,
+             qualname="ReferenceStore.setup",
+             defect="setup() run again on a store in use recreates its items table empty (a "
+                    "migration that is not idempotent)")
+def lg_store_reference_setup_resets() -> None:
+    import importlib
+
+    module = importlib.import_module(REFERENCE_STORE_MODULE)
+    cls = module.ReferenceStore
+
+    def setup(self: Any) -> None:
+        with self._lock:
+            self._conn.executescript("DROP TABLE IF EXISTS ref_items;" + module.SCHEMA)
+
+    cls.setup = setup
+
+
+@handwritten(target="lg-store-async-sqlite-file", module=ASYNC_SQLITE_STORE_MODULE,
+             qualname="AsyncSqliteStore.setup",
+             defect="setup() takes a lock of its own call, not the store's: tasks calling it at "
+                    "once all run the migrations")
+def lg_async_sqlite_store_setup_unlocked() -> None:
+    cls = load_class(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")
+    original = cls.setup
+
+    async def setup(self: Any) -> None:
+        shared = self.lock
+        self.lock = asyncio.Lock()  # the original takes this call's own lock
+        try:
+            await original(self)
+        finally:
+            self.lock = shared
+
+    cls.setup = setup

@@ -28,8 +28,12 @@ SMALL: dict[str, dict[str, int]] = {
     "ARIB-LGSTORE-004": {"trials": 1},
     "ARIB-LGSTORE-005": {"trials": 1},
     "ARIB-LGSTORE-006": {"trials": 1},
+    "ARIB-LGSTORE-007": {"trials": 1, "workers": 3},
+    "ARIB-LGSTORE-008": {"trials": 2, "workers": 3},
 }
-FAST = ("ARIB-LGSTORE-002", "ARIB-LGSTORE-003", "ARIB-LGSTORE-006")  # no real-time waits
+# no real-time waits
+FAST = ("ARIB-LGSTORE-002", "ARIB-LGSTORE-003", "ARIB-LGSTORE-006", "ARIB-LGSTORE-007",
+        "ARIB-LGSTORE-008")
 
 
 def _run(check_id: str, lane: TargetSpec, mutant: str | None = None) -> Finding:
@@ -41,10 +45,13 @@ def _run(check_id: str, lane: TargetSpec, mutant: str | None = None) -> Finding:
                                   STORE_ASYNC_SQLITE_FILE])
 def test_holds_on_the_local_store_lanes(check_id: str, lane: TargetSpec) -> None:
     finding = _run(check_id, lane)
-    if check_id == "ARIB-LGSTORE-006" and lane.name.startswith("lg-store-") and \
-            "sqlite" in lane.name:
+    if check_id == "ARIB-LGSTORE-006" and "sqlite" in lane.name:
         assert finding.verdict is Verdict.NOT_APPLICABLE, finding.samples
         assert "takes no constructor option 'index'" in (finding.reason or "")
+        return
+    if check_id in ("ARIB-LGSTORE-007", "ARIB-LGSTORE-008") and lane is STORE_MEMORY:
+        assert finding.verdict is Verdict.NOT_APPLICABLE, finding.samples
+        assert "InMemoryStore has no from_conn_string()" in (finding.reason or "")
         return
     assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
 
@@ -60,6 +67,13 @@ def test_holds_on_the_local_store_lanes(check_id: str, lane: TargetSpec) -> None
     ("ARIB-LGSTORE-006", STORE_REFERENCE, "lg_store_reference_index_skips_list_paths",
      "second tag"),
     ("ARIB-LGSTORE-006", STORE_MEMORY, "lg_store_memory_scores_ascending", "ranked"),
+    ("ARIB-LGSTORE-007", STORE_REFERENCE, "lg_store_reference_context_leaves_open",
+     "after leaving the context, get answered"),
+    ("ARIB-LGSTORE-007", STORE_ASYNC_SQLITE_FILE, "lg_async_sqlite_store_exit_keeps_sweeper",
+     "TTL sweeper"),
+    ("ARIB-LGSTORE-008", STORE_REFERENCE, "lg_store_reference_setup_resets", "fresh instance"),
+    ("ARIB-LGSTORE-008", STORE_ASYNC_SQLITE_FILE, "lg_async_sqlite_store_setup_unlocked",
+     "setup() raised"),
 ])
 def test_a_hand_written_mutant_is_violated(check_id: str, lane: TargetSpec, mutant: str,
                                            sample: str) -> None:
