@@ -30,10 +30,11 @@ SMALL: dict[str, dict[str, int]] = {
     "ARIB-LGSTORE-006": {"trials": 1},
     "ARIB-LGSTORE-007": {"trials": 1, "workers": 3},
     "ARIB-LGSTORE-008": {"trials": 2, "workers": 3},
+    "ARIB-LGSTORE-009": {"trials": 1, "points": 8},
 }
 # no real-time waits
 FAST = ("ARIB-LGSTORE-002", "ARIB-LGSTORE-003", "ARIB-LGSTORE-006", "ARIB-LGSTORE-007",
-        "ARIB-LGSTORE-008")
+        "ARIB-LGSTORE-008", "ARIB-LGSTORE-009")
 
 
 def _run(check_id: str, lane: TargetSpec, mutant: str | None = None) -> Finding:
@@ -53,6 +54,8 @@ def test_holds_on_the_local_store_lanes(check_id: str, lane: TargetSpec) -> None
         assert finding.verdict is Verdict.NOT_APPLICABLE, finding.samples
         assert "InMemoryStore has no from_conn_string()" in (finding.reason or "")
         return
+    if check_id == "ARIB-LGSTORE-009" and lane in (STORE_SQLITE_FILE, STORE_ASYNC_SQLITE_FILE):
+        return  # judged below: sync only (abstains), and a real finding
     assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
 
 
@@ -74,7 +77,25 @@ def test_holds_on_the_local_store_lanes(check_id: str, lane: TargetSpec) -> None
     ("ARIB-LGSTORE-008", STORE_REFERENCE, "lg_store_reference_setup_resets", "fresh instance"),
     ("ARIB-LGSTORE-008", STORE_ASYNC_SQLITE_FILE, "lg_async_sqlite_store_setup_unlocked",
      "setup() raised"),
+    ("ARIB-LGSTORE-009", STORE_REFERENCE, "lg_store_reference_abatch_yields_between_ops",
+     "half done"),
+    ("ARIB-LGSTORE-009", STORE_MEMORY, "lg_store_memory_abatch_yields_between_puts",
+     "half done"),
 ])
+
+
+def test_a_cancelled_abatch_poisons_or_halves_the_async_sqlite_store() -> None:
+    """A real finding (langgraph-checkpoint-sqlite 3.1.2): AsyncSqliteStore commits what a
+    cancelled batch did so far, or leaves its connection inside the transaction."""
+    finding = _run("ARIB-LGSTORE-009", STORE_ASYNC_SQLITE_FILE)
+    assert finding.verdict is Verdict.VIOLATED, finding.samples
+    assert any("half done" in s or "within a transaction" in s for s in finding.samples)
+
+
+def test_the_cancel_check_abstains_on_a_sync_store() -> None:
+    finding = _run("ARIB-LGSTORE-009", STORE_SQLITE_FILE)
+    assert finding.verdict is Verdict.NOT_APPLICABLE
+    assert "serves the sync half" in (finding.reason or "")
 def test_a_hand_written_mutant_is_violated(check_id: str, lane: TargetSpec, mutant: str,
                                            sample: str) -> None:
     finding = _run(check_id, lane, mutant)
