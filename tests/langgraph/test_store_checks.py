@@ -82,6 +82,11 @@ def test_holds_on_the_local_store_lanes(check_id: str, lane: TargetSpec) -> None
     ("ARIB-LGSTORE-009", STORE_MEMORY, "lg_store_memory_abatch_yields_between_puts",
      "half done"),
 ])
+def test_a_hand_written_mutant_is_violated(check_id: str, lane: TargetSpec, mutant: str,
+                                           sample: str) -> None:
+    finding = _run(check_id, lane, mutant)
+    assert finding.verdict is Verdict.VIOLATED, (finding.samples, finding.reason)
+    assert any(sample in s for s in finding.samples), finding.samples
 
 
 def test_a_cancelled_abatch_poisons_or_halves_the_async_sqlite_store() -> None:
@@ -96,11 +101,6 @@ def test_the_cancel_check_abstains_on_a_sync_store() -> None:
     finding = _run("ARIB-LGSTORE-009", STORE_SQLITE_FILE)
     assert finding.verdict is Verdict.NOT_APPLICABLE
     assert "serves the sync half" in (finding.reason or "")
-def test_a_hand_written_mutant_is_violated(check_id: str, lane: TargetSpec, mutant: str,
-                                           sample: str) -> None:
-    finding = _run(check_id, lane, mutant)
-    assert finding.verdict is Verdict.VIOLATED, (finding.samples, finding.reason)
-    assert any(sample in s for s in finding.samples), finding.samples
 
 
 @pytest.mark.slow
