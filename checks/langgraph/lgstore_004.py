@@ -1,10 +1,10 @@
 """ARIB-LGSTORE-004 (issue 35): TTL expiry and sweeping. An item put with a TTL is deleted by
 ``sweep_ttl()`` once its time is up, and the sweep says how many it deleted; items without a
 TTL, or whose time is not up, stay; the sweeper started with ``start_ttl_sweeper()`` deletes
-expired items on its own, ``stop_ttl_sweeper(timeout)`` stops it and returns True only once it
-has stopped (the future or task it returned is done then), and so does
-``stop_ttl_sweeper()`` (no timeout: it waits, as documented) on a sweeper started again; the
-store goes on working.
+expired items on its own, and goes on doing so (a second batch of items expires later),
+``stop_ttl_sweeper(timeout)`` stops it and returns True only once it has stopped (the future or
+task it returned is done then), and so does ``stop_ttl_sweeper()`` (no timeout: it waits, as
+documented) on a sweeper started again; the store goes on working.
 
 Real time, the database's own clock (SQLite's CURRENT_TIMESTAMP has whole seconds,
 PostgreSQL's NOW() microseconds): the expiring items get a TTL of 0.001 minutes and the trial
@@ -96,20 +96,25 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
     problems.expect("sweep_ttl()'s count of expired items", len(gone), swept)
     await _expect(store, ns, gone, kept, problems, "after sweep_ttl()")
 
-    later = [f"swept-{n}" for n in range(2)]
-    ctx.log(f"put {later} with ttl {TINY}; start_ttl_sweeper({SWEEP_EVERY}); poll until they "
-            f"are gone ({SWEEPER_WAIT_S} s at most)")
-    for key in later:
-        await put_ttl(store, ns, key, TINY)
-    sweeper = await store_method(store, "start_ttl_sweeper", SWEEP_EVERY)
-    deadline = time.monotonic() + SWEEPER_WAIT_S
-    while time.monotonic() < deadline:
-        left = [key for key in later
-                if await store_call(store, "get", ns, key, refresh_ttl=False) is not None]
-        if not left:
-            break
-        await anyio.sleep(0.1)
-    await _expect(store, ns, later, kept, problems, "with the sweeper running")
+    sweeper = None
+    for round_ in range(2):  # the sweeper keeps sweeping: a second batch of items expires too
+        later = [f"swept-{round_}-{n}" for n in range(2)]
+        ctx.log(f"put {later} with ttl {TINY}"
+                + (f"; start_ttl_sweeper({SWEEP_EVERY})" if sweeper is None else "")
+                + f"; poll until they are gone ({SWEEPER_WAIT_S} s at most)")
+        for key in later:
+            await put_ttl(store, ns, key, TINY)
+        if sweeper is None:
+            sweeper = await store_method(store, "start_ttl_sweeper", SWEEP_EVERY)
+        deadline = time.monotonic() + SWEEPER_WAIT_S
+        while time.monotonic() < deadline:
+            left = [key for key in later
+                    if await store_call(store, "get", ns, key, refresh_ttl=False) is not None]
+            if not left:
+                break
+            await anyio.sleep(0.1)
+        await _expect(store, ns, later, kept, problems,
+                      f"with the sweeper running (round {round_ + 1})")
     await _stop(ctx, store, sweeper, (STOP_WAIT_S,), problems)
     ctx.log("start the sweeper again and stop it without a timeout")
     await _stop(ctx, store, await store_method(store, "start_ttl_sweeper", SWEEP_EVERY), (),
