@@ -4,7 +4,7 @@ whose indexed text is the query first, with the top score; scored items come bes
 before any unscored one; what ``put(index=False)`` or a field outside ``index`` holds is never
 what ranks an item; a path with several texts (``tags[*]``) indexes each; an overwrite
 re-indexes and a delete drops the item's vectors; pages of a ranked search add up to the whole
-ranking; a filter still applies.
+ranking; a filter still applies; an index without ``fields`` embeds each whole document.
 
 The embedder is our own and deterministic (``letters``: the letter counts of a text,
 normalized), so cosine similarity is the share of letters two texts have in common: texts of
@@ -108,7 +108,26 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
     found = scores(await store_call(store, "search", ranked_ns, query="mnopqrst", limit=1))
     if not found or found[0][0] != "r8" or not _top(found[0][1]):
         problems.add("wrong", f"search 'mnopqrst' (r8's new text) gives {found}")
+    await _whole_documents(ctx, problems)
     return problems.trial(ctx, "ranked")
+
+
+async def _whole_documents(ctx: TrialContext, problems: Problems) -> None:
+    """Without ``fields`` an index embeds each whole document ("$"): a query that is a
+    document's JSON ranks it first with score 1."""
+    import json
+
+    store = store_of(await ctx.open_configured(index={"dims": DIMS, "embed": letters}))
+    ns = ("sem", f"{ctx.seed:x}", "whole")
+    docs = {"doc": {"a": "abcdefgh"}, "near": {"a": "abcdxyzq"}}
+    ctx.log(f"a store indexed without fields: put {docs} in {ns}; search the JSON of 'doc'")
+    for key, value in docs.items():
+        await store_call(store, "put", ns, key, value)
+    query = json.dumps(docs["doc"], sort_keys=True, ensure_ascii=False)
+    found = scores(await store_call(store, "search", ns, query=query, limit=10))
+    if not found or found[0][0] != "doc" or not _top(found[0][1]):
+        problems.add("wrong", f"indexed without fields, a search for the JSON of 'doc' gives "
+                              f"{found}, not 'doc' first with score 1")
 
 
 def _top(score: float | None) -> bool:
