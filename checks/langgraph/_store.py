@@ -20,9 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
 from targets.base import NotApplicable
+from targets.langgraph.lanes import api_of
 
 Ns = tuple[str, ...]
 _COMPARE = {"$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b,
@@ -151,3 +153,22 @@ def needs_methods(obj: Any, *names: str) -> None:
         if not callable(getattr(obj, name, None)):
             raise NotApplicable(f"{cls.__name__} has no {name}() (installed release): "
                                 f"the contract was never offered there")
+
+
+class Hung(Exception):
+    """A store call that gave no answer within its time (``timed_call``)."""
+
+
+async def timed_call(store: Any, seconds: float, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``store_call(store, method, ...)`` that raises Hung after ``seconds`` without an answer
+    (a sync lane's worker thread is abandoned), so that a hung store is evidence, not a trial
+    past the check's own time limit."""
+    try:
+        with anyio.fail_after(seconds):
+            if api_of(store) == "sync":
+                return await anyio.to_thread.run_sync(
+                    functools.partial(getattr(store, method), *args, **kwargs),
+                    abandon_on_cancel=True)
+            return await getattr(store, f"a{method}")(*args, **kwargs)
+    except TimeoutError:
+        raise Hung(f"{method} gave no answer in {seconds:g} s") from None

@@ -9,7 +9,7 @@ Invariant: writers, each owning a namespace (``("arib", <seed>, "w1")``, ``("ari
 with searchers that search each namespace while they write. Every search returns only items of
 the namespace it names (never of another whose name merely starts the same) with the values
 some put gave them; after all returned, searching each namespace gives exactly the items put
-and not deleted, with their last values.
+and not deleted, with their last values. A call with no answer in 10 s is hung (a violation).
 """
 
 from __future__ import annotations
@@ -21,12 +21,16 @@ import anyio
 from checks.base import Barrier, CheckSpec, Param, TrialContext, describe
 from checks.common import trials_param
 from checks.langgraph._contract import guarded
-from checks.langgraph._saver import store_call, store_of
+from checks.langgraph._saver import store_of
+from checks.langgraph._store import timed_call
 from harness.ground.model import Counts, Trial
 from harness.ground.selector import Selector
 
 CHECK_ID = "ARIB-LGSTORE-001"
 LIMIT = 10_000
+# A call with no answer after this long is hung: evidence (the writer or searcher reports it),
+# not a trial past the check's time limit (PostgresStore of -postgres 2.0.0 hangs here).
+OP_TIMEOUT_S = 10.0
 
 
 def namespaces(seed: int, writers: int) -> list[tuple[str, ...]]:
@@ -70,10 +74,10 @@ async def _trial(ctx: TrialContext) -> Trial:
         await barrier.wait()
         try:
             for key, value in plans[ns]:
-                await store_call(store, "put", ns, key, value)
+                await timed_call(store, OP_TIMEOUT_S, "put", ns, key, value)
                 await anyio.sleep(0)
             for key in sorted(deleted[ns]):
-                await store_call(store, "delete", ns, key)
+                await timed_call(store, OP_TIMEOUT_S, "delete", ns, key)
                 await anyio.sleep(0)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"writer {ns}: {describe(exc)}")
@@ -82,7 +86,8 @@ async def _trial(ctx: TrialContext) -> Trial:
         await barrier.wait()
         try:
             while not done.is_set():
-                judge_search(ns, await store_call(store, "search", ns, limit=LIMIT))
+                judge_search(ns, await timed_call(store, OP_TIMEOUT_S, "search", ns,
+                                                   limit=LIMIT))
                 await anyio.sleep(0)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"searcher {ns}: {describe(exc)}")
@@ -97,7 +102,7 @@ async def _trial(ctx: TrialContext) -> Trial:
     lost = 0
     for ns in spaces:
         try:
-            found = await store_call(store, "search", ns, limit=LIMIT)
+            found = await timed_call(store, OP_TIMEOUT_S, "search", ns, limit=LIMIT)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"final search {ns}: {describe(exc)}")
             continue
