@@ -22,13 +22,17 @@ class has no ``from_conn_string`` abstains, naming it.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
-from checks.base import TrialContext, describe, race, race_threads
+from checks.base import Barrier, NotApplicable, TrialContext, describe
 from checks.langgraph._contract import Problems, guarded
 from checks.langgraph._saver import store_call, store_of
 from checks.langgraph._store import needs_methods
@@ -38,13 +42,35 @@ from targets.langgraph.stores import conn_string
 
 STOP_WAIT_S = 2.0
 KEYS = ("k0", "k1", "k2")  # each worker: setup(), put and get, per key
+# A phase (the setups, the writes) with no end after this long is hung: evidence, not a trial
+# past the check's limit (a hung worker thread is abandoned).
+PHASE_S = 8.0
+# The same for the whole trial (a context's exit, a reopened store's reads).
+HANG_S = 20.0
 
 
 async def lifecycle(ctx: TrialContext, racing_setup: bool) -> Trial:
     """One trial: open by string, setup() (raced or not), concurrent writes, leave the
     context, call the store, read back through a fresh instance."""
     problems = Problems()
-    return await guarded(ctx, lambda: _trial(ctx, problems, racing_setup))
+
+    async def body() -> Trial:
+        try:
+            with anyio.fail_after(HANG_S):
+                return await _trial(ctx, problems, racing_setup)
+        except TimeoutError:
+            problems.add("error", f"the trial hung: no end after {HANG_S:g} s (last: "
+                                  f"{ctx.ops[-1] if ctx.ops else 'nothing'})")
+            return problems.trial(ctx, "released")
+        except NotApplicable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - evidence, after what was seen before it
+            if not problems.found:
+                raise  # guarded reports it
+            problems.add("error", f"then raised {describe(exc)}")
+            return problems.trial(ctx, "released")
+
+    return await guarded(ctx, body)
 
 
 async def _trial(ctx: TrialContext, problems: Problems, racing_setup: bool) -> Trial:
@@ -85,7 +111,7 @@ async def _trial(ctx: TrialContext, problems: Problems, racing_setup: bool) -> T
         problems.expect("the TTL sweeper after leaving the context (done)", True, sweeper.done())
     try:
         with anyio.fail_after(STOP_WAIT_S):
-            answer = await store_call(store, "get", ("life", "0"), "k")
+            answer = await store_call(store, "get", ("life", "0"), KEYS[0])
         problems.add("wrong", f"after leaving the context, get answered {answer!r:.80} (the "
                               f"connection was not released)")
     except TimeoutError:
@@ -100,6 +126,61 @@ async def _trial(ctx: TrialContext, problems: Problems, racing_setup: bool) -> T
                 problems.add("lost", f"a fresh instance reads ('life', '{w}') {key} as "
                                      f"{got!r:.100}")
     return problems.trial(ctx, "released")
+
+
+async def _phase(what: str, problems: Problems, racing: Any) -> list[Any] | None:
+    """The racing calls' exceptions; None (a problem recorded) when the phase hangs."""
+    try:
+        with anyio.fail_after(PHASE_S):
+            return list(await racing)
+    except TimeoutError:
+        problems.add("error", f"{what} hung: not every worker was done after {PHASE_S:g} s")
+        return None
+
+
+async def race_tasks(calls: list[Callable[[], Any]]) -> list[BaseException | None]:
+    """The async calls as tasks released together; each call's exception. Tasks still running
+    when the caller is cancelled are cancelled and abandoned, never awaited (a psycopg
+    pipeline a store broke can swallow the cancellation and wait for ever)."""
+    barrier = Barrier(len(calls))
+    outcome: list[BaseException | None] = [None] * len(calls)
+
+    async def one(i: int) -> None:
+        await barrier.wait()
+        try:
+            await calls[i]()
+        except Exception as exc:  # noqa: BLE001 - the store's exception is evidence
+            outcome[i] = exc
+
+    tasks = [asyncio.ensure_future(one(i)) for i in range(len(calls))]
+    try:
+        await asyncio.shield(asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
+    return outcome
+
+
+async def race_threads(calls: list[Callable[[], Any]]) -> list[BaseException | None]:
+    """The sync calls in worker threads released together; each call's exception. A thread
+    still running when the caller is cancelled is abandoned (``checks.base.race_threads``
+    waits for it)."""
+    barrier = threading.Barrier(len(calls), timeout=10)
+    outcome: list[BaseException | None] = [None] * len(calls)
+
+    def one(i: int) -> None:
+        barrier.wait()
+        try:
+            calls[i]()
+        except Exception as exc:  # noqa: BLE001 - the store's exception is evidence
+            outcome[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(calls)):
+            tg.start_soon(functools.partial(anyio.to_thread.run_sync, one, i,
+                                            abandon_on_cancel=True))
+    return outcome
 
 
 async def _inside(store: Any, sync: bool, workers: int, racing_setup: bool,
@@ -122,9 +203,10 @@ async def _inside(store: Any, sync: bool, workers: int, racing_setup: bool,
                 if getattr(got, "value", None) != {"w": w}:
                     raise AssertionError(f"read back {got!r:.80}")
 
-        setups = await (race_threads(each(setup)) if racing_setup
-                        else race_threads([functools.partial(setup, 0)]))
-        writes = await race_threads(each(write)) if not any(setups) else []
+        setups = await _phase("setup()", problems, race_threads(
+            each(setup) if racing_setup else [functools.partial(setup, 0)]))
+        writes = await _phase("the writes", problems, race_threads(each(write))) \
+            if setups is not None and not any(setups) else []
     else:
         async def asetup(w: int) -> None:
             await store.setup()
@@ -138,13 +220,14 @@ async def _inside(store: Any, sync: bool, workers: int, racing_setup: bool,
                 if getattr(got, "value", None) != {"w": w}:
                     raise AssertionError(f"read back {got!r:.80}")
 
-        setups = await (race(each(asetup)) if racing_setup else race([functools.partial(
-            asetup, 0)]))
-        writes = await race(each(awrite)) if not any(setups) else []
-    for w, exc in enumerate(setups):
+        setups = await _phase("setup()", problems, race_tasks(
+            each(asetup) if racing_setup else [functools.partial(asetup, 0)]))
+        writes = await _phase("the writes", problems, race_tasks(each(awrite))) \
+            if setups is not None and not any(setups) else []
+    for w, exc in enumerate(setups or ()):
         if exc is not None:
             problems.add("error", f"worker {w}'s setup() raised {describe(exc)}")
-    for w, exc in enumerate(writes):
+    for w, exc in enumerate(writes or ()):
         if exc is not None:
             problems.add("error", f"worker {w}'s put and get raised {describe(exc)}")
 
