@@ -167,13 +167,14 @@ STORE_MEMORY = TargetSpec(
     description="InMemoryStore")
 STORE_SQLITE_FILE = TargetSpec(
     name="lg-store-sqlite-file", backend="SqliteStore", module=stores.SQLITE_STORE_MODULE,
-    claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0, options=stores.TTL_OPTION,
+    claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0,
+    options=stores.SQLITE_OPTIONS,
     description="SqliteStore on a sqlite3 connection to a file (autocommit, "
                 "check_same_thread=False)")
 STORE_ASYNC_SQLITE_FILE = TargetSpec(
     name="lg-store-async-sqlite-file", backend="AsyncSqliteStore",
     module=stores.ASYNC_SQLITE_STORE_MODULE, claims=NO_CLOSE,
-    build=stores.build_async_sqlite_store, waits_s=5.0, options=stores.TTL_OPTION,
+    build=stores.build_async_sqlite_store, waits_s=5.0, options=stores.SQLITE_OPTIONS,
     description="AsyncSqliteStore on an aiosqlite connection to a file (autocommit)")
 STORE_POSTGRES = _postgres("lg-store-postgres", "PostgresStore", stores.PG_STORE_MODULE,
                            "PostgresStore on " + _PG_CONN.format(kind="Connection"),

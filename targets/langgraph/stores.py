@@ -11,11 +11,11 @@ aiosqlite one with ``isolation_level=None``, as the builders here do; no store h
 
 Constructor options (``TargetSpec.options``, ``TrialContext.open_configured``): ``ttl``, the
 ``TTLConfig`` every store but ``InMemoryStore`` takes (its ``supports_ttl`` is False), and
-``index``, the ``IndexConfig`` of semantic search, on InMemoryStore and our reference only: the
-SQLite stores' index loads the sqlite-vec extension through
-``sqlite3.Connection.enable_load_extension``, which the interpreter the family runs on lacks
-(its sqlite3 is built without extension loading), and the PostgreSQL stores' needs the
-pgvector extension, which the harness's PostgreSQL 15 does not have.
+``index``, the ``IndexConfig`` of semantic search, on InMemoryStore and our reference, and on the
+SQLite stores only where the interpreter's sqlite3 loads extensions (their index loads the
+sqlite-vec extension through ``sqlite3.Connection.enable_load_extension``; the pyenv
+interpreters the family runs on here are built without it); never on the PostgreSQL stores,
+whose index needs the pgvector extension, which the harness's PostgreSQL 15 does not have.
 """
 
 
@@ -50,7 +50,12 @@ TTL_OPTION = {"ttl": "langgraph.store.base.TTLConfig: refresh_on_read, default_t
                      "AsyncSqliteStore, PostgresStore, AsyncPostgresStore and our reference)"}
 
 INDEX_OPTION = {"index": "langgraph.store.base.IndexConfig: dims, embed, fields (the "
-                         "constructor's index= of InMemoryStore and our reference)"}
+                         "constructor's index= of InMemoryStore, our reference and, where the "
+                         "interpreter's sqlite3 loads extensions, the SQLite stores)"}
+# The SQLite stores' index loads sqlite-vec through Connection.enable_load_extension, which only
+# an interpreter whose sqlite3 was built with loadable extensions has.
+SQLITE_LOADS_EXTENSIONS = hasattr(sqlite3.Connection, "enable_load_extension")
+SQLITE_OPTIONS = {**TTL_OPTION, **(INDEX_OPTION if SQLITE_LOADS_EXTENSIONS else {})}
 
 
 REFERENCE_STORE_FILE = "reference-store.db"
