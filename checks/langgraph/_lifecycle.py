@@ -25,14 +25,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from checks.base import Barrier, NotApplicable, TrialContext, describe
+from checks.base import Barrier, NotApplicable, TrialContext, describe, race_threads
 from checks.langgraph._contract import Problems, guarded
 from checks.langgraph._saver import store_call, store_of
 from checks.langgraph._store import needs_methods
@@ -162,27 +161,6 @@ async def race_tasks(calls: list[Callable[[], Any]]) -> list[BaseException | Non
     return outcome
 
 
-async def race_threads(calls: list[Callable[[], Any]]) -> list[BaseException | None]:
-    """The sync calls in worker threads released together; each call's exception. A thread
-    still running when the caller is cancelled is abandoned (``checks.base.race_threads``
-    waits for it)."""
-    barrier = threading.Barrier(len(calls), timeout=10)
-    outcome: list[BaseException | None] = [None] * len(calls)
-
-    def one(i: int) -> None:
-        barrier.wait()
-        try:
-            calls[i]()
-        except Exception as exc:  # noqa: BLE001 - the store's exception is evidence
-            outcome[i] = exc
-
-    async with anyio.create_task_group() as tg:
-        for i in range(len(calls)):
-            tg.start_soon(functools.partial(anyio.to_thread.run_sync, one, i,
-                                            abandon_on_cancel=True))
-    return outcome
-
-
 async def _inside(store: Any, sync: bool, workers: int, racing_setup: bool,
                   problems: Problems) -> None:
     """Inside the context: setup() (by every worker at once, or once), then the writes."""
@@ -204,8 +182,8 @@ async def _inside(store: Any, sync: bool, workers: int, racing_setup: bool,
                     raise AssertionError(f"read back {got!r:.80}")
 
         setups = await _phase("setup()", problems, race_threads(
-            each(setup) if racing_setup else [functools.partial(setup, 0)]))
-        writes = await _phase("the writes", problems, race_threads(each(write))) \
+            each(setup) if racing_setup else [functools.partial(setup, 0)], abandon=True))
+        writes = await _phase("the writes", problems, race_threads(each(write), abandon=True)) \
             if setups is not None and not any(setups) else []
     else:
         async def asetup(w: int) -> None:
