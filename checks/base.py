@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -192,8 +193,11 @@ async def race(calls: list[Callable[[], Awaitable[Any]]]) -> list[BaseException 
     return outcome
 
 
-async def race_threads(calls: list[Callable[[], Any]]) -> list[BaseException | None]:
-    """Run sync calls in worker threads released together by a threading barrier."""
+async def race_threads(calls: list[Callable[[], Any]], abandon: bool = False
+                       ) -> list[BaseException | None]:
+    """Run sync calls in worker threads released together by a threading barrier.
+    ``abandon``: a caller cancelled while a thread still runs gives up on it at once (a hung
+    backend call is then evidence the caller reports, not a hang of its own)."""
     barrier = threading.Barrier(len(calls), timeout=10)
     outcome: list[BaseException | None] = [None] * len(calls)
 
@@ -206,7 +210,8 @@ async def race_threads(calls: list[Callable[[], Any]]) -> list[BaseException | N
 
     async with anyio.create_task_group() as tg:
         for i in range(len(calls)):
-            tg.start_soon(anyio.to_thread.run_sync, one, i)
+            tg.start_soon(functools.partial(anyio.to_thread.run_sync, one, i,
+                                            abandon_on_cancel=abandon))
     return outcome
 
 

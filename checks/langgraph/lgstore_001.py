@@ -9,7 +9,7 @@ Invariant: writers, each owning a namespace (``("arib", <seed>, "w1")``, ``("ari
 with searchers that search each namespace while they write. Every search returns only items of
 the namespace it names (never of another whose name merely starts the same) with the values
 some put gave them; after all returned, searching each namespace gives exactly the items put
-and not deleted, with their last values.
+and not deleted, with their last values. A call with no answer in 10 s is hung (a violation).
 """
 
 from __future__ import annotations
@@ -20,12 +20,17 @@ import anyio
 
 from checks.base import Barrier, CheckSpec, Param, TrialContext, describe
 from checks.common import trials_param
-from checks.langgraph._saver import store_call, store_of
+from checks.langgraph._contract import guarded
+from checks.langgraph._saver import store_of
+from checks.langgraph._store import timed_call
 from harness.ground.model import Counts, Trial
 from harness.ground.selector import Selector
 
 CHECK_ID = "ARIB-LGSTORE-001"
 LIMIT = 10_000
+# A call with no answer after this long is hung: evidence (the writer or searcher reports it),
+# not a trial past the check's time limit (PostgresStore of -postgres 2.0.0 hangs here).
+OP_TIMEOUT_S = 10.0
 
 
 def namespaces(seed: int, writers: int) -> list[tuple[str, ...]]:
@@ -34,7 +39,13 @@ def namespaces(seed: int, writers: int) -> list[tuple[str, ...]]:
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
-    """One trial: writers put and delete in their namespaces while searchers search them."""
+    """One trial: writers put and delete in their namespaces while searchers search them.
+    A store that cannot be opened or set up is a violation (``guarded``), not a harness
+    error."""
+    return await guarded(ctx, lambda: _trial(ctx))
+
+
+async def _trial(ctx: TrialContext) -> Trial:
     writers, items = ctx.params["writers"], ctx.params["items"]
     store = store_of(await ctx.open())
     spaces = namespaces(ctx.seed, writers)
@@ -49,7 +60,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     barrier = Barrier(2 * len(spaces))
     done = anyio.Event()
 
-    def judge_search(ns: tuple[str, ...], found: list[Any]) -> None:
+    def judge_search(ns: tuple[str, ...], found: Any) -> None:
+        if not isinstance(found, list):  # a search that gives no list shows nothing put
+            wrong.append(f"search {ns} returned {found!r:.80}, not a list of items")
+            return
         for item in found:
             if tuple(item.namespace) != ns:
                 wrong.append(f"search {ns} gave an item of {tuple(item.namespace)}")
@@ -60,10 +74,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await barrier.wait()
         try:
             for key, value in plans[ns]:
-                await store_call(store, "put", ns, key, value)
+                await timed_call(store, OP_TIMEOUT_S, "put", ns, key, value)
                 await anyio.sleep(0)
             for key in sorted(deleted[ns]):
-                await store_call(store, "delete", ns, key)
+                await timed_call(store, OP_TIMEOUT_S, "delete", ns, key)
                 await anyio.sleep(0)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"writer {ns}: {describe(exc)}")
@@ -72,7 +86,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await barrier.wait()
         try:
             while not done.is_set():
-                judge_search(ns, await store_call(store, "search", ns, limit=LIMIT))
+                judge_search(ns, await timed_call(store, OP_TIMEOUT_S, "search", ns,
+                                                   limit=LIMIT))
                 await anyio.sleep(0)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"searcher {ns}: {describe(exc)}")
@@ -87,12 +102,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
     lost = 0
     for ns in spaces:
         try:
-            found = await store_call(store, "search", ns, limit=LIMIT)
+            found = await timed_call(store, OP_TIMEOUT_S, "search", ns, limit=LIMIT)
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"final search {ns}: {describe(exc)}")
             continue
         judge_search(ns, found)
-        have = {item.key: item.value for item in found if tuple(item.namespace) == ns}
+        have = {item.key: item.value for item in (found if isinstance(found, list) else ())
+                if tuple(item.namespace) == ns}
         want = {key: value for key, value in plans[ns] if key not in deleted[ns]}
         for key, value in want.items():
             if have.get(key) != value:

@@ -118,11 +118,12 @@ ASYNC_SQLITE_MEMORY = TargetSpec(
 
 
 def _postgres(name: str, backend: str, module: str, description: str, *,
-              is_async: bool = False, pipeline: bool = False, pool: bool = False) -> TargetSpec:
+              is_async: bool = False, pipeline: bool = False, pool: bool = False,
+              options: Mapping[str, str] | None = None) -> TargetSpec:
     build = (async_pg_builder(name, module, (backend,), pipeline=pipeline, pool=pool)
              if is_async else sync_pg_builder(name, module, (backend,), pipeline=pipeline))
     return TargetSpec(name=name, backend=backend, module=module, claims=NO_CLOSE, build=build,
-                      service="postgres", description=description)
+                      service="postgres", description=description, options=options or {})
 
 
 _PG_CONN = ("a psycopg {kind} on the harness's PostgreSQL (autocommit, dict_row, "
@@ -158,25 +159,30 @@ ASYNC_SHALLOW_POSTGRES = _postgres(
 STORE_REFERENCE = TargetSpec(
     name="lg-store-reference", backend="ReferenceStore", module=stores.REFERENCE_STORE_MODULE,
     claims=NO_CLOSE, build=stores.build_reference_store,
+    options={**stores.TTL_OPTION, **stores.INDEX_OPTION},
     description="our reference store: one SQLite file, one lock, durable on return")
 STORE_MEMORY = TargetSpec(
     name="lg-store-memory", backend="InMemoryStore", module=stores.MEMORY_STORE_MODULE,
-    claims=NO_CLOSE, build=stores.build_memory_store, description="InMemoryStore")
+    claims=NO_CLOSE, build=stores.build_memory_store, options=stores.INDEX_OPTION,
+    description="InMemoryStore")
 STORE_SQLITE_FILE = TargetSpec(
     name="lg-store-sqlite-file", backend="SqliteStore", module=stores.SQLITE_STORE_MODULE,
     claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0,
+    options=stores.SQLITE_OPTIONS,
     description="SqliteStore on a sqlite3 connection to a file (autocommit, "
                 "check_same_thread=False)")
 STORE_ASYNC_SQLITE_FILE = TargetSpec(
     name="lg-store-async-sqlite-file", backend="AsyncSqliteStore",
     module=stores.ASYNC_SQLITE_STORE_MODULE, claims=NO_CLOSE,
-    build=stores.build_async_sqlite_store, waits_s=5.0,
+    build=stores.build_async_sqlite_store, waits_s=5.0, options=stores.SQLITE_OPTIONS,
     description="AsyncSqliteStore on an aiosqlite connection to a file (autocommit)")
 STORE_POSTGRES = _postgres("lg-store-postgres", "PostgresStore", stores.PG_STORE_MODULE,
-                           "PostgresStore on " + _PG_CONN.format(kind="Connection"))
+                           "PostgresStore on " + _PG_CONN.format(kind="Connection"),
+                           options=stores.TTL_OPTION)
 STORE_ASYNC_POSTGRES = _postgres(
     "lg-store-async-postgres", "AsyncPostgresStore", stores.PG_ASYNC_STORE_MODULE,
-    "AsyncPostgresStore on " + _PG_CONN.format(kind="AsyncConnection"), is_async=True)
+    "AsyncPostgresStore on " + _PG_CONN.format(kind="AsyncConnection"), is_async=True,
+    options=stores.TTL_OPTION)
 
 # Which half of the interface each lane's class serves; the other half raises
 # NotImplementedError (SqliteSaver's, PostgresSaver's and SqliteStore's async methods) or
@@ -199,7 +205,11 @@ CHECKPOINTER_LANES = (REFERENCE, MEMORY, SQLITE_FILE, ASYNC_SQLITE_FILE, ASYNC_S
 STORE_LANES = (STORE_REFERENCE, STORE_MEMORY, STORE_SQLITE_FILE, STORE_ASYNC_SQLITE_FILE,
                STORE_POSTGRES, STORE_ASYNC_POSTGRES)
 LANES = (*CHECKPOINTER_LANES, *STORE_LANES)
-SURVEY_LANES = tuple(lane for lane in CHECKPOINTER_LANES if not lane.reference)
+# The survey's default lanes besides the family's reference (lg-reference, which the survey
+# puts first): every other checkpointer lane and every store lane. Our reference store is one
+# of them: it is not the family's reference, and its generated mutants are judged like any
+# lane's (store checks are gated on it in admission, ``CheckSpec.reference``).
+SURVEY_LANES = (*(lane for lane in CHECKPOINTER_LANES if not lane.reference), *STORE_LANES)
 # What each lane's object is: "checkpointer" or "store".
 KIND: Mapping[str, str] = {**{lane.name: "checkpointer" for lane in CHECKPOINTER_LANES},
                            **{lane.name: "store" for lane in STORE_LANES}}

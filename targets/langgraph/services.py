@@ -138,7 +138,8 @@ def private_handle(obj: Any, why: str,
 def file_builder(module: str, name: str, filename: str
                  ) -> Callable[[BuildContext], Awaitable[Handle]]:
     """A builder of our own ``name`` of ``module`` on the file ``filename`` of the trial's root
-    (its ``dispose()`` closes the file); reopen() opens another instance on that file."""
+    (its ``dispose()`` closes the file), with the constructor options of the BuildContext
+    (``TargetSpec.options``); reopen() opens another instance on that file."""
 
     async def build(ctx: BuildContext) -> Handle:
         try:
@@ -147,7 +148,7 @@ def file_builder(module: str, name: str, filename: str
             raise NotApplicable(
                 f"{name} cannot exist on the installed langgraph-checkpoint: {exc} (the API "
                 f"it implements is newer than this release)") from None
-        obj = cls(ctx.root / filename)
+        obj = cls(ctx.root / filename, **ctx.options)
 
         async def dispose() -> None:
             obj.dispose()
@@ -207,11 +208,11 @@ def sync_pg_builder(lane: str, module: str, names: tuple[str, ...], *, pipeline:
         stack = contextlib.ExitStack()
         try:
             cls = class_in(module, *names)
-            plain = quietly(cls, conn)
+            plain = quietly(cls, conn, **ctx.options)
             plain.setup()  # see PIPELINE_SETUP_NOTE
             # no pipe= without a pipeline: early releases' stores take no such argument
-            obj = quietly(cls, conn, pipe=stack.enter_context(conn.pipeline())) if pipeline \
-                else plain
+            obj = quietly(cls, conn, pipe=stack.enter_context(conn.pipeline()),
+                          **ctx.options) if pipeline else plain
         except BaseException:
             with contextlib.suppress(Exception):
                 stack.close()
@@ -249,11 +250,11 @@ def async_pg_builder(lane: str, module: str, names: tuple[str, ...], *, pipeline
                 conn = await apg_connect(ctx, lane)
                 stack.push_async_callback(conn.close)
             cls = class_in(module, *names)
-            plain = quietly(cls, conn)
+            plain = quietly(cls, conn, **ctx.options)
             stack.callback(cancel_batching, plain)
             await plain.setup()  # see PIPELINE_SETUP_NOTE
             pipe = await stack.enter_async_context(conn.pipeline()) if pipeline else None
-            obj = quietly(cls, conn, pipe=pipe) if pipeline else plain
+            obj = quietly(cls, conn, pipe=pipe, **ctx.options) if pipeline else plain
             stack.callback(cancel_batching, obj)
         except BaseException:
             with contextlib.suppress(Exception):

@@ -77,3 +77,46 @@ def test_a_batch_is_whole_or_nothing_and_durable_for_another_instance(tmp_path: 
     finally:
         first.dispose()
         second.dispose()
+
+
+def test_ttl_sweeps_only_expired_items_and_a_read_refreshes(tmp_path: Path) -> None:
+    import time
+
+    store = ReferenceStore(tmp_path / "s.db", ttl={"refresh_on_read": True})
+    try:
+        store.batch([PutOp(("t",), "short", {"v": 1}, None, 0.002),  # 120 ms
+                     PutOp(("t",), "read", {"v": 2}, None, 0.002),
+                     PutOp(("t",), "long", {"v": 3}, None, 60.0),
+                     PutOp(("t",), "none", {"v": 4})])
+        time.sleep(0.08)
+        store.get(("t",), "read")  # refreshed: 120 ms from now
+        time.sleep(0.06)
+        assert store.sweep_ttl() == 1
+        assert [i.key for i in store.search(("t",), refresh_ttl=False)] == ["none", "long",
+                                                                          "read"]
+        done = store.start_ttl_sweeper(0.0001)
+        time.sleep(0.1)
+        assert store.stop_ttl_sweeper(1.0) and done.done()
+        assert store.get(("t",), "read") is None
+    finally:
+        store.dispose()
+
+
+def test_an_index_ranks_the_indexed_texts(tmp_path: Path) -> None:
+    from checks.langgraph.lgstore_006 import letters
+
+    store = ReferenceStore(tmp_path / "s.db", index={"dims": 26, "embed": letters,
+                                                     "fields": ["text"]})
+    try:
+        store.put(("d",), "exact", {"text": "abcd"})
+        store.put(("d",), "near", {"text": "abcx"})
+        store.put(("d",), "off", {"text": "abcd"}, index=False)
+        store.put(("d",), "tags", {"text": "zz", "tags": ["q", "abcd"]}, index=["tags[*]"])
+        found = [(i.key, i.score) for i in store.search(("d",), query="abcd")]
+        assert [k for k, _ in found] in (["exact", "tags", "near", "off"],
+                                         ["tags", "exact", "near", "off"])
+        assert found[-1][1] is None and found[2][1] == pytest.approx(0.75)
+        store.delete(("d",), "exact")
+        assert [i.key for i in store.search(("d",), query="abcd", limit=1)] == ["tags"]
+    finally:
+        store.dispose()

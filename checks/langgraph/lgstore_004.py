@@ -1,0 +1,172 @@
+"""ARIB-LGSTORE-004 (issue 35): TTL expiry and sweeping. An item put with a TTL is deleted by
+``sweep_ttl()`` once its time is up, and the sweep says how many it deleted; items without a
+TTL, or whose time is not up, stay; the sweeper started with ``start_ttl_sweeper()`` deletes
+expired items on its own, and goes on doing so (a second batch of items expires later),
+``stop_ttl_sweeper(timeout)`` stops it and returns True only once it has stopped (the future or
+task it returned is done then), and so does ``stop_ttl_sweeper()`` (no timeout: it waits, as
+documented) on a sweeper started again; the store goes on working.
+
+Real time, the database's own clock (SQLite's CURRENT_TIMESTAMP has whole seconds,
+PostgreSQL's NOW() microseconds): the expiring items get a TTL of 0.001 minutes and the trial
+waits past the next whole second after they expire (about 1 s); the sweeper sweeps every 0.004
+minutes (0.24 s) and gets 3 s. A store whose class does not offer TTL (``supports_ttl`` False,
+InMemoryStore has no sweep_ttl()) or a release without these methods abstains, naming what it
+found on the object.
+
+Items get their TTL from ``PutOp.ttl`` in a ``batch``/``abatch`` call (BaseStore's documented
+interface), not from ``put(ttl=...)``: BaseStore.put/aput refuse a TTL where the class's
+``supports_ttl`` is False, and AsyncSqliteStore (langgraph-checkpoint-sqlite 3.1.2) inherits
+False from BaseStore through AsyncBatchedBaseStore, first among its bases, though it takes a
+TTLConfig and sweeps.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import anyio
+
+from checks.base import CheckSpec, Selector, TrialContext
+from checks.common import trials_param
+from checks.langgraph._contract import Problems, guarded
+from checks.langgraph._saver import store_call, store_of
+from checks.langgraph._store import needs_keywords, needs_methods, store_method
+from harness.ground.model import Trial
+from targets.base import NotApplicable
+
+CHECK_ID = "ARIB-LGSTORE-004"
+TINY = 0.001  # minutes: 60 ms
+LONG = 60.0  # minutes
+SWEEP_EVERY = 0.004  # minutes: 0.24 s
+SWEEPER_WAIT_S = 3.0
+STOP_WAIT_S = 2.0
+CONFIG = {"refresh_on_read": True}
+
+
+async def ttl_store(ctx: TrialContext, config: dict[str, Any] | None = None) -> Any:
+    """A store of the lane built with a TTL config, or NotApplicable naming why the class
+    offers none (found on a plain instance)."""
+    from langgraph.store.base import PutOp
+
+    probe = store_of(await ctx.open())
+    needs_methods(probe, "sweep_ttl", "start_ttl_sweeper", "stop_ttl_sweeper")
+    if "ttl" not in PutOp._fields:
+        raise NotApplicable("PutOp has no ttl in this release: TTL was never offered")
+    needs_keywords(probe, "get", "refresh_ttl")
+    needs_keywords(probe, "search", "refresh_ttl")
+    return store_of(await ctx.open_configured(ttl=dict(config or CONFIG)))
+
+
+async def put_ttl(store: Any, ns: tuple[str, ...], key: str, ttl: float | None) -> None:
+    """Put ``{"k": key}`` with ``ttl`` minutes (None: none) as a PutOp of a batch."""
+    from langgraph.store.base import PutOp
+
+    await store_call(store, "batch", [PutOp(ns, key, {"k": key}, None, ttl)])
+
+
+async def past_expiry(ctx: TrialContext) -> None:
+    """Sleep until the whole second after an item put now with TTL ``TINY`` expires."""
+    now = time.time()
+    until = math.floor(now + TINY * 60) + 1.05
+    ctx.log(f"wait {until - now:.2f} s (past the next whole second after the expiry)")
+    await anyio.sleep(until - now)
+
+
+async def run_trial(ctx: TrialContext) -> Trial:
+    """One trial: expiry by sweep_ttl(), then by the sweeper, then the sweeper stopped."""
+    problems = Problems()
+    return await guarded(ctx, lambda: _trial(ctx, problems))
+
+
+async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
+    store = await ttl_store(ctx)
+    ns = ("ttl", f"{ctx.seed:x}")
+    gone = [f"gone-{n}" for n in range(3)]
+    kept = {"kept": None, "long": LONG}
+    ctx.log(f"put {gone} with ttl {TINY}, 'kept' without, 'long' with ttl {LONG} in {ns}")
+    for key in gone:
+        await put_ttl(store, ns, key, TINY)
+    for key, ttl in kept.items():
+        await put_ttl(store, ns, key, ttl)
+    await past_expiry(ctx)
+    swept = await store_method(store, "sweep_ttl")
+    ctx.log(f"sweep_ttl() gave {swept!r}")
+    problems.expect("sweep_ttl()'s count of expired items", len(gone), swept)
+    await _expect(store, ns, gone, kept, problems, "after sweep_ttl()")
+
+    sweeper = None
+    for round_ in range(2):  # the sweeper keeps sweeping: a second batch of items expires too
+        later = [f"swept-{round_}-{n}" for n in range(2)]
+        ctx.log(f"put {later} with ttl {TINY}"
+                + (f"; start_ttl_sweeper({SWEEP_EVERY})" if sweeper is None else "")
+                + f"; poll until they are gone ({SWEEPER_WAIT_S} s at most)")
+        for key in later:
+            await put_ttl(store, ns, key, TINY)
+        if sweeper is None:
+            sweeper = await store_method(store, "start_ttl_sweeper", SWEEP_EVERY)
+        deadline = time.monotonic() + SWEEPER_WAIT_S
+        while time.monotonic() < deadline:
+            left = [key for key in later
+                    if await store_call(store, "get", ns, key, refresh_ttl=False) is not None]
+            if not left:
+                break
+            await anyio.sleep(0.1)
+        await _expect(store, ns, later, kept, problems,
+                      f"with the sweeper running (round {round_ + 1})")
+    await _stop(ctx, store, sweeper, (STOP_WAIT_S,), problems)
+    ctx.log("start the sweeper again and stop it without a timeout")
+    await _stop(ctx, store, await store_method(store, "start_ttl_sweeper", SWEEP_EVERY), (),
+                problems)
+    await store_call(store, "put", ns, "after", {"k": "after"})
+    await _expect(store, ns, [], {**kept, "after": None}, problems, "after the stop")
+    return problems.trial(ctx, "swept")
+
+
+async def _stop(ctx: TrialContext, store: Any, sweeper: Any, args: tuple[float, ...],
+                problems: Problems) -> None:
+    """stop_ttl_sweeper(*args) returns True, and only once the sweeper it stops is done."""
+    try:
+        with anyio.fail_after(2 * STOP_WAIT_S):
+            stopped = await store_method(store, "stop_ttl_sweeper", *args)
+    except TimeoutError:
+        stopped = f"no answer in {2 * STOP_WAIT_S:g} s"
+    ctx.log(f"stop_ttl_sweeper{args or '()'} gave {stopped!r}")
+    problems.expect(f"stop_ttl_sweeper{args or '()'}", True, stopped)
+    problems.expect(f"the sweeper start_ttl_sweeper() returned, done when "
+                    f"stop_ttl_sweeper{args or '()'} has returned", True, sweeper.done())
+
+
+async def _expect(store: Any, ns: tuple[str, ...], gone: list[str], kept: dict[str, Any],
+                  problems: Problems, when: str) -> None:
+    """``gone`` keys are gone, ``kept`` ones there with their values (get and search)."""
+    for key in gone:
+        got = await store_call(store, "get", ns, key, refresh_ttl=False)
+        if got is not None:
+            problems.add("wrong", f"{when}: expired {key} is still there")
+    for key in kept:
+        got = await store_call(store, "get", ns, key, refresh_ttl=False)
+        if getattr(got, "value", None) != {"k": key}:
+            problems.add("lost", f"{when}: {key} (not expired) reads {got!r:.100}")
+    found = await store_call(store, "search", ns, limit=100, refresh_ttl=False)
+    keys = sorted(item.key for item in found) if isinstance(found, list) else found
+    problems.expect(f"{when}: the keys a search of {ns} gives", sorted(kept), keys)
+
+
+CHECK = CheckSpec(
+    id=CHECK_ID,
+    invariant="sweep_ttl() deletes exactly the items whose TTL is up and says how many; the "
+    "sweeper deletes them on its own; stop_ttl_sweeper() stops it and the store goes on",
+    fault="items put with a 0.001-minute TTL beside items without one or with a long one; "
+    "real time past their expiry, then a sweep, a sweeper every 0.24 s, a stop",
+    params=(trials_param(1),),
+    run_trial=run_trial,
+    mutants=("lg_store_reference_sweep_takes_unexpired", "lg_sqlite_store_sweep_counts_only",
+             "lg_async_sqlite_store_stop_leaves_sweeper"),
+    generated=(Selector("lg-store-async-sqlite-file", "AsyncSqliteStore.sweep_ttl", "*"),
+               Selector("lg-store-async-sqlite-file", "AsyncSqliteStore.stop_ttl_sweeper",
+                        "early_return")),
+    timeout_s=30.0,
+    reference="lg-store-reference",
+)
