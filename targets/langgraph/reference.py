@@ -27,6 +27,10 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Metadata keys a DeltaChannel leaves on a thread's checkpoints (langgraph-checkpoint 4.1+).
+DELTA_METADATA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
+
 
 def _target(config: Any) -> tuple[str, str, str | None]:
     """(thread id, namespace, checkpoint id or None) named by a config."""
@@ -95,8 +99,10 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
     def _tuple(self, row: Sequence[Any]) -> CheckpointTuple:
         thread_id, ns, checkpoint_id, parent_id, kind, body, meta_kind, meta = row
         writes = self._conn.execute(
+            # writes_sort_key order: (task_path, task_id, idx), the order a superstep
+            # applies its tasks' writes in (one task_path: the older (task_id, idx) order)
             "SELECT task_id, channel, kind, body FROM ref_writes WHERE thread_id = ? AND "
-            "ns = ? AND checkpoint_id = ? ORDER BY task_id, idx",
+            "ns = ? AND checkpoint_id = ? ORDER BY task_path, task_id, idx",
             (thread_id, ns, checkpoint_id)).fetchall()
         return CheckpointTuple(
             config=_config(thread_id, ns, checkpoint_id),
@@ -192,6 +198,50 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
             for table in ("ref_checkpoints", "ref_writes"):
                 self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
 
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``delete``: remove every checkpoint and write of the threads. ``keep_latest``: keep
+        each namespace's latest checkpoint and its writes (its parent link cleared, as its
+        parent is gone), remove the rest; a thread whose metadata shows a DeltaChannel is
+        refused (NotImplementedError) before anything is removed, as its latest value is
+        rebuilt from the checkpoints before it. One transaction for all the threads."""
+        if isinstance(thread_ids, str):
+            raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"unknown prune strategy {strategy!r}: one of {PRUNE_STRATEGIES}")
+        threads = [str(t) for t in thread_ids]
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            if strategy == "keep_latest":
+                self._refuse_delta_threads(threads)
+            for thread in threads:
+                if strategy == "delete":
+                    for table in ("ref_checkpoints", "ref_writes"):
+                        self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ?",
+                                           (thread,))
+                    continue
+                heads = self._conn.execute(
+                    "SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id = ? "
+                    "GROUP BY ns", (thread,)).fetchall()
+                for ns, head in heads:
+                    for table in ("ref_checkpoints", "ref_writes"):
+                        self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ? AND ns = ? "
+                                           f"AND checkpoint_id <> ?", (thread, ns, head))
+                    self._conn.execute("UPDATE ref_checkpoints SET parent_id = NULL WHERE "
+                                       "thread_id = ? AND ns = ?", (thread, ns))
+
+    def _refuse_delta_threads(self, threads: Sequence[str]) -> None:
+        """NotImplementedError naming the threads whose checkpoints' metadata has a
+        DeltaChannel's keys (called inside prune's transaction)."""
+        refused = set()
+        for thread in threads:
+            for meta_kind, meta in self._conn.execute(
+                    "SELECT meta_kind, meta FROM ref_checkpoints WHERE thread_id = ?", (thread,)):
+                if DELTA_METADATA_KEYS & set(self.serde.loads_typed((meta_kind, meta))):
+                    refused.add(thread)
+        if refused:
+            raise NotImplementedError(f"keep_latest can't prune threads that use a "
+                                      f"DeltaChannel: {', '.join(sorted(refused))}")
+
     # ------------------------------------------------------------------ async: the same,
     # never suspending, so a cancellation lands before or after an operation, never inside
 
@@ -219,3 +269,7 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
     async def adelete_thread(self, thread_id: str) -> None:
         """``delete_thread``."""
         self.delete_thread(thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``prune``."""
+        self.prune(thread_ids, strategy=strategy)
