@@ -147,3 +147,18 @@ def lg_api_reference_tables_on_first_write() -> None:
 
     module.make_tables = no_tables
     cls.put, cls.put_writes = put_, put_writes_
+
+
+@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.delete_thread",
+             defect="delete_thread looks the thread up first and raises KeyError for a thread "
+                    "with no checkpoint (never written, or already deleted)")
+def lg_api_reference_delete_unknown_raises() -> None:
+    cls = load_class(MODULE, "ReferenceSaver")
+    original = cls.delete_thread
+
+    def delete_thread(self: Any, thread_id: str) -> None:
+        if not list(self.list({"configurable": {"thread_id": str(thread_id)}}, limit=1)):
+            raise KeyError(thread_id)
+        original(self, thread_id)
+
+    cls.delete_thread = delete_thread
