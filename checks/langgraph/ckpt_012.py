@@ -20,18 +20,26 @@ where the saver keeps its store in a SQLite connection the application passed
 langgraph-checkpoint-sqlite 1.0 (writes without ``task_path``) with a checkpoint of format v1
 and its writes as that release stored them (JSON); the saver must read them back exactly
 (listed as got), take new writes on the old checkpoint (ordered after the old ones, which have
-no task path), and a child checkpoint. Elsewhere part two is skipped, naming why.
+no task path), and a child checkpoint. Part three, where the saver takes an aiosqlite
+connection: the saver made on a connection the application has not started
+(``aiosqlite.connect(path)`` not awaited, which AsyncSqliteSaver's ``setup()`` starts itself;
+langgraph issue 6583: with aiosqlite 0.22 that start failed on every call) serves a put and
+a read. Elsewhere parts two and three are skipped, naming why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from typing import Any
 
+import anyio
+
 from checks.base import CheckSpec, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, guarded, ids_of, put_one, same_as_got
+from checks.langgraph._fresh import fresh_saver
 from checks.langgraph._halves import offers, task_paths
 from checks.langgraph._saver import (
     call,
@@ -39,7 +47,6 @@ from checks.langgraph._saver import (
     config,
     listing,
     make_checkpoint,
-    saver_of,
     writes_of,
 )
 from harness.ground.model import Trial
@@ -66,58 +73,48 @@ async def run_trial(ctx: TrialContext) -> Trial:
     return await guarded(ctx, lambda: _trial(ctx))
 
 
-async def _fresh(ctx: TrialContext, name: str) -> Any:
-    """A saver on a store of its own, no call made on it yet."""
-    root = ctx.build.root / f"fresh-{name}"
-    root.mkdir(parents=True, exist_ok=True)
-    ctx.log(f"open a fresh store ({root.name}): {name} is its first call")
-    return saver_of(await ctx.open_with(root=root))
-
-
 async def _first_calls(ctx: TrialContext, problems: Problems) -> None:
     thread = f"t-{ctx.seed:x}"
     first = checkpoint_id(ctx.seed, 0)
-    saver = await _fresh(ctx, "get_tuple")
-    problems.expect("get_tuple as the first call", None,
-                    await call(saver, "get_tuple", config(thread)))
-    saver = await _fresh(ctx, "list")
-    problems.expect("list as the first call", [], ids_of(await listing(saver, config(thread))))
-    if offers(saver, "get_delta_channel_history"):
-        saver = await _fresh(ctx, "get_delta_channel_history")
-        got = await call(saver, "get_delta_channel_history",
-                         config=config(thread, "", first), channels=["v"])
-        problems.expect("get_delta_channel_history as the first call",
-                        {"v": {"writes": []}}, {k: dict(v) for k, v in dict(got).items()})
-    saver = await _fresh(ctx, "put_writes")
-    ctx.log(f"put_writes task-early on {first} before its checkpoint is put")
-    await call(saver, "put_writes", config(thread, "", first), [("v", "early")], "task-early")
-    await put_one(ctx, saver, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
-    got = await call(saver, "get_tuple", config(thread, "", first))
-    problems.expect("writes put as the first call, once their checkpoint is put",
-                    [("task-early", "v", "early")], None if got is None else writes_of(got),
-                    kind="lost")
-    saver = await _fresh(ctx, "put")
-    await put_one(ctx, saver, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
-    problems.expect("list after put as the first call", [first],
-                    ids_of(await listing(saver, config(thread, ""))), kind="lost")
+    async with fresh_saver(ctx, "first-get_tuple") as saver:
+        problems.expect("get_tuple as the first call", None,
+                        await call(saver, "get_tuple", config(thread)))
+        delta = offers(saver, "get_delta_channel_history")
+    async with fresh_saver(ctx, "first-list") as saver:
+        problems.expect("list as the first call", [],
+                        ids_of(await listing(saver, config(thread))))
+    if delta:
+        async with fresh_saver(ctx, "first-get_delta_channel_history") as saver:
+            got = await call(saver, "get_delta_channel_history",
+                             config=config(thread, "", first), channels=["v"])
+            problems.expect("get_delta_channel_history as the first call",
+                            {"v": {"writes": []}}, {k: dict(v) for k, v in dict(got).items()})
+    async with fresh_saver(ctx, "first-put_writes") as saver:
+        ctx.log(f"put_writes task-early on {first} before its checkpoint is put")
+        await call(saver, "put_writes", config(thread, "", first), [("v", "early")],
+                   "task-early")
+        await put_one(ctx, saver, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
+        got = await call(saver, "get_tuple", config(thread, "", first))
+        problems.expect("writes put as the first call, once their checkpoint is put",
+                        [("task-early", "v", "early")], None if got is None else writes_of(got),
+                        kind="lost")
+    async with fresh_saver(ctx, "first-put") as saver:
+        await put_one(ctx, saver, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
+        problems.expect("list after put as the first call", [first],
+                        ids_of(await listing(saver, config(thread, ""))), kind="lost")
 
 
 async def _make_old_store(ctx: TrialContext, saver: Any, rows: list[tuple[str, tuple[Any, ...]]]
                           ) -> str | None:
     """The old tables and rows through the application's connection; why not, or None."""
-    conn = getattr(saver, "conn", None)
+    conn: Any = getattr(saver, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         conn.executescript(OLD_SCHEMA)
         for sql, row in rows:
             conn.execute(sql, row)
         conn.commit()
         return None
-    aiosqlite: Any
-    try:
-        import aiosqlite
-    except ImportError:
-        aiosqlite = None
-    if aiosqlite is not None and isinstance(conn, aiosqlite.Connection):
+    if _aiosqlite_connection(conn) is not None:
         await conn.executescript(OLD_SCHEMA)
         for sql, row in rows:
             await conn.execute(sql, row)
@@ -128,7 +125,11 @@ async def _make_old_store(ctx: TrialContext, saver: Any, rows: list[tuple[str, t
 
 
 async def _older_release(ctx: TrialContext, problems: Problems) -> None:
-    saver = await _fresh(ctx, "an older release's store")
+    async with fresh_saver(ctx, "older-release") as saver:
+        await _older_release_on(ctx, saver, problems)
+
+
+async def _older_release_on(ctx: TrialContext, saver: Any, problems: Problems) -> None:
     thread = f"old-{ctx.seed:x}"
     old_id = checkpoint_id(ctx.seed, 0, writer=7)
     old = {"v": 1, "id": old_id, "ts": "2024-07-01T00:00:00+00:00",
@@ -177,18 +178,55 @@ async def _older_release(ctx: TrialContext, problems: Problems) -> None:
         await same_as_got(ctx, saver, problems, "list of the older release's thread", item)
 
 
+def _aiosqlite_connection(conn: Any) -> Any:
+    """The aiosqlite module when ``conn`` is one of its connections, else None."""
+    try:
+        import aiosqlite
+    except ImportError:
+        return None
+    return aiosqlite if isinstance(conn, aiosqlite.Connection) else None
+
+
+async def _unstarted_connection(ctx: TrialContext, problems: Problems) -> None:
+    async with fresh_saver(ctx, "lane-class") as lane_saver:
+        cls = type(lane_saver)
+        aiosqlite = _aiosqlite_connection(getattr(lane_saver, "conn", None))
+        if aiosqlite is None:
+            ctx.log(f"{cls.__name__} takes no aiosqlite connection: no unstarted connection "
+                    f"to give it")
+            return
+        async with lane_saver.conn.execute("PRAGMA database_list") as cur:
+            on_file = any(row[2] for row in await cur.fetchall())
+    target = str(ctx.build.root / "unstarted.db") if on_file else ":memory:"
+    ctx.log(f"{cls.__name__}(aiosqlite.connect({target!r})), the connection not awaited: the "
+            f"saver starts it")
+    conn = aiosqlite.connect(target)
+    try:
+        saver = cls(conn)
+        thread = f"unstarted-{ctx.seed:x}"
+        put = await put_one(ctx, saver, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
+        got = await call(saver, "get_tuple", config(thread))
+        problems.expect("latest on a saver given an unstarted connection", put.id,
+                        None if got is None else got.checkpoint["id"], kind="lost")
+    finally:
+        with contextlib.suppress(Exception):
+            with anyio.fail_after(5):
+                await conn.close()
+
+
 async def _trial(ctx: TrialContext) -> Trial:
     problems = Problems()
     await _first_calls(ctx, problems)
     await _older_release(ctx, problems)
+    await _unstarted_connection(ctx, problems)
     return problems.trial(ctx, "served_from_the_start")
 
 
 CHECK = CheckSpec(
     id="ARIB-CKPT-012",
-    invariant="a saver serves every operation as the first call on a fresh store, and reads "
-              "and extends a SQLite store written by an older release (writes without "
-              "task_path)",
+    invariant="a saver serves every operation as the first call on a fresh store, reads and "
+              "extends a SQLite store written by an older release (writes without task_path), "
+              "and starts an aiosqlite connection given unstarted",
     fault="get_tuple, list, put_writes, get_delta_channel_history and put each "
           "as the first call on a store of its own; the tables and rows of "
           "langgraph-checkpoint-sqlite 1.0 under the application's connection",
@@ -198,6 +236,7 @@ CHECK = CheckSpec(
              "lg_api_async_sqlite_setup_skips_migration"),
     generated=(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.alist", "drop_await"),
+        Selector("lg-async-sqlite-file", "_ensure_connected", "early_return"),
     ),
     timeout_s=30.0,
 )

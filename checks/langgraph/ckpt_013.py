@@ -23,8 +23,9 @@ from typing import Any
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, guarded, ids_of, put_chain, put_one
+from checks.langgraph._fresh import fresh_saver
 from checks.langgraph._halves import listing_view, offers
-from checks.langgraph._saver import call, config, listing, saver_of
+from checks.langgraph._saver import call, config, listing
 from harness.ground.model import Trial
 from targets.base import NotApplicable
 from targets.langgraph.lanes import api_of, latest_only
@@ -47,32 +48,30 @@ async def _delete(ctx: TrialContext, saver: Any, thread: str, why: str) -> None:
                             f"this release ({describe(exc)})") from None
 
 
-async def _store(ctx: TrialContext, name: str) -> Any:
-    """A saver on a store of this trial's own, under ``name``, no call made on it yet."""
-    root = ctx.build.root / name
-    root.mkdir(parents=True, exist_ok=True)
-    return saver_of(await ctx.open_with(root=root))
-
-
 async def _trial(ctx: TrialContext) -> Trial:
     steps = ctx.params["steps"]
     thread, other = f"t-{ctx.seed:x}", f"u-{ctx.seed:x}"
     problems = Problems()
-    ctx.log("open a fresh store: delete_thread is its first call")
-    fresh = await _store(ctx, "fresh")
-    await _delete(ctx, fresh, thread, "the first call on a fresh store")
-    put = await put_one(ctx, fresh, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
-    problems.expect("list after delete_thread as the first call, then a put", [put.id],
-                    ids_of(await listing(fresh, config(thread, ""))), kind="lost")
-    saver = await _store(ctx, "used")
-    history = not latest_only(saver)
-    for writer, name in enumerate((thread, other)):
-        chain = await put_chain(ctx, saver, name, "", steps if history else 1, writer=writer,
-                                history=history)
-        for item in chain:
-            ctx.log(f"put_writes task-{writer} on ({name!r}, {item.id})")
-            await call(saver, "put_writes", config(name, "", item.id),
-                       [("v", f"w|{name}|{item.id}")], f"task-{writer}")
+    async with fresh_saver(ctx, "fresh") as fresh:
+        await _delete(ctx, fresh, thread, "the first call on a fresh store")
+        put = await put_one(ctx, fresh, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
+        problems.expect("list after delete_thread as the first call, then a put", [put.id],
+                        ids_of(await listing(fresh, config(thread, ""))), kind="lost")
+    async with fresh_saver(ctx, "used") as saver:
+        history = not latest_only(saver)
+        for writer, name in enumerate((thread, other)):
+            chain = await put_chain(ctx, saver, name, "", steps if history else 1,
+                                    writer=writer, history=history)
+            for item in chain:
+                ctx.log(f"put_writes task-{writer} on ({name!r}, {item.id})")
+                await call(saver, "put_writes", config(name, "", item.id),
+                           [("v", f"w|{name}|{item.id}")], f"task-{writer}")
+        await _deletes(ctx, saver, problems, thread, other)
+    return problems.trial(ctx, "deleted_nothing_else")
+
+
+async def _deletes(ctx: TrialContext, saver: Any, problems: Problems, thread: str,
+                   other: str) -> None:
     before = {name: listing_view(await listing(saver, config(name, "")))
               for name in (thread, other)}
     await _delete(ctx, saver, f"never-{ctx.seed:x}", "a thread never written")
@@ -86,7 +85,6 @@ async def _trial(ctx: TrialContext) -> Trial:
         problems.expect(f"{other!r} after delete_thread of {thread!r} ({attempt})",
                         before[other], listing_view(await listing(saver, config(other, ""))),
                         kind="lost")
-    return problems.trial(ctx, "deleted_nothing_else")
 
 
 CHECK = CheckSpec(
