@@ -12,12 +12,14 @@ A thread gets a chain whose channels differ in where their values are: ``d`` has
 checkpoint, ``e`` never, ``x`` is never written; a fork from an early checkpoint and a chain
 with the same ids in a child namespace; and pending writes of two tasks on every checkpoint
 (where the release defines ``writes_sort_key``, with task paths ordered against their task
-ids). The history of the latest (named by id, and by a config naming no checkpoint), of an
-earlier checkpoint, of the fork's tip, of the child namespace's tip, of a missing checkpoint
-and for no channel at all must be exactly what the parent chain implies: the writes of every
-ancestor from the target's parent back to the seed's ancestor (its own writes included, the
-target's excluded), oldest first, each checkpoint's in ``writes_sort_key`` order; the seed
-omitted when no ancestor holds a value. A saver whose release has no such method abstains.
+ids); and a long thread (``long`` checkpoints, more than a page of 1024 rows the Postgres
+savers read its ancestors in) whose only value is at its root. The history of the latest
+(named by id, and by a config naming no checkpoint), of an earlier checkpoint, of the fork's
+tip, of the child namespace's tip, of the long thread's tip, of a missing checkpoint and for no
+channel at all must be exactly what the parent chain implies: the writes of every ancestor
+from the target's parent back to the seed's ancestor (its own writes included, the target's
+excluded), oldest first, each checkpoint's in ``writes_sort_key`` order; the seed omitted when
+no ancestor holds a value. A saver whose release has no such method abstains.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ class _Thread:
         self.nodes: dict[str, Node] = {}
         self.paths = task_paths()
 
-    async def put(self, step: int, parent: str | None, seeds: set[int], writer: int = 0) -> str:
+    async def put(self, step: int, parent: str | None, seeds: set[int], writer: int = 0,
+                  writes: bool = True) -> str:
         prior = self.nodes[parent] if parent else None
         versions = {ch: self.saver.get_next_version(
             prior.versions.get(ch) if prior else None, None) for ch in ("d", "p", "e")}
@@ -102,13 +105,15 @@ class _Thread:
                   ts=f"2026-01-01T00:00:{step % 60:02d}.{writer:06d}+00:00",
                   channel_values=values, channel_versions=versions,
                   versions_seen={f"node-{step}": dict(versions)})
-        self.ctx.log(f"put ({self.thread!r}, {self.ns!r}) {cp['id']} parent {parent} values "
-                     f"{sorted(values)}")
+        if writes or step in seeds:
+            self.ctx.log(f"put ({self.thread!r}, {self.ns!r}) {cp['id']} parent {parent} "
+                         f"values {sorted(values)}")
         await call(self.saver, "put", config(self.thread, self.ns, parent), cp,
                    {"step": step}, dict(versions))
         node = Node(str(cp["id"]), parent, values, versions)
         self.nodes[node.id] = node
-        await self._writes(node, step, writer)
+        if writes:
+            await self._writes(node, step, writer)
         return node.id
 
     async def _writes(self, node: Node, step: int, writer: int) -> None:
@@ -156,6 +161,15 @@ async def _trial(ctx: TrialContext) -> Trial:
     for step in range(steps):
         chain_inner.append(await inner.put(step, chain_inner[-1] if chain_inner else None,
                                            {0}))
+    long = ctx.params["long"]
+    far = _Thread(ctx, saver, f"long-{ctx.seed:x}", "", "far-")
+    chain_far: list[str] = []
+    if long:
+        ctx.log(f"a thread of {long} checkpoints, its only value of 'd' at its root, writes at "
+                f"three of them (the others' puts not logged)")
+    for step in range(long):
+        chain_far.append(await far.put(step, chain_far[-1] if chain_far else None, {0},
+                                       writes=step in (0, long // 2, long - 2)))
     problems = Problems()
     queries: list[tuple[str, dict[str, Any], Mapping[str, Node], str | None,
                         tuple[str, ...]]] = [
@@ -171,6 +185,10 @@ async def _trial(ctx: TrialContext) -> Trial:
          None, CHANNELS),
         ("no channel", config(thread, "", main[-1]), root.nodes, main[-1], ()),
     ]
+    if long:
+        queries.append((f"the tip of a thread of {long} checkpoints",
+                        config(far.thread, "", chain_far[-1]), far.nodes, chain_far[-1],
+                        CHANNELS))
     for label, cfg, nodes, target, channels in queries:
         ctx.log(f"get_delta_channel_history {label}: channels {list(channels)}")
         got = await call(saver, "get_delta_channel_history", config=cfg, channels=list(channels))
@@ -203,6 +221,8 @@ CHECK = CheckSpec(
           "with the same ids, two tasks' writes on every checkpoint; the latest, an earlier "
           "checkpoint, a fork's tip, a missing one",
     params=(Param("steps", 7, 6, 40, "checkpoints of the thread's main chain"),
+            Param("long", 1100, 0, 5000, "checkpoints of a long thread whose value is at its "
+                                         "root, beyond a 1024-row page (0: none)"),
             trials_param(1)),
     run_trial=run_trial,
     mutants=("lg_api_reference_delta_latest_empty", "lg_api_async_sqlite_delta_walks_ids"),

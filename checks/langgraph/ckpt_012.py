@@ -24,14 +24,19 @@ no task path), and a child checkpoint. Part three, where the saver takes an aios
 connection: the saver made on a connection the application has not started
 (``aiosqlite.connect(path)`` not awaited, which AsyncSqliteSaver's ``setup()`` starts itself;
 langgraph issue 6583: with aiosqlite 0.22 that start failed on every call) serves a put and
-a read. Elsewhere parts two and three are skipped, naming why.
+a read. Part four, on a PostgreSQL lane: the lane's saver class made on a psycopg_pool pool
+(``ConnectionPool``, ``AsyncConnectionPool`` for the async savers), as their constructors
+document (``conn: Connection | ConnectionPool``), serves a put and a read. Elsewhere parts
+two to four are skipped, naming why.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -50,7 +55,8 @@ from checks.langgraph._saver import (
     writes_of,
 )
 from harness.ground.model import Trial
-from targets.langgraph.lanes import latest_only
+from targets.langgraph.lanes import api_of, latest_only
+from targets.langgraph.services import saver_on_pool
 
 # The tables of langgraph-checkpoint-sqlite 1.0 (its setup(); no task_path column yet).
 OLD_SCHEMA = """
@@ -214,11 +220,35 @@ async def _unstarted_connection(ctx: TrialContext, problems: Problems) -> None:
                 await conn.close()
 
 
+async def _on_a_pool(ctx: TrialContext, problems: Problems) -> None:
+    if ctx.target.service != "postgres":
+        ctx.log(f"lane {ctx.target.name!r} is no PostgreSQL lane: no connection pool to give "
+                f"its saver")
+        return
+    async with fresh_saver(ctx, "pool-lane-class") as lane_saver:
+        cls, served = type(lane_saver), api_of(lane_saver)
+    if importlib.util.find_spec("psycopg_pool") is None:
+        ctx.log("psycopg_pool is not installed: no connection pool to give the saver")
+        return
+    root = ctx.build.root / "pool"
+    root.mkdir(parents=True, exist_ok=True)
+    kind = "AsyncConnectionPool" if served == "async" else "ConnectionPool"
+    ctx.log(f"{cls.__name__} made on a psycopg_pool {kind}, its setup() run")
+    async with saver_on_pool(replace(ctx.build, root=root), ctx.target.name, cls,
+                             is_async=served == "async") as saver:
+        thread = f"pool-{ctx.seed:x}"
+        put = await put_one(ctx, saver, thread, "", 0, {"v": [0]}, {"step": 0}, history=False)
+        got = await call(saver, "get_tuple", config(thread))
+        problems.expect(f"latest on {cls.__name__} made on a {kind}", put.id,
+                        None if got is None else got.checkpoint["id"], kind="lost")
+
+
 async def _trial(ctx: TrialContext) -> Trial:
     problems = Problems()
     await _first_calls(ctx, problems)
     await _older_release(ctx, problems)
     await _unstarted_connection(ctx, problems)
+    await _on_a_pool(ctx, problems)
     return problems.trial(ctx, "served_from_the_start")
 
 
@@ -226,7 +256,7 @@ CHECK = CheckSpec(
     id="ARIB-CKPT-012",
     invariant="a saver serves every operation as the first call on a fresh store, reads and "
               "extends a SQLite store written by an older release (writes without task_path), "
-              "and starts an aiosqlite connection given unstarted",
+              "starts an aiosqlite connection given unstarted, and works on a connection pool",
     fault="get_tuple, list, put_writes, get_delta_channel_history and put each "
           "as the first call on a store of its own; the tables and rows of "
           "langgraph-checkpoint-sqlite 1.0 under the application's connection",
@@ -237,6 +267,7 @@ CHECK = CheckSpec(
     generated=(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.alist", "drop_await"),
         Selector("lg-async-sqlite-file", "_ensure_connected", "early_return"),
+        Selector("lg-shallow-postgres", "ShallowPostgresSaver.__init__", "flip_comparison"),
     ),
     timeout_s=30.0,
 )

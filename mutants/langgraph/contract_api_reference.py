@@ -162,3 +162,15 @@ def lg_api_reference_delete_unknown_raises() -> None:
         original(self, thread_id)
 
     cls.delete_thread = delete_thread
+
+
+@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver._legacy_sends",
+             defect="a checkpoint of the format before v4 is read without the pending sends its "
+                    "parent's TASKS writes hold: a resumed run never runs those branches")
+def lg_api_reference_sends_not_migrated() -> None:
+    cls = load_class(MODULE, "ReferenceSaver")
+
+    def _legacy_sends(self: Any, thread_id: str, ns: str, parent_id: str) -> list[Any]:
+        return []
+
+    cls._legacy_sends = _legacy_sends

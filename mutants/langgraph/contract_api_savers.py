@@ -10,6 +10,7 @@ from mutants.base import handwritten, load_class
 
 SQLITE = "langgraph.checkpoint.sqlite"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"
+ASYNC_POSTGRES = "langgraph.checkpoint.postgres.aio"
 
 # The tables AsyncSqliteSaver.setup() makes in langgraph-checkpoint-sqlite 3.1 (a fresh store).
 _SCHEMA = """
@@ -125,3 +126,26 @@ def lg_api_async_sqlite_setup_skips_migration() -> None:
             self.is_setup = True
 
     cls.setup = setup
+
+
+@handwritten(target="lg-async-postgres", module=ASYNC_POSTGRES,
+             qualname="AsyncPostgresSaver.aget_tuple",
+             defect="aget_tuple gives every checkpoint, v4 ones too, its parent's TASKS writes "
+                    "as pending sends: a v4 checkpoint gains sends that were already run")
+def lg_api_async_postgres_sends_of_v4() -> None:
+    cls = load_class(ASYNC_POSTGRES, "AsyncPostgresSaver")
+    original = cls.aget_tuple
+
+    async def aget_tuple(self: Any, config: Any) -> Any:
+        found = await original(self, config)
+        if found is None or found.parent_config is None or found.checkpoint.get("v", 0) < 4:
+            return found
+        parent = await original(self, found.parent_config)
+        sends = [value for _, channel, value in (parent.pending_writes if parent else [])
+                 if channel == "__pregel_tasks"]
+        if not sends:
+            return found
+        values = {**found.checkpoint["channel_values"], "__pregel_tasks": sends}
+        return found._replace(checkpoint={**found.checkpoint, "channel_values": values})
+
+    cls.aget_tuple = aget_tuple

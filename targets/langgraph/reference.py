@@ -4,8 +4,10 @@ One SQLite file holds the checkpoints and the pending writes; every operation is
 transaction under the instance's lock, made durable before it returns (``synchronous=FULL``),
 and the async methods run the same code without ever suspending, so that a task cancelled
 around one of them leaves all of it or none. Values go through the saver's serializer
-(``serde.dumps_typed``), so a round trip gives back exactly what was put. Slow and obviously
-right, as a reference should be: the bench's verdicts on the real savers are compared with it.
+(``serde.dumps_typed``), so a round trip gives back exactly what was put; a checkpoint of the
+format before v4 gets its pending sends from its parent's TASKS writes, as the Postgres savers
+read them. Slow and obviously right, as a reference should be: the bench's verdicts on the real
+savers are compared with it.
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
 )
+from langgraph.checkpoint.serde.types import TASKS
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Checkpoints of a format before this keep their pending sends as their parent's writes to
+# TASKS; read back, the sends are moved into the TASKS channel (as the Postgres savers do).
+LEGACY_BEFORE = 4
 # Metadata keys a DeltaChannel leaves on a thread's checkpoints (langgraph-checkpoint 4.1+).
 DELTA_METADATA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
 
@@ -104,14 +110,31 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
             "SELECT task_id, channel, kind, body FROM ref_writes WHERE thread_id = ? AND "
             "ns = ? AND checkpoint_id = ? ORDER BY task_path, task_id, idx",
             (thread_id, ns, checkpoint_id)).fetchall()
+        checkpoint = self.serde.loads_typed((kind, body))
+        sends = self._legacy_sends(thread_id, ns, parent_id) if (
+            parent_id and checkpoint.get("v", 0) < LEGACY_BEFORE) else []
+        if sends:
+            versions = dict(checkpoint["channel_versions"])
+            versions[TASKS] = (max(versions.values()) if versions
+                               else self.get_next_version(None, None))
+            checkpoint = {**checkpoint, "channel_versions": versions,
+                          "channel_values": {**checkpoint["channel_values"], TASKS: sends}}
         return CheckpointTuple(
             config=_config(thread_id, ns, checkpoint_id),
-            checkpoint=self.serde.loads_typed((kind, body)),
+            checkpoint=checkpoint,
             metadata=self.serde.loads_typed((meta_kind, meta)),
             parent_config=_config(thread_id, ns, parent_id) if parent_id else None,
             pending_writes=[(task, channel, self.serde.loads_typed((wkind, wbody)))
                             for task, channel, wkind, wbody in writes],
         )
+
+    def _legacy_sends(self, thread_id: str, ns: str, parent_id: str) -> list[Any]:
+        """The pending sends of a checkpoint of the format before v4: its parent's TASKS
+        writes, in writes_sort_key order (where older releases kept them)."""
+        return [self.serde.loads_typed((kind, body)) for kind, body in self._conn.execute(
+            "SELECT kind, body FROM ref_writes WHERE thread_id = ? AND ns = ? AND "
+            "checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx",
+            (thread_id, ns, parent_id, TASKS))]
 
     def get_tuple(self, config: Any) -> CheckpointTuple | None:
         """The checkpoint the config names, or the thread's latest in its namespace."""
