@@ -19,6 +19,7 @@ from checks.common import trials_param
 from checks.langgraph._contract import (
     Problems,
     Put,
+    delete_or_abstain,
     guarded,
     ids_of,
     put_chain,
@@ -34,27 +35,12 @@ from checks.langgraph._saver import (
     writes_of,
 )
 from harness.ground.model import Trial
-from targets.base import NotApplicable
-from targets.langgraph.lanes import api_of
 
 NAMESPACES = ("", "sub", "sub|inner")
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
     return await guarded(ctx, lambda: _trial(ctx))
-
-
-async def _delete(ctx: TrialContext, saver: Any, thread: str) -> None:
-    """``delete_thread``, or an abstention naming what the saver offers instead."""
-    name = "delete_thread" if api_of(saver) == "sync" else "adelete_thread"
-    if getattr(type(saver), name, None) is None:
-        raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release")
-    ctx.log(f"delete_thread {thread!r}")
-    try:
-        await call(saver, "delete_thread", thread)
-    except NotImplementedError as exc:
-        raise NotApplicable(f"{type(saver).__name__}.{name}() raises NotImplementedError "
-                            f"in this release ({exc})") from None
 
 
 async def _trial(ctx: TrialContext) -> Trial:
@@ -78,7 +64,7 @@ async def _trial(ctx: TrialContext) -> Trial:
         if put.thread != victim:
             got = await call(saver, "get_tuple", config(put.thread, put.ns, put.id))
             before[(put.thread, put.ns, put.id)] = (state_of(got), writes_of(got))
-    await _delete(ctx, saver, victim)
+    await delete_or_abstain(ctx, saver, victim)
     reader = await reader_of(ctx, handle)
     problems = Problems()
     for put in puts:

@@ -20,32 +20,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded, ids_of, put_chain, put_one
+from checks.langgraph._contract import (
+    Problems,
+    delete_or_abstain,
+    guarded,
+    ids_of,
+    put_chain,
+    put_one,
+)
 from checks.langgraph._fresh import fresh_saver
-from checks.langgraph._halves import listing_view, offers
+from checks.langgraph._halves import listing_view
 from checks.langgraph._saver import call, config, listing
 from harness.ground.model import Trial
-from targets.base import NotApplicable
-from targets.langgraph.lanes import api_of, latest_only
+from targets.langgraph.lanes import latest_only
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
     return await guarded(ctx, lambda: _trial(ctx))
-
-
-async def _delete(ctx: TrialContext, saver: Any, thread: str, why: str) -> None:
-    """``delete_thread`` through the served half, or an abstention naming why not."""
-    name = "delete_thread" if api_of(saver) == "sync" else "adelete_thread"
-    if not offers(saver, name):
-        raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release")
-    ctx.log(f"delete_thread {thread!r} ({why})")
-    try:
-        await call(saver, "delete_thread", thread)
-    except NotImplementedError as exc:
-        raise NotApplicable(f"{type(saver).__name__}.{name}() raises NotImplementedError in "
-                            f"this release ({describe(exc)})") from None
 
 
 async def _trial(ctx: TrialContext) -> Trial:
@@ -53,7 +46,7 @@ async def _trial(ctx: TrialContext) -> Trial:
     thread, other = f"t-{ctx.seed:x}", f"u-{ctx.seed:x}"
     problems = Problems()
     async with fresh_saver(ctx, "fresh") as fresh:
-        await _delete(ctx, fresh, thread, "the first call on a fresh store")
+        await delete_or_abstain(ctx, fresh, thread, "the first call on a fresh store")
         put = await put_one(ctx, fresh, thread, "", 0, {"v": 0}, {"step": 0}, history=False)
         problems.expect("list after delete_thread as the first call, then a put", [put.id],
                         ids_of(await listing(fresh, config(thread, ""))), kind="lost")
@@ -74,12 +67,12 @@ async def _deletes(ctx: TrialContext, saver: Any, problems: Problems, thread: st
                    other: str) -> None:
     before = {name: listing_view(await listing(saver, config(name, "")))
               for name in (thread, other)}
-    await _delete(ctx, saver, f"never-{ctx.seed:x}", "a thread never written")
+    await delete_or_abstain(ctx, saver, f"never-{ctx.seed:x}", "a thread never written")
     for name in (thread, other):
         problems.expect(f"{name!r} after deleting a thread never written", before[name],
                         listing_view(await listing(saver, config(name, ""))), kind="lost")
     for attempt in ("once", "again"):
-        await _delete(ctx, saver, thread, attempt)
+        await delete_or_abstain(ctx, saver, thread, attempt)
         problems.expect(f"{thread!r} after delete_thread ({attempt})", [],
                         ids_of(await listing(saver, config(thread, ""))), kind="foreign")
         problems.expect(f"{other!r} after delete_thread of {thread!r} ({attempt})",

@@ -86,30 +86,12 @@ def lg_api_reference_delta_latest_empty() -> None:
     cls.aget_delta_channel_history = aget_delta_channel_history
 
 
-@handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.prune",
+@handwritten(target="lg-reference", module=MODULE, qualname="HEADS_SQL",
              defect="keep_latest keeps each namespace's oldest checkpoint (the smallest id) "
                     "instead of its latest")
 def lg_api_reference_prune_keeps_oldest() -> None:
-    cls = load_class(MODULE, "ReferenceSaver")
-    original = cls.prune
-
-    def prune(self: Any, thread_ids: Any, *, strategy: str = "keep_latest") -> None:
-        if strategy != "keep_latest" or isinstance(thread_ids, str):
-            original(self, thread_ids, strategy=strategy)
-            return
-        self._refuse_delta_threads([str(t) for t in thread_ids])
-        with self._lock, self._conn:
-            self._conn.execute("BEGIN IMMEDIATE")
-            for thread in map(str, thread_ids):
-                heads = self._conn.execute(
-                    "SELECT ns, MIN(checkpoint_id) FROM ref_checkpoints WHERE thread_id = ? "
-                    "GROUP BY ns", (thread,)).fetchall()
-                for ns, head in heads:
-                    for table in ("ref_checkpoints", "ref_writes"):
-                        self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ? AND "
-                                           f"ns = ? AND checkpoint_id <> ?", (thread, ns, head))
-
-    cls.prune = prune
+    module: Any = importlib.import_module(MODULE)
+    module.HEADS_SQL = module.HEADS_SQL.replace("MAX(checkpoint_id)", "MIN(checkpoint_id)")
 
 
 @handwritten(target="lg-reference", module=MODULE,

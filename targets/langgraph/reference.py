@@ -31,6 +31,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.types import TASKS
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# What keep_latest keeps of a thread: each namespace's latest checkpoint.
+HEADS_SQL = ("SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id = ? "
+             "GROUP BY ns")
 # Checkpoints of a format before this keep their pending sends as their parent's writes to
 # TASKS; read back, the sends are moved into the TASKS channel (as the Postgres savers do).
 LEGACY_BEFORE = 4
@@ -242,9 +245,7 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
                         self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ?",
                                            (thread,))
                     continue
-                heads = self._conn.execute(
-                    "SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id = ? "
-                    "GROUP BY ns", (thread,)).fetchall()
+                heads = self._conn.execute(HEADS_SQL, (thread,)).fetchall()
                 for ns, head in heads:
                     for table in ("ref_checkpoints", "ref_writes"):
                         self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ? AND ns = ? "

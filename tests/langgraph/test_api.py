@@ -5,20 +5,16 @@ parts (the expected delta history, langgraph's reading of a pre-v4 checkpoint) a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import pytest
 
 from checks.langgraph.ckpt_010 import Node, expected_history
 from checks.langgraph.ckpt_014 import TASKS, migrated
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
 from harness.ground.model import Verdict
-from harness.ground.services import ServiceManager
-from mutants.registry import forced_broken
 from targets.langgraph.lanes import LANES, REFERENCE
-from tests.checkrun import run_small
+from tests.checkrun import forced_broken_finding, run_small
+from tests.langgraph.conftest import HAVE_POSTGRES
 
 SMALL: dict[str, dict[str, int]] = {
     "ARIB-CKPT-008": {"trials": 1, "steps": 2},
@@ -30,16 +26,6 @@ SMALL: dict[str, dict[str, int]] = {
     "ARIB-CKPT-014": {"trials": 1},
 }
 LANE = {lane.name: lane for lane in LANES}
-HAVE_POSTGRES = ServiceManager(environ={}).availability("postgres") is None
-
-
-@pytest.fixture(scope="module")
-def services() -> Iterator[Mapping[str, str]]:
-    """One throwaway PostgreSQL for this module (none when its binaries are missing)."""
-    with ServiceManager(environ={}) as manager:
-        if HAVE_POSTGRES:
-            manager.start("postgres")
-        yield dict(manager.services)
 
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))
@@ -74,11 +60,7 @@ def test_hand_written_reference_mutant_is_violated(check_id: str, mutant: str, m
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))
 def test_the_forced_broken_reference_is_violated_with_its_evidence(check_id: str) -> None:
-    check = get_check(check_id)
-    opts = RunOptions(params=check.resolve_params(SMALL[check_id]))
-    outcome = run_one(lambda: run_check(check, REFERENCE, opts, forced_broken()), 90)
-    finding = outcome.value
-    assert finding is not None, outcome.detail
+    finding = forced_broken_finding(check_id, SMALL[check_id], REFERENCE)
     assert finding.verdict is Verdict.VIOLATED and "raised" in finding.modes, finding.modes
     assert any("forced-broken mutant" in sample for sample in finding.samples)
 
