@@ -219,7 +219,7 @@ CHECK = CheckSpec(
               "oldest first, back to the nearest ancestor holding its value (the seed)",
     fault="channels with values at some, every or no ancestor; a fork, a child namespace "
           "with the same ids, two tasks' writes on every checkpoint; the latest, an earlier "
-          "checkpoint, a fork's tip, a missing one",
+          "checkpoint, a fork's tip, a missing one; the tip of a thread past 1024 checkpoints",
     params=(Param("steps", 7, 6, 40, "checkpoints of the thread's main chain"),
             Param("long", 1100, 0, 5000, "checkpoints of a long thread whose value is at its "
                                          "root, beyond a 1024-row page (0: none)"),

@@ -261,9 +261,10 @@ CHECK = CheckSpec(
     invariant="a saver serves every operation as the first call on a fresh store, reads and "
               "extends a SQLite store written by an older release (writes without task_path), "
               "starts an aiosqlite connection given unstarted, and works on a connection pool",
-    fault="get_tuple, list, put_writes, get_delta_channel_history and put each "
-          "as the first call on a store of its own; the tables and rows of "
-          "langgraph-checkpoint-sqlite 1.0 under the application's connection",
+    fault="get_tuple, list, put_writes, get_delta_channel_history and put each as the first "
+          "call on a store of its own; the tables and rows of langgraph-checkpoint-sqlite 1.0 "
+          "under the application's connection; an aiosqlite connection not started; a "
+          "psycopg_pool pool",
     params=(trials_param(1),),
     run_trial=run_trial,
     mutants=("lg_api_reference_tables_on_first_write",
