@@ -96,6 +96,18 @@ def test_the_postgres_saver_mutant_is_violated_where_the_clean_saver_holds(
     assert finding.verdict is Verdict.VIOLATED and "foreign" in finding.modes, finding.samples
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_POSTGRES, reason="PostgreSQL server binaries not installed")
+@pytest.mark.parametrize("lane", ["lg-postgres-pipeline", "lg-async-shallow-postgres"])
+def test_fresh_stores_and_a_pool_hold_on_postgres_lanes(lane: str,
+                                                       services: Mapping[str, str]) -> None:
+    # ARIB-CKPT-012 opens several stores in a trial (on a pipelined lane, each disposed of
+    # before the next: an open one stalls the next one's setup()) and a saver on a pool.
+    finding = run_small("ARIB-CKPT-012", SMALL["ARIB-CKPT-012"], lane=LANE[lane],
+                        services=services)
+    assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
+
+
 @pytest.mark.parametrize(("check_id", "lane", "reason"), [
     ("ARIB-CKPT-011", "lg-memory", "prune() raises NotImplementedError"),
     ("ARIB-CKPT-011", "lg-async-sqlite-file", "prune() raises NotImplementedError"),
