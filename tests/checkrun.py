@@ -11,7 +11,7 @@ from harness.execute import RunOptions, run_check
 from harness.ground.child import run_one
 from harness.ground.model import Finding, Verdict
 from harness.ground.services import ServiceManager
-from mutants.registry import get_mutant
+from mutants.registry import forced_broken, get_mutant
 from targets.base import TargetSpec
 from targets.reference import REFERENCE
 
@@ -25,6 +25,17 @@ def run_small(check_id: str, params: Mapping[str, int], mutant: str | None = Non
     opts = RunOptions(params=check.resolve_params(params), services=dict(services or {}))
     spec = get_mutant(mutant) if mutant else None
     outcome = run_one(lambda: run_check(check, lane, opts, spec), timeout_s)
+    assert outcome.value is not None, outcome.detail
+    return outcome.value  # type: ignore[no-any-return]
+
+
+def forced_broken_finding(check_id: str, params: Mapping[str, int],
+                          lane: TargetSpec = REFERENCE) -> Finding:
+    """The finding of ``check_id`` on ``lane`` with the family's forced-broken mutant (every
+    operation raises) installed, run in a child."""
+    check = get_check(check_id)
+    opts = RunOptions(params=check.resolve_params(params))
+    outcome = run_one(lambda: run_check(check, lane, opts, forced_broken()), 90)
     assert outcome.value is not None, outcome.detail
     return outcome.value  # type: ignore[no-any-return]
 

@@ -12,6 +12,7 @@ from checks.base import TrialContext, describe
 from checks.langgraph._saver import call, config, make_checkpoint
 from harness.ground.model import Counts, Trial
 from targets.base import NotApplicable
+from targets.langgraph.lanes import api_of
 
 
 def thread_config(thread: str) -> dict[str, Any]:
@@ -151,3 +152,18 @@ async def same_as_got(ctx: TrialContext, saver: Any, problems: Problems, where: 
              [tuple(w) for w in got.pending_writes or []])):
         problems.expect(f"{where}: {field_name} of {item.checkpoint['id']} as listed and as "
                         f"got", direct, listed)
+
+
+async def delete_or_abstain(ctx: TrialContext, saver: Any, thread: str, why: str = "") -> None:
+    """``delete_thread`` through the served half, logged (with ``why``), or an abstention
+    naming what the saver offers instead: no such method in this release, or one that raises
+    NotImplementedError."""
+    name = "delete_thread" if api_of(saver) == "sync" else "adelete_thread"
+    if getattr(type(saver), name, None) is None:
+        raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release")
+    ctx.log(f"delete_thread {thread!r}" + (f" ({why})" if why else ""))
+    try:
+        await call(saver, "delete_thread", thread)
+    except NotImplementedError as exc:
+        raise NotApplicable(f"{type(saver).__name__}.{name}() raises NotImplementedError "
+                            f"in this release ({exc})") from None

@@ -5,7 +5,8 @@ On one checkpoint, a task's writes are put, put again unchanged (a retry), and p
 time with other values at the same indexes: one write per (task, idx) must remain, the first.
 Another task's writes on the same checkpoint stay its own. Each special channel the installed
 ``WRITES_IDX_MAP`` names (error, scheduled, interrupt, resume) is put alone twice for one task
-with two values: one write of it must remain, the last.
+with two values: one write of it must remain, the last. On a saver that keeps only a thread's
+latest checkpoint (the Shallow savers), the writes go to that one checkpoint.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from checks.common import trials_param
 from checks.langgraph._contract import Problems, guarded, put_chain
 from checks.langgraph._saver import call, config, writes_of
 from harness.ground.model import Trial
+from targets.langgraph.lanes import latest_only
 
 
 def special_channels() -> tuple[str, ...]:
@@ -34,7 +36,13 @@ async def _trial(ctx: TrialContext) -> Trial:
     width = ctx.params["writes"]
     saver = (await ctx.open()).session
     thread = f"t-{ctx.seed:x}"
-    chain = await put_chain(ctx, saver, thread, "", 2)
+    # a saver that keeps only a thread's latest checkpoint gets one: its writes are the ones
+    # a graph resumes from there
+    no_history = latest_only(saver)
+    if no_history:
+        ctx.log(f"one checkpoint: {no_history}")
+    chain = await put_chain(ctx, saver, thread, "", 1 if no_history else 2,
+                            history=not no_history)
     target = config(thread, "", chain[0].id)
     first = [(f"ch{i}", f"first-{ctx.seed:x}-{i}") for i in range(width)]
     other = [(f"ch{i}", f"retry-{ctx.seed:x}-{i}") for i in range(width)]

@@ -1,14 +1,18 @@
-"""ARIB-CKPT-005: pending writes belong to their checkpoint and come back ordered by
-(task_id, idx).
+"""ARIB-CKPT-005: pending writes belong to their checkpoint and come back in the order a
+superstep applies them: (task_path, task_id, idx) where the release defines
+``writes_sort_key``, (task_id, idx) before it.
 
 Two checkpoints in the root namespace, and checkpoints with the same ids in a child
 namespace and on another thread, each get writes from several tasks, put in a seeded
 shuffled order (one task also writes the error channel, whose index is negative). All
 checkpoints are put before any write. Reading through a second instance where the store
 allows one, every checkpoint, by id, as the latest and as listed, must carry exactly its own
-writes, sorted by (task_id, idx). Every write has the same task_path, so the newer
-(task_path, task_id, idx) order is the same order. On a saver that keeps only a thread's
-latest checkpoint (the Shallow savers), each scope gets one checkpoint and its writes.
+writes, in that order. Where the release orders by task path (langgraph-checkpoint 4.3+:
+``get_tuple``'s pending writes "must be in writes_sort_key order", which DeltaChannel
+histories replay), the tasks' paths order them neither by task id nor against it (odd tasks
+first), so that an order by (task_id, idx) alone, either way, shows; before it, every write
+has the same task_path. On a saver that keeps only a thread's latest checkpoint (the Shallow
+savers), each scope gets one checkpoint and its writes.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, Put, guarded, put_chain, reader_of
+from checks.langgraph._halves import task_paths
 from checks.langgraph._saver import call, config, listing, writes_of
 from harness.ground.model import Trial
 from targets.langgraph.lanes import latest_only
@@ -43,24 +48,30 @@ async def _trial(ctx: TrialContext) -> Trial:
     for where in ((thread, ""), (thread, "child|1"), (other, "")):
         scopes += await put_chain(ctx, saver, *where, 1 if no_history else 2,
                                   history=not no_history)
+    paths = task_paths()
     want: dict[tuple[str, str, str], list[tuple[str, str, Any]]] = {}
-    plan: list[tuple[Put, str, list[tuple[str, Any]]]] = []
+    plan: list[tuple[Put, str, str, list[tuple[str, Any]]]] = []
     for put in scopes:
-        rows: list[tuple[int, str, str, Any]] = []
+        rows: list[tuple[str, str, int, str, Any]] = []
         for t in range(tasks):
             task = f"task-{t:02d}"
+            # paths that order the tasks neither by task id nor against it: odd tasks first
+            path = f"~__pregel_pull, node-{1 - t % 2}" if paths else ""
             writes = [(f"ch{i}", f"{put.thread}|{put.ns}|{put.id}|{task}|{i}")
                       for i in range(width)]
             if t == 1:
                 writes.append((ERROR, f"error of {task} on {put.id}"))
-            plan.append((put, task, writes))
-            rows += [(-1 if ch == ERROR else i, task, ch, v) for i, (ch, v) in enumerate(writes)]
-        rows.sort(key=lambda r: (r[1], r[0]))
-        want[(put.thread, put.ns, put.id)] = [(task, ch, v) for _, task, ch, v in rows]
+            plan.append((put, task, path, writes))
+            rows += [(path, task, -1 if ch == ERROR else i, ch, v)
+                     for i, (ch, v) in enumerate(writes)]
+        rows.sort(key=lambda r: (r[0], r[1], r[2]))
+        want[(put.thread, put.ns, put.id)] = [(task, ch, v) for _, task, _, ch, v in rows]
     ctx.rng.shuffle(plan)
-    for put, task, writes in plan:
-        ctx.log(f"put_writes {task} on ({put.thread!r}, {put.ns!r}, {put.id}): {len(writes)}")
-        await call(saver, "put_writes", config(put.thread, put.ns, put.id), writes, task)
+    for put, task, path, writes in plan:
+        ctx.log(f"put_writes {task} (path {path!r}) on ({put.thread!r}, {put.ns!r}, {put.id}): "
+                f"{len(writes)}")
+        args = (writes, task, path) if paths else (writes, task)
+        await call(saver, "put_writes", config(put.thread, put.ns, put.id), *args)
     reader = await reader_of(ctx, handle)
     problems = Problems()
 
@@ -99,7 +110,8 @@ async def _trial(ctx: TrialContext) -> Trial:
 CHECK = CheckSpec(
     id="ARIB-CKPT-005",
     invariant="pending writes belong to their checkpoint (thread, namespace and id) and come "
-              "back ordered by (task_id, idx)",
+              "back ordered by (task_path, task_id, idx) (by (task_id, idx) before "
+              "writes_sort_key)",
     fault="writes of several tasks put in a shuffled order to checkpoints that share ids "
           "across namespaces and threads, one with a special (negative index) channel",
     params=(Param("tasks", 4, 2, 40, "tasks writing to every checkpoint"), trials_param(2)),
@@ -111,6 +123,8 @@ CHECK = CheckSpec(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "drop_commit"),
         # a second lane's, so that the check is judged where one lane's clean saver breaks it
         Selector("lg-sqlite-file", "SqliteSaver.cursor", "drop_commit"),
+        # a setup() that loses task_path on a store that has it orders writes without it
+        Selector("lg-sqlite-file", "SqliteSaver.setup", "flip_comparison"),
     ),
     timeout_s=30.0,
 )

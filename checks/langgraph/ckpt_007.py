@@ -5,8 +5,9 @@ The victim thread and bystanders (another thread, and threads whose ids extend t
 each get chains in several namespaces, with pending writes. After ``delete_thread(victim)``,
 read through a second instance where the store allows one: nothing of the victim is found, by
 id, as the latest or listed; every bystander checkpoint and write is exactly as it was. Then
-the victim's first checkpoint is put again: it must come back alone and with no writes (none
-left behind by the delete). A saver without ``delete_thread`` (older releases) abstains.
+the victim's first checkpoint is put again, with its channel versions and other values: it
+must come back alone, with the new values and no writes (none left behind by the delete). A
+saver without ``delete_thread`` (older releases) abstains.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from checks.common import trials_param
 from checks.langgraph._contract import (
     Problems,
     Put,
+    delete_or_abstain,
     guarded,
     ids_of,
     put_chain,
-    put_one,
     reader_of,
     thread_config,
 )
@@ -34,27 +35,12 @@ from checks.langgraph._saver import (
     writes_of,
 )
 from harness.ground.model import Trial
-from targets.base import NotApplicable
-from targets.langgraph.lanes import api_of
 
 NAMESPACES = ("", "sub", "sub|inner")
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
     return await guarded(ctx, lambda: _trial(ctx))
-
-
-async def _delete(ctx: TrialContext, saver: Any, thread: str) -> None:
-    """``delete_thread``, or an abstention naming what the saver offers instead."""
-    name = "delete_thread" if api_of(saver) == "sync" else "adelete_thread"
-    if getattr(type(saver), name, None) is None:
-        raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release")
-    ctx.log(f"delete_thread {thread!r}")
-    try:
-        await call(saver, "delete_thread", thread)
-    except NotImplementedError as exc:
-        raise NotApplicable(f"{type(saver).__name__}.{name}() raises NotImplementedError "
-                            f"in this release ({exc})") from None
 
 
 async def _trial(ctx: TrialContext) -> Trial:
@@ -78,7 +64,7 @@ async def _trial(ctx: TrialContext) -> Trial:
         if put.thread != victim:
             got = await call(saver, "get_tuple", config(put.thread, put.ns, put.id))
             before[(put.thread, put.ns, put.id)] = (state_of(got), writes_of(got))
-    await _delete(ctx, saver, victim)
+    await delete_or_abstain(ctx, saver, victim)
     reader = await reader_of(ctx, handle)
     problems = Problems()
     for put in puts:
@@ -104,11 +90,22 @@ async def _trial(ctx: TrialContext) -> Trial:
     left = await listing(reader, thread_config(victim))
     problems.expect("list of the deleted thread", [], ids_of(left), kind="foreign")
     again = next(p for p in puts if p.thread == victim and p.ns == "")
-    await put_one(ctx, saver, victim, "", 0, {"again": 1}, {"again": 1}, writer=0)
+    # the same id and channel versions (as a run of the reused thread id makes with a saver
+    # whose versions restart at 1), other values, none of them inline primitives
+    values = {ch: {"again": [ch, ctx.seed]} for ch in again.checkpoint["channel_values"]}
+    versions = dict(again.checkpoint["channel_versions"])
+    ctx.log(f"put ({victim!r}, '', {again.id}) again: same versions {versions!r}, values "
+            f"{values!r}")
+    await call(saver, "put", config(victim, ""), {**again.checkpoint, "channel_values": values},
+               {"again": 1}, versions)
     ctx.log(f"get_tuple ({victim!r}, '', {again.id}) after putting it again")
     fresh = await call(saver, "get_tuple", config(victim, "", again.id))
     if fresh is None:
         problems.add("lost", f"{again.id} put again after the delete is not found")
+    elif fresh.checkpoint["channel_values"] != values:
+        problems.add("foreign", f"{again.id} put again after the delete has the values "
+                                f"{fresh.checkpoint['channel_values']!r:.160}, not the ones put "
+                                f"(the deleted ones left behind)")
     elif writes_of(fresh):
         problems.add("foreign", f"{again.id} put again after the delete has the deleted "
                                 f"writes {writes_of(fresh)[:2]!r:.160}")

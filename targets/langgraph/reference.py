@@ -4,8 +4,10 @@ One SQLite file holds the checkpoints and the pending writes; every operation is
 transaction under the instance's lock, made durable before it returns (``synchronous=FULL``),
 and the async methods run the same code without ever suspending, so that a task cancelled
 around one of them leaves all of it or none. Values go through the saver's serializer
-(``serde.dumps_typed``), so a round trip gives back exactly what was put. Slow and obviously
-right, as a reference should be: the bench's verdicts on the real savers are compared with it.
+(``serde.dumps_typed``), so a round trip gives back exactly what was put; a checkpoint of the
+format before v4 gets its pending sends from its parent's TASKS writes, as the Postgres savers
+read them. Slow and obviously right, as a reference should be: the bench's verdicts on the real
+savers are compared with it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,17 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
 )
+from langgraph.checkpoint.serde.types import TASKS
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+# What keep_latest keeps of a thread: each namespace's latest checkpoint.
+HEADS_SQL = ("SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id = ? "
+             "GROUP BY ns")
+# Checkpoints of a format before this keep their pending sends as their parent's writes to
+# TASKS; read back, the sends are moved into the TASKS channel (as the Postgres savers do).
+LEGACY_BEFORE = 4
+# Metadata keys a DeltaChannel leaves on a thread's checkpoints (langgraph-checkpoint 4.1+).
+DELTA_METADATA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
 
 
 def _target(config: Any) -> tuple[str, str, str | None]:
@@ -95,17 +108,36 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
     def _tuple(self, row: Sequence[Any]) -> CheckpointTuple:
         thread_id, ns, checkpoint_id, parent_id, kind, body, meta_kind, meta = row
         writes = self._conn.execute(
+            # writes_sort_key order: (task_path, task_id, idx), the order a superstep
+            # applies its tasks' writes in (one task_path: the older (task_id, idx) order)
             "SELECT task_id, channel, kind, body FROM ref_writes WHERE thread_id = ? AND "
-            "ns = ? AND checkpoint_id = ? ORDER BY task_id, idx",
+            "ns = ? AND checkpoint_id = ? ORDER BY task_path, task_id, idx",
             (thread_id, ns, checkpoint_id)).fetchall()
+        checkpoint = self.serde.loads_typed((kind, body))
+        sends = self._legacy_sends(thread_id, ns, parent_id) if (
+            parent_id and checkpoint.get("v", 0) < LEGACY_BEFORE) else []
+        if sends:
+            versions = dict(checkpoint["channel_versions"])
+            versions[TASKS] = (max(versions.values()) if versions
+                               else self.get_next_version(None, None))
+            checkpoint = {**checkpoint, "channel_versions": versions,
+                          "channel_values": {**checkpoint["channel_values"], TASKS: sends}}
         return CheckpointTuple(
             config=_config(thread_id, ns, checkpoint_id),
-            checkpoint=self.serde.loads_typed((kind, body)),
+            checkpoint=checkpoint,
             metadata=self.serde.loads_typed((meta_kind, meta)),
             parent_config=_config(thread_id, ns, parent_id) if parent_id else None,
             pending_writes=[(task, channel, self.serde.loads_typed((wkind, wbody)))
                             for task, channel, wkind, wbody in writes],
         )
+
+    def _legacy_sends(self, thread_id: str, ns: str, parent_id: str) -> list[Any]:
+        """The pending sends of a checkpoint of the format before v4: its parent's TASKS
+        writes, in writes_sort_key order (where older releases kept them)."""
+        return [self.serde.loads_typed((kind, body)) for kind, body in self._conn.execute(
+            "SELECT kind, body FROM ref_writes WHERE thread_id = ? AND ns = ? AND "
+            "checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx",
+            (thread_id, ns, parent_id, TASKS))]
 
     def get_tuple(self, config: Any) -> CheckpointTuple | None:
         """The checkpoint the config names, or the thread's latest in its namespace."""
@@ -192,6 +224,48 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
             for table in ("ref_checkpoints", "ref_writes"):
                 self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
 
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``delete``: remove every checkpoint and write of the threads. ``keep_latest``: keep
+        each namespace's latest checkpoint and its writes (its parent link cleared, as its
+        parent is gone), remove the rest; a thread whose metadata shows a DeltaChannel is
+        refused (NotImplementedError) before anything is removed, as its latest value is
+        rebuilt from the checkpoints before it. One transaction for all the threads."""
+        if isinstance(thread_ids, str):
+            raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"unknown prune strategy {strategy!r}: one of {PRUNE_STRATEGIES}")
+        threads = [str(t) for t in thread_ids]
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            if strategy == "keep_latest":
+                self._refuse_delta_threads(threads)
+            for thread in threads:
+                if strategy == "delete":
+                    for table in ("ref_checkpoints", "ref_writes"):
+                        self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ?",
+                                           (thread,))
+                    continue
+                heads = self._conn.execute(HEADS_SQL, (thread,)).fetchall()
+                for ns, head in heads:
+                    for table in ("ref_checkpoints", "ref_writes"):
+                        self._conn.execute(f"DELETE FROM {table} WHERE thread_id = ? AND ns = ? "
+                                           f"AND checkpoint_id <> ?", (thread, ns, head))
+                    self._conn.execute("UPDATE ref_checkpoints SET parent_id = NULL WHERE "
+                                       "thread_id = ? AND ns = ?", (thread, ns))
+
+    def _refuse_delta_threads(self, threads: Sequence[str]) -> None:
+        """NotImplementedError naming the threads whose checkpoints' metadata has a
+        DeltaChannel's keys (called inside prune's transaction)."""
+        refused = set()
+        for thread in threads:
+            for meta_kind, meta in self._conn.execute(
+                    "SELECT meta_kind, meta FROM ref_checkpoints WHERE thread_id = ?", (thread,)):
+                if DELTA_METADATA_KEYS & set(self.serde.loads_typed((meta_kind, meta))):
+                    refused.add(thread)
+        if refused:
+            raise NotImplementedError(f"keep_latest can't prune threads that use a "
+                                      f"DeltaChannel: {', '.join(sorted(refused))}")
+
     # ------------------------------------------------------------------ async: the same,
     # never suspending, so a cancellation lands before or after an operation, never inside
 
@@ -219,3 +293,7 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
     async def adelete_thread(self, thread_id: str) -> None:
         """``delete_thread``."""
         self.delete_thread(thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``prune``."""
+        self.prune(thread_ids, strategy=strategy)

@@ -22,14 +22,17 @@ says what was tried).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import importlib.util
 import secrets
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import metadata
 from typing import Any
+
+import anyio.to_thread
 
 from harness.ground.services import NotMeasured, ServiceManager
 from harness.ground.services.urls import asyncpg_dsn
@@ -268,6 +271,39 @@ def async_pg_builder(lane: str, module: str, names: tuple[str, ...], *, pipeline
         return _handle(ctx, obj, build, stack, dispose)
 
     return build
+
+
+@contextlib.asynccontextmanager
+async def saver_on_pool(ctx: BuildContext, lane: str, cls: type, *, is_async: bool
+                        ) -> AsyncIterator[Any]:
+    """``cls`` (a Postgres saver class) made on a psycopg_pool pool of this trial's schema
+    (``ConnectionPool``, or ``AsyncConnectionPool`` with ``is_async``; 1..2 connections opened
+    as the lanes open theirs), its ``setup()`` run; the pool closed on exit. The savers'
+    documented constructions take a pool where they take a connection."""
+    import psycopg_pool
+
+    dsn, schema = conninfo(ctx, lane), trial_schema(ctx)
+    ensure_schema(dsn, schema)
+    if is_async:
+        pool: Any = psycopg_pool.AsyncConnectionPool(dsn, min_size=1, max_size=2, open=False,
+                                                     kwargs=connect_kwargs(schema))
+        await pool.open(wait=True, timeout=10.0)
+    else:
+        pool = psycopg_pool.ConnectionPool(dsn, min_size=1, max_size=2, open=False,
+                                           kwargs=connect_kwargs(schema))
+        await anyio.to_thread.run_sync(functools.partial(pool.open, wait=True, timeout=10.0))
+    try:
+        saver = quietly(cls, pool)
+        if is_async:
+            await saver.setup()
+        else:
+            await anyio.to_thread.run_sync(saver.setup)
+        yield saver
+    finally:
+        if is_async:
+            await pool.close()
+        else:
+            await anyio.to_thread.run_sync(pool.close)
 
 
 # --------------------------------------------------------------------------- not measured

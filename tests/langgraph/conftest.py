@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator, Mapping
 
 import pytest
+
+from harness.ground.services import ServiceManager
 
 try:
     importlib.import_module("langgraph.checkpoint.sqlite")
@@ -23,3 +26,16 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 def _langgraph_family(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test here measures the LangGraph family (children inherit it)."""
     monkeypatch.setenv("ARIB_FAMILY", "langgraph")
+
+
+# Whether a PostgreSQL server can run here (system or embedded binaries).
+HAVE_POSTGRES = ServiceManager(environ={}).availability("postgres") is None
+
+
+@pytest.fixture(scope="module")
+def services() -> Iterator[Mapping[str, str]]:
+    """One throwaway PostgreSQL for a test module (none when its binaries are missing)."""
+    with ServiceManager(environ={}) as manager:
+        if HAVE_POSTGRES:
+            manager.start("postgres")
+        yield dict(manager.services)

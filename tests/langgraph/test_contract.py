@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
 from harness.ground.model import Verdict
-from mutants.registry import forced_broken
 from targets.langgraph.lanes import LANES, REFERENCE
-from tests.checkrun import run_small
+from tests.checkrun import forced_broken_finding, run_small
 
 SMALL: dict[str, dict[str, int]] = {
     "ARIB-CKPT-002": {"trials": 1, "steps": 4},
@@ -53,11 +49,7 @@ def test_hand_written_reference_mutant_is_violated(check_id: str, mutant: str, m
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))
 def test_the_forced_broken_reference_is_violated_with_its_evidence(check_id: str) -> None:
-    check = get_check(check_id)
-    opts = RunOptions(params=check.resolve_params(SMALL[check_id]))
-    outcome = run_one(lambda: run_check(check, REFERENCE, opts, forced_broken()), 90)
-    finding = outcome.value
-    assert finding is not None, outcome.detail
+    finding = forced_broken_finding(check_id, SMALL[check_id], REFERENCE)
     assert finding.verdict is Verdict.VIOLATED and "raised" in finding.modes, finding.modes
     assert any("forced-broken mutant" in sample for sample in finding.samples)
 

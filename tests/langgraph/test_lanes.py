@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +23,9 @@ from harness.lanes import prepare_lanes
 from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
 from targets.langgraph import lanes as lg
 from targets.langgraph import services as lgs
+from tests.langgraph.conftest import HAVE_POSTGRES
 
-HAVE_POSTGRES = ServiceManager(environ={}).availability("postgres") is None
 HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
-
-
-@pytest.fixture(scope="module")
-def services() -> Iterator[Mapping[str, str]]:
-    """One throwaway PostgreSQL for this module (none when its binaries are missing)."""
-    with ServiceManager(environ={}) as manager:
-        if HAVE_POSTGRES:
-            manager.start("postgres")
-        yield dict(manager.services)
 
 
 def _lane(lane: TargetSpec) -> Any:
