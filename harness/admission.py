@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from checks.base import CheckSpec
@@ -62,6 +62,7 @@ from harness.judging import (
 )
 from harness.keys import verdict_key
 from harness.progress import Progress
+from harness.warm import warm
 from mutants.base import MutantSpec
 from mutants.registry import forced_broken, get_mutant
 from targets.base import TargetSpec
@@ -101,6 +102,9 @@ class AdmissionConfig:
     # Service URLs (see harness.lanes.services_for_checks) for paired mutants of server lanes;
     # without one, such a mutant's clean base cannot be built and it is not judgeable.
     services: Mapping[str, str] = field(default_factory=dict)
+    # Called once in the parent while the gates' last runs compute (the bench imports its
+    # lanes' backends then: harness.warm).
+    while_waiting: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,9 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
     outcomes = run_jobs([functools.partial(_execute, job, config) for job in jobs],
                         workers=config.workers, on_done=done,
                         timeout_s=[job.check.timeout_s + GRACE_S for job in jobs],
-                        stall_after_share=RUN_STALL_AFTER_SHARE)
+                        stall_after_share=RUN_STALL_AFTER_SHARE,
+                        before_fork=lambda i: warm(jobs[i].check, jobs[i].target),
+                        while_waiting=config.while_waiting)
     by_role: Gathered = {}
     for job, outcome in zip(jobs, outcomes, strict=True):
         by_role.setdefault(_slot(job), []).append(_as_finding(job, outcome, config))

@@ -40,6 +40,7 @@ from harness.results import (
 )
 from harness.run_coverage import RunCoverage, known_selection, not_admitted
 from harness.shard import Split
+from harness.warm import warm, warm_all
 from targets.base import TargetSpec
 
 RESULTS_DIR = Path("results")
@@ -161,7 +162,10 @@ def _admit(config: BenchConfig) -> tuple[Admission, ...]:
                         run_seed=config.run_seed, params=config.params, cache=config.cache,
                         quiet=config.quiet, generated=config.generated,
                         services=(services_for_checks(config.checks, config.manager)
-                                  if config.manager is not None else {})),
+                                  if config.manager is not None else {}),
+                        # the measured cells' backends, imported while the gates end
+                        while_waiting=lambda: warm_all((c, lane) for c in config.checks
+                                                       for lane in config.lanes)),
     )
     for a in admissions:
         if not a.admitted and not config.quiet:
@@ -213,7 +217,8 @@ def _measure(config: BenchConfig, prepared: PreparedLanes,
     try:
         run_jobs([functools.partial(_judge, r.check, r.lane, r.opts) for r in runs],
                  workers=config.workers, timeout_s=limits, on_done=done,
-                 on_start=started_lane, stall_after_share=RUN_STALL_AFTER_SHARE)
+                 on_start=started_lane, stall_after_share=RUN_STALL_AFTER_SHARE,
+                 before_fork=lambda i: warm(runs[i].check, runs[i].lane))
     except KeyboardInterrupt:
         interrupted = True
     return [f for f in findings if f is not None], interrupted

@@ -51,6 +51,7 @@ from harness.ground.model import (
     mutant_status,
 )
 from harness.progress import Progress
+from harness.warm import warm_all
 from mutants.base import MutantSpec
 from mutants.pool import schedule
 from targets.base import TargetSpec
@@ -305,6 +306,7 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
 
     def queued(todo: list[tuple[Pair, int, _Batches]]) -> list[tuple[Callable[[], Any], float]]:
         """Runs to fork, in ``schedule`` order (the ones that may hang first)."""
+        warm_all((p.check, p.lane) for p, _, _ in todo)  # before schedule scans dependents
         ordered = schedule(todo, lambda j: j[0].mutant)
         jobs.extend(ordered)
         return [(functools.partial(_run, p, r, how), p.limit_s + MUTANT_GRACE_S)
