@@ -7,8 +7,9 @@ Per check, in forked children, ``reruns`` times each:
    mutants, at least 3 times): where it does not hold in every rerun on this SDK version, that
    mutant's kill would prove nothing, so it is reported as not judgeable here (status
    ``not_judgeable``, ``judgeable`` false, with the clean verdicts) and counts neither for
-   nor against admission. A lane whose every paired mutant of the check has a cached result
-   does not run its clean base again (a result is cached only when its base held);
+   nor against admission: such a mutant is not run. A lane whose every paired mutant of the
+   check has a cached result does not run its clean base again (a result is cached only when
+   its base held);
 4. every judgeable paired mutant comes out as its expected verdict (``violated``, or for a
    claim mutant ``not_applicable`` / ``error``) in every rerun: ``killed``; and at least one
    hand-written and one generated mutant are killed on this version.
@@ -271,15 +272,16 @@ def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | N
 
 def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell, CleanBase],
            keys: Keys) -> list[Pair]:
-    """The check's paired mutants to judge (all but the waived ones); a mutant whose clean
-    base does not hold runs too, to be shown, but its result is never cached."""
+    """The check's paired mutants to judge: all but the waived ones and those whose clean
+    base does not hold on their lane (a kill there would prove nothing, and a not judgeable
+    mutant counts neither for nor against admission: it is not run)."""
     pairs = []
     for mutant in mutants:
-        if _waiver(check, mutant) is None:
-            base = bases[Cell(check.id, mutant.target)]
+        base = bases[Cell(check.id, mutant.target)]
+        if _waiver(check, mutant) is None and base.judgeable:
             pairs.append(Pair(check, get_target(mutant.target), mutant, mutant.expected,
                               base.duration_s, keys[(check.id, mutant.key)],
-                              store=base.judgeable and not base.cached))
+                              store=not base.cached))
     return pairs
 
 
@@ -324,17 +326,16 @@ def _result(check: CheckSpec, mutant: MutantSpec, bases: Mapping[Cell, CleanBase
                             mutant.description, MutantStatus.EQUIVALENT, (), mutant.expected,
                             f"waived as equivalent: {waiver}", mutant.diff())
     base = bases[Cell(check.id, mutant.target)]
-    result = judged.results[(check.id, mutant.key)]
-    if mutant.target == _reference(check).name or base.judgeable:
-        return result
-    # Judged by this run's clean base, whether the mutant's own result is cached.
+    if base.judgeable:  # the gate lane's base is its clean gate, which held
+        return judged.results[(check.id, mutant.key)]
+    # Judged by this run's clean base alone: the mutant is not run.
     return MutantResult(
         check.id, mutant.id, mutant.kind, mutant.target, mutant.description,
-        MutantStatus.NOT_JUDGEABLE, () if result.cached else result.runs, mutant.expected,
+        MutantStatus.NOT_JUDGEABLE, (), mutant.expected,
         f"not judgeable on {active_family().name} {sdk_version()}: the "
         f"{base.describe()} "
-        f"without the mutant, so a kill would prove nothing", mutant.diff(),
-        0.0 if result.cached else result.duration_s, cached=result.cached, judgeable=False)
+        f"without the mutant, so a kill would prove nothing (the mutant is not run)",
+        mutant.diff(), 0.0, judgeable=False)
 
 
 def _reasons(check: CheckSpec, mutants: Sequence[MutantSpec], problems: Sequence[str],

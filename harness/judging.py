@@ -148,7 +148,7 @@ class Pair:
     expected: Verdict  # the verdict a kill gives in every rerun
     clean_s: float  # the longest clean run of the check on the lane
     key: str  # its verdict cache key (harness.keys.verdict_key)
-    store: bool = True  # False: judged to be shown, never cached (e.g. its base broke)
+    store: bool = True  # False: judged, never cached (e.g. its clean base was not run)
 
     @property
     def slot(self) -> Slot:

@@ -13,6 +13,7 @@ from harness.ground.model import MutantKey
 from harness.ground.selector import Selector
 from mutants.base import MutantSpec
 from mutants.hook import installed_source, prepare
+from mutants.order import hang_prone_first
 from mutants.report import GenerationReport, select
 from targets.base import TargetSpec
 from targets.registry import get_target
@@ -134,8 +135,6 @@ def schedule(jobs: Sequence[J], mutant_of: Callable[[J], MutantSpec | None]) -> 
     ``hang_prone_first``), and each mutated module's dependents are scanned once, here,
     instead of in every child.
     """
-    from mutants.operators import hang_prone_first  # libcst: only when mutants are run
-
     for module in sorted({m.module for m in map(mutant_of, jobs) if m and m.source}):
         prepare(module)
     return hang_prone_first(jobs, lambda job: getattr(mutant_of(job), "operator", None))
