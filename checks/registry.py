@@ -11,6 +11,7 @@ imports once before forking the check's runs (tests/test_registry.py holds both 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -89,7 +90,17 @@ def declared_id(path: Path | None) -> str | None:
     """The check id a check module's source declares (see the module docstring), or None
     when it declares none in that form."""
     try:
-        text = path.read_text(encoding="utf-8") if path is not None else ""
+        stat = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return _declared_in(path, stat.st_mtime_ns, stat.st_size) if stat is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _declared_in(path: Path, mtime_ns: int, size: int) -> str | None:
+    """``declared_id`` of one version of a file (read once per process)."""
+    try:
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     match = _SPEC_ID.search(text)

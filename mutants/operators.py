@@ -20,8 +20,8 @@ from typing import TypeVar
 import libcst as cst
 import libcst.matchers as m
 
-from mutants.order import HANG_PRONE
-from mutants.order import hang_prone_first as hang_prone_first  # re-exported
+from mutants.hangs import HANG_PRONE
+from mutants.hangs import hang_prone_first as hang_prone_first  # re-exported
 
 T = TypeVar("T")
 
@@ -439,7 +439,7 @@ class Operator:
 
     @property
     def may_hang(self) -> bool:
-        """Whether its mutants tend to block until their time limit (``mutants.order``)."""
+        """Whether its mutants tend to block until their time limit (``mutants.hangs``)."""
         return self.name in HANG_PRONE
 
     @property

@@ -12,8 +12,8 @@ from harness.ground.errors import MutantDefinitionError
 from harness.ground.model import MutantKey
 from harness.ground.selector import Selector
 from mutants.base import MutantSpec
+from mutants.hangs import hang_prone_first
 from mutants.hook import installed_source, prepare
-from mutants.order import hang_prone_first
 from mutants.report import GenerationReport, select
 from targets.base import TargetSpec
 from targets.registry import get_target

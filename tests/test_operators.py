@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from mutants.generate import apply_operator
+from mutants.hangs import HANG_PRONE
 from mutants.operators import OPERATORS, hang_prone_first
-from mutants.order import HANG_PRONE
 
 
 def src(text: str) -> str:
