@@ -90,15 +90,17 @@ def selftest(session: nox.Session) -> None:
     install(session, PINNED_SDK, report=True)
     if installing_only(session):
         return
-    # Admission runs beside pytest: pytest keeps about one core busy, admission's workers use
-    # what is left; its output is shown once pytest is done.
+    # Admission runs beside pytest: pytest runs its tests on every core (pytest-xdist, each
+    # worker taking the next test when it is done: most tests wait on a child or a server),
+    # admission's workers use what is left; its output is shown once pytest is done.
     python = str(Path(session.bin) / "python")
     with tempfile.TemporaryFile("w+") as log:
         admission = subprocess.Popen([python, "-m", "harness", "admit", "--all", "--quiet"],
                                      cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
             # The LangGraph family's tests need its own locked environment: `nox -s langgraph`.
-            session.run("pytest", "-m", "not slow", "--ignore=tests/langgraph", *session.posargs)
+            session.run("pytest", "-m", "not slow", "--ignore=tests/langgraph", "-n", "auto",
+                        "--dist", "worksteal", *session.posargs)
         finally:
             code = admission.wait()
             log.seek(0)

@@ -15,10 +15,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from agents.run_context import RunContextWrapper
-from agents.usage import Usage, _make_input_tokens_details
-from openai.types.responses.response_usage import OutputTokensDetails
-
 from checks._adv_model import Figures, Model
 from checks.base import NotApplicable, TrialContext, describe
 from checks.common import canonical, first_differences, label, tally
@@ -38,6 +34,9 @@ def require(session: Any, names: Iterable[str]) -> None:
         raise NotApplicable(f"{type(session).__name__} offers no {', '.join(missing)}() "
                             f"(the AdvancedSQLiteSession API); verified on the runtime object")
 
+# The SDK's types ``run_result`` builds: CheckSpec.preload of the checks that store usage.
+SDK_TYPES = ("agents.run_context", "agents.usage", "openai.types.responses.response_usage")
+
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -49,6 +48,11 @@ class RunOutcome:
 
 def run_result(figures: Figures | None) -> RunOutcome:
     """A run's result carrying ``figures`` as its usage (None: a run without usage)."""
+    # The SDK's own types, imported here (the parent imported them: CheckSpec.preload).
+    from agents.run_context import RunContextWrapper
+    from agents.usage import Usage, _make_input_tokens_details
+    from openai.types.responses.response_usage import OutputTokensDetails
+
     if figures is None:
         wrapper = RunContextWrapper(context=None)
         wrapper.usage = None  # type: ignore[assignment]

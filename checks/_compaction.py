@@ -34,13 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from agents import Agent, RunConfig, Runner, set_tracing_disabled
-from agents.items import ModelResponse
-from agents.memory import SessionSettings
-from agents.models.interface import Model
-from agents.usage import Usage
-from openai.types.responses import ResponseOutputMessage, ResponseOutputText
-from openai.types.responses.response_compaction_item import ResponseCompactionItem
 
 from checks.base import NotApplicable, Param, TrialContext, describe
 from checks.common import canonical, label, read_items
@@ -62,24 +55,13 @@ TURN = ("one Runner turn through OpenAIResponsesCompactionSession (scripted mode
 TURN_TIMEOUT_S = 8.0
 
 
-# Imported once in the parent, so that forked children start warm: a cold import of a lane's
-# driver (SQLAlchemy's aiosqlite or asyncpg dialect, EncryptedSession) can take seconds.
-PRELOAD = (COMPACTION_MODULE, "agents.extensions.memory.encrypt_session",
-           "agents.extensions.memory.async_sqlite_session",
-           "agents.extensions.memory.sqlalchemy_session", "sqlalchemy.ext.asyncio",
-           "sqlalchemy.dialects.sqlite.aiosqlite", "sqlalchemy.dialects.postgresql.asyncpg",
-           "agents.extensions.memory.redis_session")
-
-
-def _preload() -> None:
-    """Import what the compaction trials use (each module if installed) and build the SDK's
-    trace provider (tracing disabled) now, in the parent; no thread, no network."""
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    set_tracing_disabled(True)
+# What the compaction trials import (the SDK's Runner, model and response types, the
+# wrapper): the compaction checks' CheckSpec.preload, imported once in the parent before their
+# runs are forked (a lane's own driver is its TargetSpec.preload). Imported inside the
+# functions below, never at module level, so that listing the checks imports no SDK.
+PRELOAD = ("agents", "agents.items", "agents.memory", "agents.models.interface",
+           "agents.usage", "openai.types.responses",
+           "openai.types.responses.response_compaction_item", COMPACTION_MODULE)
 
 
 def compaction_class() -> type:
@@ -205,6 +187,8 @@ class CompactClient:
             await during()
         if self.fail:
             raise CompactFailure(f"compact request {n} failed (injected)")
+        from openai.types.responses.response_compaction_item import ResponseCompactionItem
+
         digest = hashlib.sha256(canonical(self.requests[-1]).encode()).hexdigest()[:16]
         users = [{"type": "message", "role": "user",
                   "content": [{"type": "input_text", "text": f"{self.tag} kept: {text}"}]}
@@ -226,6 +210,11 @@ def is_user(item: Any) -> bool:
 
 def turn_model(tag: str) -> Any:
     """A scripted Model: every call answers one assistant message with a response id."""
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
     class TurnModel(Model):
         calls = 0
 
@@ -252,6 +241,10 @@ async def agent_turn(session: Any, model: Any, text: str, limit: int | None
                      ) -> BaseException | None:
     """One Runner turn on ``session``; the exception it raised (``TurnHung`` when it did not
     return within ``TURN_TIMEOUT_S``), or None."""
+    from agents import Agent, RunConfig, Runner, set_tracing_disabled
+    from agents.memory import SessionSettings
+
+    set_tracing_disabled(True)  # also the SDK's global default: no trace is ever exported
     settings = SessionSettings(limit=limit) if limit is not None else None
     config = RunConfig(tracing_disabled=True, session_settings=settings)
     try:
@@ -409,6 +402,3 @@ class Reads:
         if not same(want, seen):
             self.note("wrong_history", f"{call}: {difference(want, seen)}")
         return seen
-
-
-_preload()

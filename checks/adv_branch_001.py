@@ -35,7 +35,7 @@ question.
 from __future__ import annotations
 
 from checks._adv_model import MAIN, Catalogue, Model
-from checks._adv_probe import BRANCH_API, FAILED, Recorder, check_items, check_listing
+from checks._adv_probe import BRANCH_API, FAILED, SDK_TYPES, Recorder, check_items, check_listing
 from checks._adv_world import (
     PEER_ONLY,
     TOOLS,
@@ -224,4 +224,5 @@ CHECK = CheckSpec(
     ),
     timeout_s=60.0,
     hang_invariant=True,
+    preload=SDK_TYPES,
 )

@@ -32,6 +32,7 @@ from checks._adv_model import MAIN, Catalogue, Entry, Figures, Model
 from checks._adv_probe import (
     BRANCH_API,
     FAILED,
+    SDK_TYPES,
     USAGE_API,
     Recorder,
     check_items,
@@ -200,4 +201,5 @@ CHECK = CheckSpec(
     ),
     timeout_s=60.0,
     hang_invariant=True,
+    preload=SDK_TYPES,
 )

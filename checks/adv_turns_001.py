@@ -31,6 +31,7 @@ from checks._adv_model import MAIN, Catalogue, Entry, Model
 from checks._adv_probe import (
     BRANCH_API,
     FAILED,
+    SDK_TYPES,
     TURNS_API,
     Recorder,
     check_by_turns,
@@ -193,4 +194,5 @@ CHECK = CheckSpec(
                  "widen_session_filter"),
     ),
     timeout_s=60.0,
+    preload=SDK_TYPES,
 )

@@ -28,6 +28,7 @@ from checks._adv_model import MAIN, Catalogue, Figures, Model
 from checks._adv_probe import (
     BRANCH_API,
     FAILED,
+    SDK_TYPES,
     USAGE_API,
     Recorder,
     check_items,
@@ -220,4 +221,5 @@ CHECK = CheckSpec(
                  "widen_session_filter"),
     ),
     timeout_s=60.0,
+    preload=SDK_TYPES,
 )

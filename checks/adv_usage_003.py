@@ -14,7 +14,15 @@ exactly the first turn's.
 from __future__ import annotations
 
 from checks._adv_model import MAIN, Catalogue, Figures, Model
-from checks._adv_probe import FAILED, USAGE_API, Recorder, check_usage, require, run_result
+from checks._adv_probe import (
+    FAILED,
+    SDK_TYPES,
+    USAGE_API,
+    Recorder,
+    check_usage,
+    require,
+    run_result,
+)
 from checks._adv_world import reopen, store_usage, write_turn
 from checks.base import CheckSpec, Selector, TrialContext, describe
 from checks.common import trials_param
@@ -64,4 +72,5 @@ CHECK = CheckSpec(
     requires_close=True,
     requires_terminal_close=True,
     timeout_s=60.0,
+    preload=SDK_TYPES,
 )

@@ -65,6 +65,10 @@ class CheckSpec:
     # the family's reference (a store check of a family whose reference is a checkpointer
     # names the family's reference store).
     reference: str = ""
+    # Modules its trials import beyond the lane's backend (the SDK's Runner, its types): the
+    # parent imports them once before forking the check's runs, so every child starts warm.
+    # A check module imports no such module at module level (checks/registry.py).
+    preload: tuple[str, ...] = ()
 
     def resolve_params(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Defaults overlaid with overrides, each validated; an unknown name is an error."""

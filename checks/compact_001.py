@@ -31,6 +31,7 @@ from typing import Any
 
 from checks._compaction import (
     MODES,
+    PRELOAD,
     TURN,
     CompactClient,
     Reads,
@@ -239,4 +240,5 @@ CHECK = CheckSpec(
         Selector("sqlite-file", "SQLiteSession._get_compaction_snapshot", "early_return"),
     ),
     timeout_s=60.0,
+    preload=PRELOAD,
 )

@@ -25,6 +25,7 @@ import anyio
 
 from checks._compaction import (
     MODES,
+    PRELOAD,
     TURN,
     CompactClient,
     Reads,
@@ -169,4 +170,5 @@ CHECK = CheckSpec(
         Selector("sqlite-file", "SQLiteSession._get_compaction_snapshot", "early_return"),
     ),
     timeout_s=60.0,
+    preload=PRELOAD,
 )

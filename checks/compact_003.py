@@ -28,6 +28,7 @@ from typing import Any
 
 from checks._compaction import (
     MODES,
+    PRELOAD,
     TURN,
     CompactClient,
     Reads,
@@ -200,4 +201,5 @@ CHECK = CheckSpec(
                  ".replace_sync", "drop_rollback"),
     ),
     timeout_s=60.0,
+    preload=PRELOAD,
 )

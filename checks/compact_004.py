@@ -44,6 +44,7 @@ import anyio
 from checks._compaction import (
     MODES,
     OWN_KEY,
+    PRELOAD,
     CompactClient,
     Expectation,
     Reads,
@@ -346,4 +347,5 @@ CHECK = CheckSpec(
     ),
     timeout_s=60.0,
     hang_invariant=True,
+    preload=PRELOAD,
 )

@@ -21,18 +21,15 @@ store private to one instance (``SQLiteSession(":memory:")``) the reads go throu
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 import anyio
-from agents import Agent, RunConfig, Runner, function_tool
-from agents.items import ModelResponse
-from agents.models.interface import Model
-from agents.usage import Usage
-from openai.types.responses import ResponseFunctionToolCall
 
 from checks._compaction import (
     OWN_KEY,
+    PRELOAD,
     TURN_TIMEOUT_S,
     CompactClient,
     Reads,
@@ -66,14 +63,27 @@ class AtCount:
         return len(context["compaction_candidate_items"]) == self.count
 
 
-@function_tool
 def lookup(query: str) -> str:
     """Look a term up (deterministic, offline)."""
     return f"found: {query}"
 
 
-def tool_model(tag: str) -> Model:
+@functools.cache
+def lookup_tool() -> Any:
+    """``lookup`` as the SDK's function tool (made once; the SDK is imported here, not when
+    the checks are listed)."""
+    from agents import function_tool
+
+    return function_tool(lookup)
+
+
+def tool_model(tag: str) -> Any:
     """First call: a function call to ``lookup``; then one assistant message per call."""
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall
+
     answer = turn_model(tag)
 
     class ToolModel(Model):
@@ -133,7 +143,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     else:
         outer = compaction(store.session_id, store, **kwargs)
     text = f"{tag} look it up"
-    agent = Agent(name="compactor", model=tool_model(tag), tools=[lookup])
+    from agents import Agent, RunConfig, Runner
+
+    agent = Agent(name="compactor", model=tool_model(tag), tools=[lookup_tool()])
     ctx.log(f"Runner.run(turn with a tool call) on "
             f"{'encrypted(compaction(store))' if outside else 'compaction'}(mode={mode!r}); "
             f"the hook approves at exactly {hook.count} candidates")
@@ -186,4 +198,5 @@ CHECK = CheckSpec(
         Selector("encrypted-sqlite", "EncryptedSession._defer_encrypted_compaction"),
     ),
     timeout_s=60.0,
+    preload=(*PRELOAD, "openai.types.responses.response_function_tool_call"),
 )

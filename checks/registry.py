@@ -1,10 +1,22 @@
-"""Discovers check modules in checks/ and validates each definition."""
+"""Discovers check modules in checks/ and validates each definition.
+
+A run imports only the checks it runs: ``get_check`` finds the module of an id in the
+modules' text (``declared_ids``: every check module writes its id as a string literal, in
+``CheckSpec(id="ARIB-...")`` or in a ``CHECK_ID = "ARIB-..."`` that the spec uses) and imports
+that one module; ``load_checks`` imports them all (``list``, ``docs``, ``admit --all``, the
+survey). Check modules import no backend distribution at module level (the SDK, drivers,
+libcst): what a trial needs it imports itself, and ``CheckSpec.preload`` names what the parent
+imports once before forking the check's runs (tests/test_registry.py holds both rules).
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import pkgutil
 import re
+from pathlib import Path
 from types import ModuleType
 
 from checks.base import CheckSpec
@@ -13,6 +25,10 @@ from harness.ground.family import active_family
 
 INFRASTRUCTURE = {"base", "common", "registry"}
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")
+# ``CHECK = CheckSpec(id="ARIB-X-001"`` or ``CHECK = CheckSpec(id=NAME`` with ``NAME = "..."``.
+_SPEC_ID = re.compile(r'^CHECK\s*=\s*CheckSpec\(\s*id\s*=\s*'
+                      r'(?:(?P<q>["\'])(?P<literal>ARIB-[A-Z]+-\d{3})(?P=q)|(?P<name>[A-Za-z_]\w*)\s*,)',
+                      re.M)
 
 
 def validate_module(module: ModuleType) -> CheckSpec:
@@ -54,17 +70,79 @@ def _import_check(name: str) -> ModuleType:
         ) from None
 
 
-def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
-    """Every check in ``package`` (default: the active family's checks), sorted by id; two
-    checks with one id is an error."""
-    package = package or active_family().checks
+def _check_modules(package: str) -> list[tuple[str, Path | None]]:
+    """(module name, source file) of every check module of ``package``, without importing
+    them (the package itself is imported)."""
     pkg = importlib.import_module(package)
-    found: dict[str, CheckSpec] = {}
+    found = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         # a subpackage is another family's (checks/langgraph/), never a check module
         if info.ispkg or info.name in INFRASTRUCTURE or info.name.startswith("_"):
             continue
-        spec = validate_module(_import_check(f"{package}.{info.name}"))
+        spec = importlib.util.find_spec(f"{package}.{info.name}")
+        origin = spec.origin if spec is not None else None
+        found.append((f"{package}.{info.name}",
+                      Path(origin) if origin and origin.endswith(".py") else None))
+    return found
+
+
+def declared_id(path: Path | None) -> str | None:
+    """The check id a check module's source declares (see the module docstring), or None
+    when it declares none in that form."""
+    try:
+        stat = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return _declared_in(path, stat.st_mtime_ns, stat.st_size) if stat is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _declared_in(path: Path, mtime_ns: int, size: int) -> str | None:
+    """``declared_id`` of one version of a file (read once per process)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    match = _SPEC_ID.search(text)
+    if match is None:
+        return None
+    if match["literal"]:
+        return match["literal"]
+    named = re.search(rf'^{re.escape(match["name"])}\s*=\s*(["\'])(ARIB-[A-Z]+-\d{{3}})\1\s*$',
+                      text, re.M)
+    return named[2] if named else None
+
+
+def declared_ids(package: str | None = None) -> dict[str, str] | None:
+    """Check id -> module name, read from the check modules' text (nothing imported); None
+    when a module declares no id that way or two declare one id (then only importing every
+    module can tell, ``load_checks``)."""
+    package = package or active_family().checks
+    ids: dict[str, str] = {}
+    for name, path in _check_modules(package):
+        check_id = declared_id(path)
+        if check_id is None or check_id in ids:
+            return None
+        ids[check_id] = name
+    return ids
+
+
+def check_ids(package: str | None = None) -> frozenset[str]:
+    """Every check id of ``package`` (default: the active family's), read without importing
+    the checks where their modules declare them (``declared_ids``)."""
+    declared = declared_ids(package)
+    if declared is not None:
+        return frozenset(declared)
+    return frozenset(c.id for c in load_checks(package))
+
+
+def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
+    """Every check in ``package`` (default: the active family's checks), sorted by id; two
+    checks with one id is an error."""
+    package = package or active_family().checks
+    found: dict[str, CheckSpec] = {}
+    for name, _ in _check_modules(package):
+        spec = validate_module(_import_check(name))
         if spec.id in found:
             raise CheckDefinitionError(
                 f"two checks have id {spec.id!r}: {found[spec.id].module!r} and "
@@ -75,7 +153,18 @@ def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
 
 
 def get_check(check_id: str, checks: tuple[CheckSpec, ...] | None = None) -> CheckSpec:
-    """The check with ``check_id``; an unknown id raises UnknownNameError listing the known."""
+    """The check with ``check_id`` (from ``checks``, else the active family's, importing only
+    its module); an unknown id raises UnknownNameError listing the known."""
+    if checks is None:
+        declared = declared_ids()
+        if declared is not None and check_id in declared:
+            spec = validate_module(_import_check(declared[check_id]))
+            if spec.id != check_id:
+                raise CheckDefinitionError(
+                    f"check module {spec.module!r} declares id {check_id!r} in its source but "
+                    f"its CHECK has id {spec.id!r}; give CheckSpec(id=...) the literal id, or "
+                    f"a CHECK_ID = \"ARIB-...\" that CHECK uses")
+            return spec
     pool = checks if checks is not None else load_checks()
     for spec in pool:
         if spec.id == check_id:

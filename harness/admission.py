@@ -7,8 +7,9 @@ Per check, in forked children, ``reruns`` times each:
    mutants, at least 3 times): where it does not hold in every rerun on this SDK version, that
    mutant's kill would prove nothing, so it is reported as not judgeable here (status
    ``not_judgeable``, ``judgeable`` false, with the clean verdicts) and counts neither for
-   nor against admission. A lane whose every paired mutant of the check has a cached result
-   does not run its clean base again (a result is cached only when its base held);
+   nor against admission: such a mutant is not run. A lane whose every paired mutant of the
+   check has a cached result does not run its clean base again (a result is cached only when
+   its base held);
 4. every judgeable paired mutant comes out as its expected verdict (``violated``, or for a
    claim mutant ``not_applicable`` / ``error``) in every rerun: ``killed``; and at least one
    hand-written and one generated mutant are killed on this version.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from checks.base import CheckSpec
@@ -62,6 +63,7 @@ from harness.judging import (
 )
 from harness.keys import verdict_key
 from harness.progress import Progress
+from harness.warm import warm
 from mutants.base import MutantSpec
 from mutants.registry import forced_broken, get_mutant
 from targets.base import TargetSpec
@@ -101,6 +103,9 @@ class AdmissionConfig:
     # Service URLs (see harness.lanes.services_for_checks) for paired mutants of server lanes;
     # without one, such a mutant's clean base cannot be built and it is not judgeable.
     services: Mapping[str, str] = field(default_factory=dict)
+    # Called once in the parent while the gates' last runs compute (the bench imports its
+    # lanes' backends then: harness.warm).
+    while_waiting: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,9 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
     outcomes = run_jobs([functools.partial(_execute, job, config) for job in jobs],
                         workers=config.workers, on_done=done,
                         timeout_s=[job.check.timeout_s + GRACE_S for job in jobs],
-                        stall_after_share=RUN_STALL_AFTER_SHARE)
+                        stall_after_share=RUN_STALL_AFTER_SHARE,
+                        before_fork=lambda i: warm(jobs[i].check, jobs[i].target),
+                        while_waiting=config.while_waiting)
     by_role: Gathered = {}
     for job, outcome in zip(jobs, outcomes, strict=True):
         by_role.setdefault(_slot(job), []).append(_as_finding(job, outcome, config))
@@ -265,15 +272,16 @@ def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | N
 
 def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell, CleanBase],
            keys: Keys) -> list[Pair]:
-    """The check's paired mutants to judge (all but the waived ones); a mutant whose clean
-    base does not hold runs too, to be shown, but its result is never cached."""
+    """The check's paired mutants to judge: all but the waived ones and those whose clean
+    base does not hold on their lane (a kill there would prove nothing, and a not judgeable
+    mutant counts neither for nor against admission: it is not run)."""
     pairs = []
     for mutant in mutants:
-        if _waiver(check, mutant) is None:
-            base = bases[Cell(check.id, mutant.target)]
+        base = bases[Cell(check.id, mutant.target)]
+        if _waiver(check, mutant) is None and base.judgeable:
             pairs.append(Pair(check, get_target(mutant.target), mutant, mutant.expected,
                               base.duration_s, keys[(check.id, mutant.key)],
-                              store=base.judgeable and not base.cached))
+                              store=not base.cached))
     return pairs
 
 
@@ -318,17 +326,16 @@ def _result(check: CheckSpec, mutant: MutantSpec, bases: Mapping[Cell, CleanBase
                             mutant.description, MutantStatus.EQUIVALENT, (), mutant.expected,
                             f"waived as equivalent: {waiver}", mutant.diff())
     base = bases[Cell(check.id, mutant.target)]
-    result = judged.results[(check.id, mutant.key)]
-    if mutant.target == _reference(check).name or base.judgeable:
-        return result
-    # Judged by this run's clean base, whether the mutant's own result is cached.
+    if base.judgeable:  # the gate lane's base is its clean gate, which held
+        return judged.results[(check.id, mutant.key)]
+    # Judged by this run's clean base alone: the mutant is not run.
     return MutantResult(
         check.id, mutant.id, mutant.kind, mutant.target, mutant.description,
-        MutantStatus.NOT_JUDGEABLE, () if result.cached else result.runs, mutant.expected,
+        MutantStatus.NOT_JUDGEABLE, (), mutant.expected,
         f"not judgeable on {active_family().name} {sdk_version()}: the "
         f"{base.describe()} "
-        f"without the mutant, so a kill would prove nothing", mutant.diff(),
-        0.0 if result.cached else result.duration_s, cached=result.cached, judgeable=False)
+        f"without the mutant, so a kill would prove nothing (the mutant is not run)",
+        mutant.diff(), 0.0, judgeable=False)
 
 
 def _reasons(check: CheckSpec, mutants: Sequence[MutantSpec], problems: Sequence[str],

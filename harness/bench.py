@@ -39,7 +39,8 @@ from harness.results import (
     writable_folder,
 )
 from harness.run_coverage import RunCoverage, known_selection, not_admitted
-from harness.shard import Split
+from harness.shard import Split, run_durations
+from harness.warm import warm, warm_all
 from targets.base import TargetSpec
 
 RESULTS_DIR = Path("results")
@@ -161,7 +162,10 @@ def _admit(config: BenchConfig) -> tuple[Admission, ...]:
                         run_seed=config.run_seed, params=config.params, cache=config.cache,
                         quiet=config.quiet, generated=config.generated,
                         services=(services_for_checks(config.checks, config.manager)
-                                  if config.manager is not None else {})),
+                                  if config.manager is not None else {}),
+                        # the measured cells' backends, imported while the gates end
+                        while_waiting=lambda: warm_all((c, lane) for c in config.checks
+                                                       for lane in config.lanes)),
     )
     for a in admissions:
         if not a.admitted and not config.quiet:
@@ -179,15 +183,28 @@ def _lane_runs(config: BenchConfig, prepared: PreparedLanes,
             for check in config.checks if check.id in admitted for lane in prepared.lanes]
 
 
-def _measure(config: BenchConfig, prepared: PreparedLanes,
-             runs: list[LaneRun]) -> tuple[list[Finding], bool]:
-    """The findings of ``runs`` (each in a forked child), and whether an interrupt cut them
-    short (what was measured before it is kept)."""
+def longest_first(runs: list[LaneRun], durations: Mapping[str, float]) -> list[int]:
+    """The indexes of ``runs`` in the order to start them: the longest cells first, by the
+    seconds a previous run recorded (``check@lane``; a cell without a record counts as the
+    longest), so that the last cell to end is a short one; ties keep their order."""
+    def seconds(index: int) -> float:
+        run = runs[index]
+        return durations.get(f"{run.check.id}@{run.lane.name}", float("inf"))
+
+    return sorted(range(len(runs)), key=lambda i: -seconds(i))
+
+
+def _measure(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
+             durations: Mapping[str, float]) -> tuple[list[Finding], bool]:
+    """The findings of ``runs`` (each in a forked child, the longest first), in the order of
+    ``runs``, and whether an interrupt cut them short (what was measured before it is kept)."""
     progress = Progress("bench", len(runs), quiet=config.quiet)
     findings: list[Finding | None] = [None] * len(runs)
     limits = [r.check.timeout_s + GRACE_S for r in runs]
+    order = longest_first(runs, durations)  # job j runs runs[order[j]]
 
-    def done(index: int, outcome: ChildOutcome) -> None:
+    def done(job: int, outcome: ChildOutcome) -> None:
+        index = order[job]
         run = runs[index]
         finding = child_finding(run.check, run.lane, run.opts, outcome, limits[index],
                                 lane_child=True)
@@ -205,15 +222,17 @@ def _measure(config: BenchConfig, prepared: PreparedLanes,
 
     observer = config.on_lane_start
 
-    def started_lane(index: int) -> None:
+    def started_lane(job: int) -> None:
         if observer is not None:
-            observer(runs[index].check, runs[index].lane)
+            observer(runs[order[job]].check, runs[order[job]].lane)
 
     interrupted = False
     try:
-        run_jobs([functools.partial(_judge, r.check, r.lane, r.opts) for r in runs],
-                 workers=config.workers, timeout_s=limits, on_done=done,
-                 on_start=started_lane, stall_after_share=RUN_STALL_AFTER_SHARE)
+        run_jobs([functools.partial(_judge, runs[i].check, runs[i].lane, runs[i].opts)
+                  for i in order],
+                 workers=config.workers, timeout_s=[limits[i] for i in order], on_done=done,
+                 on_start=started_lane, stall_after_share=RUN_STALL_AFTER_SHARE,
+                 before_fork=lambda job: warm(runs[order[job]].check, runs[order[job]].lane))
     except KeyboardInterrupt:
         interrupted = True
     return [f for f in findings if f is not None], interrupted
@@ -269,7 +288,8 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
                 else PreparedLanes(mine.lanes))
     runs = [r for r in _lane_runs(mine, prepared, admissions)
             if cells is None or f"{r.check.id}@{r.lane.name}" in cells]
-    measured, interrupted = _measure(config, prepared, runs)
+    measured, interrupted = _measure(config, prepared, runs,
+                                     run_durations(config.out_dir, sdk_version(), "bench"))
     document = _document(config, prepared, admissions, measured, interrupted, started,
                          time.perf_counter() - t0)
     document["run_id"] = run_id

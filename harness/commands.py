@@ -3,6 +3,7 @@ checks of their arguments (harness.cli builds the parser and runs them)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -38,13 +39,13 @@ def parse_params(values: Sequence[str]) -> dict[str, dict[str, int]]:
 
 
 def select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type: ignore[no-untyped-def]
-    """The checks ``--checks`` names (all by default), after validating ``--param`` values."""
+    """The checks ``--checks`` names (all by default), after validating ``--param`` values;
+    only the checks named (and those ``--param`` names) are imported."""
     from checks.registry import get_check, load_checks
 
-    pool = load_checks()
-    chosen = pool if not ids else tuple(get_check(i.strip(), pool) for i in ids.split(","))
+    chosen = load_checks() if not ids else tuple(get_check(i.strip()) for i in ids.split(","))
     for check_id, values in params.items():
-        get_check(check_id, pool).resolve_params(values)
+        get_check(check_id).resolve_params(values)
     return chosen
 
 
@@ -315,25 +316,36 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return check, lane, mutant, opts
 
 
+def _run_in_child(check, lane, opts, mutant):  # type: ignore[no-untyped-def]
+    """``run``'s child: NotMeasured when the lane's backend is absent from this installation
+    (found here, so that the parent forks at once and imports no backend), else the finding."""
+    from harness.execute import run_check
+    from harness.lanes import absent_backend
+
+    return absent_backend(lane) or run_check(check, lane, opts, mutant)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one check on one lane (a replay), with the servers the lane needs."""
     import dataclasses
 
-    from harness.execute import run_check
     from harness.ground.child import ChildStatus, run_one
     from harness.ground.model import exit_code
-    from harness.ground.services import ServiceManager
+    from harness.ground.services import NotMeasured, ServiceManager
     from harness.lanes import prepare_lanes
 
     check, lane, mutant, opts = _run_selection(args)
     with ServiceManager() as manager:
-        prepared = prepare_lanes((lane,), manager)
-        if not prepared.lanes:
-            reason = next(n.reason for n in prepared.not_measured if n.name == lane.name)
-            print(f"{lane.name}: {reason}", file=sys.stderr)
-            return int(ExitCode.ERROR_OR_NOTHING)
+        prepared = prepare_lanes((lane,), manager, backends=False)
         opts = dataclasses.replace(opts, services=prepared.services)
-        outcome = run_one(lambda: run_check(check, lane, opts, mutant), check.timeout_s + 15)
+        outcome = (run_one(functools.partial(_run_in_child, check, lane, opts, mutant),
+                           check.timeout_s + 15) if prepared.lanes else None)
+    absent = (next(n for n in prepared.not_measured if n.name == lane.name) if outcome is None
+              else outcome.value if isinstance(outcome.value, NotMeasured) else None)
+    if absent is not None:
+        print(f"{lane.name}: {absent.reason}", file=sys.stderr)
+        return int(ExitCode.ERROR_OR_NOTHING)
+    assert outcome is not None
     if outcome.status is not ChildStatus.OK:
         print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
               file=sys.stderr)

@@ -6,7 +6,7 @@ bench does it again for each module its lanes use, although the result depends o
 
 - the module's installed source text (its SHA-256) and the class mutated;
 - the generator's own source (``mutants.generate``, ``mutants.operators``, ``mutants.swap``,
-  ``mutants.base``: operators, rendering, ids, the in-place swap);
+  ``mutants.base``, ``mutants.report``: operators, rendering, ids, the in-place swap);
 - the libcst version and the Python version (what compiles is dropped otherwise).
 
 An entry is keyed on all of them and holds the report as JSON (each mutated source stored as
@@ -34,12 +34,13 @@ from harness.cache import DEFAULT_DIR, Lookup, cache_key, source_hash
 from harness.ground.model import MutantKind
 from harness.results import atomic_write_text
 from mutants.base import MutantSpec
-from mutants.generate import GenerationReport
 from mutants.pool import use_store
+from mutants.report import GenerationReport
 from mutants.swap import UnitSwap
 
 FORMAT = 1
-GENERATOR = ("mutants.generate", "mutants.operators", "mutants.swap", "mutants.base")
+GENERATOR = ("mutants.generate", "mutants.operators", "mutants.swap", "mutants.base",
+             "mutants.report")
 
 
 def generation_key(module: str, backend: str, source: str) -> str:

@@ -51,6 +51,7 @@ from harness.ground.model import (
     mutant_status,
 )
 from harness.progress import Progress
+from harness.warm import warm_all
 from mutants.base import MutantSpec
 from mutants.pool import schedule
 from targets.base import TargetSpec
@@ -147,7 +148,7 @@ class Pair:
     expected: Verdict  # the verdict a kill gives in every rerun
     clean_s: float  # the longest clean run of the check on the lane
     key: str  # its verdict cache key (harness.keys.verdict_key)
-    store: bool = True  # False: judged to be shown, never cached (e.g. its base broke)
+    store: bool = True  # False: judged, never cached (e.g. its clean base was not run)
 
     @property
     def slot(self) -> Slot:
@@ -305,6 +306,7 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
 
     def queued(todo: list[tuple[Pair, int, _Batches]]) -> list[tuple[Callable[[], Any], float]]:
         """Runs to fork, in ``schedule`` order (the ones that may hang first)."""
+        warm_all((p.check, p.lane) for p, _, _ in todo)  # before schedule scans dependents
         ordered = schedule(todo, lambda j: j[0].mutant)
         jobs.extend(ordered)
         return [(functools.partial(_run, p, r, how), p.limit_s + MUTANT_GRACE_S)

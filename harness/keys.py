@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import pkgutil
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +20,7 @@ from checks.base import CheckSpec
 from harness.cache import cache_key, source_hash
 from harness.execute import python_version, sdk_version
 from harness.ground.family import active_family, get_family
+from harness.ground.sources import module_source
 from harness.inputs import changed_function_hash, function_source_hash
 from mutants.base import MutantSpec
 from targets.base import TargetSpec
@@ -65,10 +65,11 @@ def _function_change(module: str, qualname: str, source: str) -> tuple[tuple[str
 
 @functools.cache
 def installed_source(module: str) -> str | None:
-    """The source of the installed ``module`` (read once per process), or None."""
+    """The source of the installed ``module`` (read once per process, without importing it),
+    or None."""
     try:
-        return inspect.getsource(importlib.import_module(module))
-    except (ImportError, OSError, TypeError):
+        return module_source(module)
+    except (OSError, SyntaxError, UnicodeDecodeError):
         return None
 
 

@@ -104,11 +104,10 @@ class RunCoverage:
 
 def known_selection() -> tuple[frozenset[str], frozenset[str]]:
     """Every lane a default bench run selects and every check id the harness has."""
-    from checks.registry import load_checks
+    from checks.registry import check_ids
     from targets.registry import real_lanes
 
-    return (frozenset(t.name for t in real_lanes()),
-            frozenset(c.id for c in load_checks()))
+    return frozenset(t.name for t in real_lanes()), check_ids()
 
 
 def coverage_of(document: Mapping[str, Any]) -> RunCoverage:

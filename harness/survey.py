@@ -74,11 +74,12 @@ from harness.shard import Split
 from harness.survey_lane import LaneSurvey, MutantOutcome
 from harness.survey_scores import lane_status
 from harness.survivors import Category, Entry, by_lane
+from harness.warm import warm_all
 from mutants.base import MutantSpec
 from mutants.equivalence import Equivalence
-from mutants.generate import GenerationReport
 from mutants.operators import OPERATORS
 from mutants.pool import generated_for_lane
+from mutants.report import GenerationReport
 from targets.base import TargetSpec
 
 # The version of the survey's rules and of its lane files (recorded in each file as "engine").
@@ -344,6 +345,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     calls += [functools.partial(lane_guards, p.lane, dict(config.services), config.tmpdir)
               for p in guarded]
     limit = config.timeout_s * 3 + 10
+    warm_all((c, plan.lane) for plan in plans for c in checks)
     outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done,
                         stall_after_share=RUN_STALL_AFTER_SHARE)
     findings: dict[Cell, list[Finding]] = {}

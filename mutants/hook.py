@@ -30,10 +30,10 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from harness.ground.errors import MutantDefinitionError
+from harness.ground.sources import module_path
 from mutants.swap import UnitSwap, swap_in
 
 
@@ -201,14 +201,15 @@ def _remember_lines(finder: MutantFinder) -> None:
 
 
 def installed_source(module: str) -> tuple[str, str]:
-    """The path and text of the installed module ``module`` (read only, never written)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not Path(spec.origin).is_file():
+    """The path and text of the installed module ``module`` (read only, never written; found
+    without importing it or its packages: harness.ground.sources)."""
+    path = module_path(module)
+    if path is None:
         raise MutantDefinitionError(
             f"module {module!r} is not installed as a source file; install the SDK extra "
             f"that provides it"
         )
-    return spec.origin, Path(spec.origin).read_text(encoding="utf-8")
+    return str(path), path.read_text(encoding="utf-8")
 
 
 def edited_source(module: str, original: str, replacement: str) -> str:

@@ -20,6 +20,9 @@ from typing import TypeVar
 import libcst as cst
 import libcst.matchers as m
 
+from mutants.hangs import HANG_PRONE
+from mutants.hangs import hang_prone_first as hang_prone_first  # re-exported
+
 T = TypeVar("T")
 
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.BaseStatement]
@@ -429,31 +432,20 @@ class Operator:
     name: str
     mutate: Mutate
     defect: str
-    # True when its mutants tend to block until their time limit (an open transaction that
-    # the next writer waits on): runners start them first, so they do not end a run alone.
-    may_hang: bool = False
     # True when its mutants change only what a session does once close() has ended it: on a
     # lane whose verified claims say close() is absent or does not end the session, they
     # can never fire, and the survey reports them as not applicable there.
     requires_terminal_close: bool = False
 
     @property
+    def may_hang(self) -> bool:
+        """Whether its mutants tend to block until their time limit (``mutants.hangs``)."""
+        return self.name in HANG_PRONE
+
+    @property
     def change(self) -> str:
         """The one-line before -> after of the rewrite (the function's docstring)."""
         return (self.mutate.__doc__ or self.name).strip().splitlines()[0]
-
-
-def hang_prone_first(items: Sequence[T], operator_of: Callable[[T], str | None]) -> list[T]:
-    """``items`` with those whose operator ``may_hang`` first, otherwise in the same order.
-
-    Longest-expected-first scheduling: a mutant that blocks until its time limit, started
-    last, keeps a run going alone after every other mutant is judged.
-    """
-    def later(item: T) -> bool:
-        op = OPERATORS.get(operator_of(item) or "")
-        return not (op is not None and op.may_hang)
-
-    return sorted(items, key=later)
 
 
 OPERATORS: dict[str, Operator] = {
@@ -467,10 +459,10 @@ OPERATORS: dict[str, Operator] = {
                  "never runs (or runs unordered)"),
         Operator("drop_commit", drop_commit_call,
                  "a write is never committed, so what it stored is rolled back or left "
-                 "pending while the call reports success", may_hang=True),
+                 "pending while the call reports success"),
         Operator("drop_rollback", drop_rollback_call,
                  "a failed write is not rolled back, so a half-done transaction stays open "
-                 "on the connection", may_hang=True),
+                 "on the connection"),
         Operator("drop_closed_guard", drop_closed_guard,
                  "the closed-state guard is gone, so a closed session keeps accepting calls",
                  requires_terminal_close=True),

@@ -12,9 +12,9 @@ from harness.ground.errors import MutantDefinitionError
 from harness.ground.model import MutantKey
 from harness.ground.selector import Selector
 from mutants.base import MutantSpec
-from mutants.generate import GenerationReport, generate_from_source, select
+from mutants.hangs import hang_prone_first
 from mutants.hook import installed_source, prepare
-from mutants.operators import hang_prone_first
+from mutants.report import GenerationReport, select
 from targets.base import TargetSpec
 from targets.registry import get_target
 
@@ -73,6 +73,8 @@ def _generate(target: TargetSpec) -> GenerationReport:
     kept = store.load(target.module, target.backend, source) if store is not None else None
     if kept is not None:
         return kept
+    from mutants.generate import generate_from_source  # libcst: only when generating
+
     report = generate_from_source(source, target.module, target.name, target.backend)
     if store is not None:
         store.keep(target.module, target.backend, source, report)

@@ -13,7 +13,7 @@ from harness.ground.family import active_family
 from mutants.base import DEFINED_IN, FORCED, HANDWRITTEN, MutantSpec
 
 # Modules of the mutants package that hold machinery, not hand-written mutants.
-MACHINERY = {"base", "registry", "generate", "operators", "hook", "pool"}
+MACHINERY = {"base", "registry", "generate", "operators", "hook", "pool", "report", "hangs"}
 
 
 @functools.cache

@@ -132,6 +132,9 @@ class TargetSpec:
     # Guards of the backend module this lane's construction fixes; the survey marks the
     # generated mutants they rule out not_applicable, after verifying each on an instance.
     fixed_guards: tuple[FixedGuard, ...] = ()
+    # Modules a build imports besides ``module`` (a driver SQLAlchemy loads by its URL): the
+    # parent imports them with ``module`` once before forking the lane's runs.
+    preload: tuple[str, ...] = ()
 
     def with_claims(self, claims: Claims) -> TargetSpec:
         """The same lane with other claims (used by claim mutants)."""

@@ -26,6 +26,9 @@ SQLITE_MODULE = "agents.memory.sqlite_session"
 ASYNC_SQLITE_MODULE = "agents.extensions.memory.async_sqlite_session"
 ADVANCED_SQLITE_MODULE = "agents.extensions.memory.advanced_sqlite_session"
 SQLALCHEMY_MODULE = "agents.extensions.memory.sqlalchemy_session"
+# What SQLAlchemy loads by URL for sqlite+aiosqlite: a TargetSpec.preload.
+SQLALCHEMY_SQLITE_DRIVER = ("sqlalchemy.ext.asyncio", "sqlalchemy.pool",
+                            "sqlalchemy.dialects.sqlite.aiosqlite")
 
 
 async def _quiet_close(session: Any) -> None:
@@ -194,6 +197,7 @@ SQLALCHEMY_SQLITE_FILE = TargetSpec(
     description="SQLAlchemySession.from_url(sqlite+aiosqlite, file); no close(), engine disposed",
     waits_s=SQLITE_BUSY_TIMEOUT_S,
     fixed_guards=SQLITE_DIALECT,
+    preload=SQLALCHEMY_SQLITE_DRIVER,
 )
 
 # ----------------------------------------------------------------------- in-memory stores
@@ -331,6 +335,7 @@ SQLALCHEMY_SQLITE_MEMORY = TargetSpec(
     description="SQLAlchemySession on sqlite+aiosqlite:// in memory (StaticPool: one "
                 "connection); instances on one trial root share the engine, so the store",
     fixed_guards=SQLITE_DIALECT,
+    preload=SQLALCHEMY_SQLITE_DRIVER,
 )
 
 LOCAL_TARGETS = (SQLITE_FILE, ASYNC_SQLITE_FILE, ADVANCED_SQLITE_FILE, SQLALCHEMY_SQLITE_FILE,

@@ -31,7 +31,12 @@ from harness.ground.errors import ServiceError
 from harness.ground.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
 from targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
 from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, redis_list_writer, sqlite_row_writer
-from targets.sdk import SQLALCHEMY_RETRY_NOTE, SQLITE_BUSY_TIMEOUT_S
+from targets.sdk import (
+    SQLALCHEMY_RETRY_NOTE,
+    SQLALCHEMY_SQLITE_DRIVER,
+    SQLITE_BUSY_TIMEOUT_S,
+    SQLITE_MODULE,
+)
 
 REDIS_MODULE = "agents.extensions.memory.redis_session"
 SQLALCHEMY_MODULE = "agents.extensions.memory.sqlalchemy_session"
@@ -292,6 +297,7 @@ REDIS_FROM_URL = TargetSpec(
                 "releases it and ends the session; one key prefix per trial",
     service="redis",
     options=REDIS_OPTIONS,
+    preload=("redis.asyncio",),
 )
 
 REDIS_INJECTED_CLIENT = TargetSpec(
@@ -310,6 +316,7 @@ REDIS_INJECTED_CLIENT = TargetSpec(
                 "the client at dispose; one key prefix per trial",
     service="redis",
     options=REDIS_OPTIONS,
+    preload=("redis.asyncio",),
 )
 
 SQLALCHEMY_POSTGRES = TargetSpec(
@@ -329,6 +336,7 @@ SQLALCHEMY_POSTGRES = TargetSpec(
         FixedGuard("self._engine.dialect.delete_returning", True,
                    "PostgreSQL has DELETE ... RETURNING and SQLAlchemy's dialect says so"),
     ),
+    preload=("sqlalchemy.ext.asyncio", "sqlalchemy.dialects.postgresql.asyncpg"),
 )
 
 ENCRYPTED_SQLITE = TargetSpec(
@@ -341,6 +349,7 @@ ENCRYPTED_SQLITE = TargetSpec(
                 f"on a file; close() is the wrapped SQLiteSession's (sync), forwarded",
     waits_s=ENCRYPTED_WAITS_S,
     options=ENCRYPTED_OPTIONS,
+    preload=(SQLITE_MODULE,),
 )
 
 ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
@@ -355,6 +364,7 @@ ENCRYPTED_SQLALCHEMY_SQLITE = TargetSpec(
                 f"SQLAlchemySession(sqlite+aiosqlite file); no close(), engine disposed",
     waits_s=ENCRYPTED_WAITS_S,
     options=ENCRYPTED_OPTIONS,
+    preload=(SQLALCHEMY_MODULE, *SQLALCHEMY_SQLITE_DRIVER),
 )
 
 SERVICE_TARGETS: tuple[TargetSpec, ...] = (

@@ -156,6 +156,9 @@ def test_broken_clean_base_makes_a_kill_meaningless(tmp_path):
     assert "not judgeable" in (bad[0].evidence or "")
     # The clean base ran as often as the survey's: at least 3 times, even with 1 rerun.
     assert "clean 'sqlite-file' gave violated, violated, violated" in (bad[0].evidence or "")
+    # The mutant itself is not run: no run of it could count.
+    assert bad[0].runs == () and bad[0].duration_s == 0.0
+    assert "the mutant is not run" in (bad[0].evidence or "")
 
 
 def test_a_clean_base_violated_in_one_rerun_only_is_not_judgeable(tmp_path):

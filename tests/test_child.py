@@ -105,6 +105,36 @@ def test_jobs_that_follow_from_a_result_are_queued_at_once_and_numbered_on():
     assert seen == [(1, "first"), (2, "follow-up"), (0, None)]
 
 
+def test_the_parent_prepares_each_job_just_before_forking_it():
+    # before_fork runs in the parent: what it imports or sets, the job's child inherits.
+    prepared: list[int] = []
+
+    def before(index: int) -> None:
+        prepared.append(index)
+        os.environ["ARIB_TEST_PREPARED"] = str(index)
+
+    try:
+        outcomes = run_jobs([lambda: os.environ["ARIB_TEST_PREPARED"]] * 3, workers=1,
+                            timeout_s=5, before_fork=before)
+    finally:
+        os.environ.pop("ARIB_TEST_PREPARED", None)
+    assert prepared == [0, 1, 2]
+    assert [o.value for o in outcomes] == ["0", "1", "2"]
+
+
+def test_the_parent_works_while_waiting_once_every_job_is_forked():
+    # while_waiting is called once, after the last job was forked, while it still runs.
+    calls: list[tuple[int, int]] = []
+    started: list[int] = []
+    ended: list[int] = []
+    outcomes = run_jobs([lambda: time.sleep(0.3), lambda: time.sleep(0.3)], workers=1,
+                        timeout_s=5, on_start=started.append,
+                        on_done=lambda index, _: ended.append(index),
+                        while_waiting=lambda: calls.append((len(started), len(ended))))
+    assert [o.status for o in outcomes] == [ChildStatus.OK, ChildStatus.OK]
+    assert calls == [(2, 1)]  # the second job forked, the first one done, the second running
+
+
 def test_a_follow_up_job_has_its_own_time_limit():
     outcomes = run_jobs([lambda: 1], workers=1, timeout_s=5,
                         then=lambda index, _: [(lambda: time.sleep(30), 0.5)] if index == 0

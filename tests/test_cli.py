@@ -235,15 +235,22 @@ def test_unusable_out_is_refused_before_anything_is_measured(capsys, tmp_path, m
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_check_module_that_cannot_be_imported_is_a_usage_error(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("selection", [
+    [],  # every check: each module is imported
+    ["--checks", "ARIB-OOPS-001"],  # the one selected: only its module is imported
+])
+def test_a_check_module_that_cannot_be_imported_is_a_usage_error(capsys, tmp_path, monkeypatch,
+                                                                  selection):
     package = tmp_path / "brokenchecks"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "oops_001.py").write_text("CHECK = (\n")
+    (package / "oops_001.py").write_text('CHECK = CheckSpec(id="ARIB-OOPS-001",\n')
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(checks.registry, "load_checks",
-                        functools.partial(checks.registry.load_checks, "brokenchecks"))
-    code, _, err = run(capsys, *QUICK, "--out", str(tmp_path / "r"))
+    for name in ("load_checks", "declared_ids"):
+        monkeypatch.setattr(checks.registry, name,
+                            functools.partial(getattr(checks.registry, name), "brokenchecks"))
+    code, _, err = run(capsys, "bench", "--lanes", "sqlite-file", "--quiet", *selection,
+                       "--out", str(tmp_path / "r"))
     assert code == 2
     assert "check module 'brokenchecks.oops_001' cannot be imported: SyntaxError" in err
     assert "oops_001.py, line 1" in err and "Traceback" not in err

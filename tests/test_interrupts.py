@@ -206,6 +206,37 @@ def test_a_tool_run_in_its_own_group_dies_whole_when_the_run_is_stopped(tmp_path
     assert not _alive(grandchild)  # the tool's own child went with it
 
 
+def test_a_stop_while_the_tool_starts_still_kills_its_group(tmp_path, monkeypatch):
+    # The stop lands inside Popen, once the tool runs but before its process is returned:
+    # it is held until the group can be killed, then delivered.
+    import subprocess
+
+    from harness.ground import interrupts
+
+    pidfile = tmp_path / "grandchild.pid"
+    real = subprocess.Popen
+
+    class StoppedWhileStarting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            deadline = time.monotonic() + 30
+            while not pidfile.exists() or not pidfile.read_text().strip():
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(interrupts.subprocess, "Popen", StoppedWhileStarting)
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.run_in_group(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"])
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(grandchild)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:

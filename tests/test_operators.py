@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from mutants.generate import apply_operator
+from mutants.hangs import HANG_PRONE
 from mutants.operators import OPERATORS, hang_prone_first
 
 
@@ -410,3 +411,4 @@ def test_hang_prone_operators_are_scheduled_first_and_the_rest_keep_their_order(
     assert [i for i, _ in ordered] == [2, 4, 6, 0, 1, 3, 5]
     assert {n for n, op in OPERATORS.items() if op.may_hang} == {"drop_commit",
                                                                   "drop_rollback"}
+    assert HANG_PRONE <= set(OPERATORS)  # every name in the light table is an operator

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from checks.registry import get_check, load_checks
+from checks.registry import check_ids, declared_id, declared_ids, get_check, load_checks
 from harness.ground.errors import CheckDefinitionError, ParameterError, UnknownNameError
 from mutants.registry import get_mutant, handwritten_mutants
 from targets.registry import get_target, parse_lanes
@@ -54,6 +54,67 @@ def test_real_checks_load_sorted_and_unique():
     ids = [c.id for c in load_checks()]
     assert ids == sorted(set(ids))
     assert {"ARIB-CONC-001", "ARIB-CONC-002", "ARIB-CONC-003", "ARIB-REPLAY-001"} <= set(ids)
+
+
+def test_every_check_module_declares_its_id_in_its_text():
+    # What a run reads instead of importing every check (checks/registry.py).
+    assert declared_ids() == {c.id: c.module for c in load_checks()}
+    assert check_ids() == frozenset(c.id for c in load_checks())
+
+
+# Distributions a check module must not import at module level (the backends and what only
+# generation needs): a run imports them when, and only if, a run of its needs them.
+BACKENDS = ("agents", "openai", "pydantic", "sqlalchemy", "redis", "cryptography", "aiosqlite",
+            "asyncpg", "libcst")
+
+
+def test_listing_every_check_imports_no_backend():
+    from tests.test_sources import loaded_after
+
+    loaded = loaded_after("from checks.registry import load_checks\nload_checks()\n")
+    assert not {m.split(".")[0] for m in loaded} & set(BACKENDS), sorted(
+        m for m in loaded if m.split(".")[0] in BACKENDS)
+
+
+def test_a_run_of_one_check_imports_its_module_only():
+    from tests.test_sources import loaded_after
+
+    loaded = loaded_after("from checks.registry import check_ids, get_check\n"
+                          "assert len(check_ids()) > 30\n"
+                          "get_check('ARIB-CONC-001')\n")
+    own = {m for m in loaded if m.startswith("checks.") and not m.startswith("checks._")}
+    assert own == {"checks.conc_001", "checks.base", "checks.common", "checks.registry"}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('CHECK = CheckSpec(\n    id="ARIB-T-001",\n', "ARIB-T-001"),
+    ('CHECK_ID = "ARIB-T-002"\n\nCHECK = CheckSpec(\n    id=CHECK_ID,\n', "ARIB-T-002"),
+    ('CHECK = CheckSpec(id=make_id(), invariant="i")\n', None),
+    ('CHECK = CheckSpec(\n    id=OTHER,\n', None),
+    ("X = 1\n", None),
+])
+def test_the_id_a_module_declares_is_read_from_its_text(tmp_path, text, expected):
+    path = tmp_path / "m.py"
+    path.write_text(text)
+    assert declared_id(path) == expected
+
+
+def test_a_module_whose_id_is_not_in_its_text_is_found_by_importing_them_all(package):
+    text = GOOD.format(id="ARIB-T-001", mutants=("reference_racy_close",))
+    name = package("hiddenid", {"a": text.replace("CHECK = CheckSpec(id='ARIB-T-001'",
+                                                  "CHECK = CheckSpec(id='ARIB-T-' + '001'")})
+    assert declared_ids(name) is None
+    assert check_ids(name) == {"ARIB-T-001"}
+
+
+def test_a_declared_id_its_check_does_not_have_is_refused(package, monkeypatch):
+    # The text says ARIB-T-001 (as a scan would read it), the spec says ARIB-T-009.
+    name = package("liarid", {"a": GOOD.format(id="ARIB-T-009", mutants=("reference_racy_close",))})
+    monkeypatch.setattr("checks.registry.declared_ids",
+                        lambda package=None: {"ARIB-T-001": f"{name}.a"})
+    with pytest.raises(CheckDefinitionError, match="declares id 'ARIB-T-001' in its source but "
+                                                   "its CHECK has id 'ARIB-T-009'"):
+        get_check("ARIB-T-001")
 
 
 def test_module_without_check(package):

@@ -20,7 +20,7 @@ from typing import Any
 from anyio import to_thread
 
 from checks.base import CheckSpec
-from checks.registry import get_check, load_checks
+from checks.registry import get_check
 from harness.admission import GRACE_S
 from harness.api.lane import Factory, Lane, as_lane
 from harness.api.report import Report
@@ -28,6 +28,7 @@ from harness.execute import RunOptions, child_finding, run_check
 from harness.ground.child import run_jobs
 from harness.ground.errors import ParameterError, UsageError
 from harness.ground.model import Finding
+from harness.warm import warm
 from targets.base import TargetSpec
 
 # Checks that judge any plain openai-agents Session (get_items, add_items, pop_item,
@@ -44,8 +45,7 @@ def select_checks(checks: Iterable[str] | str | None) -> tuple[CheckSpec, ...]:
     if not ids:
         raise UsageError("checks=() names no check; name at least one (e.g. 'ARIB-CONC-001') "
                          "or leave checks out for the default set")
-    pool = load_checks()
-    return tuple(get_check(i, pool) for i in dict.fromkeys(ids))
+    return tuple(get_check(i) for i in dict.fromkeys(ids))
 
 
 def _options(check: CheckSpec, params: Mapping[str, Mapping[str, int]], trials: int | None,
@@ -118,7 +118,8 @@ def validate(factory: Lane | Factory, *, checks: Iterable[str] | str | None = No
     opts = [_options(c, params, trials, seed, trial_seed) for c in selected]
     limits = [c.timeout_s + GRACE_S for c in selected]
     jobs = [functools.partial(_judge, c, target, o) for c, o in zip(selected, opts, strict=True)]
-    outcomes = run_jobs(jobs, workers=workers, timeout_s=limits)
+    outcomes = run_jobs(jobs, workers=workers, timeout_s=limits,
+                        before_fork=lambda i: warm(selected[i], target))
     findings: list[Finding] = []
     replays: dict[str, str] = {}
     for check, opt, outcome, limit in zip(selected, opts, outcomes, limits, strict=True):

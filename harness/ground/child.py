@@ -357,6 +357,8 @@ def run_jobs(
     stalled_per_worker: int = STALLED_PER_WORKER,
     stall_after_share: float = STALL_AFTER_SHARE,
     then: Callable[[int, ChildOutcome], Sequence[tuple[Callable[[], Any], float]]] | None = None,
+    before_fork: Callable[[int], None] | None = None,
+    while_waiting: Callable[[], None] | None = None,
 ) -> list[ChildOutcome]:
     """Run each job in its own forked child, ``workers`` at a time, in submission order.
 
@@ -368,7 +370,10 @@ def run_jobs(
     from STALL_AFTER_S on, for jobs that are short against their limit). ``then``, called
     after ``on_done`` with a job's index and outcome, returns the jobs that follow from it,
     each with its time limit: they are queued behind the pending ones (their indexes go on
-    from the last job's), so that no job waits for a whole batch to end.
+    from the last job's), so that no job waits for a whole batch to end. ``before_fork`` is
+    called in the parent just before a job's child is forked (to import, once, what that child
+    needs: ``harness.warm``); ``while_waiting``, once, when every job queued so far has been
+    forked and some still run (work for what comes next, done while the children compute).
     """
     queue = list(jobs)
     limits = ([float(timeout_s)] * len(queue) if isinstance(timeout_s, (int, float))
@@ -399,6 +404,8 @@ def run_jobs(
             while pending and (sum(1 for r in running.values() if not r.stalled) < workers
                                and len(running) < workers * (1 + stalled_per_worker)):
                 index = pending.pop(0)
+                if before_fork is not None:
+                    before_fork(index)
                 pid, fd = _fork(queue[index])
                 running[fd] = _Running(index, pid, fd, time.perf_counter(), [])
                 if on_start:
@@ -407,6 +414,10 @@ def run_jobs(
                 _release(delivered.pop(0))
             if not running:
                 continue
+            if while_waiting is not None and not pending:
+                idle, while_waiting = while_waiting, None
+                idle()
+                continue  # jobs may have ended meanwhile: read them before waiting
             now = time.perf_counter()
             wait = min(r.started + limits[r.index] - now for r in running.values())
             if pending:  # look again soon for children that stalled

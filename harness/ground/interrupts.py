@@ -102,8 +102,14 @@ def run_in_group(command: list[str], **kwargs: Any) -> subprocess.CompletedProce
     exception while waiting) the whole group gets SIGKILL, so none of them outlives the run.
     """
     kwargs.pop("check", None)
-    with subprocess.Popen(command, start_new_session=True, **kwargs) as process:
+    # A stop that lands while Popen starts the tool (the tool already running, its process
+    # not yet returned to us) is held until the process is ours to kill, then delivered.
+    with _stops_held() as held:
+        process = subprocess.Popen(command, start_new_session=True, **kwargs)
+    with process:
         try:
+            for signum in held:
+                signal.raise_signal(signum)  # its handler raises here, inside the try
             stdout, stderr = process.communicate()
         except BaseException:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -111,6 +117,27 @@ def run_in_group(command: list[str], **kwargs: Any) -> subprocess.CompletedProce
             process.wait()
             raise
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+@contextlib.contextmanager
+def _stops_held() -> Iterator[list[int]]:
+    """Within the block, a stop signal is recorded (in the list yielded) instead of handled;
+    the handlers come back after it. Only the main thread can change them: elsewhere nothing
+    is held."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = {stop: signal.getsignal(stop) for stop in STOP_SIGNALS}
+    for stop, old in previous.items():
+        if old is not None and old is not signal.SIG_IGN:
+            signal.signal(stop, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        for stop, old in previous.items():
+            if old is not None:
+                signal.signal(stop, old)
 
 
 class Overdue(Exception):
