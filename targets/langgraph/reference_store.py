@@ -119,9 +119,7 @@ class ReferenceStore(BaseStore):
     def dispose(self) -> None:
         """Stop the sweeper and close the file (the store's owner does this; the store claims
         no close())."""
-        self._stop.set()
-        if self._sweeper is not None:
-            self._sweeper.join()
+        self.stop_ttl_sweeper()
         with self._lock:
             self._conn.close()
 
