@@ -33,6 +33,8 @@ SMALL: dict[str, dict[str, int]] = {
     "ARIB-LGSTORE-008": {"trials": 2, "workers": 3},
     "ARIB-LGSTORE-009": {"trials": 1, "points": 8},
     "ARIB-LGSTORE-010": {"trials": 1},
+    "ARIB-LGSTORE-011": {"trials": 1, "rounds": 2, "workers": 2},
+    "ARIB-LGSTORE-012": {"trials": 1},
 }
 # no real-time waits
 FAST = ("ARIB-LGSTORE-002", "ARIB-LGSTORE-003", "ARIB-LGSTORE-006", "ARIB-LGSTORE-007",
