@@ -1,9 +1,11 @@
 """Hand-written mutants of the LangGraph stores for ARIB-LGSTORE-011 (a store left while calls
-are in flight) and ARIB-LGSTORE-012 (the TTL sweeper released with the store). Our own code
-installed over a method, never SDK code."""
+are in flight), ARIB-LGSTORE-012 (the TTL sweeper released with the store) and ARIB-LGSTORE-013
+(a fresh store set up by several processes at once). Our own code installed over a function or
+method, never SDK code."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -44,3 +46,26 @@ def lg_store_reference_dispose_keeps_the_lock() -> None:
         self._conn.close()
 
     cls.dispose = dispose
+
+
+@handwritten(target="lg-store-reference", module=REFERENCE_STORE_MODULE,
+             qualname="make_store_tables",
+             defect="the items table is made after looking whether it exists (a first run "
+                    "that takes 20 ms): instances setting one fresh store up at once both "
+                    "create it, and the later fails")
+def lg_store_reference_tables_checked_then_made() -> None:
+    import time
+
+    module = importlib.import_module(REFERENCE_STORE_MODULE)
+
+    def make_store_tables(conn: Any) -> None:
+        found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = "
+                             "'ref_items'").fetchone()
+        if found is None:
+            time.sleep(0.02)
+            conn.execute("CREATE TABLE ref_items (ns TEXT NOT NULL, key TEXT NOT NULL, "
+                         "value TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT "
+                         "NULL, seq INTEGER NOT NULL, expires_at REAL, ttl_minutes REAL, "
+                         "PRIMARY KEY (ns, key))")
+
+    module.make_store_tables = make_store_tables  # type: ignore[attr-defined]

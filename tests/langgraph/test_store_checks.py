@@ -35,6 +35,7 @@ SMALL: dict[str, dict[str, int]] = {
     "ARIB-LGSTORE-010": {"trials": 1},
     "ARIB-LGSTORE-011": {"trials": 1, "rounds": 2, "workers": 2},
     "ARIB-LGSTORE-012": {"trials": 1},
+    "ARIB-LGSTORE-013": {"trials": 2, "processes": 3, "steps": 2},
 }
 # no real-time waits
 FAST = ("ARIB-LGSTORE-002", "ARIB-LGSTORE-003", "ARIB-LGSTORE-006", "ARIB-LGSTORE-007",
