@@ -5,8 +5,9 @@ ARIB-LGSTORE-007 (one ``setup()``, then concurrent work, then release) and ARIB-
 On the trial's fresh database the store is opened by its connection string; ``setup()`` runs
 once; then the workers, released together, put and get back their keys. With
 ``racing_setup`` (ARIB-LGSTORE-008), ``setup()`` runs in every worker at once (the runs of a
-deployment starting together), and each worker calls it again before each of its puts (runs
-starting while others write); leaving the
+deployment starting together), each worker calls it again before each of its puts (runs
+starting while others write), and one worker calls it 10 ms into another's batch of 2000 puts
+(which must return, and a fresh instance read it whole); leaving the
 context releases the connection (a call on the store after it must raise, never answer from a
 closed connection); a fresh instance (the lane's builder) then reads every write. For a class
 whose own context's exit is documented to stop the TTL sweeper (the async stores'
@@ -46,6 +47,10 @@ KEYS = ("k0", "k1", "k2")  # each worker: setup(), put and get, per key
 PHASE_S = 8.0
 # The same for the whole trial (a context's exit, a reopened store's reads).
 HANG_S = 20.0
+# ARIB-LGSTORE-008's long batch, and when into it another worker calls setup()
+LONG_BATCH = 2000
+LONG_NS = ("life", "long")
+SETUP_DELAY_S = 0.01
 
 
 async def lifecycle(ctx: TrialContext, racing_setup: bool) -> Trial:
@@ -118,6 +123,14 @@ async def _trial(ctx: TrialContext, problems: Problems, racing_setup: bool) -> T
     except Exception as exc:  # noqa: BLE001 - the refusal expected
         ctx.log(f"after leaving the context, get refused: {describe(exc)}")
     reader = store_of(await ctx.open())
+    if racing_setup:
+        found = await store_call(reader, "search", LONG_NS, limit=LONG_BATCH + 10)
+        if isinstance(found, list) and 0 < len(found) < LONG_BATCH:
+            problems.add("partial", f"a fresh instance reads {len(found)} of the {LONG_BATCH} "
+                                    f"puts of the batch beside which setup() ran")
+        elif isinstance(found, list) and not found and not problems.found:
+            problems.add("lost", f"a fresh instance reads none of the {LONG_BATCH} puts of the "
+                                 f"batch that returned beside setup()")
     for w in range(workers):
         for key in KEYS:
             got = await store_call(reader, "get", ("life", str(w)), key)
@@ -208,5 +221,46 @@ async def _inside(store: Any, sync: bool, workers: int, racing_setup: bool,
     for w, exc in enumerate(writes or ()):
         if exc is not None:
             problems.add("error", f"worker {w}'s put and get raised {describe(exc)}")
+    if racing_setup and not problems.found:
+        await _setup_beside_a_batch(store, sync, problems)
+
+
+async def _setup_beside_a_batch(store: Any, sync: bool, problems: Problems) -> None:
+    """One worker's batch of ``LONG_BATCH`` puts, and ``SETUP_DELAY_S`` into it another
+    worker's setup() (a run starting while a long batch is written): both return, and the
+    batch is kept whole (read back by ``_trial`` through a fresh instance)."""
+    from langgraph.store.base import PutOp
+
+    ops = [PutOp(LONG_NS, f"k{n}", {"n": n}) for n in range(LONG_BATCH)]
+    outcome: dict[str, BaseException | None] = {"batch": None, "setup": None}
+
+    async def batch() -> None:
+        try:
+            await (anyio.to_thread.run_sync(store.batch, ops, abandon_on_cancel=True) if sync
+                   else store.abatch(ops))
+        except Exception as exc:  # noqa: BLE001 - the store's failure is evidence
+            outcome["batch"] = exc
+
+    async def setup() -> None:
+        await anyio.sleep(SETUP_DELAY_S)
+        try:
+            await (anyio.to_thread.run_sync(store.setup, abandon_on_cancel=True) if sync
+                   else store.setup())
+        except Exception as exc:  # noqa: BLE001
+            outcome["setup"] = exc
+
+    try:
+        with anyio.fail_after(PHASE_S):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(batch)
+                tg.start_soon(setup)
+    except TimeoutError:
+        problems.add("error", f"a batch of {LONG_BATCH} puts and a setup() {SETUP_DELAY_S:g} s "
+                              f"into it hung: not done after {PHASE_S:g} s")
+        return
+    for what, exc in outcome.items():
+        if exc is not None:
+            problems.add("error", f"a {what} beside the other (a batch of {LONG_BATCH} puts, "
+                                  f"setup() {SETUP_DELAY_S:g} s into it) raised {describe(exc)}")
 
 

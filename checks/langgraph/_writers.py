@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,10 @@ from checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads,
 from harness.ground.model import Counts, Trial
 from targets.langgraph.lanes import KIND
 
+# What a writer runs: (its instance, seed, writer, thread, steps) -> ops, each with an async
+# ``run(instance)`` and a ``label``; a checkpointer's ``writer_plan`` unless a check names another
+# (ARIB-LGSTORE-013's store puts).
+Plan = Callable[[Any, int, int, str, int], Sequence[Any]]
 READY_TIMEOUT_S = 20.0
 GO_DELAY_S = 0.005  # from a go to its start instant: every writer wakes before it
 
@@ -54,11 +59,13 @@ async def run_setup(saver: Any) -> bool:
 
 
 def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
-                setup_at_go: bool = False, lockstep: bool = False) -> _forked.Body:
+                setup_at_go: bool = False, lockstep: bool = False,
+                plan_of: Plan = writer_plan) -> _forked.Body:
     """Open a saver on the trial's store, then, on go, run the writer's plan acking each op.
     ``setup_at_go``: open the saver only on go, and run its ``setup()`` (where its class has
     one) before the plan, so that every writer sets the store up at the same instant.
-    ``lockstep``: wait for a further go before every op after the first."""
+    ``lockstep``: wait for a further go before every op after the first. ``plan_of`` makes
+    the writer's ops (a store lane's instance is its store)."""
     target, build, seed = ctx.target, ctx.build, ctx.seed
 
     async def body(channel: _forked.Channel) -> None:
@@ -76,7 +83,7 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
         if handle.private_store:
             channel.send({"private": handle.private_store})
             return
-        plan = writer_plan(handle.session, seed, writer, thread, steps)
+        plan = plan_of(handle.session, seed, writer, thread, steps)
         if not setup_at_go:
             channel.send({"ready": True})
             if not await channel.wait_go(READY_TIMEOUT_S):
@@ -99,14 +106,15 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
 
 async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                 workers: list[_forked.Worker], setup_at_go: bool = False,
-                lockstep: bool = False) -> list[str]:
+                lockstep: bool = False, plan_of: Plan = writer_plan) -> list[str]:
     """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
     until each is ready and release them together; what went wrong opening, per writer.
     Raises NotApplicable when a writer finds the store private to its instance."""
     problems: list[str] = []
     for w, thread in names:
         workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps,
-                                                                       setup_at_go, lockstep),
+                                                                       setup_at_go, lockstep,
+                                                                       plan_of),
                                            [fd for x in workers for fd in (x.read_fd, x.go_fd)]))
     deadline = time.monotonic() + READY_TIMEOUT_S
     for worker in workers:

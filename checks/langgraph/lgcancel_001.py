@@ -24,14 +24,13 @@ no second instance can open the store (``:memory:``), only the caller's view is 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import anyio
 
-from checks._suspend import at_suspension, cancel_current
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import trials_param
+from checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
 from checks.langgraph._faults import Op, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
 from targets.base import BuildContext, Handle
@@ -39,24 +38,9 @@ from targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGCANCEL-001"
 OP_TIMEOUT_S = 5.0
-HELD = ("returned_then_once", "absent_then_once", "present_then_once")
+WORDS = Words(poisoned="poisoned_saver", read="list", partial="half there", undone="absent",
+              next_op="next op")
 WIDTH = 3  # writes in the cancelled put_writes
-
-
-async def cancelled_at(op: Op, saver: Any, k: int) -> tuple[str, int, BaseException | None]:
-    """Run ``op`` cancelled at its k-th suspension (0: never): how it ended ('returned',
-    'cancelled' or 'raised'), the suspensions it made, and what it raised."""
-    seen = [0]
-
-    async def run() -> None:
-        await at_suspension(op.run(saver), k, cancel_current, seen)
-
-    task = asyncio.ensure_future(run())
-    await asyncio.wait({task})
-    if task.cancelled():
-        return "cancelled", seen[0], None
-    error = task.exception()
-    return ("raised" if error else "returned"), seen[0], error
 
 
 def state(op: Op, seen: Any) -> str:
@@ -102,49 +86,32 @@ async def _point(ctx: TrialContext, kind: str, k: int, notes: list[str],
         except Exception as exc:  # noqa: BLE001
             notes.append(f"{kind} k={k}: setup raised {describe(exc)}")
             return "setup_failed"
-        ended, spent[(kind, k)], error = await cancelled_at(op, saver, k)
-        where = f"{kind} k={k}: {ended}{f' {describe(error)}' if error else ''}"
-        try:
-            own = state(op, await _read(saver, thread))
-        except TimeoutError:
-            notes.append(f"{where}; the caller's next list hung")
-            return "hung_after_cancel"
-        except Exception as exc:  # noqa: BLE001
-            notes.append(f"{where}; the caller's next list raised {describe(exc)}")
-            return "poisoned_saver"
-        if not handle.private_store:
-            other = state(op, await _read(await fresh(), thread))
-            if other != own:
-                notes.append(f"{where}; the caller sees it {own}, a fresh instance {other}")
-                return "divergent_view"
-        if own == "partial":
-            notes.append(f"{where}; it is half there")
-            return "partial"
-        if ended == "returned" and own == "absent":
-            notes.append(f"{where}; it returned but is absent")
-            return "lost"
-        try:
-            with anyio.fail_after(OP_TIMEOUT_S):
-                if own == "absent":
-                    await op.run(saver)
-                if kind == "writes":
-                    await child.run(saver)
-                await after.run(saver)
-                await after_writes.run(saver)
-        except TimeoutError:
-            notes.append(f"{where}; saw it {own}; the retry or the next op hung")
-            return "hung_after_cancel"
-        except Exception as exc:  # noqa: BLE001
-            notes.append(f"{where}; saw it {own}; the retry or next op raised {describe(exc)}")
-            return "poisoned_saver"
-        final = await _read(saver if handle.private_store else await fresh(), thread)
-        ended_as = "returned" if ended == "returned" else own
-        states = (state(op, final), state(after, final), state(after_writes, final))
-        if states == ("present",) * 3:
-            return f"{ended_as}_then_once"
-        notes.append(f"{where}; saw it {own}; in the end it, the next checkpoint and its "
-                     f"writes are {states}")
-        return f"{ended_as}_then_lost"
+        ended, spent[(kind, k)], error = await cancelled_at(lambda: op.run(saver), k)
+
+        async def own_state() -> str:
+            return state(op, await _read(saver, thread))
+
+        async def fresh_state() -> str:
+            return state(op, await _read(await fresh(), thread))
+
+        async def redo(own: str) -> None:
+            if own == "absent":
+                await op.run(saver)
+            if kind == "writes":
+                await child.run(saver)
+            await after.run(saver)
+            await after_writes.run(saver)
+
+        async def final() -> tuple[bool, str]:
+            got = await _read(saver if handle.private_store else await fresh(), thread)
+            states = (state(op, got), state(after, got), state(after_writes, got))
+            return (states == ("present",) * 3,
+                    f"in the end it, the next checkpoint and its writes are {states}")
+
+        return await judge_point(
+            Point(f"{kind} k={k}: {ended}{f' {describe(error)}' if error else ''}", ended,
+                  own_state, None if handle.private_store else fresh_state, redo, final),
+            WORDS, notes, OP_TIMEOUT_S)
     finally:
         for opened in reversed(handles):
             with anyio.CancelScope(shield=True):

@@ -1,5 +1,8 @@
 """ARIB-LGSTORE-004 (issue 35): TTL expiry and sweeping. An item put with a TTL is deleted by
-``sweep_ttl()`` once its time is up, and the sweep says how many it deleted; items without a
+``sweep_ttl()`` once its time is up, and the sweep says how many it deleted, also when it runs
+while another thread's (or task's) batch fails (the sweeper of a service runs beside requests,
+and a request's batch can fail: a sweep that joined that batch's transaction would be undone
+with it, its count a lie), and the failed batch leaves none of its puts; items without a
 TTL, or whose time is not up, stay; the sweeper started with ``start_ttl_sweeper()`` deletes
 expired items on its own, and goes on doing so (a second batch of items expires later),
 ``stop_ttl_sweeper(timeout)`` stops it and returns True only once it has stopped (the future or
@@ -27,6 +30,7 @@ import time
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from checks.base import CheckSpec, Selector, TrialContext
 from checks.common import trials_param
@@ -35,6 +39,7 @@ from checks.langgraph._saver import store_call, store_of
 from checks.langgraph._store import needs_keywords, needs_methods, store_method
 from harness.ground.model import Trial
 from targets.base import NotApplicable
+from targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGSTORE-004"
 TINY = 0.001  # minutes: 60 ms
@@ -42,6 +47,8 @@ LONG = 60.0  # minutes
 SWEEP_EVERY = 0.004  # minutes: 0.24 s
 SWEEPER_WAIT_S = 3.0
 STOP_WAIT_S = 2.0
+DOOMED = 3000  # puts of the batch that fails, so that it is still running when the sweep starts
+SWEEP_DELAY_S = 0.01
 CONFIG = {"refresh_on_read": True}
 
 
@@ -91,7 +98,7 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
     for key, ttl in kept.items():
         await put_ttl(store, ns, key, ttl)
     await past_expiry(ctx)
-    swept = await store_method(store, "sweep_ttl")
+    swept = await _sweep_beside_a_failing_batch(ctx, store, ns, problems)
     ctx.log(f"sweep_ttl() gave {swept!r}")
     problems.expect("sweep_ttl()'s count of expired items", len(gone), swept)
     await _expect(store, ns, gone, kept, problems, "after sweep_ttl()")
@@ -115,6 +122,8 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
             await anyio.sleep(0.1)
         await _expect(store, ns, later, kept, problems,
                       f"with the sweeper running (round {round_ + 1})")
+        if problems.found:
+            break  # a sweeper already seen failing need not be waited for again
     await _stop(ctx, store, sweeper, (STOP_WAIT_S,), problems)
     ctx.log("start the sweeper again and stop it without a timeout")
     await _stop(ctx, store, await store_method(store, "start_ttl_sweeper", SWEEP_EVERY), (),
@@ -122,6 +131,46 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
     await store_call(store, "put", ns, "after", {"k": "after"})
     await _expect(store, ns, [], {**kept, "after": None}, problems, "after the stop")
     return problems.trial(ctx, "swept")
+
+
+async def _sweep_beside_a_failing_batch(ctx: TrialContext, store: Any, ns: tuple[str, ...],
+                                        problems: Problems) -> Any:
+    """sweep_ttl() started ``SWEEP_DELAY_S`` after a batch of ``DOOMED`` puts whose last
+    value cannot be stored (the batch must fail whole): what the sweep returned. A sweep that
+    lands inside that batch's transaction must not be undone with it."""
+    from langgraph.store.base import PutOp
+
+    doomed = [PutOp(ns, f"doomed-{n}", {"k": n}) for n in range(DOOMED)]
+    ops = [*doomed, PutOp(ns, "unstorable", {"k": object()})]
+    ctx.log(f"a batch of {DOOMED} puts and one value no store can serialize, and "
+            f"{SWEEP_DELAY_S * 1000:g} ms after it sweep_ttl() (from another "
+            f"{'task' if api_of(store) == 'async' else 'thread'})")
+    outcome: dict[str, Any] = {}
+
+    async def batch() -> None:
+        try:  # a store serving the sync half runs it in a thread, beside the sweep's
+            outcome["batch"] = await (store.abatch(ops) if api_of(store) == "async" else
+                                      anyio.to_thread.run_sync(store.batch, ops))
+        except Exception as exc:  # noqa: BLE001 - the failure expected
+            outcome["batch"] = exc
+
+    async def sweep() -> None:
+        await anyio.sleep(SWEEP_DELAY_S)
+        outcome["sweep"] = await store_method(store, "sweep_ttl")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(batch)
+        tg.start_soon(sweep)
+    ctx.log(f"the batch gave {outcome['batch']!r:.80}")
+    if not isinstance(outcome["batch"], Exception):
+        problems.add("wrong", f"a batch with a value no store can serialize returned "
+                              f"{outcome['batch']!r:.80}")
+    left = [op.key for op in doomed
+            if await store_call(store, "get", ns, op.key, refresh_ttl=False) is not None]
+    if left:
+        problems.add("wrong", f"the batch failed, yet {len(left)} of its puts are there "
+                              f"({left[:3]})")
+    return outcome["sweep"]
 
 
 async def _stop(ctx: TrialContext, store: Any, sweeper: Any, args: tuple[float, ...],
@@ -156,15 +205,18 @@ async def _expect(store: Any, ns: tuple[str, ...], gone: list[str], kept: dict[s
 
 CHECK = CheckSpec(
     id=CHECK_ID,
-    invariant="sweep_ttl() deletes exactly the items whose TTL is up and says how many; the "
-    "sweeper deletes them on its own; stop_ttl_sweeper() stops it and the store goes on",
+    invariant="sweep_ttl() deletes exactly the items whose TTL is up and says how many, also "
+    "beside a batch that fails; the sweeper deletes them on its own; stop_ttl_sweeper() stops "
+    "it and the store goes on",
     fault="items put with a 0.001-minute TTL beside items without one or with a long one; "
-    "real time past their expiry, then a sweep, a sweeper every 0.24 s, a stop",
+    "real time past their expiry, then a sweep started 10 ms after a batch of 3000 puts that "
+    "fails on its last value, a sweeper every 0.24 s, a stop",
     params=(trials_param(1),),
     run_trial=run_trial,
     mutants=("lg_store_reference_sweep_takes_unexpired", "lg_sqlite_store_sweep_counts_only",
              "lg_async_sqlite_store_stop_leaves_sweeper"),
     generated=(Selector("lg-store-async-sqlite-file", "AsyncSqliteStore.sweep_ttl", "*"),
+               Selector("lg-store-reference", "ReferenceStore.sweep_ttl", "drop_lock"),
                Selector("lg-store-async-sqlite-file", "AsyncSqliteStore.stop_ttl_sweeper",
                         "early_return")),
     timeout_s=30.0,

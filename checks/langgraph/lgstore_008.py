@@ -1,7 +1,8 @@
 """ARIB-LGSTORE-008 (issue 35): ``setup()`` called at once by several workers on one store over a
 fresh database (the runs of a deployment starting together) succeeds for every one of them, and
 the store then keeps their writes, also with each worker calling ``setup()`` again before each
-of its puts (runs starting while others write). The store is opened with ``from_conn_string``;
+of its puts (runs starting while others write), and once more 10 ms into another worker's batch
+of 2000 puts, which must return and be kept whole. The store is opened with ``from_conn_string``;
 the rest of the trial is ARIB-LGSTORE-007's (``checks.langgraph._lifecycle``).
 """
 
@@ -23,10 +24,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
 CHECK = CheckSpec(
     id=CHECK_ID,
     invariant="setup() called at once by several workers on one store over a fresh database, "
-    "and again by each before each of its puts, succeeds every time, and the store keeps "
-    "their writes",
+    "and again by each before each of its puts and 10 ms into another's long batch, succeeds "
+    "every time, and the store keeps their writes and the batch whole",
     fault="setup() released together from several threads or tasks on a store opened by its "
-    "connection string on a fresh database, then their writes",
+    "connection string on a fresh database, then their writes, then a batch of 2000 puts "
+    "with another worker's setup() 10 ms into it",
     params=(Param("workers", 4, 2, 16, "threads or tasks calling setup() and writing"),
             trials_param(6, "trials, each on a fresh database (threads overlap in setup() in "
                             "about 4 of 5)")),
@@ -34,7 +36,8 @@ CHECK = CheckSpec(
     mutants=("lg_store_reference_setup_resets", "lg_async_sqlite_store_setup_unlocked"),
     # (SqliteStore.setup without its lock is killed by threads that overlap in setup(), in
     # about 4 trials of 5 on an idle machine and fewer under load: a survey kill, not a pair)
-    generated=(Selector("lg-store-async-sqlite-file", "AsyncSqliteStore.setup", "drop_lock"),),
+    generated=(Selector("lg-store-async-sqlite-file", "AsyncSqliteStore.setup", "drop_lock"),
+               Selector("lg-store-reference", "ReferenceStore.setup", "drop_lock")),
     timeout_s=30.0,
     reference="lg-store-reference",
 )

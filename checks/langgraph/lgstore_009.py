@@ -24,14 +24,13 @@ abstains: its abatch makes no suspension to cancel at.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import anyio
 
-from checks._suspend import at_suspension, cancel_current
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from checks.common import trials_param
+from checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
 from checks.langgraph._saver import store_of
 from harness.ground.model import Counts, Trial
 from targets.base import BuildContext, Handle
@@ -39,7 +38,8 @@ from targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGSTORE-009"
 OP_TIMEOUT_S = 5.0
-HELD = ("returned_then_once", "absent_then_once", "present_then_once")
+WORDS = Words(poisoned="poisoned_store", read="read", partial="half done", undone="undone",
+              next_op="next put")
 NEW = {"new1": {"v": "one"}, "new2": {"v": "two"}}
 OLD = {"v": "old"}
 
@@ -66,23 +66,6 @@ async def state(store: Any, ns: tuple[str, ...]) -> str:
     return "partial"
 
 
-async def cancelled_at(store: Any, ns: tuple[str, ...], k: int
-                       ) -> tuple[str, int, BaseException | None]:
-    """Run the batch cancelled just before its k-th suspension (0: never): how it ended
-    ('returned', 'cancelled' or 'raised'), the suspensions it made, and what it raised."""
-    seen = [0]
-
-    async def run() -> None:
-        await at_suspension(store.abatch(the_batch(ns)), k, cancel_current, seen)
-
-    task = asyncio.ensure_future(run())
-    await asyncio.wait({task})
-    if task.cancelled():
-        return "cancelled", seen[0], None
-    error = task.exception()
-    return ("raised" if error else "returned"), seen[0], error
-
-
 async def _point(ctx: TrialContext, k: int, notes: list[str], spent: dict[int, int]) -> str:
     """One cancellation point on a fresh store: its mode."""
     from langgraph.store.base import PutOp
@@ -107,48 +90,29 @@ async def _point(ctx: TrialContext, k: int, notes: list[str], spent: dict[int, i
         except Exception as exc:  # noqa: BLE001
             notes.append(f"k={k}: setup raised {describe(exc)}")
             return "setup_failed"
-        ended, spent[k], error = await cancelled_at(store, ns, k)
-        where = f"k={k}: {ended}{f' {describe(error)}' if error else ''}"
-        try:
-            own = await state(store, ns)
-        except TimeoutError:
-            notes.append(f"{where}; the caller's next read hung")
-            return "hung_after_cancel"
-        except Exception as exc:  # noqa: BLE001
-            notes.append(f"{where}; the caller's next read raised {describe(exc)}")
-            return "poisoned_store"
-        if not handle.private_store:
-            other = await state(await fresh(), ns)
-            if other != own:
-                notes.append(f"{where}; the caller sees it {own}, a fresh instance {other}")
-                return "divergent_view"
-        if own == "partial":
-            notes.append(f"{where}; it is half done")
-            return "partial"
-        if ended == "returned" and own == "absent":
-            notes.append(f"{where}; it returned but is undone")
-            return "lost"
-        try:
+        ended, spent[k], error = await cancelled_at(lambda: store.abatch(the_batch(ns)), k)
+
+        async def fresh_state() -> str:
+            return await state(await fresh(), ns)
+
+        async def redo(own: str) -> None:
+            if own == "absent":
+                await store.abatch(the_batch(ns))
+            await store.abatch([PutOp(ns, "after", {"v": "after"})])
+
+        async def final() -> tuple[bool, str]:
+            reader = store if handle.private_store else await fresh()
+            done = await state(reader, ns)
             with anyio.fail_after(OP_TIMEOUT_S):
-                if own == "absent":
-                    await store.abatch(the_batch(ns))
-                await store.abatch([PutOp(ns, "after", {"v": "after"})])
-        except TimeoutError:
-            notes.append(f"{where}; saw it {own}; the retry or the next put hung")
-            return "hung_after_cancel"
-        except Exception as exc:  # noqa: BLE001
-            notes.append(f"{where}; saw it {own}; the retry or next put raised {describe(exc)}")
-            return "poisoned_store"
-        reader = store if handle.private_store else await fresh()
-        final = await state(reader, ns)
-        with anyio.fail_after(OP_TIMEOUT_S):
-            after = await reader.aget(ns, "after")
-        ended_as = "returned" if ended == "returned" else own
-        if final == "present" and after is not None:
-            return f"{ended_as}_then_once"
-        notes.append(f"{where}; saw it {own}; in the end the batch is {final}, the next put "
-                     f"{'there' if after is not None else 'missing'}")
-        return f"{ended_as}_then_lost"
+                after = await reader.aget(ns, "after")
+            return (done == "present" and after is not None,
+                    f"in the end the batch is {done}, the next put "
+                    f"{'there' if after is not None else 'missing'}")
+
+        return await judge_point(
+            Point(f"k={k}: {ended}{f' {describe(error)}' if error else ''}", ended,
+                  lambda: state(store, ns), None if handle.private_store else fresh_state,
+                  redo, final), WORDS, notes, OP_TIMEOUT_S)
     finally:
         for opened in reversed(handles):
             with anyio.CancelScope(shield=True):

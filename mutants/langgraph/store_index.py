@@ -1,12 +1,12 @@
-"""Hand-written mutants of the LangGraph stores for ARIB-LGSTORE-006 (semantic search). Our own
-code installed over a method, never SDK code."""
+"""Hand-written mutants of the LangGraph stores for ARIB-LGSTORE-006 and -010 (semantic
+search). Our own code installed over a method, never SDK code."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mutants.base import handwritten, load_class
-from targets.langgraph.stores import MEMORY_STORE_MODULE
+from targets.langgraph.stores import MEMORY_STORE_MODULE, REFERENCE_STORE_MODULE
 
 REFERENCE_INDEX_MODULE = "targets.langgraph.reference_index"
 
@@ -45,3 +45,37 @@ def lg_store_memory_scores_ascending() -> None:
                 results[i] = sorted(scored, key=lambda r: r.score) + rest
 
     cls._batch_search = _batch_search
+
+
+@handwritten(target="lg-store-reference", module=REFERENCE_STORE_MODULE,
+             qualname="ReferenceStore._one",
+             defect="a ranked search pages within the best twice-the-limit items only: a page "
+                    "further down is short or empty")
+def lg_store_reference_pages_within_twice_the_limit() -> None:
+    from langgraph.store.base import SearchOp
+
+    cls = load_class(REFERENCE_STORE_MODULE, "ReferenceStore")
+    original = cls._one
+
+    def _one(self: Any, op: Any) -> Any:
+        if not (isinstance(op, SearchOp) and op.query and self._index is not None):
+            return original(self, op)
+        best = original(self, op._replace(offset=0, limit=2 * op.limit))
+        return best[op.offset:op.offset + op.limit]
+
+    cls._one = _one
+
+
+@handwritten(target="lg-store-reference", module=REFERENCE_INDEX_MODULE,
+             qualname="VectorIndex.__init__",
+             defect="the index ignores the config's fields: a put without paths embeds the "
+                    "whole document")
+def lg_store_reference_index_ignores_fields() -> None:
+    cls = load_class(REFERENCE_INDEX_MODULE, "VectorIndex")
+    original = cls.__init__
+
+    def __init__(self: Any, conn: Any, config: Any) -> None:
+        original(self, conn, config)
+        self.fields = ["$"]
+
+    cls.__init__ = __init__

@@ -94,7 +94,8 @@ def lg_store_reference_setup_resets() -> None:
 
     def setup(self: Any) -> None:
         with self._lock:
-            self._conn.executescript("DROP TABLE IF EXISTS ref_items;" + module.SCHEMA)
+            self._conn.executescript("DROP TABLE IF EXISTS ref_items;")
+            module.make_store_tables(self._conn)
 
     cls.setup = setup
 

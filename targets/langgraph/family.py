@@ -25,7 +25,7 @@ LANGGRAPH = Family(
     verify="targets.langgraph.lanes:verify_api",
     lock_dir=_ROOT / "harness" / "locks" / "langgraph",
     packages=("langchain-core", "ormsgpack", "aiosqlite", "psycopg", "psycopg-pool", "anyio",
-              "libcst", "uvloop", "pytest"),
+              "libcst", "uvloop", "pytest", "sqlite-vec", "pysqlite3-binary"),
     components=(("cp", "langgraph-checkpoint"), ("sq", "langgraph-checkpoint-sqlite"),
                 ("pg", "langgraph-checkpoint-postgres")),
 )

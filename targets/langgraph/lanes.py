@@ -168,14 +168,16 @@ STORE_MEMORY = TargetSpec(
 STORE_SQLITE_FILE = TargetSpec(
     name="lg-store-sqlite-file", backend="SqliteStore", module=stores.SQLITE_STORE_MODULE,
     claims=NO_CLOSE, build=stores.build_sqlite_store, waits_s=5.0,
-    options=stores.SQLITE_OPTIONS,
-    description="SqliteStore on a sqlite3 connection to a file (autocommit, "
-                "check_same_thread=False)")
+    options={**stores.TTL_OPTION, **stores.INDEX_OPTION},
+    description=f"SqliteStore on a connection to a file (autocommit, check_same_thread=False; "
+                f"{stores.DRIVER_NOTE})")
 STORE_ASYNC_SQLITE_FILE = TargetSpec(
     name="lg-store-async-sqlite-file", backend="AsyncSqliteStore",
     module=stores.ASYNC_SQLITE_STORE_MODULE, claims=NO_CLOSE,
-    build=stores.build_async_sqlite_store, waits_s=5.0, options=stores.SQLITE_OPTIONS,
-    description="AsyncSqliteStore on an aiosqlite connection to a file (autocommit)")
+    build=stores.build_async_sqlite_store, waits_s=5.0,
+    options={**stores.TTL_OPTION, **stores.INDEX_OPTION},
+    description=f"AsyncSqliteStore on an aiosqlite connection to a file (autocommit; "
+                f"{stores.DRIVER_NOTE})")
 STORE_POSTGRES = _postgres("lg-store-postgres", "PostgresStore", stores.PG_STORE_MODULE,
                            "PostgresStore on " + _PG_CONN.format(kind="Connection"),
                            options=stores.TTL_OPTION)

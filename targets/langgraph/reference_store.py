@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -48,16 +49,21 @@ from langgraph.store.base import (
 from targets.langgraph.reference import open_file
 from targets.langgraph.reference_index import VectorIndex
 
-SCHEMA = """
+_COMPARE = {"$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b,
+            "$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
+            "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
+
+
+def make_store_tables(conn: sqlite3.Connection) -> None:
+    """The items table, made unless it exists: every instance runs this when it opens its
+    file and in setup(), so instances (or processes) opening one store at once succeed."""
+    conn.executescript("""
 CREATE TABLE IF NOT EXISTS ref_items (
     ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
     created_at TEXT NOT NULL, updated_at TEXT NOT NULL, seq INTEGER NOT NULL,
     expires_at REAL, ttl_minutes REAL,
     PRIMARY KEY (ns, key));
-"""
-_COMPARE = {"$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b,
-            "$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
-            "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
+""")
 
 
 def _matches(value: dict[str, Any], filter_: dict[str, Any] | None) -> bool:
@@ -95,7 +101,7 @@ class ReferenceStore(BaseStore):
         self.ttl_config = ttl  # type: ignore[assignment]  # a TTLConfig (a TypedDict)
         self._lock = threading.Lock()
         self._conn = open_file(self.path)
-        self._conn.executescript(SCHEMA)
+        make_store_tables(self._conn)
         self._index = VectorIndex(self._conn, index) if index else None
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
@@ -104,7 +110,7 @@ class ReferenceStore(BaseStore):
         """Make the tables unless they exist (the constructor already did; any number of
         callers at once may call it again)."""
         with self._lock:
-            self._conn.executescript(SCHEMA)
+            make_store_tables(self._conn)
 
     @classmethod
     @contextmanager
@@ -119,9 +125,7 @@ class ReferenceStore(BaseStore):
     def dispose(self) -> None:
         """Stop the sweeper and close the file (the store's owner does this; the store claims
         no close())."""
-        self._stop.set()
-        if self._sweeper is not None:
-            self._sweeper.join()
+        self.stop_ttl_sweeper()
         with self._lock:
             self._conn.close()
 

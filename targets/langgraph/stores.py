@@ -11,11 +11,20 @@ aiosqlite one with ``isolation_level=None``, as the builders here do; no store h
 
 Constructor options (``TargetSpec.options``, ``TrialContext.open_configured``): ``ttl``, the
 ``TTLConfig`` every store but ``InMemoryStore`` takes (its ``supports_ttl`` is False), and
-``index``, the ``IndexConfig`` of semantic search, on InMemoryStore and our reference, and on the
-SQLite stores only where the interpreter's sqlite3 loads extensions (their index loads the
-sqlite-vec extension through ``sqlite3.Connection.enable_load_extension``; the pyenv
-interpreters the family runs on here are built without it); never on the PostgreSQL stores,
-whose index needs the pgvector extension, which the harness's PostgreSQL 15 does not have.
+``index``, the ``IndexConfig`` of semantic search, on InMemoryStore, our reference and the SQLite
+stores; never on the PostgreSQL stores, whose index needs the pgvector extension, which the
+harness's PostgreSQL 15 does not have.
+
+The SQLite stores' index loads the sqlite-vec extension through the connection's
+``enable_load_extension``, which only a sqlite3 module built with loadable extensions has; the
+pyenv interpreters the family runs on here are built without it. So the SQLite store lanes open
+their connections with ``SQLITE_DRIVER``: the interpreter's own ``sqlite3`` where its connections
+load extensions, else pysqlite3 (``pysqlite3-binary``: the same DB-API module on its own SQLite
+build, with loadable extensions; in the family's lock where wheels exist), else ``sqlite3``
+without an index (a check that needs one is then not measured there, saying why:
+``NO_INDEX``). ``AsyncSqliteStore``'s aiosqlite connection is made by ``aiosqlite.Connection``
+with a connector that opens the driver's connection (what ``aiosqlite.connect`` does with
+``sqlite3``); the builder verifies on the object that the connection loads extensions.
 """
 
 
@@ -23,7 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import sqlite3
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
 
 from targets.base import BuildContext, Handle, NotApplicable
 from targets.langgraph.services import (
@@ -50,12 +63,44 @@ TTL_OPTION = {"ttl": "langgraph.store.base.TTLConfig: refresh_on_read, default_t
                      "AsyncSqliteStore, PostgresStore, AsyncPostgresStore and our reference)"}
 
 INDEX_OPTION = {"index": "langgraph.store.base.IndexConfig: dims, embed, fields (the "
-                         "constructor's index= of InMemoryStore, our reference and, where the "
-                         "interpreter's sqlite3 loads extensions, the SQLite stores)"}
-# The SQLite stores' index loads sqlite-vec through Connection.enable_load_extension, which only
-# an interpreter whose sqlite3 was built with loadable extensions has.
-SQLITE_LOADS_EXTENSIONS = hasattr(sqlite3.Connection, "enable_load_extension")
-SQLITE_OPTIONS = {**TTL_OPTION, **(INDEX_OPTION if SQLITE_LOADS_EXTENSIONS else {})}
+                         "constructor's index= of InMemoryStore, our reference and the SQLite "
+                         "stores)"}
+
+
+def _sqlite_driver() -> tuple[ModuleType, str | None]:
+    """(the DB-API module the SQLite store lanes connect with, why it cannot load extensions
+    or None): sqlite3 where its connections load extensions, else pysqlite3's dbapi2."""
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3, None
+    try:
+        driver = importlib.import_module("pysqlite3.dbapi2")
+    except ImportError:
+        return sqlite3, (
+            f"this interpreter's sqlite3 (SQLite {sqlite3.sqlite_version}) is built without "
+            f"loadable extensions (sqlite3.Connection has no enable_load_extension), which the "
+            f"SQLite stores' index needs to load sqlite-vec, and pysqlite3 (pysqlite3-binary, "
+            f"in the family's lock on Linux x86_64) is not installed; fix: install the "
+            f"family's lock (nox -s langgraph), or run on a Python whose sqlite3 loads "
+            f"extensions")
+    if not hasattr(driver.Connection, "enable_load_extension"):
+        return sqlite3, (f"neither this interpreter's sqlite3 nor pysqlite3 (SQLite "
+                         f"{driver.sqlite_version}) is built with loadable extensions, which "
+                         f"the SQLite stores' index needs to load sqlite-vec")
+    return driver, None
+
+
+SQLITE_DRIVER, NO_INDEX = _sqlite_driver()
+# What a lane description says of its connections: which module, which SQLite.
+DRIVER_NOTE = (f"{SQLITE_DRIVER.__name__.split('.')[0]}, SQLite {SQLITE_DRIVER.sqlite_version}"
+               + ("" if NO_INDEX is None else "; no semantic index: it loads no extensions"))
+
+
+def _no_index(options: Mapping[str, Any]) -> None:
+    """NotApplicable (not measured here, with the cause) for an ``index`` option where no
+    driver loads sqlite-vec."""
+    if options.get("index") is not None and NO_INDEX is not None:
+        raise NotApplicable(f"the SQLite store's semantic index is not measured here, "
+                            f"because {NO_INDEX}")
 
 
 REFERENCE_STORE_FILE = "reference-store.db"
@@ -90,8 +135,10 @@ async def build_memory_store(ctx: BuildContext) -> Handle:
 
 
 async def build_sqlite_store(ctx: BuildContext) -> Handle:
-    """SqliteStore on a sqlite3 connection to the trial's file."""
-    conn = sqlite3.connect(ctx.root / STORE_FILE, check_same_thread=False, isolation_level=None)
+    """SqliteStore on a ``SQLITE_DRIVER`` connection to the trial's file."""
+    _no_index(ctx.options)
+    conn = SQLITE_DRIVER.connect(str(ctx.root / STORE_FILE), check_same_thread=False,
+                                 isolation_level=None)
     try:
         store = class_in(SQLITE_STORE_MODULE, "SqliteStore")(conn, **ctx.options)
         store.setup()
@@ -110,9 +157,10 @@ async def build_sqlite_store(ctx: BuildContext) -> Handle:
 
 
 async def build_async_sqlite_store(ctx: BuildContext) -> Handle:
-    """AsyncSqliteStore on an aiosqlite connection to the trial's file."""
-    aiosqlite = importlib.import_module("aiosqlite")
-    conn = await aiosqlite.connect(str(ctx.root / STORE_FILE), isolation_level=None)
+    """AsyncSqliteStore on an aiosqlite connection to the trial's file, made on a
+    ``SQLITE_DRIVER`` connection."""
+    _no_index(ctx.options)
+    conn = await aiosqlite_connection(str(ctx.root / STORE_FILE))
     try:
         store = class_in(ASYNC_SQLITE_STORE_MODULE, "AsyncSqliteStore")(conn, **ctx.options)
         await store.setup()
@@ -128,3 +176,26 @@ async def build_async_sqlite_store(ctx: BuildContext) -> Handle:
         await conn.close()
 
     return Handle(session=store, reopen=lambda: build_async_sqlite_store(ctx), dispose=dispose)
+
+
+async def aiosqlite_connection(path: str) -> Any:
+    """An aiosqlite connection to ``path`` (``isolation_level=None``, as
+    ``AsyncSqliteStore.from_conn_string`` opens it) on a ``SQLITE_DRIVER`` connection: plain
+    ``aiosqlite.connect`` with sqlite3, else ``aiosqlite.Connection`` given a connector that
+    opens the driver's connection, verified on the object to load extensions."""
+    aiosqlite = importlib.import_module("aiosqlite")
+    if SQLITE_DRIVER is sqlite3:
+        return await aiosqlite.connect(path, isolation_level=None)
+    if "connector" not in inspect.signature(aiosqlite.Connection).parameters:
+        raise NotApplicable(f"aiosqlite {getattr(aiosqlite, '__version__', '?')}'s "
+                            f"Connection takes no connector: it cannot be given a "
+                            f"{SQLITE_DRIVER.__name__} connection")
+    driver = SQLITE_DRIVER
+    conn = await aiosqlite.Connection(
+        lambda: driver.connect(path, isolation_level=None), 64)
+    try:  # the connection aiosqlite made is the driver's: it loads extensions
+        await conn.enable_load_extension(False)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn

@@ -1,0 +1,108 @@
+"""What the LangGraph cancellation checks (ARIB-LGCANCEL-001 on savers, ARIB-LGSTORE-009 on
+stores) share: running a call cancelled at its k-th suspension, and judging one cancellation
+point from what the caller and a fresh instance read after it.
+
+A point's judging, in order: the caller's own read (hung: ``hung_after_cancel``; raised: the
+check's ``poisoned`` mode); a fresh instance's read, where one can open the store, must agree
+(``divergent_view``); neither may see the operation half done (``partial``); a call that
+returned must be done (``lost``); the caller retries what it saw undone, then does one more
+operation (hung or raised as before); a last read must show both (``<how it ended>_then_once``,
+else ``_then_lost``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from checks._suspend import at_suspension, cancel_current
+from checks.base import describe
+
+HELD = ("returned_then_once", "absent_then_once", "present_then_once")
+
+
+async def cancelled_at(make: Callable[[], Awaitable[Any]], k: int
+                       ) -> tuple[str, int, BaseException | None]:
+    """Run ``make()`` in its own task cancelled just before its k-th suspension (0: never):
+    how it ended ('returned', 'cancelled' or 'raised'), the suspensions it made, and what it
+    raised."""
+    seen = [0]
+
+    async def run() -> None:
+        await at_suspension(make(), k, cancel_current, seen)
+
+    task = asyncio.ensure_future(run())
+    await asyncio.wait({task})
+    if task.cancelled():
+        return "cancelled", seen[0], None
+    error = task.exception()
+    return ("raised" if error else "returned"), seen[0], error
+
+
+@dataclass(frozen=True)
+class Words:
+    """How a check names, in its modes and notes, what it cancelled and read."""
+
+    poisoned: str  # the mode of a caller whose object fails after the cancellation
+    read: str  # the caller's read ("list", "read")
+    partial: str  # what a half-done operation is ("half there", "half done")
+    undone: str  # what a returned but undone operation is ("absent", "undone")
+    next_op: str  # the operation after the retry ("next op", "next put")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One cancellation point's reads and retry, each through the check's own objects."""
+
+    where: str  # "<op> k=<k>: <how it ended>", the start of every note
+    ended: str  # 'returned', 'cancelled' or 'raised'
+    own: Callable[[], Awaitable[str]]  # the caller's read: 'present', 'absent' or 'partial'
+    fresh: Callable[[], Awaitable[str]] | None  # a fresh instance's, where one opens the store
+    redo: Callable[[str], Awaitable[None]]  # given what the caller saw: retry, then one more
+    final: Callable[[], Awaitable[tuple[bool, str]]]  # (both there, what the last read showed)
+
+
+async def judge_point(point: Point, words: Words, notes: list[str],
+                      timeout_s: float) -> str:
+    """The mode of one cancellation point (see the module's note); a violation's note is
+    appended to ``notes``."""
+    where = point.where
+    try:
+        own = await point.own()
+    except TimeoutError:
+        notes.append(f"{where}; the caller's next {words.read} hung")
+        return "hung_after_cancel"
+    except Exception as exc:  # noqa: BLE001 - what the backend raised is evidence
+        notes.append(f"{where}; the caller's next {words.read} raised {describe(exc)}")
+        return words.poisoned
+    if point.fresh is not None:
+        other = await point.fresh()
+        if other != own:
+            notes.append(f"{where}; the caller sees it {own}, a fresh instance {other}")
+            return "divergent_view"
+    if own == "partial":
+        notes.append(f"{where}; it is {words.partial}")
+        return "partial"
+    if point.ended == "returned" and own == "absent":
+        notes.append(f"{where}; it returned but is {words.undone}")
+        return "lost"
+    try:
+        with anyio.fail_after(timeout_s):
+            await point.redo(own)
+    except TimeoutError:
+        notes.append(f"{where}; saw it {own}; the retry or the {words.next_op} hung")
+        return "hung_after_cancel"
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"{where}; saw it {own}; the retry or {words.next_op} raised "
+                     f"{describe(exc)}")
+        return words.poisoned
+    both, shown = await point.final()
+    ended_as = "returned" if point.ended == "returned" else own
+    if both:
+        return f"{ended_as}_then_once"
+    notes.append(f"{where}; saw it {own}; {shown}")
+    return f"{ended_as}_then_lost"
