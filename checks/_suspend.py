@@ -1,10 +1,13 @@
-"""Act on a call at one of its own suspensions (ARIB-CANCEL-001, ARIB-RELEASE-001 and the
-parity fault workflows).
+"""Act on a call at one of its own suspensions (ARIB-CANCEL-001, ARIB-RELEASE-001,
+ARIB-LGRUN-001 and the parity fault workflows).
 
 A fault "at the k-th suspension" is counted in the call's own awaits, not in wall-clock time:
 the coroutine is driven like ``yield from``, and just before it yields for the k-th time the
 action runs while its task is current, so ``cancel_current()`` there lands the CancelledError
-exactly at that await, whatever the backend's worker threads are doing.
+exactly at that await, whatever the backend's worker threads are doing. ``held_at`` holds the
+call instead: what it awaited at its k-th suspension has completed, and the call does not go
+on until released, as a call that is slow at that point (a slow consumer, a loaded machine);
+meanwhile every other task runs.
 """
 
 from __future__ import annotations
@@ -45,3 +48,28 @@ def cancel_current() -> None:
     task = asyncio.current_task()
     assert task is not None
     task.cancel()
+
+
+@types.coroutine
+def held_at(
+    awaitable: Awaitable[Any], k: int, hold: Callable[[], Awaitable[None]], seen: list[int]
+) -> Generator[Any, Any, Any]:
+    """Drive ``awaitable`` like ``yield from``; when what it awaited at its k-th suspension
+    completed (k = 0: never), await ``hold()`` before it resumes. ``seen[0]`` counts the
+    suspensions (the held one once)."""
+    gen = awaitable.__await__()
+    send: Any = None
+    throw: BaseException | None = None
+    while True:
+        try:
+            yielded = gen.send(send) if throw is None else gen.throw(throw)
+        except StopIteration as stop:
+            return stop.value
+        seen[0] += 1
+        send, throw = None, None
+        try:
+            send = yield yielded
+        except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped coroutine
+            throw = exc
+        if seen[0] == k and throw is None:
+            yield from hold().__await__()  # type: ignore[attr-defined]

@@ -46,29 +46,13 @@ from checks.base import (
 )
 from checks.common import trials_param
 from checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from checks.langgraph._opening import conn_string, enter, leave, on_server
 from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
 from targets.langgraph.lanes import latest_only
 
 CHECK_ID = "ARIB-LGCLOSE-001"
 RUN_TIMEOUT_S = 30.0
-
-
-async def enter(cm: Any) -> Any:
-    """Enter a context manager, async or sync."""
-    if hasattr(cm, "__aenter__"):
-        return await cm.__aenter__()
-    return cm.__enter__()
-
-
-async def leave(cm: Any, in_thread: bool = False) -> None:
-    """Exit a context manager (with no exception), async or sync (in a thread if asked)."""
-    if hasattr(cm, "__aexit__"):
-        await cm.__aexit__(None, None, None)
-    elif in_thread:
-        await anyio.to_thread.run_sync(cm.__exit__, None, None, None)
-    else:
-        cm.__exit__(None, None, None)
 
 
 async def _race(saver: Any, cm: Any, mode: str, delay: int, plans: dict[int, list[Op]],
@@ -161,17 +145,6 @@ def _body(cls: type, path: str, mode: str, delay: int, base: list[Op],
     return body
 
 
-def _schema_conninfo(ctx: TrialContext) -> str:
-    """The libpq connection string of this trial's schema on the harness's PostgreSQL."""
-    from psycopg.conninfo import make_conninfo
-
-    from targets.langgraph.services import conninfo, ensure_schema, trial_schema
-
-    dsn, schema = conninfo(ctx.build, ctx.target.name), trial_schema(ctx.build)
-    ensure_schema(dsn, schema)
-    return make_conninfo(dsn, options=f"-c search_path={schema}")
-
-
 async def run_trial(ctx: TrialContext) -> Trial:
     """One trial: from_conn_string's context exits while writers are in flight."""
     writers, steps = ctx.params["writers"], ctx.params["steps"]
@@ -187,16 +160,16 @@ async def run_trial(ctx: TrialContext) -> Trial:
     no_history = latest_only(probe.session)
     if no_history:  # every writer puts several checkpoints on its thread; one is kept
         raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: {no_history}")
-    server = not (ctx.target.reference or "sqlite" in cls.__module__)
-    if server and ctx.target.service != "postgres":
-        raise NotApplicable(f"{CHECK_ID} opens from_conn_string on a SQLite file or on the "
-                            f"harness's PostgreSQL; {cls.__module__}.{cls.__name__} of lane "
-                            f"{ctx.target.name!r} takes neither")
+    server = on_server(ctx.target, cls)
     mode = mode_of(probe.session, ctx.index)
     await ctx.dispose()
     # The store the probe set up: a file of the trial's folder, or the trial's own schema on
     # the harness's PostgreSQL (its tables made by the probe's setup()).
-    path = (_schema_conninfo(ctx) if server else str(ctx.build.root / "from-conn-string.db"))
+    try:
+        path = conn_string(ctx.target, cls, ctx.build)
+    except NotApplicable as exc:
+        raise NotApplicable(f"{CHECK_ID} opens from_conn_string on a SQLite file or on the "
+                            f"harness's PostgreSQL: {exc}") from None
     delay = ctx.rng.randint(0, 4 * steps)
     shown = "<the trial's PostgreSQL schema>" if server else repr(path)
     ctx.log(f"{cls.__name__}.from_conn_string({shown}): enter; put a base checkpoint; as "
