@@ -68,18 +68,27 @@ class Op:
 
 
 def writer_plan(saver: Any, seed: int, writer: int, thread: str, steps: int,
-                width: int = 2, tag: str = "", *, history: bool = True) -> list[Op]:
+                width: int = 2, tag: str = "", *, history: bool = True,
+                listed: bool = False) -> list[Op]:
     """``steps`` times: put a checkpoint (child of the writer's previous), then ``width``
     writes of one task to it; every id and value names the seed, writer and step.
     ``history``: as in ``make_checkpoint`` (False for a check that judges a saver keeping
-    only each thread's latest checkpoint with ``judge(..., latest_only=True)``)."""
+    only each thread's latest checkpoint with ``judge(..., latest_only=True)``). ``listed``:
+    each checkpoint also holds a channel ``log``, the list of the values so far (as a
+    messages channel does): a value that is no primitive, which the PostgreSQL savers keep in
+    their blobs table, not inline."""
     ops: list[Op] = []
     previous: dict[str, Any] | None = None
     parent: str | None = None
+    log: list[str] = []
     for step in range(steps):
         value = f"{tag or f'{seed:x}'}-w{writer}-s{step}"
-        cp, versions = make_checkpoint(saver, seed, step, {"value": value, f"w{writer}": step},
-                                       previous, writer=writer + 1, history=history)
+        values: dict[str, Any] = {"value": value, f"w{writer}": step}
+        if listed:
+            log = [*log, value]
+            values["log"] = log
+        cp, versions = make_checkpoint(saver, seed, step, values, previous, writer=writer + 1,
+                                       history=history)
         ops.append(Op("put", thread, cp["id"], parent, cp,
                       {"source": "loop", "step": step, "writer": writer}, versions))
         ops.append(Op("writes", thread, cp["id"], task_id=f"task-{value}",

@@ -47,7 +47,14 @@ import anyio
 from checks import _forked
 from checks._bounds import hang_bound
 from checks._suspend import held_at
-from checks.base import CheckSpec, NotApplicable, Param, TrialContext, describe
+from checks.base import (
+    CheckSpec,
+    NotApplicable,
+    Param,
+    Selector,
+    TrialContext,
+    describe,
+)
 from checks.common import trials_param
 from checks.langgraph._faults import Op, writer_plan
 from checks.langgraph._held import SETTLE_S, HeldSerde
@@ -368,8 +375,14 @@ CHECK = CheckSpec(
         trials_param(2, "independent trials (seeded order of the points)"),
     ),
     run_trial=run_trial,
-    mutants=("lg_reference_read_lock_inversion",),
-    generated=(),
+    mutants=("lg_reference_reads_without_snapshot", "lg_async_sqlite_list_writes_per_item"),
+    generated=(
+        Selector("lg-reference", "ReferenceSaver.get_tuple", "drop_lock"),
+        Selector("lg-reference", "ReferenceSaver.list", "drop_lock"),
+        Selector("lg-async-sqlite-file", "AsyncSqliteSaver.alist", "drop_lock"),
+        Selector("lg-async-sqlite-memory", "AsyncSqliteSaver.aget_tuple", "drop_lock"),
+        Selector("lg-async-sqlite-memory", "AsyncSqliteSaver.adelete_thread", "drop_lock"),
+    ),
     timeout_s=60.0,
     hang_invariant=True,
 )
