@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio
 
+from checks._bounds import hang_bound
 from checks.base import (
     Barrier,
     CheckSpec,
@@ -56,10 +57,11 @@ Stamps = dict[str, tuple[int, int]]  # op name -> (start, end) on the trial's co
 
 async def _race(saver: Any, mode: str, delay: int, threads: tuple[str, str],
                 lanes: dict[str, list[Op]], first: int, stamps: Stamps,
-                errors: list[str]) -> None:
+                errors: list[str], bound_s: float) -> bool:
     """The deleter (of T, then of V) and one writer per lane of ops, released together;
     stamps every op (the n-th of lane L as f"L{first + n}": the ops before the race are
-    numbered from 0; the deletes as "delete" and "delete_V")."""
+    numbered from 0; the deletes as "delete" and "delete_V"). Whether the tasks were still
+    running after ``bound_s`` (then cancelled: hung); threads are waited for."""
     clock = itertools.count()
 
     def stamp(name: str, start: int) -> None:
@@ -93,11 +95,12 @@ async def _race(saver: Any, mode: str, delay: int, threads: tuple[str, str],
                 stamp(f"{name}{n}", start)
                 await anyio.sleep(0)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(deleter)
-            for name in lanes:
-                tg.start_soon(writer, name)
-        return
+        with anyio.move_on_after(bound_s) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(deleter)
+                for name in lanes:
+                    tg.start_soon(writer, name)
+        return scope.cancel_called
 
     def sync_deleter() -> None:
         time.sleep(delay / 2000)
@@ -115,6 +118,7 @@ async def _race(saver: Any, mode: str, delay: int, threads: tuple[str, str],
     outcome = await race_threads([sync_deleter, *(functools.partial(sync_writer, name)
                                                   for name in lanes)])
     errors.extend(describe(exc) for exc in outcome if exc)
+    return False
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -148,7 +152,12 @@ async def run_trial(ctx: TrialContext) -> Trial:
     stamps: Stamps = {f"T{n}": (-2, -1) for n in range(2 * steps)}
     stamps.update({f"U{n}": (-2, -1) for n in range(2 * steps)})
     lanes = {"T": life1[2 * steps:], "U": other[2 * steps:]}
-    await _race(saver, mode, delay, (t, v), lanes, 2 * steps, stamps, errors)
+    bound = hang_bound(ctx)
+    if await _race(saver, mode, delay, (t, v), lanes, 2 * steps, stamps, errors, bound):
+        ctx.log(f"the deleter or a writer was still running after {bound:.1f} s: cancelled")
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode=f"{mode}:hung",
+                     sample=f"delete_thread or a writer's call did not return within "
+                            f"{bound:.1f} s", ops=tuple(ctx.ops))
     life1 = life1[:2 * steps] + lanes["T"]
     for op in life2:
         try:
