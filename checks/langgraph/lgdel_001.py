@@ -268,7 +268,7 @@ CHECK = CheckSpec(
     ),
     run_trial=run_trial,
     mutants=("lg_reference_delete_keeps_writes", "lg_async_sqlite_delete_keeps_writes",
-             "lg_sqlite_delete_keeps_writes"),
+             "lg_sqlite_delete_keeps_writes", "lg_reference_delete_is_soft"),
     generated=(
         Selector("lg-reference", "ReferenceSaver.adelete_thread", "early_return"),
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.adelete_thread", "early_return"),
