@@ -16,7 +16,8 @@ its own ``from_conn_string`` on odd ones; puts a thread D with writes; then rele
 own), ``readers`` readers (each getting the latest checkpoint of a writer's thread and listing
 it, again and again until the writers are done) and a deleter (``delete_thread(D)`` after a
 seeded pause, where the class offers it). Then the first instance answers a state request (get
-and list), and a second instance of the deployment opens on the store (with its setup), puts a
+and list), and a second instance of the deployment opens on the store (with its setup; on a
+store that lives in the first instance's connection, a second saver on that connection), puts a
 checkpoint with writes and reads. Judged:
 
 - every call returns within a bound (``checks._bounds.hang_bound``), else ``hung``, naming the
@@ -26,7 +27,8 @@ checkpoint with writes and reads. Judged:
   thread's latest checkpoint only: the latest and its writes), nothing foreign, nothing of D.
 
 Tasks on async classes, threads on sync ones; a class serving both halves: trials 0-1 tasks,
-2-3 threads. A lane whose store lives in its one instance skips the second instance.
+2-3 threads. A lane whose store is the first instance's own object (InMemorySaver) has no
+second instance.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
 from targets.base import BuildContext, TargetSpec
 from targets.langgraph.lanes import KIND, api_of, latest_only
+from targets.langgraph.services import quietly
 
 CHECK_ID = "ARIB-LGHANG-001"
 MAX_READS = 12  # per reader: it stops earlier when the writers are done
@@ -107,6 +110,21 @@ async def _open(s: Setting, keep: list[Any]) -> Any:
     saver = await enter(cm)
     await run_setup(saver)
     return saver
+
+
+async def _second(s: Setting, first: Any, keep: list[Any]) -> Any:
+    """Another instance of the deployment on the store: opened the trial's way; on a store
+    that lives in the first instance's connection, a second saver of the class on that very
+    connection (as an application makes one per graph around one connection); None where
+    neither exists (the store is the first instance's own object)."""
+    if not s.private:
+        return await _open(s, keep)
+    conn = getattr(first, "conn", None)
+    if conn is None:
+        return None
+    second = quietly(type(first), conn)
+    await run_setup(second)
+    return second
 
 
 def _values(plans: dict[str, list[Op]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -320,14 +338,15 @@ def _body(s: Setting) -> _forked.Body:
             # a state request on the first instance, then another worker starts on the store
             await _get(calls, saver, f"{prefix}-0", state)
             reader = saver
-            if not s.private:
-                second = await calls.run(f"open a second instance ({s.opening})",
-                                         functools.partial(_open, s, keep))
+            second = await calls.run("open a second instance",
+                                     functools.partial(_second, s, saver, keep))
+            if second is not None:
                 for n, op in enumerate(state.plans["B"]):
                     await calls.run(f"second instance: {op.label}",
                                     functools.partial(op.run, second))
                     state.acked["B"].add(n)
                 await _get(calls, second, f"{prefix}-0", state)
+            if not s.private:
                 reader = await calls.run(f"open a fresh instance ({s.opening})",
                                          functools.partial(_open, s, keep))
             seen = await _read_all(calls, reader, sorted({ops[0].thread for ops in
