@@ -16,9 +16,11 @@ its own ``from_conn_string`` on odd ones; puts a thread D with writes; then rele
 own), ``readers`` readers (each getting the latest checkpoint of a writer's thread and listing
 it, again and again until the writers are done) and a deleter (``delete_thread(D)`` after a
 seeded pause, where the class offers it). Then the first instance answers a state request (get
-and list), and a second instance of the deployment opens on the store (with its setup; on a
-store that lives in the first instance's connection, a second saver on that connection), puts a
-checkpoint with writes and reads. Judged:
+and list); where ``from_conn_string`` takes ``pipeline``, an instance opened with
+``pipeline=True`` answers one too and stays idle (its pipeline's implicit transaction open, as a
+worker's is between requests); and a second instance of the deployment opens on the store (with
+its setup; on a store that lives in the first instance's connection, a second saver on that
+connection), puts a checkpoint with writes and reads. Judged:
 
 - every call returns within a bound (``checks._bounds.hang_bound``), else ``hung``, naming the
   calls in flight; none raises, else ``raised``; the process lives, else ``crashed``;
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import faulthandler
 import functools
+import inspect
 import threading
 import time
 from dataclasses import dataclass, field
@@ -79,6 +82,7 @@ class Setting:
     cls: type
     opening: str  # "lane" or "from_conn_string"
     path: str  # from_conn_string's argument ("" for the lane's way)
+    piped: str  # from_conn_string's argument for a pipelined reader ("": the class takes none)
     mode: str  # "tasks" or "threads"
     private: bool  # the store lives in its one instance: no second instance reaches it
     seed: int
@@ -106,6 +110,15 @@ async def _open(s: Setting, keep: list[Any]) -> Any:
         keep.append(handle)
         return handle.session
     cm = s.cls.from_conn_string(s.path)  # type: ignore[attr-defined]
+    keep.append(cm)
+    saver = await enter(cm)
+    await run_setup(saver)
+    return saver
+
+
+async def _piped(s: Setting, keep: list[Any]) -> Any:
+    """An instance by ``from_conn_string(..., pipeline=True)`` on the set-up store, set up."""
+    cm = s.cls.from_conn_string(s.piped, pipeline=True)  # type: ignore[attr-defined]
     keep.append(cm)
     saver = await enter(cm)
     await run_setup(saver)
@@ -338,6 +351,10 @@ def _body(s: Setting) -> _forked.Body:
             # a state request on the first instance, then another worker starts on the store
             await _get(calls, saver, f"{prefix}-0", state)
             reader = saver
+            if s.piped:  # a worker with a pipeline answers a state request, and stays idle
+                piped = await calls.run("open an instance with pipeline=True",
+                                        functools.partial(_piped, s, keep))
+                await _get(calls, piped, f"{prefix}-0", state)
             second = await calls.run("open a second instance",
                                      functools.partial(_second, s, saver, keep))
             if second is not None:
@@ -375,14 +392,18 @@ async def _setting(ctx: TrialContext) -> Setting:
     root = ctx.build.root / "run"
     root.mkdir()
     build = BuildContext(root, ctx.build.session_id, ctx.build.services)
-    opening, path = "lane", ""
-    if ctx.index % 2:
-        try:
-            path = conn_string(ctx.target, cls, build, private=private)
-            opening = "from_conn_string"
-        except NotApplicable as exc:
-            ctx.log(f"the lane's way on this trial too: {exc}")
-    return Setting(ctx.target, build, cls, opening, path, mode, private, ctx.seed,
+    opening, path, piped = "lane", "", ""
+    try:
+        found = conn_string(ctx.target, cls, build, private=private)
+    except NotApplicable as exc:
+        found = ""
+        ctx.log(f"the lane's way on every trial: {exc}")
+    if ctx.index % 2 and found:
+        opening, path = "from_conn_string", found
+    fcs = getattr(cls, "from_conn_string", None)
+    if found and not private and "pipeline" in inspect.signature(fcs).parameters:
+        piped = found
+    return Setting(ctx.target, build, cls, opening, path, piped, mode, private, ctx.seed,
                    ctx.params["writers"], ctx.params["steps"], ctx.params["readers"],
                    ctx.rng.randint(0, 4 * ctx.params["steps"]))
 
@@ -400,7 +421,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"{s.writers} writers x {s.steps} (put; put_writes) on threads of their own, "
             f"{s.readers} readers (get the latest, list) until they are done, delete_thread(D) "
             f"after {s.delay} {'yields' if s.mode == 'tasks' else '/2000 s'}; then a state "
-            f"request, a second instance (open, put, read), a fresh instance reads back; each "
+            f"request{', an instance with pipeline=True reads and stays idle' if s.piped else ''}"
+            f", a second instance (open, put, read), a fresh instance reads back; each "
             f"call must return within {bound:.1f} s")
     flight = Flight()
     worker = _forked.fork_worker("runs", _body(s))
