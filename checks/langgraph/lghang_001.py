@@ -11,11 +11,12 @@ the run is stuck, with no error to retry on.
 
 Each trial runs in a forked process (a call that never returns, or a crash, stays there and is
 evidence). It opens the saver the lane's way on even trials and, where the class has one, with
-its own ``from_conn_string`` on odd ones; puts a thread D with writes; then releases together
-``writers`` runs (each putting ``steps`` checkpoints with a task's writes on a thread of its
-own), ``readers`` readers (each getting the latest checkpoint of a writer's thread and listing
-it, again and again until the writers are done) and a deleter (``delete_thread(D)`` after a
-seeded pause, where the class offers it). Then the first instance answers a state request (get
+its own ``from_conn_string`` on odd ones (a class with none that is a context manager itself,
+as InMemorySaver is: the lane's saver entered as one, ``async with saver as s``); puts a thread
+D with writes; then releases together ``writers`` runs (each putting ``steps`` checkpoints with
+a task's writes on a thread of its own), ``readers`` readers (each getting the latest checkpoint
+of a writer's thread and listing it, again and again until the writers are done) and a deleter
+(``delete_thread(D)`` after a seeded pause, where the class offers it). Then the first instance answers a state request (get
 and list); where ``from_conn_string`` takes ``pipeline``, an instance opened with
 ``pipeline=True`` answers one too and stays idle (its pipeline's implicit transaction open, as a
 worker's is between requests); and a second instance of the deployment opens on the store (with
@@ -66,7 +67,7 @@ from checks.langgraph._writers import run_setup
 from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
 from targets.base import BuildContext, TargetSpec
-from targets.langgraph.lanes import KIND, api_of, latest_only
+from targets.langgraph.lanes import KIND, api_of, kind_of, latest_only
 from targets.langgraph.services import quietly
 
 CHECK_ID = "ARIB-LGHANG-001"
@@ -80,7 +81,7 @@ class Setting:
     target: TargetSpec
     build: BuildContext  # the trial's own store for the run
     cls: type
-    opening: str  # "lane" or "from_conn_string"
+    opening: str  # "lane", "from_conn_string" or "own_context"
     path: str  # from_conn_string's argument ("" for the lane's way)
     piped: str  # from_conn_string's argument for a pipelined reader ("": the class takes none)
     mode: str  # "tasks" or "threads"
@@ -105,10 +106,18 @@ class State:
 
 async def _open(s: Setting, keep: list[Any]) -> Any:
     """A saver on the run's store, opened the trial's way (kept alive in ``keep``)."""
-    if s.opening == "lane":
+    if s.opening in ("lane", "own_context"):
         handle = await s.target.build(s.build)
         keep.append(handle)
-        return handle.session
+        if s.opening == "lane":
+            return handle.session
+        keep.append(handle.session)  # ``with saver as s:``, the saver its own context manager
+        got = await (handle.session.__aenter__() if s.mode == "tasks" else
+                     anyio.to_thread.run_sync(handle.session.__enter__))
+        if kind_of(got) != "checkpointer":
+            raise TypeError(f"entering {type(handle.session).__name__} as its own context "
+                            f"manager gave {type(got).__name__}, not a saver")
+        return got
     cm = s.cls.from_conn_string(s.path)  # type: ignore[attr-defined]
     keep.append(cm)
     saver = await enter(cm)
@@ -400,6 +409,8 @@ async def _setting(ctx: TrialContext) -> Setting:
         ctx.log(f"the lane's way on every trial: {exc}")
     if ctx.index % 2 and found:
         opening, path = "from_conn_string", found
+    elif ctx.index % 2 and hasattr(saver, "__aenter__" if mode == "tasks" else "__enter__"):
+        opening = "own_context"  # a class with no from_conn_string that is a context manager
     fcs = getattr(cls, "from_conn_string", None)
     if found and not private and "pipeline" in inspect.signature(fcs).parameters:
         piped = found
@@ -415,8 +426,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     shown = ("<the trial's PostgreSQL schema>" if s.path.startswith(("host", "postgres",
                                                                       "dbname", "user"))
              else repr(s.path))
-    ctx.log(f"in a forked process: open {s.cls.__name__} "
-            f"{'the lane way' if s.opening == 'lane' else f'by from_conn_string({shown})'}; put "
+    way = {"lane": "the lane way", "own_context": "the lane way, entered as its own context "
+           "manager", "from_conn_string": f"by from_conn_string({shown})"}[s.opening]
+    ctx.log(f"in a forked process: open {s.cls.__name__} {way}; put "
             f"a thread D (2 checkpoints with writes); as {s.mode}, released together: "
             f"{s.writers} writers x {s.steps} (put; put_writes) on threads of their own, "
             f"{s.readers} readers (get the latest, list) until they are done, delete_thread(D) "
