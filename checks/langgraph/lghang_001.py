@@ -16,12 +16,13 @@ as InMemorySaver is: the lane's saver entered as one, ``async with saver as s``)
 D with writes; then releases together ``writers`` runs (each putting ``steps`` checkpoints with
 a task's writes on a thread of its own), ``readers`` readers (each getting the latest checkpoint
 of a writer's thread and listing it, again and again until the writers are done) and a deleter
-(``delete_thread(D)`` after a seeded pause, where the class offers it). Then the first instance answers a state request (get
-and list); where ``from_conn_string`` takes ``pipeline``, an instance opened with
-``pipeline=True`` answers one too and stays idle (its pipeline's implicit transaction open, as a
-worker's is between requests); and a second instance of the deployment opens on the store (with
-its setup; on a store that lives in the first instance's connection, a second saver on that
-connection), puts a checkpoint with writes and reads. Judged:
+(``delete_thread(D)`` after a seeded pause, where the class offers it). Then the first
+instance answers a state request (get and list); where ``from_conn_string`` takes ``pipeline``,
+an instance opened with ``pipeline=True`` answers one too and stays idle (its pipeline's
+implicit transaction open, as a worker's is between requests); and a second instance of the
+deployment opens on the store (with its setup; on a store that lives in the first instance's
+connection, a second saver on that connection), puts a checkpoint with writes and reads.
+Judged:
 
 - every call returns within a bound (``checks._bounds.hang_bound``), else ``hung``, naming the
   calls in flight; none raises, else ``raised``; the process lives, else ``crashed``;
