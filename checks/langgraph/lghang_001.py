@@ -291,9 +291,11 @@ async def _read_all(calls: Calls, saver: Any, threads: list[str]) -> Seen:
     seen: Seen = {}
     for thread in threads:
         if api_of(saver) == "sync":
+            def listed(thread: str = thread) -> list[Any]:
+                return list(saver.list(config(thread)))
+
             items = await anyio.to_thread.run_sync(functools.partial(
-                calls.run_sync, f"list {thread} (read-back)",
-                lambda thread=thread: list(saver.list(config(thread)))))
+                calls.run_sync, f"list {thread} (read-back)", listed))
         else:
             async def alist(thread: str = thread) -> list[Any]:
                 return [item async for item in saver.alist(config(thread))]
@@ -413,7 +415,8 @@ async def _setting(ctx: TrialContext) -> Setting:
     elif ctx.index % 2 and hasattr(saver, "__aenter__" if mode == "tasks" else "__enter__"):
         opening = "own_context"  # a class with no from_conn_string that is a context manager
     fcs = getattr(cls, "from_conn_string", None)
-    if found and not private and "pipeline" in inspect.signature(fcs).parameters:
+    if found and fcs is not None and not private and \
+            "pipeline" in inspect.signature(fcs).parameters:
         piped = found
     return Setting(ctx.target, build, cls, opening, path, piped, mode, private, ctx.seed,
                    ctx.params["writers"], ctx.params["steps"], ctx.params["readers"],
