@@ -19,11 +19,12 @@ from typing import Any
 
 
 @types.coroutine
-def at_suspension(
-    awaitable: Awaitable[Any], k: int, action: Callable[[], None], seen: list[int]
-) -> Generator[Any, Any, Any]:
-    """Drive ``awaitable`` like ``yield from``; run ``action`` just before its k-th
-    suspension (k = 0: never). ``seen[0]`` counts the suspensions."""
+def _driven(awaitable: Awaitable[Any], k: int, seen: list[int],
+            before: Callable[[], None] | None = None,
+            after: Callable[[], Awaitable[None]] | None = None) -> Generator[Any, Any, Any]:
+    """Drive ``awaitable`` like ``yield from``, counting its suspensions in ``seen[0]``; at
+    the k-th, run ``before()`` just before it suspends, and await ``after()`` once what it
+    awaited there completed, before it resumes."""
     gen = awaitable.__await__()
     send: Any = None
     throw: BaseException | None = None
@@ -33,13 +34,23 @@ def at_suspension(
         except StopIteration as stop:
             return stop.value
         seen[0] += 1
-        if seen[0] == k:
-            action()
+        if seen[0] == k and before is not None:
+            before()
         send, throw = None, None
         try:
             send = yield yielded
         except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped coroutine
             throw = exc
+        if seen[0] == k and throw is None and after is not None:
+            yield from after().__await__()  # type: ignore[attr-defined]
+
+
+def at_suspension(
+    awaitable: Awaitable[Any], k: int, action: Callable[[], None], seen: list[int]
+) -> Awaitable[Any]:
+    """Drive ``awaitable`` like ``yield from``; run ``action`` just before its k-th
+    suspension (k = 0: never). ``seen[0]`` counts the suspensions."""
+    return _driven(awaitable, k, seen, before=action)  # type: ignore[no-any-return]
 
 
 def cancel_current() -> None:
@@ -50,26 +61,10 @@ def cancel_current() -> None:
     task.cancel()
 
 
-@types.coroutine
 def held_at(
     awaitable: Awaitable[Any], k: int, hold: Callable[[], Awaitable[None]], seen: list[int]
-) -> Generator[Any, Any, Any]:
+) -> Awaitable[Any]:
     """Drive ``awaitable`` like ``yield from``; when what it awaited at its k-th suspension
     completed (k = 0: never), await ``hold()`` before it resumes. ``seen[0]`` counts the
     suspensions (the held one once)."""
-    gen = awaitable.__await__()
-    send: Any = None
-    throw: BaseException | None = None
-    while True:
-        try:
-            yielded = gen.send(send) if throw is None else gen.throw(throw)
-        except StopIteration as stop:
-            return stop.value
-        seen[0] += 1
-        send, throw = None, None
-        try:
-            send = yield yielded
-        except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped coroutine
-            throw = exc
-        if seen[0] == k and throw is None:
-            yield from hold().__await__()  # type: ignore[attr-defined]
+    return _driven(awaitable, k, seen, after=hold)  # type: ignore[no-any-return]

@@ -5,7 +5,9 @@
 ``{"begin": n, "what": label}`` before call n and ``{"end": n}`` (or ``{"end": n, "raised":
 ...}``) after it, one JSON line each (a line is far below PIPE_BUF, so the lines of several
 threads never interleave). A call that raises is recorded and ends its actor (``Raised``).
-``Flight`` is the parent's side: what began, what ended, what is still in flight.
+``Flight`` is the parent's side: what began, what ended, what is still in flight;
+``forked_report`` runs a trial's body in a forked process and turns a stuck, dead or
+unopenable one into its violated Trial.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks import _forked
-from checks.base import describe
+from checks.base import TrialContext, describe
+from harness.ground.model import Counts, Trial
 
 
 class Raised(Exception):
@@ -114,3 +117,33 @@ async def await_report(worker: _forked.Worker, flight: Flight, bound_s: float,
         if any(key in message for key in final):
             return message
         flight.fold(message)
+
+
+async def forked_report(ctx: TrialContext, name: str, body: _forked.Body, bound_s: float,
+                        prefix: str = "") -> dict[str, Any] | Trial:
+    """Fork ``body`` as the trial's process, wait for its report (``await_report``) and reap
+    it: the report (the value of its "report" line), or the violated Trial of a child that
+    got stuck in a call (``hung``, naming the calls in flight), died (``crashed``, with its
+    signal) or could not open its saver (``open_failed``); ``prefix`` leads the mode."""
+    flight = Flight()
+    worker = _forked.fork_worker(name, body)
+    try:
+        message = await await_report(worker, flight, bound_s)
+        hung = message is None and not worker.eof  # still there: stuck in a call
+    finally:
+        _forked.reap([worker])
+    if message is not None and "report" in message:
+        ctx.log(f"{len(flight.begun)} calls reported, every one returned")
+        return dict(message["report"])
+    stuck = flight.in_flight()
+    if hung:
+        mode, what = "hung", (f"a call did not return within {bound_s:.1f} s; in flight: "
+                              f"{'; '.join(stuck[:4]) or 'none reported'}")
+    elif message is not None and "open_error" in message:
+        mode, what = "open_failed", f"opening the saver raised {message['open_error']}"
+    else:
+        mode, what = "crashed", (f"the process ended without a report: "
+                                 f"{(message or {}).get('crash', '')} {worker.describe_exit()}")
+    ctx.log(what)
+    return Trial(ctx.index, ctx.seed, True, Counts(errors=max(1, len(stuck))),
+                 mode=f"{prefix}{mode}", sample=what[:300], ops=tuple(ctx.ops))

@@ -63,7 +63,7 @@ from checks.common import trials_param
 from checks.langgraph._faults import Op, Seen, judge, writer_plan
 from checks.langgraph._opening import conn_string, enter
 from checks.langgraph._saver import config, offers
-from checks.langgraph._served import Calls, Flight, Raised, await_report
+from checks.langgraph._served import Calls, Raised, forked_report
 from checks.langgraph._writers import run_setup
 from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
@@ -440,31 +440,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"request{', an instance with pipeline=True reads and stays idle' if s.piped else ''}"
             f", a second instance (open, put, read), a fresh instance reads back; each "
             f"call must return within {bound:.1f} s")
-    flight = Flight()
-    worker = _forked.fork_worker("runs", _body(s))
-    try:
-        report = await await_report(worker, flight, bound)
-        hung = report is None and not worker.eof  # still there: stuck in a call
-    finally:
-        _forked.reap([worker])
-    if report is None or "crash" in report:
-        stuck = flight.in_flight()
-        what = (f"a call did not return within {bound:.1f} s; in flight: "
-                f"{'; '.join(stuck[:4]) or 'none reported'}" if hung else
-                f"the process ended without a report: {report.get('crash') if report else ''}"
-                f" {worker.describe_exit()}")
-        ctx.log(what)
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=max(1, len(stuck))),
-                     mode=f"{s.opening}:{s.mode}:{'hung' if hung else 'crashed'}",
-                     sample=what[:300], ops=tuple(ctx.ops))
-    if "open_error" in report:
-        ctx.log(f"opening raised {report['open_error']}")
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1),
-                     mode=f"{s.opening}:{s.mode}:open_failed", sample=report["open_error"],
-                     ops=tuple(ctx.ops))
-    r = report["report"]
-    ctx.log(f"{r.get('acked', 0)} of {r.get('planned', 0)} ops acknowledged; {r['result']}; "
-            f"{len(flight.begun)} calls, all returned")
+    r = await forked_report(ctx, "runs", _body(s), bound, f"{s.opening}:{s.mode}:")
+    if isinstance(r, Trial):
+        return r
+    ctx.log(f"{r.get('acked', 0)} of {r.get('planned', 0)} ops acknowledged; {r['result']}")
     return Trial(ctx.index, ctx.seed, r["result"] != "returned",
                  Counts(lost=r["lost"], foreign=r["foreign"], errors=r["errors"]),
                  mode=f"{s.opening}:{s.mode}:{r['result']}",

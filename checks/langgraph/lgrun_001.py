@@ -59,7 +59,7 @@ from checks.common import trials_param
 from checks.langgraph._faults import Op, writer_plan
 from checks.langgraph._held import SETTLE_S, HeldSerde
 from checks.langgraph._saver import config, offers
-from checks.langgraph._served import Calls, Flight, Raised, await_report
+from checks.langgraph._served import Calls, Raised, forked_report
 from checks.langgraph._snapshot import Stamp, look, verdict
 from harness.ground.model import Counts, Trial
 from targets.base import BuildContext, TargetSpec
@@ -332,27 +332,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"there, release late writes to the newest and the oldest checkpoint, then "
             f"delete_thread, for up to {SETTLE_S} s; release the read; each call must return "
             f"within {bound:.1f} s; the read must show the thread at one instant")
-    flight: Flight = Flight()
-    worker = _forked.fork_worker("held-reads", _body(s))
-    try:
-        report = await await_report(worker, flight, bound)
-        hung = report is None and not worker.eof
-    finally:
-        _forked.reap([worker])
-    if report is None or "crash" in report or "open_error" in report:
-        stuck = flight.in_flight()
-        what = (f"a call did not return within {bound:.1f} s; in flight: "
-                f"{'; '.join(stuck[:3]) or 'none reported'}" if hung else
-                f"opening the saver raised {report['open_error']}" if report and
-                "open_error" in report else
-                f"the process ended without a report: {(report or {}).get('crash', '')} "
-                f"{worker.describe_exit()}")
-        ctx.log(what)
-        mode = "hung" if hung else "open_failed" if report and "open_error" in report \
-            else "crashed"
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode=mode,
-                     sample=what[:300], ops=tuple(ctx.ops))
-    r = report["report"]
+    r = await forked_report(ctx, "held-reads", _body(s), bound)
+    if isinstance(r, Trial):
+        return r
     modes: dict[str, int] = r["modes"]
     bad = _bad(modes)
     ctx.log("modes: " + ", ".join(f"{m}={c}" for m, c in sorted(modes.items())))
