@@ -270,3 +270,32 @@ def test_a_store_in_memory_cannot_be_read_besides_the_saver(tmp_path: Path) -> N
     lane: TargetSpec = MEMORY
     with pytest.raises(NotApplicable, match="lg-memory"):
         rows_naming(lane, BuildContext(tmp_path, "s"), "x")
+
+
+# --- time travel while the thread is written (ARIB-LGFORK-001) -------------------------------
+
+FORK = {"trials": 2, "steps": 2}
+
+
+def test_a_fork_beside_the_main_run_leaves_both_lines_whole() -> None:
+    finding = run_small("ARIB-LGFORK-001", FORK, None, REFERENCE)
+    assert finding.verdict is Verdict.HELD, (finding.samples, finding.reason)
+    assert set(finding.modes) == {"tasks:both_lines", "threads:both_lines"}
+
+
+@pytest.mark.parametrize(("mutant", "mode", "sample"), [
+    ("lg_reference_parent_is_latest", "tasks:wrong_parent", "is listed under parent"),
+    ("lg_reference_special_writes_kept_first", "tasks:lossy",
+     "still shows the resume its second resume overwrote"),
+])
+def test_a_fork_misfiled_or_a_stale_resume_is_seen(mutant: str, mode: str, sample: str) -> None:
+    finding = run_small("ARIB-LGFORK-001", FORK, mutant, REFERENCE)
+    assert finding.verdict is Verdict.VIOLATED and mode in finding.modes, finding.modes
+    assert any(sample in s for s in finding.samples), finding.samples
+
+
+def test_a_fork_abstains_where_only_the_latest_is_kept() -> None:
+    from targets.langgraph.lanes import LATEST_ONLY
+
+    assert "ShallowPostgresSaver" in LATEST_ONLY  # its lane needs a server: the reason is named
+    assert get_check("ARIB-LGFORK-001").params[0].low == 2  # M1 exists to fork from
