@@ -293,9 +293,3 @@ def test_a_fork_misfiled_or_a_stale_resume_is_seen(mutant: str, mode: str, sampl
     assert finding.verdict is Verdict.VIOLATED and mode in finding.modes, finding.modes
     assert any(sample in s for s in finding.samples), finding.samples
 
-
-def test_a_fork_abstains_where_only_the_latest_is_kept() -> None:
-    from targets.langgraph.lanes import LATEST_ONLY
-
-    assert "ShallowPostgresSaver" in LATEST_ONLY  # its lane needs a server: the reason is named
-    assert get_check("ARIB-LGFORK-001").params[0].low == 2  # M1 exists to fork from
