@@ -10,19 +10,20 @@ pipelines on one connection, a read inside another call's transaction) raises, o
 the run is stuck, with no error to retry on.
 
 Each trial runs in a forked process (a call that never returns, or a crash, stays there and is
-evidence). It opens the saver the lane's way on even trials and, where the class has one, with
-its own ``from_conn_string`` on odd ones (a class with none that is a context manager itself,
-as InMemorySaver is: the lane's saver entered as one, ``async with saver as s``); puts a thread
-D with writes; then releases together ``writers`` runs (each putting ``steps`` checkpoints with
-a task's writes on a thread of its own), ``readers`` readers (each getting the latest checkpoint
-of a writer's thread and listing it, again and again until the writers are done) and a deleter
-(``delete_thread(D)`` after a seeded pause, where the class offers it). Then the first
-instance answers a state request (get and list); where ``from_conn_string`` takes ``pipeline``,
-an instance opened with ``pipeline=True`` answers one too and stays idle (its pipeline's
-implicit transaction open, as a worker's is between requests); and a second instance of the
-deployment opens on the store (with its setup; on a store that lives in the first instance's
-connection, a second saver on that connection), puts a checkpoint with writes and reads.
-Judged:
+evidence), on a store of its own that nothing has used yet. It opens the saver the lane's way on
+even trials and, where the class has one, with its own ``from_conn_string`` on odd ones (a class
+with none that is a context manager itself, as InMemorySaver is: the lane's saver entered as
+one, ``async with saver as s``); answers a first state request (list and get of a thread that
+does not exist yet: the store's first call); puts a thread D with writes; then releases together
+``writers`` runs (each putting ``steps`` checkpoints with a task's writes on a thread of its
+own), ``readers`` readers (each listing a writer's thread and getting its latest checkpoint,
+again and again until the writers are done) and a deleter (``delete_thread(D)`` after a seeded
+pause, where the class offers it). Then the first instance answers a state request (list and
+get); where ``from_conn_string`` takes ``pipeline``, an instance opened with ``pipeline=True``
+answers one too and stays idle (its pipeline's implicit transaction open, as a worker's is
+between requests); and a second instance of the deployment opens on the store (with its setup;
+on a store that lives in the first instance's connection, a second saver on that connection),
+puts a checkpoint with writes and reads. Judged:
 
 - every call returns within a bound (``checks._bounds.hang_bound``), else ``hung``, naming the
   calls in flight; none raises, else ``raised``; the process lives, else ``crashed``;
@@ -170,19 +171,19 @@ def _check_read(state: State, what: str, tuples: list[Any]) -> None:
 
 
 async def _get(calls: Calls, saver: Any, thread: str, state: State) -> None:
-    """Get the latest checkpoint and list the thread, through the lane's half."""
+    """List the thread and get its latest checkpoint (a state request: history, then the
+    current state), through the lane's half."""
     if api_of(saver) == "sync":
-        got = await anyio.to_thread.run_sync(functools.partial(
-            calls.run_sync, f"get_tuple {thread}", lambda: saver.get_tuple(config(thread))))
         listed = await anyio.to_thread.run_sync(functools.partial(
             calls.run_sync, f"list {thread}", lambda: list(saver.list(config(thread)))))
+        got = await anyio.to_thread.run_sync(functools.partial(
+            calls.run_sync, f"get_tuple {thread}", lambda: saver.get_tuple(config(thread))))
     else:
-        got = await calls.run(f"aget_tuple {thread}", lambda: saver.aget_tuple(config(thread)))
-
         async def alist() -> list[Any]:
             return [item async for item in saver.alist(config(thread))]
 
         listed = await calls.run(f"alist {thread}", alist)
+        got = await calls.run(f"aget_tuple {thread}", lambda: saver.aget_tuple(config(thread)))
     _check_read(state, f"read of {thread}", [got, *listed])
 
 
@@ -355,6 +356,8 @@ def _body(s: Setting) -> _forked.Body:
                                        history=history)
         state.acked = {name: set() for name in state.plans}
         try:
+            # the store is new: its first request asks for a thread's state (none yet)
+            await _get(calls, saver, d, state)
             for n, op in enumerate(state.plans["D"]):
                 await calls.run(op.label, functools.partial(op.run, saver))
                 state.acked["D"].add(n)
