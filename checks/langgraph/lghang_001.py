@@ -57,12 +57,11 @@ from checks.base import (
     Param,
     Selector,
     TrialContext,
-    describe,
     race_threads,
 )
 from checks.common import trials_param
 from checks.langgraph._faults import Op, Seen, judge, writer_plan
-from checks.langgraph._opening import conn_string, enter
+from checks.langgraph._opening import conn_string, enter, leave
 from checks.langgraph._saver import config, offers
 from checks.langgraph._served import Calls, Raised, forked_report
 from checks.langgraph._writers import run_setup
@@ -127,13 +126,13 @@ async def _open(s: Setting, keep: list[Any]) -> Any:
     return saver
 
 
-async def _piped(s: Setting, keep: list[Any]) -> Any:
-    """An instance by ``from_conn_string(..., pipeline=True)`` on the set-up store, set up."""
+async def _piped(s: Setting) -> tuple[Any, Any]:
+    """An instance by ``from_conn_string(..., pipeline=True)`` on the set-up store, set up;
+    (saver, its context manager)."""
     cm = s.cls.from_conn_string(s.piped, pipeline=True)  # type: ignore[attr-defined]
-    keep.append(cm)
     saver = await enter(cm)
     await run_setup(saver)
-    return saver
+    return saver, cm
 
 
 async def _second(s: Setting, first: Any, keep: list[Any]) -> Any:
@@ -340,9 +339,10 @@ def _body(s: Setting) -> _forked.Body:
         calls = Calls(channel)
         keep: list[Any] = []
         try:
-            saver = await _open(s, keep)
-        except Exception as exc:  # noqa: BLE001 - reported as evidence
-            channel.send({"open_error": describe(exc)})
+            saver = await calls.run(f"open the saver ({s.opening})",
+                                    functools.partial(_open, s, keep))
+        except Raised:
+            channel.send({"open_error": calls.errors[-1]})
             return
         history = not latest_only(saver)
         prefix = f"t{s.seed:x}"
@@ -366,12 +366,16 @@ def _body(s: Setting) -> _forked.Body:
             # a state request on the first instance, then another worker starts on the store
             await _get(calls, saver, f"{prefix}-0", state)
             reader = saver
+            piped: tuple[Any, Any] | None = None
             if s.piped:  # a worker with a pipeline answers a state request, and stays idle
                 piped = await calls.run("open an instance with pipeline=True",
-                                        functools.partial(_piped, s, keep))
-                await _get(calls, piped, f"{prefix}-0", state)
+                                        functools.partial(_piped, s))
+                await _get(calls, piped[0], f"{prefix}-0", state)
             second = await calls.run("open a second instance",
                                      functools.partial(_second, s, saver, keep))
+            if piped is not None:  # its open transaction would hold up others' setup()
+                await calls.run("close the instance with pipeline=True",
+                                functools.partial(leave, piped[1], True))
             if second is not None:
                 for n, op in enumerate(state.plans["B"]):
                     await calls.run(f"second instance: {op.label}",
