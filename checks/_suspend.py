@@ -1,10 +1,13 @@
-"""Act on a call at one of its own suspensions (ARIB-CANCEL-001, ARIB-RELEASE-001 and the
-parity fault workflows).
+"""Act on a call at one of its own suspensions (ARIB-CANCEL-001, ARIB-RELEASE-001,
+ARIB-LGRUN-001 and the parity fault workflows).
 
 A fault "at the k-th suspension" is counted in the call's own awaits, not in wall-clock time:
 the coroutine is driven like ``yield from``, and just before it yields for the k-th time the
 action runs while its task is current, so ``cancel_current()`` there lands the CancelledError
-exactly at that await, whatever the backend's worker threads are doing.
+exactly at that await, whatever the backend's worker threads are doing. ``held_at`` holds the
+call instead: what it awaited at its k-th suspension has completed, and the call does not go
+on until released, as a call that is slow at that point (a slow consumer, a loaded machine);
+meanwhile every other task runs.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from typing import Any
 
 
 @types.coroutine
-def at_suspension(
-    awaitable: Awaitable[Any], k: int, action: Callable[[], None], seen: list[int]
-) -> Generator[Any, Any, Any]:
-    """Drive ``awaitable`` like ``yield from``; run ``action`` just before its k-th
-    suspension (k = 0: never). ``seen[0]`` counts the suspensions."""
+def _driven(awaitable: Awaitable[Any], k: int, seen: list[int],
+            before: Callable[[], None] | None = None,
+            after: Callable[[], Awaitable[None]] | None = None) -> Generator[Any, Any, Any]:
+    """Drive ``awaitable`` like ``yield from``, counting its suspensions in ``seen[0]``; at
+    the k-th, run ``before()`` just before it suspends, and await ``after()`` once what it
+    awaited there completed, before it resumes."""
     gen = awaitable.__await__()
     send: Any = None
     throw: BaseException | None = None
@@ -30,13 +34,23 @@ def at_suspension(
         except StopIteration as stop:
             return stop.value
         seen[0] += 1
-        if seen[0] == k:
-            action()
+        if seen[0] == k and before is not None:
+            before()
         send, throw = None, None
         try:
             send = yield yielded
         except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped coroutine
             throw = exc
+        if seen[0] == k and throw is None and after is not None:
+            yield from after().__await__()  # type: ignore[attr-defined]
+
+
+def at_suspension(
+    awaitable: Awaitable[Any], k: int, action: Callable[[], None], seen: list[int]
+) -> Awaitable[Any]:
+    """Drive ``awaitable`` like ``yield from``; run ``action`` just before its k-th
+    suspension (k = 0: never). ``seen[0]`` counts the suspensions."""
+    return _driven(awaitable, k, seen, before=action)  # type: ignore[no-any-return]
 
 
 def cancel_current() -> None:
@@ -45,3 +59,12 @@ def cancel_current() -> None:
     task = asyncio.current_task()
     assert task is not None
     task.cancel()
+
+
+def held_at(
+    awaitable: Awaitable[Any], k: int, hold: Callable[[], Awaitable[None]], seen: list[int]
+) -> Awaitable[Any]:
+    """Drive ``awaitable`` like ``yield from``; when what it awaited at its k-th suspension
+    completed (k = 0: never), await ``hold()`` before it resumes. ``seen[0]`` counts the
+    suspensions (the held one once)."""
+    return _driven(awaitable, k, seen, after=hold)  # type: ignore[no-any-return]

@@ -109,6 +109,10 @@ class TrialContext:
     index: int
     seed: int
     params: Mapping[str, int]
+    # When (on time.monotonic()) the harness ends this run. A check whose invariant includes
+    # "every call returns" waits for calls at most until shortly before it, and reports a hang
+    # as its own finding (checks._bounds.hang_bound); None: no limit known (a test's context).
+    deadline: float | None = None
     rng: random.Random = field(init=False)
     ops: list[str] = field(default_factory=list)
     _handles: list[Handle] = field(default_factory=list)

@@ -289,7 +289,8 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
         root = workdir / f"trial-{index}"
         root.mkdir()
         ctx = TrialContext(target, BuildContext(root, f"arib-{seed:x}", dict(opts.services)),
-                           index, seed, opts.params)
+                           index, seed, opts.params,
+                           deadline=time.monotonic() + check.timeout_s - elapsed())
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         # Covers the trial and its cleanup: both can wait on a thread that never returns.
         def deadline(index: int = index, seed: int = seed) -> Finding:

@@ -68,16 +68,27 @@ class Op:
 
 
 def writer_plan(saver: Any, seed: int, writer: int, thread: str, steps: int,
-                width: int = 2, tag: str = "") -> list[Op]:
+                width: int = 2, tag: str = "", *, history: bool = True,
+                listed: bool = False) -> list[Op]:
     """``steps`` times: put a checkpoint (child of the writer's previous), then ``width``
-    writes of one task to it; every id and value names the seed, writer and step."""
+    writes of one task to it; every id and value names the seed, writer and step.
+    ``history``: as in ``make_checkpoint`` (False for a check that judges a saver keeping
+    only each thread's latest checkpoint with ``judge(..., latest_only=True)``). ``listed``:
+    each checkpoint also holds a channel ``log``, the list of the values so far (as a
+    messages channel does): a value that is no primitive, which the PostgreSQL savers keep in
+    their blobs table, not inline."""
     ops: list[Op] = []
     previous: dict[str, Any] | None = None
     parent: str | None = None
+    log: list[str] = []
     for step in range(steps):
         value = f"{tag or f'{seed:x}'}-w{writer}-s{step}"
-        cp, versions = make_checkpoint(saver, seed, step, {"value": value, f"w{writer}": step},
-                                       previous, writer=writer + 1)
+        values: dict[str, Any] = {"value": value, f"w{writer}": step}
+        if listed:
+            log = [*log, value]
+            values["log"] = log
+        cp, versions = make_checkpoint(saver, seed, step, values, previous, writer=writer + 1,
+                                       history=history)
         ops.append(Op("put", thread, cp["id"], parent, cp,
                       {"source": "loop", "step": step, "writer": writer}, versions))
         ops.append(Op("writes", thread, cp["id"], task_id=f"task-{value}",
@@ -119,9 +130,26 @@ class ReadBack:
         return bool(self.lost or self.foreign or self.torn)
 
 
-def judge(plan: Sequence[Op], acked: Iterable[int], seen: Seen) -> ReadBack:
+def latest_of(plan: Sequence[Op], acked: Iterable[int]) -> tuple[list[Op], set[int]]:
+    """What a saver keeping only each thread's latest checkpoint must still show of ``plan``:
+    per thread the acknowledged put with the greatest checkpoint id (the latest, the ids
+    sorting by step) and the writes put on it, as (ops, acknowledged indexes into them)."""
+    done = set(acked)
+    latest: dict[str, str] = {}
+    for n, op in enumerate(plan):
+        if op.kind == "put" and n in done and op.checkpoint_id > latest.get(op.thread, ""):
+            latest[op.thread] = op.checkpoint_id
+    kept = [(n, op) for n, op in enumerate(plan) if latest.get(op.thread) == op.checkpoint_id]
+    return [op for _, op in kept], {k for k, (n, _) in enumerate(kept) if n in done}
+
+
+def judge(plan: Sequence[Op], acked: Iterable[int], seen: Seen, *,
+          latest_only: bool = False) -> ReadBack:
     """Acknowledged ops (indexes into ``plan``) must be read back whole; nothing the plan did
-    not put there may be; an unacknowledged op may be absent, never half there."""
+    not put there may be; an unacknowledged op may be absent, never half there.
+    ``latest_only``: the saver keeps each thread's latest checkpoint only (``latest_of``)."""
+    if latest_only:
+        plan, acked = latest_of(plan, acked)
     done = set(acked)
     puts = {(op.thread, op.checkpoint_id): op for op in plan if op.kind == "put"}
     planned_writes: dict[tuple[str, str], set[tuple[str, str, Any]]] = {}

@@ -94,6 +94,17 @@ async def store_call(store: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     return await _served_call(store_of(store), method, *args, **kwargs)
 
 
+def offers(saver: Any, method: str) -> bool:
+    """Whether the saver's class implements ``method`` in the half of the interface its lane
+    serves (``a<method>`` on an async lane), not BaseCheckpointSaver's (which raises
+    NotImplementedError): e.g. the Shallow savers have no ``delete_thread``."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    name = method if api_of(saver) == "sync" else f"a{method}"
+    own = getattr(type(saver), name, None)
+    return callable(own) and own is not getattr(BaseCheckpointSaver, name, None)
+
+
 async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:
     """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given."""
     if api_of(saver_of(saver)) == "sync":

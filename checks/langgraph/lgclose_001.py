@@ -34,6 +34,7 @@ import anyio
 import anyio.to_thread
 
 from checks import _forked
+from checks._bounds import hang_bound
 from checks.base import (
     Barrier,
     CheckSpec,
@@ -46,29 +47,12 @@ from checks.base import (
 )
 from checks.common import trials_param
 from checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from checks.langgraph._opening import conn_string, enter, leave, on_server
 from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
 from targets.langgraph.lanes import latest_only
 
 CHECK_ID = "ARIB-LGCLOSE-001"
-RUN_TIMEOUT_S = 30.0
-
-
-async def enter(cm: Any) -> Any:
-    """Enter a context manager, async or sync."""
-    if hasattr(cm, "__aenter__"):
-        return await cm.__aenter__()
-    return cm.__enter__()
-
-
-async def leave(cm: Any, in_thread: bool = False) -> None:
-    """Exit a context manager (with no exception), async or sync (in a thread if asked)."""
-    if hasattr(cm, "__aexit__"):
-        await cm.__aexit__(None, None, None)
-    elif in_thread:
-        await anyio.to_thread.run_sync(cm.__exit__, None, None, None)
-    else:
-        cm.__exit__(None, None, None)
 
 
 async def _race(saver: Any, cm: Any, mode: str, delay: int, plans: dict[int, list[Op]],
@@ -128,9 +112,10 @@ async def _race(saver: Any, cm: Any, mode: str, delay: int, plans: dict[int, lis
 
 
 def _body(cls: type, path: str, mode: str, delay: int, base: list[Op],
-          plans: dict[int, list[Op]], after: Op) -> _forked.Body:
-    """The forked process: enter the context, race the writers and the exit, use the exited
-    saver once, and report it all in one message."""
+          plans: dict[int, list[Op]], after: Op, bound_s: float) -> _forked.Body:
+    """The forked process: enter the context, race the writers and the exit (at most
+    ``bound_s``: a task stuck longer is reported hung), use the exited saver once, and report
+    it all in one message."""
 
     async def body(channel: _forked.Channel) -> None:
         faulthandler.disable()  # a crash here is evidence (its signal), not a traceback dump
@@ -144,7 +129,7 @@ def _body(cls: type, path: str, mode: str, delay: int, base: list[Op],
             return
         acked: dict[int, set[int]] = {w: set() for w in plans}
         refused: list[str] = []
-        with anyio.move_on_after(RUN_TIMEOUT_S / 2) as scope:
+        with anyio.move_on_after(bound_s) as scope:
             exit_error = await _race(saver, cm, mode, delay, plans, acked, refused)
         if scope.cancel_called:
             channel.send({"hung": True})
@@ -159,17 +144,6 @@ def _body(cls: type, path: str, mode: str, delay: int, base: list[Op],
                       "exit_error": describe(exit_error) if exit_error else ""})
 
     return body
-
-
-def _schema_conninfo(ctx: TrialContext) -> str:
-    """The libpq connection string of this trial's schema on the harness's PostgreSQL."""
-    from psycopg.conninfo import make_conninfo
-
-    from targets.langgraph.services import conninfo, ensure_schema, trial_schema
-
-    dsn, schema = conninfo(ctx.build, ctx.target.name), trial_schema(ctx.build)
-    ensure_schema(dsn, schema)
-    return make_conninfo(dsn, options=f"-c search_path={schema}")
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -187,16 +161,16 @@ async def run_trial(ctx: TrialContext) -> Trial:
     no_history = latest_only(probe.session)
     if no_history:  # every writer puts several checkpoints on its thread; one is kept
         raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: {no_history}")
-    server = not (ctx.target.reference or "sqlite" in cls.__module__)
-    if server and ctx.target.service != "postgres":
-        raise NotApplicable(f"{CHECK_ID} opens from_conn_string on a SQLite file or on the "
-                            f"harness's PostgreSQL; {cls.__module__}.{cls.__name__} of lane "
-                            f"{ctx.target.name!r} takes neither")
+    server = on_server(ctx.target, cls)
     mode = mode_of(probe.session, ctx.index)
     await ctx.dispose()
     # The store the probe set up: a file of the trial's folder, or the trial's own schema on
     # the harness's PostgreSQL (its tables made by the probe's setup()).
-    path = (_schema_conninfo(ctx) if server else str(ctx.build.root / "from-conn-string.db"))
+    try:
+        path = conn_string(ctx.target, cls, ctx.build)
+    except NotApplicable as exc:
+        raise NotApplicable(f"{CHECK_ID} opens from_conn_string on a SQLite file or on the "
+                            f"harness's PostgreSQL: {exc}") from None
     delay = ctx.rng.randint(0, 4 * steps)
     shown = "<the trial's PostgreSQL schema>" if server else repr(path)
     ctx.log(f"{cls.__name__}.from_conn_string({shown}): enter; put a base checkpoint; as "
@@ -208,18 +182,25 @@ async def run_trial(ctx: TrialContext) -> Trial:
     after = writer_plan(probe.session, ctx.seed, writers + 1, f"t{ctx.seed:x}-after", 1)[0]
     ctx.log("all of it in a forked process (so that a crash of it is evidence, not the end of "
             "the trial); it reports what was acknowledged")
-    worker = _forked.fork_worker("closer", _body(cls, path, mode, delay, base, plans, after))
+    # A call that does not return is a finding of its own (``hung``), reported before the
+    # harness's limit for the run: the child gives up on its tasks at 0.8 of the bound, this
+    # process on the child (stuck in a thread) at the bound.
+    bound = hang_bound(ctx)
+    worker = _forked.fork_worker("closer", _body(cls, path, mode, delay, base, plans, after,
+                                                 0.8 * bound))
     try:
-        report = await _forked.next_message(worker, time.monotonic() + RUN_TIMEOUT_S)
+        report = await _forked.next_message(worker, time.monotonic() + bound)
+        stuck = report is None and not worker.eof
     finally:
         _forked.reap([worker])
     if not report or "open_error" in report or "hung" in report:
-        what = (f"the process ended without a report: {worker.describe_exit()}" if not report
-                else f"entering or using the context raised {report['open_error']}"
-                if "open_error" in report else "the exit or a writer hung")
+        what = (f"the exit or a writer did not return within {bound:.1f} s" if stuck or
+                (report and "hung" in report) else
+                f"the process ended without a report: {worker.describe_exit()}" if not report
+                else f"entering or using the context raised {report['open_error']}")
         ctx.log(what)
-        mode_name = ("crashed" if not report else "open_failed" if "open_error" in report
-                     else "hung")
+        mode_name = ("hung" if stuck or (report and "hung" in report) else "crashed"
+                     if not report else "open_failed")
         return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode=f"{mode}:{mode_name}",
                      sample=what, ops=tuple(ctx.ops))
     acked = {int(w): set(ns) for w, ns in report["acked"].items()}

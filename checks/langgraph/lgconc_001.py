@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from checks._bounds import hang_bound
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe, race_threads
 from checks.common import trials_param
 from checks.langgraph._contract import reader_of
@@ -36,9 +37,12 @@ def mode_of(saver: Any, index: int) -> str:
 
 
 async def run_writers(saver: Any, plans: dict[int, list[Op]], order: list[int], mode: str,
-                      acked: dict[int, set[int]], errors: list[str]) -> None:
+                      acked: dict[int, set[int]], errors: list[str],
+                      bound_s: float | None = None) -> bool:
     """Every writer's plan, released together as tasks or threads; ``acked[w]`` gets the
-    indexes of the ops that returned, ``errors`` what raised (each writer stops there)."""
+    indexes of the ops that returned, ``errors`` what raised (each writer stops there).
+    Whether the tasks were still running after ``bound_s`` (then cancelled: hung); threads
+    cannot be given up on, and are waited for."""
     if mode == "tasks":
         barrier = Barrier(len(order))
 
@@ -53,10 +57,11 @@ async def run_writers(saver: Any, plans: dict[int, list[Op]], order: list[int], 
                 acked[w].add(n)
                 await anyio.sleep(0)
 
-        async with anyio.create_task_group() as tg:
-            for w in order:
-                tg.start_soon(writer, w)
-        return
+        with anyio.move_on_after(bound_s if bound_s is not None else float("inf")) as scope:
+            async with anyio.create_task_group() as tg:
+                for w in order:
+                    tg.start_soon(writer, w)
+        return scope.cancel_called
 
     def thread_writer(w: int) -> None:
         for n, op in enumerate(plans[w]):
@@ -66,6 +71,7 @@ async def run_writers(saver: Any, plans: dict[int, list[Op]], order: list[int], 
     outcome = await race_threads([functools.partial(thread_writer, w) for w in order])
     errors.extend(f"writer {w}: {describe(exc)}"
                   for w, exc in zip(order, outcome, strict=True) if exc)
+    return False
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
@@ -84,7 +90,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"(put a checkpoint, child of its previous; put_writes of 2 writes to it)")
     acked: dict[int, set[int]] = {w: set() for w in plans}
     errors: list[str] = []
-    await run_writers(saver, plans, order, mode, acked, errors)
+    bound = hang_bound(ctx)
+    if await run_writers(saver, plans, order, mode, acked, errors, bound):
+        ctx.log(f"the writers were still running after {bound:.1f} s: cancelled")
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode=f"{mode}:hung",
+                     sample=f"a writer's call did not return within {bound:.1f} s; "
+                            f"{sum(map(len, acked.values()))} ops had returned",
+                     ops=tuple(ctx.ops))
     try:  # a second instance that cannot open the store shows nothing written
         seen = await read_threads(await reader_of(ctx, handle), thread_ids)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
