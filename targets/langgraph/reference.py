@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import langgraph.checkpoint.base as _base
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -39,6 +39,11 @@ HEADS_SQL = ("SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id
 LEGACY_BEFORE = 4
 # Metadata keys a DeltaChannel leaves on a thread's checkpoints (langgraph-checkpoint 4.1+).
 DELTA_METADATA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
+
+# The special channels whose writes keep one slot each (error, interrupt, ...), as the installed
+# release defines them; a release without WRITES_IDX_MAP (langgraph-checkpoint 1.0.1) has none:
+# every write there keeps its own index, as its savers store it.
+WRITES_IDX_MAP: dict[str, int] = dict(getattr(_base, "WRITES_IDX_MAP", {}))
 
 
 def _target(config: Any) -> tuple[str, str, str | None]:
