@@ -209,6 +209,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true")
     p.set_defaults(func=_official)
 
+    p = sub.add_parser("probe", help="build each lane once and make the family's calls on it: "
+                                     "whether this release takes them (LangGraph)")
+    p.add_argument("--lanes", help="comma-separated lanes (default: every lane, the "
+                                   "reference too)")
+    p.add_argument("--workers", type=int, default=2, help="probes at once (default 2)")
+    p.add_argument("--json", help="also write the results as JSON to this file (- : stdout, "
+                                  "instead of the lines)")
+    p.set_defaults(func=_probe)
+
     p = sub.add_parser("docs", help="regenerate the README's table of invariants")
     p.add_argument("--readme", default="README.md")
     p.set_defaults(func=cmd_docs)
@@ -228,6 +237,13 @@ def _official(args: argparse.Namespace) -> int:
     from harness.official.command import cmd_official
 
     return cmd_official(args)
+
+
+def _probe(args: argparse.Namespace) -> int:
+    """``probe`` (imported only when it runs)."""
+    from harness.probe import cmd_probe
+
+    return cmd_probe(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
