@@ -132,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lanes", help="comma-separated lanes, or all (default: reference + local "
                                    "lanes); service lanes start their servers")
     p.add_argument("--checks", help="comma-separated check ids (default: all)")
-    p.add_argument("--reruns", type=int, default=1, help="reruns per mutant (default 1)")
+    p.add_argument("--reruns", type=int, default=1, help=(
+        "reruns per mutant (default 1); a pair violated in every rerun runs again until it "
+        "has 3: killed only when all violated, else flaky"))
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
     p.add_argument("--diffs", type=int, default=20, help="survivor diffs to print per lane")
@@ -198,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutants", action="store_true", help="also judge the generated mutants "
                    "with both suites and compare their scores")
     p.add_argument("--reruns", type=int, default=1,
-                   help="with --mutants: reruns per mutant (default 1)")
+                   help="with --mutants: reruns per mutant (default 1); a kill must repeat in "
+                        "3 reruns at least, as in the survey")
     p.add_argument("--timeout", type=float, default=20.0,
                    help="with --mutants: seconds per run at most (default 20: one run is the "
                         "whole suite, 58 to 66 tests; at 10 s, PostgreSQL pool and pipeline "

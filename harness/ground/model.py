@@ -290,6 +290,11 @@ class MutantResult:
     # (status NOT_JUDGEABLE; kept for result files written before that status existed).
     judgeable: bool = True
 
+    @property
+    def rate(self) -> str:
+        """How many of its reruns gave the expected verdict, e.g. ``1/3`` (a flaky pair's)."""
+        return f"{sum(1 for v in self.runs if v is self.expected)}/{len(self.runs)}"
+
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this mutant result."""
         return {
