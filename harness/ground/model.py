@@ -212,6 +212,9 @@ class Finding:
     replay: str | None = None
     ops: tuple[str, ...] = ()
     service_version: str | None = None
+    # the modes of the violating trials alone (``modes`` counts every trial's): how the cell
+    # is violated, which a later version can change while it stays violated
+    violation_modes: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this finding."""
@@ -236,6 +239,7 @@ class Finding:
             "replay": self.replay,
             "ops": list(self.ops),
             "service_version": self.service_version,
+            "violation_modes": dict(self.violation_modes),
         }
 
     @classmethod
@@ -262,6 +266,7 @@ class Finding:
             replay=data.get("replay"),
             ops=tuple(data.get("ops", ())),
             service_version=data.get("service_version"),
+            violation_modes=dict(data.get("violation_modes", {})),
         )
 
     @property
