@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +22,7 @@ from harness.lanes import prepare_lanes
 from harness.probe import ProbeStatus, probe_lanes
 from targets.base import BuildContext, Handle, TargetSpec
 from targets.langgraph import lanes as lg
-
-HAVE_POSTGRES = ServiceManager(environ={}).availability("postgres") is None
-
-
-@pytest.fixture(scope="module")
-def services() -> Iterator[Mapping[str, str]]:
-    """One throwaway PostgreSQL for this module (none when its binaries are missing)."""
-    with ServiceManager(environ={}) as manager:
-        if HAVE_POSTGRES:
-            manager.start("postgres")
-        yield dict(manager.services)
+from tests.langgraph.conftest import HAVE_POSTGRES
 
 
 def test_every_lane_takes_every_call_of_the_probe(services: Mapping[str, str]) -> None:
