@@ -22,10 +22,12 @@ from targets.langgraph.lanes import latest_only
 
 
 def special_channels() -> tuple[str, ...]:
-    """The special channels of the installed langgraph-checkpoint, by their fixed index."""
-    from langgraph.checkpoint.base import WRITES_IDX_MAP
+    """The special channels of the installed langgraph-checkpoint, by their fixed index; none
+    where the release defines no WRITES_IDX_MAP (1.0.1: every write keeps its own index)."""
+    import langgraph.checkpoint.base as base
 
-    return tuple(sorted(WRITES_IDX_MAP, key=lambda ch: -WRITES_IDX_MAP[ch]))
+    specials: dict[str, int] = getattr(base, "WRITES_IDX_MAP", {})
+    return tuple(sorted(specials, key=lambda ch: -specials[ch]))
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
