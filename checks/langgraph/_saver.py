@@ -146,14 +146,26 @@ async def store_call(store: Any, method: str, *args: Any, **kwargs: Any) -> Any:
 
 
 async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:
-    """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given."""
+    """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given, each with its
+    pending writes: where the release's ``list`` gives a tuple none (``pending_writes`` None,
+    not [], as the savers of langgraph-checkpoint 1.0.1 and -sqlite 1.0.0 do: only their
+    ``get_tuple`` reads writes), they are read through ``get_tuple``, as langgraph did then."""
     sync = api_of(saver_of(saver)) == "sync"
 
     async def alisted() -> list[Any]:
         return [item async for item in saver.alist(cfg, **kwargs)]
 
-    return await _answered(f"{type(saver).__name__}.{'list' if sync else 'alist'}()", sync,
-                           (lambda: list(saver.list(cfg, **kwargs))) if sync else alisted)
+    found = await _answered(f"{type(saver).__name__}.{'list' if sync else 'alist'}()", sync,
+                            (lambda: list(saver.list(cfg, **kwargs))) if sync else alisted)
+    return [await _with_writes(saver, item) for item in found]
+
+
+async def _with_writes(saver: Any, item: Any) -> Any:
+    """``item`` with the pending writes ``get_tuple`` gives for it where it carries none."""
+    if getattr(item, "pending_writes", ()) is not None:
+        return item
+    got = await call(saver, "get_tuple", item.config)
+    return item._replace(pending_writes=None if got is None else got.pending_writes)
 
 
 def state_of(tuple_: Any) -> dict[str, Any]:
