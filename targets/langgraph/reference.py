@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import langgraph.checkpoint.base as _base
+import langgraph.checkpoint.serde.types as _types
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -28,7 +29,6 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
 )
-from langgraph.checkpoint.serde.types import TASKS
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 # What keep_latest keeps of a thread: each namespace's latest checkpoint.
@@ -37,6 +37,9 @@ HEADS_SQL = ("SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id
 # Checkpoints of a format before this keep their pending sends as their parent's writes to
 # TASKS; read back, the sends are moved into the TASKS channel (as the Postgres savers do).
 LEGACY_BEFORE = 4
+# The channel of pending sends, as the installed release names it; a release that names none
+# (langgraph-checkpoint 1.0.1) moves no sends: a checkpoint reads back as it was put.
+TASKS: str | None = getattr(_types, "TASKS", None)
 # Metadata keys a DeltaChannel leaves on a thread's checkpoints (langgraph-checkpoint 4.1+).
 DELTA_METADATA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
 
@@ -120,8 +123,8 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
             (thread_id, ns, checkpoint_id)).fetchall()
         checkpoint = self.serde.loads_typed((kind, body))
         sends = self._legacy_sends(thread_id, ns, parent_id) if (
-            parent_id and checkpoint.get("v", 0) < LEGACY_BEFORE) else []
-        if sends:
+            TASKS and parent_id and checkpoint.get("v", 0) < LEGACY_BEFORE) else []
+        if TASKS and sends:
             versions = dict(checkpoint["channel_versions"])
             versions[TASKS] = (max(versions.values()) if versions
                                else self.get_next_version(None, None))

@@ -4,7 +4,9 @@ bench builds them (.nox/sdk-envs/langgraph-<label>-py3.12; `nox -s langgraph` bu
 first), and the test fails on any lane whose probe ends in a call the harness made with
 arguments the release does not take (status ``refused``: a harness defect), naming the lock,
 the lane and the call. A lane that cannot run there (a class its release lacks, a failure in
-the release's own code) is the bench's business, not this test's: it is listed, not failed.
+the release's own code) is the bench's business, not this test's: it is listed, not failed;
+but our reference checkpointer, on which every check is gated, must take every call on every
+lock.
 """
 
 from __future__ import annotations
@@ -86,3 +88,9 @@ def test_every_lane_takes_the_harness_s_calls(label: str,
     # every other lane was probed or is named as not measured, with its reason
     assert {*lanes, *document["not_measured"]} >= {"lg-reference", "lg-sqlite-file",
                                                    "lg-store-reference"}
+    # our reference checkpointer is the family's: every check is gated on it, so it must exist
+    # and take every call on every release the family supports (an import of ours that the
+    # release lacks leaves the whole version unmeasured)
+    reference = lanes.get("lg-reference") or {"status": None}
+    why = document["not_measured"].get("lg-reference") or reference
+    assert reference["status"] == "ok", f"{label}: our reference is not measured there: {why}"
