@@ -43,6 +43,15 @@ def config(thread: str, ns: str = "", checkpoint_id: str | None = None) -> dict[
     return {"configurable": conf}
 
 
+def special_indexes() -> dict[str, int]:
+    """The special write channels of the installed langgraph-checkpoint and the fixed index
+    each keeps (``WRITES_IDX_MAP``: error -1, scheduled -2, ...); none on a release without it
+    (1.0.1: every write keeps its own index there, the error channel's too)."""
+    import langgraph.checkpoint.base as base
+
+    return dict(getattr(base, "WRITES_IDX_MAP", {}))
+
+
 def checkpoint_id(seed: int, step: int, writer: int = 0) -> str:
     """A uuid-shaped id, unique per (seed, writer, step), that sorts by step."""
     return f"{step:08x}-{writer:04x}-6000-8000-{seed & 0xFFFFFFFFFFFF:012x}"

@@ -16,7 +16,7 @@ from collections import Counter
 from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, guarded, put_chain
-from checks.langgraph._saver import call, config, writes_of
+from checks.langgraph._saver import call, config, special_indexes, writes_of
 from harness.ground.model import Trial
 from targets.langgraph.lanes import latest_only
 
@@ -24,9 +24,7 @@ from targets.langgraph.lanes import latest_only
 def special_channels() -> tuple[str, ...]:
     """The special channels of the installed langgraph-checkpoint, by their fixed index; none
     where the release defines no WRITES_IDX_MAP (1.0.1: every write keeps its own index)."""
-    import langgraph.checkpoint.base as base
-
-    specials: dict[str, int] = getattr(base, "WRITES_IDX_MAP", {})
+    specials = special_indexes()
     return tuple(sorted(specials, key=lambda ch: -specials[ch]))
 
 

@@ -37,9 +37,9 @@ HEADS_SQL = ("SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id
 # Checkpoints of a format before this keep their pending sends as their parent's writes to
 # TASKS; read back, the sends are moved into the TASKS channel (as the Postgres savers do).
 LEGACY_BEFORE = 4
-# The channel of pending sends, as the installed release names it; a release that names none
-# (langgraph-checkpoint 1.0.1) moves no sends: a checkpoint reads back as it was put.
-TASKS: str | None = getattr(_types, "TASKS", None)
+# The channel of pending sends; langgraph-checkpoint 1.0.1 does not name it (langgraph's own
+# constants do, with this value), and a v1 checkpoint's reader migrates its sends there.
+TASKS: str = getattr(_types, "TASKS", "__pregel_tasks")
 # Metadata keys a DeltaChannel leaves on a thread's checkpoints (langgraph-checkpoint 4.1+).
 DELTA_METADATA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
 
@@ -123,8 +123,8 @@ class ReferenceSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
             (thread_id, ns, checkpoint_id)).fetchall()
         checkpoint = self.serde.loads_typed((kind, body))
         sends = self._legacy_sends(thread_id, ns, parent_id) if (
-            TASKS and parent_id and checkpoint.get("v", 0) < LEGACY_BEFORE) else []
-        if TASKS and sends:
+            parent_id and checkpoint.get("v", 0) < LEGACY_BEFORE) else []
+        if sends:
             versions = dict(checkpoint["channel_versions"])
             versions[TASKS] = (max(versions.values()) if versions
                                else self.get_next_version(None, None))
