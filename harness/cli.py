@@ -219,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=2, help="probes at once (default 2)")
     p.add_argument("--json", help="also write the results as JSON to this file (- : stdout, "
                                   "instead of the lines)")
+    p.add_argument("--gates", action="store_true", help="also run every check once on the "
+                   "lane that gates it: would admission's sanity gate stop the bench here?")
     p.set_defaults(func=_probe)
 
     p = sub.add_parser("docs", help="regenerate the README's table of invariants")

@@ -240,6 +240,57 @@ def probe_lanes(lanes: Sequence[TargetSpec], services: Mapping[str, str], *,
     return {lane.name: found[lane.name] for lane in lanes if lane.name in found}
 
 
+@dataclass(frozen=True)
+class GateProbe:
+    """One check run once, one trial, on the lane whose clean runs gate it in admission: held
+    or not applicable there, or what stops every bench of this release at its sanity gate."""
+
+    check_id: str
+    lane: str
+    verdict: str
+    reason: str | None = None
+
+    @property
+    def stops_bench(self) -> bool:
+        """Whether admission's gate 'clean reference holds' fails on this (the whole bench)."""
+        return self.verdict in ("violated", "error")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of this gate probe."""
+        return dataclasses.asdict(self)
+
+
+# A gate probe's run may take its check's own time limit, plus this to end its child.
+GATE_GRACE_S = 5.0
+
+
+def probe_gates(checks: Sequence[Any], services: Mapping[str, str], *, workers: int = 2,
+                tmpdir: str | None = None) -> list[GateProbe]:
+    """Each check once (one trial) on the lane that gates it (its ``reference``, else the
+    family's reference), each in a forked child: the checks whose clean reference run would
+    fail admission's first sanity gate on this release, and stop every bench of it there."""
+    from harness.execute import RunOptions, child_finding, run_check
+    from targets.registry import get_target
+
+    family = active_family()
+    lanes = [get_target(c.reference) if c.reference else family.resolve("reference")
+             for c in checks]
+    opts = [RunOptions(params=c.resolve_params({c.trials_param: 1}), services=dict(services),
+                       tmpdir=tmpdir) for c in checks]
+    limits = [c.timeout_s + GATE_GRACE_S for c in checks]
+    outcomes = run_jobs([functools.partial(run_check, c, lane, o)
+                         for c, lane, o in zip(checks, lanes, opts, strict=True)],
+                        workers=workers, timeout_s=limits)
+    found = []
+    for check, lane, o, outcome, limit in zip(checks, lanes, opts, outcomes, limits,
+                                              strict=True):
+        finding = child_finding(check, lane, o, outcome, limit)
+        reason = finding.reason or (finding.samples[0] if finding.samples else None)
+        found.append(GateProbe(check.id, lane.name, finding.verdict.value,
+                               reason[:400] if reason else None))
+    return found
+
+
 def describe(result: ProbeResult) -> str:
     """One line per lane for the ``probe`` command."""
     if result.status is ProbeStatus.OK:
@@ -258,10 +309,13 @@ def describe(result: ProbeResult) -> str:
 def cmd_probe(args: Any) -> int:
     """``python -m harness --family NAME probe``: every lane's probe (the reference's too) on
     the installed release, one line each (``--json PATH``, ``-`` for stdout, writes them as
-    one document). Exit 0 when every lane that can run here took every call, 4 when a probe
-    failed or no lane was probed, 2 for a family without a probe."""
+    one document); with ``--gates``, every check once on the lane that gates it. Exit 0 when
+    every lane that can run here took every call (and no gate would stop the bench), 4 when a
+    probe failed, a gate would stop the bench or no lane was probed, 2 for a family without a
+    probe."""
     import json
 
+    from checks.registry import load_checks
     from harness.execute import fast_tmpdir, sdk_version
     from harness.ground.errors import UsageError
     from harness.ground.model import ExitCode
@@ -279,10 +333,13 @@ def cmd_probe(args: Any) -> int:
         prepared = prepare_lanes(lanes, manager, probe=False)
         results = probe_lanes(prepared.lanes, prepared.services, workers=args.workers,
                               tmpdir=fast_tmpdir())
+        gates = probe_gates(load_checks(), prepared.services, workers=args.workers,
+                            tmpdir=fast_tmpdir()) if args.gates else []
     version = f"{family.name} {sdk_version()}"
     document = {"kind": "arib-probe", "family": family.name, "version": sdk_version(),
                 "lanes": {name: r.to_json() for name, r in results.items()},
-                "not_measured": {m.name: m.reason for m in prepared.not_measured}}
+                "not_measured": {m.name: m.reason for m in prepared.not_measured},
+                "gates": [g.to_json() for g in gates]}
     if args.json == "-":
         print(json.dumps(document, indent=1))
     else:
@@ -291,8 +348,12 @@ def cmd_probe(args: Any) -> int:
             print(describe(result))
         for missing in prepared.not_measured:
             print(f"{missing.name}: {missing.reason}")
+        for gate in gates:
+            print(f"gate {gate.check_id} on {gate.lane}: {gate.verdict}"
+                  + (f" ({gate.reason})" if gate.stops_bench else ""))
         if args.json:
             atomic_write_text(Path(args.json), json.dumps(document, indent=1) + "\n")
     failed = [r for r in results.values()
               if r.status in (ProbeStatus.REFUSED, ProbeStatus.FAILED)]
-    return int(ExitCode.ERROR_OR_NOTHING if failed or not results else ExitCode.OK)
+    stops = [g for g in gates if g.stops_bench]
+    return int(ExitCode.ERROR_OR_NOTHING if failed or stops or not results else ExitCode.OK)

@@ -166,3 +166,13 @@ def test_a_family_without_a_probe_is_refused_by_the_command(
     monkeypatch.delenv("ARIB_FAMILY", raising=False)
     assert main(["--family", "openai-agents", "probe"]) == 2
     assert "family 'openai-agents' has no lane probe" in capsys.readouterr().err
+
+
+def test_a_gate_probe_stops_the_bench_when_violated_or_in_error() -> None:
+    from harness.probe import GateProbe
+
+    assert [GateProbe("C", "lane", v).stops_bench
+            for v in ("held", "not_applicable", "violated", "error")] == [
+        False, False, True, True]
+    assert GateProbe("C", "lane", "error", "why").to_json() == {
+        "check_id": "C", "lane": "lane", "verdict": "error", "reason": "why"}

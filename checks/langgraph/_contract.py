@@ -65,15 +65,17 @@ class Problems:
 
 
 def release_lacks(exc: ImportError) -> bool:
-    """Whether ``exc`` was raised by an import of a check itself (its last frame, the import
-    system's aside, is in checks/) of a part of langgraph the installed release lacks."""
+    """Whether ``exc`` was raised by an import in our own code (its last frame, the import
+    system's aside, is in checks/ or targets/: a check, or the lane's class it loads) of a
+    part of langgraph the installed release lacks."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith("<frozen")]
-    return bool(frames) and frames[-1].filename.startswith(_CHECKS) and (
+    return bool(frames) and frames[-1].filename.startswith(_OURS) and (
         exc.name or "").startswith("langgraph")
 
 
-_CHECKS = str(Path(__file__).resolve().parent.parent) + "/"
+_ROOT = Path(__file__).resolve().parent.parent.parent
+_OURS = tuple(f"{_ROOT / folder}/" for folder in ("checks", "targets"))
 
 
 async def guarded(ctx: TrialContext, body: Callable[[], Awaitable[Trial]]) -> Trial:

@@ -6,7 +6,8 @@ arguments the release does not take (status ``refused``: a harness defect), nami
 the lane and the call. A lane that cannot run there (a class its release lacks, a failure in
 the release's own code) is the bench's business, not this test's: it is listed, not failed;
 but our reference checkpointer, on which every check is gated, must take every call on every
-lock.
+lock, and every check, run once on the lane that gates it (`probe --gates`), must hold or
+abstain there: else admission's sanity gate stops the whole bench of that lock.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK_DIR = ROOT / "harness" / "locks" / "langgraph"
 PYTHON = "3.12"  # the bench's interpreter (noxfile.BENCH_PYTHON)
 LABELS = locked_versions(LOCK_DIR, "langgraph")
-# Each probe starts its own PostgreSQL; a whole probe takes 5-8 s on 2 cores.
+# Each probe starts its own PostgreSQL; a whole probe with its gates takes 4-10 s on 2 cores.
 PROBE_TIMEOUT_S = 300
 
 
@@ -51,8 +52,8 @@ def _probe(label: str) -> dict[str, Any] | str:
         return python
     env = {**os.environ, "ARIB_FAMILY": "langgraph"}
     done = subprocess.run([str(python), "-m", "harness", "--family", "langgraph", "probe",
-                           "--json", "-"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=PROBE_TIMEOUT_S, check=False)
+                           "--gates", "--json", "-"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=PROBE_TIMEOUT_S, check=False)
     try:
         document: dict[str, Any] = json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -94,3 +95,10 @@ def test_every_lane_takes_the_harness_s_calls(label: str,
     reference = lanes.get("lg-reference") or {"status": None}
     why = document["not_measured"].get("lg-reference") or reference
     assert reference["status"] == "ok", f"{label}: our reference is not measured there: {why}"
+    # every check once on the lane that gates it: one violated or in error there (a check's
+    # own call or import the release does not take, on our reference) stops every bench of
+    # this release at admission's first sanity gate, with nothing measured
+    stops = [f"{label}: the bench would stop at the sanity gate of {g['check_id']} on "
+             f"{g['lane']}: {g['verdict']} ({g['reason']})" for g in document["gates"]
+             if g["verdict"] in ("violated", "error")]
+    assert document["gates"] and not stops, "\n".join(stops) or "no gate was probed"
