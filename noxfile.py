@@ -29,6 +29,7 @@ from harness.noxsupport import (  # noqa: E402  (standard library only; nox's Py
     locked_versions,
     missing_python_fix,
     resolver_refusal,
+    sdk_env_dir,
     split_family,
     split_versions,
     take_option,
@@ -115,9 +116,15 @@ LANGGRAPH_PINNED = "cp4.3.2+sq3.1.2+pg3.2.0"
 
 @nox.session(python=BENCH_PYTHON)
 def langgraph(session: nox.Session) -> None:
-    """Run the LangGraph family's tests and admit its checks, in its pinned locked environment."""
+    """Run the LangGraph family's tests and admit its checks, in its pinned locked environment.
+
+    Every locked combination's environment is built first (.nox/sdk-envs/, as the bench builds
+    them): tests/langgraph/test_probe_locks.py probes every lane in each of them."""
     session.install("-r", str(LOCKS / "langgraph" / f"langgraph-{LANGGRAPH_PINNED}.txt"))
     session.install("--no-deps", "-e", ".")
+    family = get_family("langgraph")
+    for label in locked_versions(LOCKS / "langgraph", family.name):
+        sdk_env(session, label, family)
     session.run("pytest", "tests/langgraph", *session.posargs)
     session.run("python", "-m", "harness", "--family", "langgraph", "admit", "--all", "--quiet")
 
@@ -136,7 +143,7 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
     before anything is measured."""
     family = family or get_family(DEFAULT_FAMILY)
     lock = family_lock_file(session, family, sdk)
-    env = ROOT / ".nox" / "sdk-envs" / f"{family.stem(sdk)}-py{BENCH_PYTHON}"
+    env = sdk_env_dir(ROOT, family.stem(sdk), BENCH_PYTHON)
     stamp = env / ".lock-sha"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
     if not stamp.exists() or stamp.read_text() != digest:
@@ -235,8 +242,11 @@ def bench_failed(failed: list[str], family: str = DEFAULT_FAMILY) -> str:
 
 # The LangGraph family's combinations (langgraph-checkpoint, -sqlite, -postgres), oldest first:
 # every minor line of the three (checkpoint 1.0-4.3, sqlite 1.0-3.1, postgres 1.0-3.2) in a
-# combination pip accepts. -sqlite and -postgres 1.0 need checkpoint 1.x, 2.0 needs 2.x.
-LANGGRAPH_ALL = ["cp1.0.12+sq1.0.4+pg1.0.9", "cp2.0.10+sq2.0.0+pg2.0.0",
+# combination pip accepts. -sqlite and -postgres 1.0 need checkpoint 1.x, 2.0 needs 2.x. The
+# first is the oldest release of each the family supports: checkpoint 1.0.1 (1.0.0 combines
+# with no -postgres release: each requires >=1.0.1), -sqlite 1.0.0 and -postgres 1.0.0.
+LANGGRAPH_OLDEST = "cp1.0.1+sq1.0.0+pg1.0.0"
+LANGGRAPH_ALL = [LANGGRAPH_OLDEST, "cp1.0.12+sq1.0.4+pg1.0.9", "cp2.0.10+sq2.0.0+pg2.0.0",
                  "cp2.0.26+sq2.0.11+pg2.0.24", "cp2.1.2+sq2.0.6+pg2.0.25",
                  "cp3.0.1+sq3.0.0+pg3.0.0", "cp4.0.3+sq3.0.3+pg3.0.5",
                  "cp4.1.1+sq3.1.0+pg3.1.0", "cp4.2.0+sq3.1.1+pg3.1.2",

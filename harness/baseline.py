@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,3 +166,83 @@ def accept(run: Path, out_dir: Path, partial: bool = False) -> Accepted:
         atomic_write_text(target, json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
     done = merged["accepted"]
     return Accepted(target, done["updated"], done["kept"], done["removed"])
+
+
+# What of a check's definition decides whether it is admitted and what it finds: a baseline
+# accepted with other values says nothing of what today's checks would measure.
+DEFINITION = ("params", "mutants", "generated", "equivalent", "requires_close",
+              "requires_terminal_close", "timeout_s", "reference")
+
+
+def _definition(check: Mapping[str, Any]) -> dict[str, Any]:
+    return {field: check.get(field) for field in DEFINITION}
+
+
+def _uncovered(baseline: Mapping[str, Any], run: Mapping[str, Any], what: str) -> list[str]:
+    """A line per check admitted in ``run`` with a lane measured there but no cell in
+    ``baseline``, naming the lanes (``what``: which run)."""
+    coverage = coverage_of(run)
+    have = set(cells(baseline))
+    lines = []
+    for check in coverage.checks_admitted:
+        lanes = [lane for lane in coverage.lanes_measured if Cell(check, lane) not in have]
+        if lanes:
+            lines.append(f"{check} is admitted in {what} and has no cell on "
+                         f"{len(lanes)} lane(s) measured there: {', '.join(lanes)}")
+    return lines
+
+
+def baseline_gaps(baseline: Mapping[str, Any], newest: Mapping[str, Any] | None,
+                  checks: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
+    """Why a committed baseline no longer stands for its version, one line each; [] when it
+    is whole.
+
+    It must hold a cell for every check admitted and every lane measured in the run it was
+    accepted from and in ``newest`` (the newest whole run of its version in the results
+    folder). Given today's ``checks`` (their ``to_json()``), a check that was not admitted
+    there (or no check of that run) must still have the definition it had (what decides
+    admission: parameters, paired and generated mutants, waivers, time limit): added or
+    redefined since, it may be admitted now where the baseline has no cell, and the bench of a
+    fresh clone would then fail its gate with cells ``new`` (ARIB-LGSETUP-001 on
+    cp1.0.12+sq1.0.4+pg1.0.9, given a generated mutant it kills there after acceptance)."""
+    version = f"{baseline['sdk']['name']} {baseline['sdk']['version']}"
+    problems = _uncovered(baseline, baseline, "the run it was accepted from")
+    if newest is not None:
+        problems += _uncovered(baseline, newest, f"the newest run of {version} "
+                                                 f"({newest.get('run_id') or newest['started']})")
+    if checks is not None:
+        recorded = {c["id"]: c for c in baseline.get("checks", ())}
+        admitted = set(coverage_of(baseline).checks_admitted)
+        for check in checks:
+            was = recorded.get(check["id"])
+            if was is None:
+                problems.append(f"{check['id']} was no check of the run it was accepted from: "
+                                f"it may be admitted on {version} now, with no cell here")
+            elif check["id"] not in admitted and _definition(was) != _definition(check):
+                changed = [f for f in DEFINITION if was.get(f) != check.get(f)]
+                problems.append(f"{check['id']} was not admitted in the run it was accepted "
+                                f"from, and its definition changed since "
+                                f"({', '.join(changed)}): it may be admitted on {version} now, "
+                                f"with no cell here")
+    return problems
+
+
+def committed_gaps(baseline_file: Path, results: Path) -> list[str]:
+    """``baseline_gaps`` of a committed baseline of the active family, against the newest
+    whole run of its version in ``results`` and the family's checks as the code defines them
+    now; the last line gives the fix when there is a gap."""
+    from checks.registry import load_checks
+
+    baseline = read_results(baseline_file)
+    version = baseline["sdk"]["version"]
+    runs, _ = newest_whole_runs(results)
+    stem = f"-{active_family().stem(version)}.json"
+    newest = next((read_results(p) for p in runs if p.name.endswith(stem)), None)
+    problems = baseline_gaps(baseline, newest, [c.to_json() for c in load_checks()])
+    if problems:
+        family = active_family().name
+        command = "nox -s bench -- " + ("" if family == "openai-agents" else
+                                        f"--family {family} ") + f"--versions {version} --accept"
+        problems.append(f"fix: measure {family} {version} again and accept the run as its "
+                        f"baseline (`{command}`), then commit results/baselines/")
+    return problems

@@ -132,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lanes", help="comma-separated lanes, or all (default: reference + local "
                                    "lanes); service lanes start their servers")
     p.add_argument("--checks", help="comma-separated check ids (default: all)")
-    p.add_argument("--reruns", type=int, default=1, help="reruns per mutant (default 1)")
+    p.add_argument("--reruns", type=int, default=1, help=(
+        "reruns per mutant (default 1); a pair violated in every rerun runs again until it "
+        "has 3: killed only when all violated, else flaky"))
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
     p.add_argument("--diffs", type=int, default=20, help="survivor diffs to print per lane")
@@ -198,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutants", action="store_true", help="also judge the generated mutants "
                    "with both suites and compare their scores")
     p.add_argument("--reruns", type=int, default=1,
-                   help="with --mutants: reruns per mutant (default 1)")
+                   help="with --mutants: reruns per mutant (default 1); a kill must repeat in "
+                        "3 reruns at least, as in the survey")
     p.add_argument("--timeout", type=float, default=20.0,
                    help="with --mutants: seconds per run at most (default 20: one run is the "
                         "whole suite, 58 to 66 tests; at 10 s, PostgreSQL pool and pipeline "
@@ -208,6 +211,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --mutants: diffs shown per one-sided kind")
     p.add_argument("--no-cache", action="store_true")
     p.set_defaults(func=_official)
+
+    p = sub.add_parser("probe", help="build each lane once and make the family's calls on it: "
+                                     "whether this release takes them (LangGraph)")
+    p.add_argument("--lanes", help="comma-separated lanes (default: every lane, the "
+                                   "reference too)")
+    p.add_argument("--workers", type=int, default=2, help="probes at once (default 2)")
+    p.add_argument("--json", help="also write the results as JSON to this file (- : stdout, "
+                                  "instead of the lines)")
+    p.add_argument("--gates", action="store_true", help="also run every check once on the "
+                   "lane that gates it: would admission's sanity gate stop the bench here?")
+    p.set_defaults(func=_probe)
 
     p = sub.add_parser("docs", help="regenerate the README's table of invariants")
     p.add_argument("--readme", default="README.md")
@@ -228,6 +242,13 @@ def _official(args: argparse.Namespace) -> int:
     from harness.official.command import cmd_official
 
     return cmd_official(args)
+
+
+def _probe(args: argparse.Namespace) -> int:
+    """``probe`` (imported only when it runs)."""
+    from harness.probe import cmd_probe
+
+    return cmd_probe(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -336,7 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     check, lane, mutant, opts = _run_selection(args)
     with ServiceManager() as manager:
-        prepared = prepare_lanes((lane,), manager, backends=False)
+        prepared = prepare_lanes((lane,), manager, backends=False, probe=False)
         opts = dataclasses.replace(opts, services=prepared.services)
         outcome = (run_one(functools.partial(_run_in_child, check, lane, opts, mutant),
                            check.timeout_s + 15) if prepared.lanes else None)

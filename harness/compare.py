@@ -29,6 +29,10 @@ class ChangeKind(str, enum.Enum):
     # held <-> violated where the violated side failed only some of its trials: a race
     # sampled at a rate, whose verdict two runs of the same code can draw either way
     INTERMITTENT = "intermittent"
+    # violated on both sides, but in other ways: the modes of the violating trials differ
+    # (lost writes on one, an error on the other), so a fix or a regression hides behind an
+    # older defect that keeps the cell violated
+    MODE = "mode"
 
 
 # The regression gate fails on these. Counts of a violated cell (violating trials, items lost
@@ -57,7 +61,12 @@ class CellChange:
         return Cell(self.check, self.lane)
 
     def describe(self) -> str:
-        """One line naming the cell and both sides."""
+        """One line naming the cell and both sides (with their violations' modes when those
+        changed)."""
+        if self.kind is ChangeKind.MODE:
+            return (f"{self.check} on {self.lane}: violated in another way: "
+                    f"{summary(self.before)} {_modes_of(self.before)} -> {summary(self.after)} "
+                    f"{_modes_of(self.after)}")
         return f"{self.check} on {self.lane}: {summary(self.before)} -> {summary(self.after)}"
 
     def to_json(self) -> dict[str, Any]:
@@ -73,6 +82,30 @@ def summary(finding: Mapping[str, Any] | None) -> str:
     text = f"{finding['verdict']} {finding['violating_trials']}/{finding['trials']}"
     counts = ", ".join(f"{k} {v}" for k, v in finding["counts"].items() if v)
     return f"{text} ({counts})" if counts else text
+
+
+def violation_modes(finding: Mapping[str, Any] | None) -> frozenset[str] | None:
+    """The modes of a violated finding's violating trials, or None when not known: not
+    violated, or a file written before they were recorded apart (``violation_modes``) whose
+    trials did not all violate (its ``modes`` then mix in the held trials' modes)."""
+    if finding is None or finding["verdict"] != "violated":
+        return None
+    if "violation_modes" in finding:
+        return frozenset(finding["violation_modes"])
+    if finding["violating_trials"] == finding["trials"] and finding.get("modes"):
+        return frozenset(finding["modes"])
+    return None
+
+
+def _modes_of(finding: Mapping[str, Any] | None) -> str:
+    modes = violation_modes(finding)
+    return "[modes unknown]" if modes is None else f"[modes {', '.join(sorted(modes))}]"
+
+
+def modes_changed(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    """Whether two violated findings of a cell are violated in other ways (both known)."""
+    before, after = violation_modes(a), violation_modes(b)
+    return before is not None and after is not None and before != after
 
 
 def cells(document: Mapping[str, Any]) -> dict[Cell, Mapping[str, Any]]:
@@ -98,6 +131,8 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
             kind = ChangeKind.GONE
         elif a["verdict"] != b["verdict"]:
             kind = ChangeKind.INTERMITTENT if _sampled_race(a, b) else ChangeKind.VERDICT
+        elif modes_changed(a, b):
+            kind = ChangeKind.MODE
         elif (a["violating_trials"], a["trials"]) != (b["violating_trials"], b["trials"]):
             kind = ChangeKind.COUNT
         elif a["counts"] != b["counts"]:
@@ -174,9 +209,10 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
                      else f"lanes {', '.join(lanes)}")
             info.append(f"  {len(skipped)} cell(s) of {names}: {reason}")
     gating = [c for c in result.changes if c.kind in GATING]
-    info += [f"regression gate, informational: "
-             f"{'intermittent verdict: ' if c.kind is ChangeKind.INTERMITTENT else ''}"
-             f"{c.describe()}" for c in result.changes if c.kind not in GATING]
+    label = {ChangeKind.INTERMITTENT: "intermittent verdict: ",
+             ChangeKind.MODE: "mode changed: "}
+    info += [f"regression gate, informational: {label.get(c.kind, '')}{c.describe()}"
+             for c in result.changes if c.kind not in GATING]
     if not gating:
         flips = sum(1 for c in result.changes if c.kind is ChangeKind.INTERMITTENT)
         # never a bare "equals" when a verdict moved, even a sampled race's
@@ -206,6 +242,9 @@ def _evidence(finding: Mapping[str, Any] | None) -> str:
     parts = [summary(finding)]
     if finding.get("modes"):
         parts.append("modes " + ", ".join(f"{k}={v}" for k, v in finding["modes"].items()))
+    if finding.get("violation_modes"):
+        parts.append("violating trials' modes " + ", ".join(
+            f"{k}={v}" for k, v in finding["violation_modes"].items()))
     if finding.get("samples"):
         parts.append(f"sample `{finding['samples'][0][:160]}`")
     if finding.get("reason"):
@@ -214,24 +253,37 @@ def _evidence(finding: Mapping[str, Any] | None) -> str:
 
 
 def _shown(finding: Mapping[str, Any] | None) -> str:
-    """A cell of the cross-version table: '-' when not measured in that version."""
+    """A cell of the cross-version table: '-' when not measured in that version; a violated
+    one with its violating trials and, where known, its violations' modes."""
     if finding is None:
         return "-"
     if finding["verdict"] != "violated":
         return str(finding["verdict"])
-    return f"**violated** {finding['violating_trials']}/{finding['trials']}"
+    modes = violation_modes(finding)
+    how = f" ({', '.join(sorted(modes))})" if modes else ""
+    return f"**violated** {finding['violating_trials']}/{finding['trials']}{how}"
+
+
+def _changes_across(found: Sequence[Mapping[str, Any] | None]) -> bool:
+    """Whether a row's verdict, or the way it is violated, changes among the versions that
+    measured it."""
+    measured = [f for f in found if f is not None]
+    if len({f["verdict"] for f in measured}) > 1:
+        return True
+    known = {violation_modes(f) for f in measured} - {None}
+    return len(known) > 1
 
 
 def _table_rows(docs: Sequence[Mapping[str, Any]], compact: bool) -> list[str]:
-    """Lane x invariant rows by version; ``compact``: only those whose verdict changes among
-    the versions that measured the cell."""
+    """Lane x invariant rows by version; ``compact``: only those whose verdict (or whose
+    violations' modes) change among the versions that measured the cell."""
     by_version = [cells(d) for d in docs]
     all_cells = sorted({c for t in by_version for c in t}, key=lambda c: (c.lane, c.check_id))
     lines = ["| lane | invariant | " + " | ".join(d["sdk"]["version"] for d in docs) + " |",
              "|---|---|" + "---|" * len(docs)]
     for cell in all_cells:
         found = [t.get(cell) for t in by_version]
-        if compact and len({f["verdict"] for f in found if f is not None}) < 2:
+        if compact and not _changes_across(found):
             continue
         lines.append(f"| `{cell.lane}` | {cell.check_id} | "
                      + " | ".join(map(_shown, found)) + " |")
@@ -286,11 +338,12 @@ def cross_version_markdown(documents: Sequence[Mapping[str, Any]],
     compact = _table_rows(docs, compact=True)
     full = _table_rows(docs, compact=False)
     total = len(full) - 2
-    lines += ["## Rows whose verdict changes", "",
-              f"{len(compact) - 2} of {total} rows change verdict across the versions that "
-              f"measured them (`-`: not measured in that version); every row is in the full "
-              f"table below.", ""]
-    lines += [*(compact if len(compact) > 2 else ["No verdict changes."]), ""]
+    lines += ["## Rows whose verdict or mode changes", "",
+              f"{len(compact) - 2} of {total} rows change verdict, or stay violated in another "
+              f"way (the modes of the violating trials, in parentheses), across the versions "
+              f"that measured them (`-`: not measured in that version); every row is in the "
+              f"full table below.", ""]
+    lines += [*(compact if len(compact) > 2 else ["No verdict or mode changes."]), ""]
     lines += ["## Every row", "", *full, "", "## What changed", ""]
     for prev, cur in zip(docs, docs[1:], strict=False):
         lines += _changes_between(prev, cur)

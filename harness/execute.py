@@ -190,6 +190,7 @@ def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Se
         duration_s=duration_s,
         samples=tuple(samples),
         modes=dict(sorted(Counter(t.mode or "-" for t in trials).items())),
+        violation_modes=dict(sorted(Counter(t.mode or "-" for t in bad).items())),
         replay=replay_command(check, target, first.seed, opts, mutant) if first else None,
         ops=first.ops if first else (),
     )

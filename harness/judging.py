@@ -8,7 +8,8 @@ survey with coverage) and builds each cell's ``CleanBase`` with ``clean_base``; 
 1. a pair whose verdicts are in the cache (``harness.keys.verdict_key``) is not run; an
    entry that fails to load is judged again and counted;
 2. the others run ``reruns`` times each, in forked children, in ``mutants.pool.schedule``
-   order, each under a time limit scaled from its clean run (``mutant_timeout``);
+   order, each under a time limit scaled from its clean run (``mutant_timeout``); a pair whose
+   every rerun violated runs again until it has ``kill_reruns`` (a kill must repeat);
 3. a child that delivered no finding becomes an error finding (``child_finding``);
 4. a pair's reruns become its status (``run_status``), and a settled status is cached.
 
@@ -70,6 +71,13 @@ WAIT_MARGIN_S = 2.0
 # A check's clean base runs at least this often on a lane (admission's own rerun count): a
 # base that breaks in 1 of 5 runs is seen with 3 runs about half the time, with 1 run 1 in 5.
 MIN_CLEAN_RERUNS = 3
+# Only a reproducible kill counts: where a pair's reruns all violated but fewer than this many
+# ran (the survey's default is 1), it is rerun, each time with another seed, until it has this
+# many; killed only when every one violated, else flaky with its rate. A race a rerun catches
+# with probability p then passes for a kill with probability p**3, not p (a drop-lock mutant of
+# SqliteSaver.cursor, caught in 0 to 2 of ARIB-LGCONC-001's 4 trials by seed, was "killed" by
+# one lucky rerun). Admission runs 3 reruns of every pair already.
+KILL_RERUNS = 3
 # The time-limit rule in words (recorded with survey results and in cache keys).
 TIME_RULE = (f"per run: {TIMEOUT_FACTOR:g} x the clean run of the same check on the same lane, "
              f"at least {MIN_MUTANT_TIMEOUT_S:g} s, at most the check's timeout ({{cap}}); "
@@ -180,6 +188,13 @@ class Judging:
     quiet: bool = False
     # Stop a mutant (its pairs on one lane, in the order given) at its first kill.
     first_kill: bool = False
+    # How many reruns a kill must repeat in (KILL_RERUNS); 0: ``reruns`` (admission's own).
+    kill_reruns: int = 0
+
+    @property
+    def confirm_to(self) -> int:
+        """How many reruns a pair whose every rerun violated must reach to be killed."""
+        return max(self.reruns, self.kill_reruns)
 
     def options(self, check: CheckSpec, rerun: int) -> RunOptions:
         """A mutant run's options: stop at the first violation; claims were verified clean."""
@@ -312,6 +327,17 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
         return [(functools.partial(_run, p, r, how), p.limit_s + MUTANT_GRACE_S)
                 for p, r, _ in ordered]
 
+    def confirmations(group: _Batches) -> list[tuple[Pair, int]]:
+        """The reruns that would confirm the kills of the group's batch (see KILL_RERUNS)."""
+        todo = []
+        for p in group.now:
+            reruns = found.get(p.slot, {})
+            if p.slot in results or not reruns or len(reruns) >= how.confirm_to:
+                continue
+            if run_status(p.check, p.expected, list(reruns.values())) is MutantStatus.KILLED:
+                todo += [(p, r) for r in range(len(reruns), how.confirm_to)]
+        return todo
+
     def done(index: int, outcome: ChildOutcome) -> Sequence[tuple[Callable[[], Any], float]]:
         nonlocal runs
         pair, rerun, group = jobs[index]
@@ -325,6 +351,11 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
         group.running -= 1
         if group.running:
             return []
+        confirm = confirmations(group)
+        if confirm:  # a kill counts once it repeated: its further reruns first
+            progress.total += len(confirm)
+            group.running = len(confirm)
+            return queued([(p, r, group) for p, r in confirm])
         share = (time.perf_counter() - started) / runs  # this phase's so far, for the cache
         for p in group.now:
             if p.slot not in results:

@@ -23,9 +23,11 @@ class PreparedLanes:
     not_measured: tuple[NotMeasured, ...] = ()
 
 
-def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager,
-                  backends: bool = True) -> PreparedLanes:
-    """Start each needed service once; a lane whose server or driver is missing is listed.
+def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager, *,
+                  backends: bool = True, probe: bool = True) -> PreparedLanes:
+    """Start each needed service once; a lane whose server or driver is missing is listed,
+    and so (with ``probe``, where the family has a probe) is a lane whose probe failed: the
+    cause is its not-measured reason, and the other lanes go on (``harness.probe``).
     ``backends`` False leaves the test that the lane's backend module exists (which imports
     it, the SDK with it) to the run's own child (``absent_backend``)."""
     family = active_family()
@@ -47,6 +49,15 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager,
                 missing.append(NotMeasured(lane.name, f"not measured: {exc}"))
                 continue
         ready.append(lane)
+    if probe and family.probe:
+        from harness.execute import fast_tmpdir, sdk_version
+        from harness.probe import probe_lanes
+
+        probed = probe_lanes(ready, manager.services, tmpdir=fast_tmpdir())
+        failed = {name: result for name, result in probed.items() if not result.measurable}
+        missing += [NotMeasured(name, result.reason(f"{family.name} {sdk_version()}"))
+                    for name, result in failed.items()]
+        ready = [lane for lane in ready if lane.name not in failed]
     versions = {name: info.version for name, info in manager.infos.items()}
     return PreparedLanes(tuple(ready), dict(manager.services), versions, tuple(missing))
 
@@ -70,7 +81,8 @@ def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager) ->
     names = {get_mutant(m).target for c in checks for m in c.mutants}
     names |= {s.target for c in checks for s in c.generated}
     lanes = [get_target(n) for n in sorted(names)]
-    return prepare_lanes([lane for lane in lanes if lane.service], manager).services
+    return prepare_lanes([lane for lane in lanes if lane.service], manager,
+                         probe=False).services
 
 
 def absent_backend(lane: TargetSpec) -> NotMeasured | None:

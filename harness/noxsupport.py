@@ -201,6 +201,13 @@ def locked_versions(lock_dir: Path = LOCK_DIR, family: str = DEFAULT_FAMILY) -> 
     return sorted(names, key=version_key)
 
 
+def sdk_env_dir(root: Path, stem: str, python: str) -> Path:
+    """Where nox builds the environment of one version (``stem``: ``<family>-<version>``) for
+    ``python`` (``3.12``): ``.nox/sdk-envs/<stem>-py<python>`` under the checkout ``root``; its
+    ``.lock-sha`` file holds the SHA-256 of the lock it was built from."""
+    return root / ".nox" / "sdk-envs" / f"{stem}-py{python}"
+
+
 def unlocked_version_error(version: str, lock_dir: Path = LOCK_DIR,
                            family: str = DEFAULT_FAMILY,
                            components: Sequence[tuple[str, str]] = ()) -> str | None:

@@ -60,6 +60,7 @@ from harness.ground.model import (
 from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
 from harness.inputs import Executed, merge_executed, named_inputs
 from harness.judging import (
+    KILL_RERUNS,
     TIME_RULE,
     Judged,
     Judging,
@@ -108,12 +109,15 @@ class SurveyConfig:
     survivors_source: str | None = None  # the file the entries come from
     shard: Split | None = None  # run only this shard's (lane, mutant) units
     first_kill: bool = True  # stop a mutant at its first kill (False: every check reaching it)
+    # a pair is killed only when it violated in this many reruns at least (harness.judging)
+    kill_reruns: int = KILL_RERUNS
 
     def to_json(self) -> dict[str, Any]:
         """How the survey ran, as recorded next to its results."""
         return {
             "run_seed": self.run_seed,
             "reruns": self.reruns,
+            "kill_reruns": max(self.reruns, self.kill_reruns),
             "clean_reruns": clean_reruns(self.reruns),
             "workers": self.workers,
             "params": {c: dict(p) for c, p in sorted(self.params.items())},
@@ -236,7 +240,7 @@ def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyC
                        params=check.resolve_params(config.params.get(check.id)),
                        limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
                        engine=SURVEY_ENGINE, waits=lane.waits_s, executed=inputs,
-                       lane_spec=lane)
+                       lane_spec=lane, kill_reruns=max(config.reruns, config.kill_reruns))
 
 
 def _hint(lane: TargetSpec, mutant: MutantSpec) -> str:
@@ -433,7 +437,8 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
         [p for plan in plans for p in pairs[plan.lane.name]],
         Judging("survey", config.reruns, config.workers, config.cache, CACHED,
                 config.run_seed, config.params, dict(config.services), config.tmpdir,
-                wall_share=True, quiet=config.quiet, first_kill=config.first_kill))
+                wall_share=True, quiet=config.quiet, first_kill=config.first_kill,
+                kill_reruns=config.kill_reruns))
     for plan in plans:
         for pair in pairs[plan.lane.name]:
             result = judged.results.get(pair.slot)
@@ -505,9 +510,12 @@ def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurv
         pairs = {c: _pair_status(plan, c, mutant, runs) for c in applicable}
         status = lane_status(pairs.values())
         killers = [c for c, s in pairs.items() if s is S.KILLED]
+        flaky = [f"{c} in {runs[(c, plan.key(mutant))].rate} reruns" for c, s in pairs.items()
+                 if s is S.FLAKY]
         reason = (f"killed by {', '.join(killers)}" if killers else
                   "no applicable check executes its lines" if status is S.NO_COVERAGE else
-                  f"{status.value} under every check that reaches it")
+                  f"flaky: violated in some reruns only ({', '.join(flaky)}), so not a kill"
+                  if status is S.FLAKY else f"{status.value} under every check that reaches it")
         waiver = waivers.get(mutant.id)
         if waiver is not None and waiver.category is Category.EQUIVALENT and status is not (
                 S.KILLED):

@@ -260,3 +260,55 @@ def test_accept_checks_every_run_before_changing_any_baseline(no_redis_run, tmp_
     first = write(tmp_path / "2026-12-01T000000Z-0000abcd-openai-agents-0.19.2.json", whole)
     code = main(["accept", str(first), str(no_redis_run.json_path), "--out", str(tmp_path)])
     assert code == 2 and not (tmp_path / "baselines").exists()
+
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+COMMITTED = sorted((ROOT_DIR / "results" / "baselines").glob("openai-agents-*.json"))
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_a_committed_baseline_is_whole(path: Path) -> None:
+    """A committed baseline holds a cell for every check admitted and lane measured on its
+    version (in the run it was accepted from and in the newest run committed), and was
+    accepted with today's definition of every check: else the bench of a fresh clone gates
+    on cells `new`. (The LangGraph family's: tests/langgraph/test_baselines.py.)"""
+    from harness.baseline import committed_gaps
+
+    problems = committed_gaps(path, ROOT_DIR / "results")
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+def test_a_baseline_lacking_an_admitted_check_s_cells_is_not_whole() -> None:
+    from harness.baseline import baseline_gaps
+
+    def run(admitted: list[str], findings: list[tuple[str, str]],
+            checks: list[dict[str, object]]) -> dict[str, object]:
+        return {"sdk": {"name": "fam", "version": "1.0"}, "started": "2026-01-01T00:00:00",
+                "run_id": "r1", "checks": checks,
+                "findings": [{"invariant_id": c, "target": lane} for c, lane in findings],
+                "coverage": {"lanes_selected": ["a", "b"], "lanes_measured": ["a", "b"],
+                             "checks_selected": ["C1", "C2"], "checks_admitted": admitted,
+                             "every_lane": True, "every_check": True, "complete": True}}
+
+    c1 = {"id": "C1", "params": {"trials": 2}, "generated": []}
+    c2 = {"id": "C2", "params": {"trials": 2}, "generated": []}
+    whole = run(["C1"], [("C1", "a"), ("C1", "b")], [c1, c2])
+    assert baseline_gaps(whole, whole, [c1, c2]) == []
+    # the newest run admits C2 as well: the baseline has none of its cells
+    newer = run(["C1", "C2"], [("C1", "a"), ("C1", "b"), ("C2", "a"), ("C2", "b")], [c1, c2])
+    [gap] = baseline_gaps(whole, newer)
+    assert gap == ("C2 is admitted in the newest run of fam 1.0 (r1) and has no cell on 2 "
+                   "lane(s) measured there: a, b")
+    # C2, not admitted when accepted, was given a generated mutant since: it may be now
+    redefined = {**c2, "generated": [{"target": "a", "qualname": "*", "operator": "*"}]}
+    [gap] = baseline_gaps(whole, None, [c1, redefined])
+    assert gap.startswith("C2 was not admitted in the run it was accepted from, and its "
+                          "definition changed since (generated)")
+    # an admitted check redefined keeps its cells; a new check has none
+    more = {**c1, "params": {"trials": 3}}
+    [gap] = baseline_gaps(whole, None, [more, c2, {"id": "C3"}])
+    assert gap.startswith("C3 was no check of the run it was accepted from")
+    # a cell missing from the run it was accepted from itself
+    torn = run(["C1"], [("C1", "a")], [c1, c2])
+    [gap] = baseline_gaps(torn, None)
+    assert gap.endswith("has no cell on 1 lane(s) measured there: b")

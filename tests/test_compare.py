@@ -151,7 +151,7 @@ def test_compact_table_shows_only_rows_whose_verdict_changes(run_dir, tmp_path):
     older["sdk"]["version"] = "0.0.1"
     older["findings"][0].update(verdict="held", violating_trials=0)
     text = cross_version_markdown([older, doc])
-    compact = text.split("## Rows whose verdict changes")[1].split("## Every row")[0]
+    compact = text.split("## Rows whose verdict or mode changes")[1].split("## Every row")[0]
     every = text.split("## Every row")[1].split("## What changed")[0]
     assert "1 of 2 rows change verdict" in compact
     assert "| `sqlite-file` | ARIB-REPLAY-001 | held |" in compact
@@ -247,3 +247,66 @@ def test_cross_version_report_orders_components_labels_by_their_components(run_d
     assert header == ("| lane | invariant | cp2.0.10+sq2.0.0+pg2.0.0 | cp2.0.26+sq2.0.11+pg2.0.24"
                       " | cp4.3.2+sq3.1.2+pg3.2.0 | cp10.0.0+sq1.0.0+pg1.0.0 |")
     assert "- cp2.0.26+sq2.0.11+pg2.0.24 -> cp4.3.2+sq3.1.2+pg3.2.0: no verdict" in text
+
+
+def violated_as(doc, version, modes, trials=3):
+    """A copy of the run, every finding violated in all ``trials`` with ``modes``."""
+    other = json.loads(json.dumps(doc))
+    other["sdk"]["version"] = version
+    for f in other["findings"]:
+        f.update(verdict="violated", trials=trials, violating_trials=trials, modes=modes,
+                 violation_modes=modes)
+    return other
+
+
+def test_a_cell_violated_in_another_way_is_a_mode_change(run_dir, tmp_path):
+    # the same verdict and counts on both sides, only how it is violated differs
+    doc = json.loads(only_run(run_dir).read_text())
+    lost = violated_as(doc, "0.0.1", {"lost": 3})
+    error = violated_as(doc, "0.0.2", {"error": 3})
+    [change] = diff_runs(lost, error)
+    assert change.kind is ChangeKind.MODE and change.kind not in GATING
+    assert change.describe() == ("ARIB-REPLAY-001 on sqlite-file: violated in another way: "
+                                 f"{summary_of(lost)} [modes lost] -> {summary_of(error)} "
+                                 f"[modes error]")
+    assert not diff_runs(lost, violated_as(doc, "0.0.3", {"lost": 3}))  # the same way
+    # the gate lists it as informational, with both sides' modes, and passes
+    info, failures = render_gate(gate(lost, error), "9.9")
+    assert not failures
+    assert ("regression gate, informational: mode changed: ARIB-REPLAY-001 on sqlite-file: "
+            "violated in another way:") in info[0]
+    assert "[modes lost] ->" in info[0] and info[0].endswith("[modes error]")
+    # the cross-version report lists the row and what changed, with the modes
+    text = cross_version_markdown([lost, error])
+    compact = text.split("## Rows whose verdict or mode changes")[1].split("## Every row")[0]
+    assert "1 of 1 rows change verdict, or stay violated in another way" in compact
+    assert ("| `sqlite-file` | ARIB-REPLAY-001 | **violated** 3/3 (lost) | **violated** 3/3 "
+            "(error) |") in compact
+    changed = text.split("## What changed")[1]
+    assert "**ARIB-REPLAY-001 on `sqlite-file`** (mode)" in changed
+    assert "violating trials' modes lost=3" in changed
+    assert "violating trials' modes error=3" in changed
+
+
+def summary_of(doc):
+    from harness.compare import summary
+
+    return summary(doc["findings"][0])
+
+
+def test_held_trials_modes_are_no_mode_change_and_unknown_modes_are_not_compared(run_dir):
+    doc = json.loads(only_run(run_dir).read_text())
+    all_lost = violated_as(doc, "0.0.1", {"lost": 3})
+    some_lost = violated_as(doc, "0.0.2", {"lost": 1, "exact": 2})
+    some_lost["findings"][0].update(violating_trials=1, violation_modes={"lost": 1})
+    assert [c.kind for c in diff_runs(all_lost, some_lost)] == [ChangeKind.COUNT]
+    # a file written before violation_modes, with held trials: its modes mix both kinds
+    older = json.loads(json.dumps(some_lost))
+    del older["findings"][0]["violation_modes"]
+    older["findings"][0]["modes"] = {"error": 1, "exact": 2}
+    assert diff_runs(older, some_lost) == []  # which of its modes violated is unknown
+    # ... but where every trial violated, its modes are the violations'
+    whole = json.loads(json.dumps(all_lost))
+    del whole["findings"][0]["violation_modes"]
+    assert [c.kind for c in diff_runs(whole, violated_as(doc, "0.0.3", {"error": 3}))] == [
+        ChangeKind.MODE]

@@ -223,3 +223,49 @@ def test_a_check_that_names_its_gate_lane_is_gated_there():
     named = dataclasses.replace(get_check("ARIB-CONC-001"), reference="sqlite-file")
     assert _reference(named).name == "sqlite-file"
     assert _reference(get_check("ARIB-CONC-001")) == _reference() == REFERENCE
+
+
+def _first_runs_only(marker: Any, check_id: str = "ARIB-TEST-FLAKY") -> Any:
+    """A check violated in the first run that reaches it and held after (a marker file, shared
+    by the forked runs, remembers): a kill that does not repeat."""
+    from checks.base import CheckSpec
+    from checks.common import trials_param
+    from harness.ground.model import Counts, Trial
+
+    async def run_trial(ctx: Any) -> Trial:
+        first = not marker.exists()
+        marker.touch()
+        return Trial(ctx.index, ctx.seed, first, Counts(), mode="first" if first else "later")
+
+    return CheckSpec(id=check_id, invariant="violated once", fault="none",
+                     params=(trials_param(1),), run_trial=run_trial, mutants=(),
+                     timeout_s=10.0, module=__name__)
+
+
+def test_a_kill_counts_only_once_it_repeated_in_every_rerun(tmp_path):
+    # reruns=1 (the survey's default): a pair violated in it is rerun until it has 3
+    kill = pair(get_check("ARIB-CONC-003"), "reference_silent_drop_after_close", key="kill")
+    survive = pair(get_check("ARIB-CONC-003"), "reference_read_crashes", key="survive")
+    once = pair(_first_runs_only(tmp_path / "ran"), "reference_read_crashes", key="once")
+    judged = judge_mutants([kill, survive, once],
+                           how(kind="survey", reruns=1, kill_reruns=3))
+    assert judged.results[kill.slot].status is S.KILLED
+    assert judged.results[kill.slot].runs == (V, V, V) and judged.executions[kill.slot] == 3
+    assert judged.results[survive.slot].status is S.SURVIVED
+    assert judged.executions[survive.slot] == 1  # a survivor is not rerun
+    flaky = judged.results[once.slot]
+    assert flaky.status is S.FLAKY and flaky.runs == (V, Verdict.HELD, Verdict.HELD)
+    assert flaky.rate == "1/3"
+    # kill_reruns 0 (admission's): every pair runs its reruns, no more
+    plain = judge_mutants([kill], how(kind="admission", reruns=2))
+    assert plain.executions[kill.slot] == 2 and plain.results[kill.slot].status is S.KILLED
+
+
+def test_a_flaky_kill_does_not_stop_the_mutant_s_other_checks(tmp_path):
+    flaky = pair(_first_runs_only(tmp_path / "ran"), "reference_silent_drop_after_close",
+                 key="flaky")
+    real = pair(get_check("ARIB-CONC-003"), "reference_silent_drop_after_close", key="real")
+    judged = judge_mutants([flaky, real], how(kind="survey", reruns=1, kill_reruns=3,
+                                              first_kill=True))
+    assert judged.results[flaky.slot].status is S.FLAKY
+    assert judged.results[real.slot].status is S.KILLED and not judged.skipped

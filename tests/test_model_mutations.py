@@ -42,7 +42,7 @@ H, V, N, E = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE, Verdict.ERR
 FINDING_KEYS = {
     "invariant_id", "invariant", "fault", "target", "sdk_version", "python_version", "verdict",
     "trials", "violating_trials", "counts", "seeds", "duration_s", "params", "samples", "modes",
-    "reason", "traceback", "replay", "ops", "service_version",
+    "reason", "traceback", "replay", "ops", "service_version", "violation_modes",
 }
 
 
@@ -54,7 +54,7 @@ def full_finding(**kw: Any) -> Finding:
         violating_trials=2, counts=Counts(1, 2, 3, 4), seeds=(11, 12, 13), duration_s=1.5,
         params={"writers": 4, "loop": "asyncio"}, samples=("s1", "s2"),
         modes={"lossy": 2, "exact": 1}, reason="why", traceback="tb", replay="cmd",
-        ops=("op1", "op2"), service_version="redis 7.2",
+        ops=("op1", "op2"), service_version="redis 7.2", violation_modes={"lossy": 2},
     )
     base.update(kw)
     return Finding(**base)
@@ -118,6 +118,7 @@ def test_finding_json_has_exactly_the_schema_fields():
     assert document["counts"] == {"lost": 1, "duplicated": 2, "foreign": 3, "errors": 4}
     assert document["seeds"] == [11, 12, 13] and document["ops"] == ["op1", "op2"]
     assert document["samples"] == ["s1", "s2"] and document["modes"] == {"lossy": 2, "exact": 1}
+    assert document["violation_modes"] == {"lossy": 2}  # the violating trials' alone
 
 
 def test_finding_duration_is_rounded_to_four_places():
@@ -137,6 +138,7 @@ def test_finding_from_minimal_json_uses_defaults():
                 "verdict", "trials", "violating_trials", "counts", "seeds", "duration_s"}
     back = Finding.from_json(minimal(full_finding().to_json(), required))
     assert back.params == {} and back.samples == () and back.modes == {} and back.ops == ()
+    assert back.violation_modes == {}  # files written before it was recorded
     assert back.reason is None and back.traceback is None and back.replay is None
     assert back.service_version is None
     assert back.verdict is V and back.counts == Counts(1, 2, 3, 4)

@@ -14,6 +14,7 @@ from checks.registry import get_check
 from harness.cache import AdmissionCache
 from harness.coverage import ModuleLines, Record
 from harness.ground.model import MutantKey, MutantStatus, Trial, Verdict
+from harness.judging import KILL_RERUNS
 from harness.mutation_report import validate_mutation_report
 from harness.survey import SURVEY_ENGINE, SurveyConfig, survey
 from harness.survey_lane import LaneSurvey
@@ -125,7 +126,9 @@ def status(lane: LaneSurvey, mutant: MutantSpec) -> MutantStatus:
 def test_every_generated_mutant_has_one_outcome(lane: LaneSurvey) -> None:
     assert [o.mutant.id for o in lane.outcomes] == [m.id for m in POOL]
     assert {r.check_id for r in lane.results} == {CHECK}
-    assert all(r.target == lane.lane and len(r.runs) == 1 for r in lane.results)
+    # one rerun each, and a kill repeated until it has KILL_RERUNS (only a repeated kill counts)
+    assert all(r.target == lane.lane and len(r.runs) == (
+        KILL_RERUNS if r.status is S.KILLED else 1) for r in lane.results)
 
 
 def test_known_defects_are_killed_and_unreached_code_is_not_run(lane: LaneSurvey) -> None:
@@ -147,8 +150,8 @@ def test_the_clean_base_runs_as_often_as_admission(lane: LaneSurvey) -> None:
 def test_coverage_selection_is_counted(lane: LaneSurvey) -> None:
     ignored = sum(1 for o in lane.outcomes if o.status in (S.EQUIVALENT, S.DUPLICATE,
                                                           S.NOT_APPLICABLE) and not o.waiver)
-    assert lane.runs["run"] == len(lane.results)  # one check, one rerun each
-    assert lane.runs["run"] + lane.runs["saved_by_coverage"] == len(POOL) - ignored
+    assert lane.runs["run"] == sum(len(r.runs) for r in lane.results)  # one check
+    assert len(lane.results) + lane.runs["saved_by_coverage"] == len(POOL) - ignored
     assert lane.runs["saved_by_coverage"] == sum(
         1 for o in lane.outcomes if o.status is S.NO_COVERAGE)
     assert lane.runs["saved_by_compiler_or_claims"] == ignored == 2
@@ -355,16 +358,17 @@ def test_an_unchanged_pair_is_served_from_the_cache(tmp_path: Path) -> None:
                           quiet=True, cache=AdmissionCache(tmp_path / "cache"))
     (first,) = survey(config)
     (second,) = survey(config)
-    cacheable = sum(1 for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT))
-    assert cacheable > 0 and first.runs["cached"] == 0
-    assert second.runs["cached"] == cacheable  # the clean runs' times differ, the key does not
-    assert second.runs["run"] == first.runs["run"] - cacheable
+    kept = [r for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT)]
+    assert kept and first.runs["cached"] == 0
+    assert second.runs["cached"] == len(kept)  # the clean runs' times differ, the key does not
+    assert second.runs["run"] == first.runs["run"] - sum(len(r.runs) for r in kept)
     assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
 
 
 def test_cache_lookups_and_check_executions_are_counted(lane: LaneSurvey) -> None:
     runs = lane.runs
-    assert runs["pairs"] == len(lane.results) == runs["run"]  # no cache: all run, once each
+    assert runs["pairs"] == len(lane.results)  # no cache: all run (a kill until it repeats)
+    assert runs["run"] == sum(len(r.runs) for r in lane.results)
     assert runs["cache_misses"] == runs["pairs"] and runs["cached"] == 0
     assert runs["cache_unreadable"] == 0 and runs["skipped_after_kill"] == 0  # one check
     assert runs["mutants_judged"] == len({r.mutant_id for r in lane.results})
@@ -415,7 +419,11 @@ def test_a_mutant_stops_at_its_first_kill_unless_every_check_is_asked(tmp_path: 
     (full,) = survey(every)
     assert [o.status for o in first.outcomes] == [o.status for o in full.outcomes]
     assert first.runs["skipped_after_kill"] > 0 == full.runs["skipped_after_kill"]
-    assert first.runs["run"] + first.runs["skipped_after_kill"] == full.runs["run"]
+    ran = {(r.check_id, r.mutant_id) for r in first.results}
+    skipped = [r for r in full.results if (r.check_id, r.mutant_id) not in ran]
+    assert len(skipped) == first.runs["skipped_after_kill"]
+    saved = sum(len(r.runs) for r in skipped)  # what those pairs cost where they ran
+    assert first.runs["run"] + saved == full.runs["run"]
     # What first_kill saves is all beside a kill: the unkilled mutants run every check anyway.
     roles = ("executions_unkilled", "executions_killing", "executions_beside_kill")
     for runs in (first.runs, full.runs):
@@ -423,7 +431,7 @@ def test_a_mutant_stops_at_its_first_kill_unless_every_check_is_asked(tmp_path: 
     assert first.runs["executions_unkilled"] == full.runs["executions_unkilled"]
     assert (full.runs["executions_beside_kill"] - first.runs["executions_beside_kill"]
             + full.runs["executions_killing"] - first.runs["executions_killing"]
-            == first.runs["skipped_after_kill"] > 0)
+            == saved > 0)
     not_run = [o for o in first.outcomes if S.NOT_RUN in o.checks.values()]
     assert not_run and all(o.status is S.KILLED for o in not_run)
     (again,) = survey(one)  # the killers were remembered: nothing runs twice, none skipped
@@ -458,9 +466,9 @@ def test_clean_runs_are_reused_while_what_they_executed_is_unchanged(
         first.clean[CHECK].verdicts)
     assert second.coverage == first.coverage  # the lines that select the mutants' checks
     # the reused inputs give the verdict keys fresh clean runs give: every pair is cached
-    cacheable = sum(1 for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT))
-    assert second.runs["cached"] == cacheable and second.runs["run"] == (
-        first.runs["run"] - cacheable)
+    kept = [r for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT)]
+    assert second.runs["cached"] == len(kept) and second.runs["run"] == (
+        first.runs["run"] - sum(len(r.runs) for r in kept))
     assert [o.status for o in second.outcomes] == [o.status for o in first.outcomes]
     assert "clean bases: 1 of 1 reused" in render_text([second])
     assert second.to_json()["clean"][CHECK]["reused"] is True
@@ -493,3 +501,29 @@ def test_a_clean_base_that_once_failed_under_its_key_is_never_reused(tmp_path: P
         assert found.clean[CHECK].judgeable and not found.clean[CHECK].reused
         assert found.runs["clean_unstable"] == 1
     assert "1 once did not hold (never reused)" in render_text([found])
+
+
+def test_a_kill_that_did_not_repeat_is_flaky_with_its_rate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.survey
+
+    real = harness.survey.judge_mutants
+
+    def one_flaky(pairs, how):  # type: ignore[no-untyped-def]
+        judged = real(pairs, how)
+        slot = next(s for s, r in judged.results.items() if r.status is S.KILLED)
+        results = dict(judged.results)
+        results[slot] = dataclasses.replace(results[slot], status=S.FLAKY, runs=(
+            Verdict.VIOLATED, Verdict.HELD, Verdict.VIOLATED))
+        return dataclasses.replace(judged, results=results)
+
+    monkeypatch.setattr(harness.survey, "judge_mutants", one_flaky)
+    config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
+                          quiet=True, cache=AdmissionCache(None))
+    (lane,) = survey(config)
+    [flaky] = [o for o in lane.outcomes if o.status is S.FLAKY]
+    assert flaky.reason == (f"flaky: violated in some reruns only ({CHECK} in 2/3 reruns), "
+                            f"so not a kill")
+    assert lane.scores().count(S.KILLED) == sum(1 for o in lane.outcomes
+                                                if o.status is S.KILLED)
+    assert config.to_json()["kill_reruns"] == KILL_RERUNS == 3

@@ -4,9 +4,11 @@ lane serves, and making checkpoints and configs that a replay can name (determin
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
 from targets.base import Handle, NotApplicable
@@ -41,6 +43,15 @@ def config(thread: str, ns: str = "", checkpoint_id: str | None = None) -> dict[
     return {"configurable": conf}
 
 
+def special_indexes() -> dict[str, int]:
+    """The special write channels of the installed langgraph-checkpoint and the fixed index
+    each keeps (``WRITES_IDX_MAP``: error -1, scheduled -2, ...); none on a release without it
+    (1.0.1: every write keeps its own index there, the error channel's too)."""
+    import langgraph.checkpoint.base as base
+
+    return dict(getattr(base, "WRITES_IDX_MAP", {}))
+
+
 def checkpoint_id(seed: int, step: int, writer: int = 0) -> str:
     """A uuid-shaped id, unique per (seed, writer, step), that sorts by step."""
     return f"{step:08x}-{writer:04x}-6000-8000-{seed & 0xFFFFFFFFFFFF:012x}"
@@ -64,7 +75,8 @@ def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
         raise NotApplicable(f"{no_history}: this check reads back more than a thread's latest "
                             f"checkpoint, which was never offered there")
     prior = dict((previous or {}).get("channel_versions", {}))
-    versions = {ch: saver.get_next_version(prior.get(ch), None) for ch in values}
+    versions = {ch: saver.get_next_version(prior.get(ch), channel_argument(saver, value))
+                for ch, value in values.items()}
     cp = dict(empty_checkpoint())
     cp.update(
         id=checkpoint_id(seed, step, writer),
@@ -76,11 +88,59 @@ def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
     return cp, versions
 
 
+class ValueChannel:
+    """A channel holding one value, as langgraph's own releases of that time pass it to
+    ``get_next_version`` where the saver reads it (``channel.checkpoint()``, hashed into the
+    version): SqliteSaver of langgraph-checkpoint-sqlite 1.0.0, PostgresSaver of -postgres
+    1.0.0, and every release whose method declares a channel parameter that is not None."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def checkpoint(self) -> Any:
+        """The value a checkpoint of this channel holds."""
+        return self.value
+
+
+def channel_argument(saver: Any, value: Any) -> ValueChannel | None:
+    """What ``saver.get_next_version`` takes as its channel, found on its signature: None where
+    the release declares the parameter ``None`` (it never reads a channel: langgraph passes
+    None there), else a ``ValueChannel`` holding ``value`` (older releases call
+    ``channel.checkpoint()``, and None there raises AttributeError)."""
+    try:
+        params = list(inspect.signature(saver.get_next_version).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: give what every release takes
+        return ValueChannel(value)
+    declared = params[1].annotation if len(params) > 1 else inspect.Parameter.empty
+    return None if declared in (None, "None") else ValueChannel(value)
+
+
+# How long one call of a saver or store may take before it counts as hung: a call answers in
+# milliseconds; a release that deadlocks (PostgresStore of -postgres 2.0.0, called from two
+# threads at once: each batch enters conn.pipeline() on the shared connection with no lock)
+# never answers. The check then sees CallHung, evidence of the release, not a harness timeout.
+CALL_DEADLINE_S = 10.0
+
+
+class CallHung(Exception):
+    """A saver's or store's call did not return within ``CALL_DEADLINE_S``."""
+
+
+async def _answered(what: str, sync: bool, work: Callable[[], Any]) -> Any:
+    """``work()`` (in a worker thread when ``sync``, else awaited), or CallHung naming
+    ``what`` once ``CALL_DEADLINE_S`` passed. A thread stuck in the release is abandoned."""
+    with anyio.move_on_after(CALL_DEADLINE_S):
+        if sync:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        return await work()
+    raise CallHung(f"{what} did not return within {CALL_DEADLINE_S:g} s (hung)")
+
+
 async def _served_call(obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    if api_of(obj) == "sync":
-        return await anyio.to_thread.run_sync(
-            functools.partial(getattr(obj, method), *args, **kwargs))
-    return await getattr(obj, f"a{method}")(*args, **kwargs)
+    sync = api_of(obj) == "sync"
+    name = method if sync else f"a{method}"
+    return await _answered(f"{type(obj).__name__}.{name}()", sync,
+                           functools.partial(getattr(obj, name), *args, **kwargs))
 
 
 async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -106,10 +166,26 @@ def offers(saver: Any, method: str) -> bool:
 
 
 async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:
-    """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given."""
-    if api_of(saver_of(saver)) == "sync":
-        return await anyio.to_thread.run_sync(lambda: list(saver.list(cfg, **kwargs)))
-    return [item async for item in saver.alist(cfg, **kwargs)]
+    """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given, each with its
+    pending writes: where the release's ``list`` gives a tuple none (``pending_writes`` None,
+    not [], as the savers of langgraph-checkpoint 1.0.1 and -sqlite 1.0.0 do: only their
+    ``get_tuple`` reads writes), they are read through ``get_tuple``, as langgraph did then."""
+    sync = api_of(saver_of(saver)) == "sync"
+
+    async def alisted() -> list[Any]:
+        return [item async for item in saver.alist(cfg, **kwargs)]
+
+    found = await _answered(f"{type(saver).__name__}.{'list' if sync else 'alist'}()", sync,
+                            (lambda: list(saver.list(cfg, **kwargs))) if sync else alisted)
+    return [await _with_writes(saver, item) for item in found]
+
+
+async def _with_writes(saver: Any, item: Any) -> Any:
+    """``item`` with the pending writes ``get_tuple`` gives for it where it carries none."""
+    if getattr(item, "pending_writes", ()) is not None:
+        return item
+    got = await call(saver, "get_tuple", item.config)
+    return item._replace(pending_writes=None if got is None else got.pending_writes)
 
 
 def state_of(tuple_: Any) -> dict[str, Any]:

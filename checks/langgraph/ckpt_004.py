@@ -16,16 +16,16 @@ from collections import Counter
 from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, guarded, put_chain
-from checks.langgraph._saver import call, config, writes_of
+from checks.langgraph._saver import call, config, special_indexes, writes_of
 from harness.ground.model import Trial
 from targets.langgraph.lanes import latest_only
 
 
 def special_channels() -> tuple[str, ...]:
-    """The special channels of the installed langgraph-checkpoint, by their fixed index."""
-    from langgraph.checkpoint.base import WRITES_IDX_MAP
-
-    return tuple(sorted(WRITES_IDX_MAP, key=lambda ch: -WRITES_IDX_MAP[ch]))
+    """The special channels of the installed langgraph-checkpoint, by their fixed index; none
+    where the release defines no WRITES_IDX_MAP (1.0.1: every write keeps its own index)."""
+    specials = special_indexes()
+    return tuple(sorted(specials, key=lambda ch: -specials[ch]))
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

@@ -4,7 +4,8 @@ superstep applies them: (task_path, task_id, idx) where the release defines
 
 Two checkpoints in the root namespace, and checkpoints with the same ids in a child
 namespace and on another thread, each get writes from several tasks, put in a seeded
-shuffled order (one task also writes the error channel, whose index is negative). All
+shuffled order (one task also writes the error channel, whose index is negative where the
+release defines special channels: WRITES_IDX_MAP). All
 checkpoints are put before any write. Reading through a second instance where the store
 allows one, every checkpoint, by id, as the latest and as listed, must carry exactly its own
 writes, in that order. Where the release orders by task path (langgraph-checkpoint 4.3+:
@@ -23,7 +24,7 @@ from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, Put, guarded, put_chain, reader_of
 from checks.langgraph._halves import task_paths
-from checks.langgraph._saver import call, config, listing, writes_of
+from checks.langgraph._saver import call, config, listing, special_indexes, writes_of
 from harness.ground.model import Trial
 from targets.langgraph.lanes import latest_only
 
@@ -49,6 +50,7 @@ async def _trial(ctx: TrialContext) -> Trial:
         scopes += await put_chain(ctx, saver, *where, 1 if no_history else 2,
                                   history=not no_history)
     paths = task_paths()
+    specials = special_indexes()  # the error channel's fixed index (none on checkpoint 1.0.1)
     want: dict[tuple[str, str, str], list[tuple[str, str, Any]]] = {}
     plan: list[tuple[Put, str, str, list[tuple[str, Any]]]] = []
     for put in scopes:
@@ -62,7 +64,7 @@ async def _trial(ctx: TrialContext) -> Trial:
             if t == 1:
                 writes.append((ERROR, f"error of {task} on {put.id}"))
             plan.append((put, task, path, writes))
-            rows += [(path, task, -1 if ch == ERROR else i, ch, v)
+            rows += [(path, task, specials.get(ch, i), ch, v)
                      for i, (ch, v) in enumerate(writes)]
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
         want[(put.thread, put.ns, put.id)] = [(task, ch, v) for _, task, _, ch, v in rows]

@@ -32,7 +32,7 @@ from checks.base import CheckSpec, Param, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, guarded
 from checks.langgraph._halves import offers, task_paths
-from checks.langgraph._saver import call, checkpoint_id, config, saver_of
+from checks.langgraph._saver import call, channel_argument, checkpoint_id, config, saver_of
 from harness.ground.model import Trial
 from targets.base import NotApplicable
 from targets.langgraph.lanes import latest_only
@@ -94,7 +94,8 @@ class _Thread:
                   writes: bool = True) -> str:
         prior = self.nodes[parent] if parent else None
         versions = {ch: self.saver.get_next_version(
-            prior.versions.get(ch) if prior else None, None) for ch in ("d", "p", "e")}
+            prior.versions.get(ch) if prior else None, channel_argument(self.saver, None))
+            for ch in ("d", "p", "e")}
         values: dict[str, Any] = {"p": f"{self.tag}p{step}.{writer}"}
         if step in seeds:
             values["d"] = [f"{self.tag}seed{step}.{writer}", step]

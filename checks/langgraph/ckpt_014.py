@@ -28,7 +28,14 @@ from typing import Any
 from checks.base import CheckSpec, Selector, TrialContext
 from checks.common import trials_param
 from checks.langgraph._contract import Problems, guarded, named
-from checks.langgraph._saver import call, checkpoint_id, config, listing, saver_of
+from checks.langgraph._saver import (
+    call,
+    channel_argument,
+    checkpoint_id,
+    config,
+    listing,
+    saver_of,
+)
 from harness.ground.model import Trial
 from targets.base import NotApplicable
 
@@ -60,7 +67,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
 def _checkpoint(ctx: TrialContext, saver: Any, step: int, v: int,
                 values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    versions = {ch: saver.get_next_version(None, None) for ch in values}
+    versions = {ch: saver.get_next_version(None, channel_argument(saver, value))
+                for ch, value in values.items()}
     cp: dict[str, Any] = {
         "v": v, "id": checkpoint_id(ctx.seed, step), "ts": f"2024-07-01T00:00:0{step}+00:00",
         "channel_values": dict(values), "channel_versions": dict(versions),

@@ -14,10 +14,10 @@ in one instance's memory abstains (the writers find it on their instance).
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
+from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import trials_param
 from checks.langgraph import _writers
-from harness.ground.model import Trial
+from harness.ground.model import Counts, Trial
 
 RUN_TIMEOUT_S = 30.0
 
@@ -42,7 +42,12 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("set the store up once first: open an instance here, run its setup() where its "
             "class has one, dispose it")
     handle = await ctx.open()
-    await _writers.run_setup(handle.session)
+    try:
+        await _writers.run_setup(handle.session)
+    except Exception as exc:  # noqa: BLE001 - a saver that cannot set its store up keeps nothing
+        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+                     sample=f"setup() on a fresh store raised {describe(exc)}",
+                     ops=tuple(ctx.ops))
     await ctx.dispose()
     return await _writers.race_and_judge(ctx, names, steps, RUN_TIMEOUT_S, "writer_error",
                                          "exact", lockstep=lockstep)

@@ -59,6 +59,11 @@ class Family:
     # lane verified on a probe instance (beside targets.base.verify_claims); None when true,
     # else what is false, naming the lane and the fix. "" when the family claims no more.
     verify: str = ""
+    # -> async (lane, BuildContext, step) -> None: one instance of a lane on a fresh store,
+    # called once the way the family's checks call it, each call named with step(name) before
+    # it is made; raises what a call raised (harness.probe). "" when the family has none: its
+    # lanes are then measured without a probe.
+    probe: str = ""
     lock_dir: Path | None = None  # holds "<name>-<version>.txt" constraints files
     # holds "<name>-<version>.txt" survivor waivers; None: mutants/survivors/
     survivors_dir: Path | None = None

@@ -212,6 +212,9 @@ class Finding:
     replay: str | None = None
     ops: tuple[str, ...] = ()
     service_version: str | None = None
+    # the modes of the violating trials alone (``modes`` counts every trial's): how the cell
+    # is violated, which a later version can change while it stays violated
+    violation_modes: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this finding."""
@@ -236,6 +239,7 @@ class Finding:
             "replay": self.replay,
             "ops": list(self.ops),
             "service_version": self.service_version,
+            "violation_modes": dict(self.violation_modes),
         }
 
     @classmethod
@@ -262,6 +266,7 @@ class Finding:
             replay=data.get("replay"),
             ops=tuple(data.get("ops", ())),
             service_version=data.get("service_version"),
+            violation_modes=dict(data.get("violation_modes", {})),
         )
 
     @property
@@ -289,6 +294,11 @@ class MutantResult:
     # False when the mutant's clean backend already breaks the invariant on this SDK version
     # (status NOT_JUDGEABLE; kept for result files written before that status existed).
     judgeable: bool = True
+
+    @property
+    def rate(self) -> str:
+        """How many of its reruns gave the expected verdict, e.g. ``1/3`` (a flaky pair's)."""
+        return f"{sum(1 for v in self.runs if v is self.expected)}/{len(self.runs)}"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this mutant result."""

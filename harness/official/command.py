@@ -136,6 +136,7 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
     from harness.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
     from harness.commands import parse_params, select_checks
     from harness.execute import sdk_version
+    from harness.judging import KILL_RERUNS
     from harness.official.mutants import (
         MutantComparison,
         lane_sides,
@@ -153,7 +154,8 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
                     code=source_hash("targets.langgraph.official.suite",
                                      "targets.langgraph.official.check"))
     cache = AdmissionCache(None if args.no_cache else DEFAULT_DIR / f"official-{tag[:16]}")
-    settings = {"run_seed": args.seed, "reruns": args.reruns, "timeout_s": args.timeout,
+    settings = {"run_seed": args.seed, "reruns": args.reruns,
+                "kill_reruns": max(args.reruns, KILL_RERUNS), "timeout_s": args.timeout,
                 "workers": args.workers or os.cpu_count() or 1, "params": params}
     surveys = survey_with_official(
         lanes, ours, baseline, reruns=args.reruns, workers=settings["workers"],

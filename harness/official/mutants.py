@@ -47,6 +47,16 @@ class MutantSides:
     mutant: MutantSpec
     ours: Mapping[str, MutantStatus]  # our check id -> its status on the mutant
     official: MutantStatus | None  # None: the suite is not applicable on the lane
+    # check id (ours or the suite's) -> its rate of violated reruns where it is flaky ("1/3"):
+    # a kill that did not repeat in every rerun, so not counted as one
+    rates: Mapping[str, str] = field(default_factory=dict)
+
+    def shown(self, check: str, status: MutantStatus | None) -> str:
+        """``status`` of ``check`` on this mutant, with its rate where it is flaky."""
+        if status is None:
+            return "n/a"
+        rate = self.rates.get(check)
+        return f"{status.value} {rate}" if rate else status.value
 
     @property
     def ours_kill(self) -> bool:
@@ -72,7 +82,7 @@ class MutantSides:
                 "description": m.description, "side": self.side.value,
                 "ours": {c: s.value for c, s in sorted(self.ours.items())},
                 "official": None if self.official is None else self.official.value,
-                "diff": m.diff()}
+                "flaky_rates": dict(sorted(self.rates.items())), "diff": m.diff()}
 
 
 def _score(killed: int, whole: int) -> float | None:
@@ -93,6 +103,7 @@ class LaneSides:
     # here; a side that judges nothing on a lane has no score there (not 0%).
     judges: Mapping[str, bool] = field(default_factory=lambda: {"official": True,
                                                                 "ours": True})
+    ids: tuple[str, ...] = ()  # every generated mutant of the lane, judged or set aside
 
     @property
     def comparable(self) -> bool:
@@ -127,7 +138,8 @@ class LaneSides:
     def to_json(self) -> dict[str, Any]:
         """The JSON form of the lane's comparison."""
         return {"lane": self.lane, "error": self.error, "mutants": self.mutants,
-                "judged": len(self.rows), "set_aside": dict(self.set_aside),
+                "mutant_ids": list(self.ids), "judged": len(self.rows),
+                "set_aside": dict(self.set_aside),
                 "counts": {s.value: n for s, n in self.counts().items()},
                 "scores": self.scores(), "statuses": self.statuses(),
                 "judges": dict(self.judges), "comparable": self.comparable,
@@ -137,21 +149,27 @@ class LaneSides:
 def lane_sides(survey: LaneSurvey) -> LaneSides:
     """The comparison on one lane from its survey (with the official check among its checks)."""
     clean = {c: base.describe() for c, base in sorted(survey.clean.items())}
+    ids = tuple(o.mutant.id for o in survey.outcomes)
     if survey.error is not None:
-        return LaneSides(survey.lane, len(survey.outcomes), {}, (), clean, survey.error)
+        return LaneSides(survey.lane, len(survey.outcomes), {}, (), clean, survey.error,
+                         ids=ids)
     aside: Counter[str] = Counter()
     rows = []
+    rates = {(r.check_id, r.mutant_id): r.rate for r in survey.results
+             if r.status is S.FLAKY}
     for outcome in survey.outcomes:
         if outcome.status in LANE_WIDE:
             aside[outcome.status.value] += 1
             continue
         ours = {c: s for c, s in outcome.checks.items() if c != OFFICIAL_ID}
         rows.append(MutantSides(survey.lane, outcome.mutant, ours,
-                                outcome.checks.get(OFFICIAL_ID)))
+                                outcome.checks.get(OFFICIAL_ID),
+                                {c: rate for (c, m), rate in rates.items()
+                                 if m == outcome.mutant.id}))
     judges = {"official": any(b.judgeable for c, b in survey.clean.items() if c == OFFICIAL_ID),
               "ours": any(b.judgeable for c, b in survey.clean.items() if c != OFFICIAL_ID)}
     return LaneSides(survey.lane, len(survey.outcomes), dict(sorted(aside.items())),
-                     tuple(rows), clean, None, judges)
+                     tuple(rows), clean, None, judges, ids)
 
 
 @dataclass(frozen=True)
@@ -191,7 +209,10 @@ class MutantComparison:
         lines = [f"# {SUITE} {self.suite_version} against our checks on the same mutants, "
                  f"langgraph {self.version}", "",
                  f"Our checks: {', '.join(self.our_checks) or 'none'}. The official suite "
-                 f"kills a mutant when a test that passes on the clean saver fails. Score = "
+                 f"kills a mutant when a test that passes on the clean saver fails. A kill "
+                 f"counts only when it repeats: violated in every rerun, "
+                 f"{self.settings.get('kill_reruns', 1)} at least; one violated in some "
+                 f"reruns only is flaky, with its rate, and not a kill. Score = "
                  f"killed / judged (mutants not set aside as equivalent, duplicate or not "
                  f"applicable; a mutant a side never reaches counts as not killed by it).", "",
                  "| lane | mutants | judged | both | only ours | only official | neither "
@@ -242,8 +263,7 @@ def _examples(lanes: Sequence[LaneSides], side: Side, count: int) -> list[str]:
     if not rows:
         return lines + ["none"]
     lines += [f"- `{r.mutant.id}` {r.lane} {r.mutant.operator} `{r.mutant.qualname}`: ours "
-              f"{_states(r.ours)}, official {r.official.value if r.official else 'n/a'}"
-              for r in rows]
+              f"{_states(r)}, official {r.shown(OFFICIAL_ID, r.official)}" for r in rows]
     for r in _spread(rows, count):
         lines += ["", f"`python -m harness --family langgraph show {r.mutant.id} --lane "
                       f"{r.lane}`: {r.mutant.description}", "", "```diff",
@@ -251,8 +271,9 @@ def _examples(lanes: Sequence[LaneSides], side: Side, count: int) -> list[str]:
     return lines
 
 
-def _states(ours: Mapping[str, MutantStatus]) -> str:
-    return ", ".join(f"{c} {s.value}" for c, s in sorted(ours.items())) or "no check"
+def _states(row: MutantSides) -> str:
+    return ", ".join(f"{c} {row.shown(c, s)}" for c, s in sorted(row.ours.items())) or \
+        "no check"
 
 
 def _spread(rows: Sequence[MutantSides], count: int) -> list[MutantSides]:

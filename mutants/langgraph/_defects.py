@@ -8,15 +8,19 @@ from typing import Any
 
 
 def special_kept_first(original: Callable[..., None]) -> Callable[..., None]:
-    """``put_writes`` that skips a special channel the task already wrote (keeps the first)."""
-    from langgraph.checkpoint.base import WRITES_IDX_MAP
+    """``put_writes`` that skips a special channel the task already wrote (keeps the first);
+    where the release defines no special channel (langgraph-checkpoint 1.0.1) it changes
+    nothing: that defect cannot exist there."""
+    import langgraph.checkpoint.base as base
+
+    specials: dict[str, int] = getattr(base, "WRITES_IDX_MAP", {})
 
     def put_writes(self: Any, config: Any, writes: Any, task_id: str,
                    task_path: str = "") -> None:
         stored = self.get_tuple(config)
         have = {(t, c) for t, c, _ in (stored.pending_writes if stored else [])}
         kept = [(c, v) for c, v in writes
-                if c not in WRITES_IDX_MAP or (task_id, c) not in have]
+                if c not in specials or (task_id, c) not in have]
         if kept:
             original(self, config, kept, task_id, task_path)
 

@@ -23,6 +23,7 @@ LANGGRAPH = Family(
     availability="targets.langgraph.services:lane_availability",
     not_measured="targets.langgraph.services:NOT_MEASURED",
     verify="targets.langgraph.lanes:verify_api",
+    probe="checks.langgraph._probe:probe",
     lock_dir=_ROOT / "harness" / "locks" / "langgraph",
     packages=("langchain-core", "ormsgpack", "aiosqlite", "psycopg", "psycopg-pool", "anyio",
               "libcst", "uvloop", "pytest", "sqlite-vec", "pysqlite3-binary"),

@@ -264,10 +264,13 @@ def latest_only(saver: Any) -> str | None:
 def kind_of(obj: Any) -> str:
     """What ``obj`` is, found on the object: "checkpointer", "store" or its class name."""
     from langgraph.checkpoint.base import BaseCheckpointSaver
-    from langgraph.store.base import BaseStore
 
     if isinstance(obj, BaseCheckpointSaver):
         return "checkpointer"
+    try:
+        from langgraph.store.base import BaseStore
+    except ImportError:  # a release before the stores (langgraph-checkpoint 1.0.1) has none
+        return type(obj).__name__
     if isinstance(obj, BaseStore):
         return "store"
     return type(obj).__name__

@@ -19,16 +19,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import langgraph.checkpoint.base as _base
+import langgraph.checkpoint.serde.types as _types
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
 )
-from langgraph.checkpoint.serde.types import TASKS
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 # What keep_latest keeps of a thread: each namespace's latest checkpoint.
@@ -37,8 +37,16 @@ HEADS_SQL = ("SELECT ns, MAX(checkpoint_id) FROM ref_checkpoints WHERE thread_id
 # Checkpoints of a format before this keep their pending sends as their parent's writes to
 # TASKS; read back, the sends are moved into the TASKS channel (as the Postgres savers do).
 LEGACY_BEFORE = 4
+# The channel of pending sends; langgraph-checkpoint 1.0.1 does not name it (langgraph's own
+# constants do, with this value), and a v1 checkpoint's reader migrates its sends there.
+TASKS: str = getattr(_types, "TASKS", "__pregel_tasks")
 # Metadata keys a DeltaChannel leaves on a thread's checkpoints (langgraph-checkpoint 4.1+).
 DELTA_METADATA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
+
+# The special channels whose writes keep one slot each (error, interrupt, ...), as the installed
+# release defines them; a release without WRITES_IDX_MAP (langgraph-checkpoint 1.0.1) has none:
+# every write there keeps its own index, as its savers store it.
+WRITES_IDX_MAP: dict[str, int] = dict(getattr(_base, "WRITES_IDX_MAP", {}))
 
 
 def _target(config: Any) -> tuple[str, str, str | None]:

@@ -336,11 +336,31 @@ def distribution_of(module: str) -> str:
     return next(dist for prefix, dist in _DISTRIBUTIONS if module.startswith(prefix))
 
 
+def _own_class_absent(spec: TargetSpec) -> NotMeasured | None:
+    """NotMeasured when our own ``spec.backend`` (a reference) cannot be built on the installed
+    release: its module imports an API the release lacks (the stores' before their release)."""
+    try:
+        importlib.import_module(spec.module)
+    except ImportError as exc:
+        lacking = exc.name or ""
+        dist = (distribution_of(lacking) if lacking.startswith("langgraph.")
+                else "langgraph-checkpoint")
+        try:
+            version = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            version = "(not installed)"
+        return NotMeasured(spec.name, f"not measured, because our {spec.backend} "
+                                      f"({spec.module}) implements an API that {dist} {version} "
+                                      f"lacks: {exc}")
+    return None
+
+
 def absent_class(spec: TargetSpec) -> NotMeasured | None:
-    """NotMeasured when the installed distribution has no ``spec.backend`` in its module."""
+    """NotMeasured when the installed distribution has no ``spec.backend`` in its module (or,
+    for our own references, lacks what they import)."""
     dist = distribution_of(spec.module) if spec.module.startswith("langgraph.") else None
     if dist is None:
-        return None
+        return _own_class_absent(spec)
     try:
         version = metadata.version(dist)
     except metadata.PackageNotFoundError:

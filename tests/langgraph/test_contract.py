@@ -4,6 +4,9 @@ deterministic from its seed, and abstains where a saver offers no delete_thread.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from harness.ground.model import Verdict
@@ -19,6 +22,7 @@ SMALL: dict[str, dict[str, int]] = {
     "ARIB-CKPT-007": {"trials": 1, "steps": 1},
 }
 LANE = {lane.name: lane for lane in LANES}
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("check_id", sorted(SMALL))
@@ -97,3 +101,35 @@ def test_delete_thread_abstains_where_the_saver_does_not_implement_it(
     finding = run_small("ARIB-CKPT-007", SMALL["ARIB-CKPT-007"], lane=REFERENCE)
     assert finding.verdict is Verdict.NOT_APPLICABLE, (finding.verdict, finding.samples)
     assert "NotImplementedError" in (finding.reason or "")
+
+
+def _import_error(code: str, filename: str) -> ImportError:
+    try:
+        exec(compile(code, filename, "exec"), {})
+    except ImportError as exc:
+        return exc
+    raise AssertionError(f"{code!r} imported")
+
+
+def test_an_api_the_release_lacks_makes_a_check_abstain_not_fail() -> None:
+    import anyio
+
+    from checks.base import NotApplicable, TrialContext
+    from checks.langgraph._contract import guarded, release_lacks
+    from targets.base import BuildContext
+
+    ours = str(ROOT / "checks" / "langgraph" / "ckpt_x.py")
+    lacking = _import_error("from langgraph.no_such_api import Op", ours)
+    assert release_lacks(lacking)
+    # the release's own import, or another package's, is no abstention: it is evidence
+    assert not release_lacks(_import_error("from langgraph.no_such_api import Op", "/x/y.py"))
+    assert not release_lacks(_import_error("from no_such_package import x", ours))
+
+    ctx = TrialContext(REFERENCE, BuildContext(ROOT, "s"), 0, 7, {})
+
+    async def body() -> Any:
+        raise lacking
+
+    with pytest.raises(NotApplicable, match="the installed release has no "
+                                            "langgraph.no_such_api API this check uses"):
+        anyio.run(guarded, ctx, body)

@@ -198,3 +198,84 @@ def test_a_run_stops_at_the_first_test_stop_at_names(tmp_path: Path,
     assert run.stopped_at == chosen.key and run.status is SuiteStatus.FAILED
     assert [t.key for t in run.tests] == [t.key for t in clean_runs[MEMORY.name].tests[:21]]
     assert run.capabilities == () and run.to_json()["stopped_at"] == chosen.key
+
+
+def test_a_flaky_pair_is_no_kill_and_shows_its_rate() -> None:
+    from harness.ground.model import CleanBase, MutantKind, MutantResult
+    from harness.official.mutants import lane_sides
+    from harness.survey_lane import LaneSurvey, MutantOutcome
+
+    m = get_mutant("lg_reference_drops_metadata")
+    flaky, k = MutantStatus.FLAKY, MutantStatus.KILLED
+    v, held = Verdict.VIOLATED, Verdict.HELD
+    results = (MutantResult("ARIB-CKPT-001", m.id, MutantKind.HANDWRITTEN, "a", "d", flaky,
+                            (v, held, v)),
+               MutantResult(OFFICIAL_ID, m.id, MutantKind.HANDWRITTEN, "a", "d", flaky,
+                            (v, held, held)))
+    outcome = MutantOutcome(m, flaky, "flaky", frozenset({1}),
+                            {"ARIB-CKPT-001": flaky, OFFICIAL_ID: flaky})
+    base = CleanBase("ARIB-CKPT-001", "a", (held,) * 3, 0.1)
+    survey = LaneSurvey("a", "mod", "f", (outcome,), 0,
+                        {"ARIB-CKPT-001": base, OFFICIAL_ID: base}, {}, frozenset(), results, {})
+    sides = lane_sides(survey)
+    [row] = sides.rows
+    assert row.rates == {"ARIB-CKPT-001": "2/3", OFFICIAL_ID: "1/3"}
+    assert row.side is Side.NEITHER and sides.scores()["ours"] == 0.0
+    assert sides.to_json()["mutant_ids"] == [m.id]
+    assert row.to_json()["flaky_rates"] == {"ARIB-CKPT-001": "2/3", OFFICIAL_ID: "1/3"}
+    table = MutantComparison("v", "0.0.2", ("ARIB-CKPT-001",), (sides,),
+                             {"kill_reruns": 3}, {}, 0.0).markdown()
+    assert "violated in every rerun, 3 at least" in table
+    assert "ours ARIB-CKPT-001 flaky 2/3, official flaky 1/3" in table
+    killed = MutantSides("a", m, {"ARIB-CKPT-001": k}, k)
+    assert killed.shown("ARIB-CKPT-001", k) == "killed" and killed.shown("x", None) == "n/a"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLES = sorted((ROOT / "results" / "official").glob("langgraph-*-mutants.json"))
+GENERATED = """
+import json, sys
+from mutants.generate import generate
+from targets.registry import get_target
+print(json.dumps({lane: sorted(m.id for m in generate(get_target(lane)).mutants)
+                  for lane in sys.argv[1:]}))
+"""
+
+
+def _generated_today(version: str, lanes: list[str]) -> dict[str, list[str]]:
+    """Each lane's mutant ids as today's generator makes them from ``version``'s release
+    (here, or in that version's environment under .nox/sdk-envs/)."""
+    import os
+    import subprocess
+    import sys
+
+    from harness.execute import sdk_version
+    from harness.noxsupport import sdk_env_dir
+
+    python = sys.executable if version == sdk_version() else str(
+        sdk_env_dir(ROOT, f"langgraph-{version}", "3.12") / "bin" / "python")
+    assert Path(python).exists(), (f"no environment of langgraph {version} to generate its "
+                                   f"mutants in: `nox -s langgraph` builds every lock's")
+    done = subprocess.run([python, "-c", GENERATED, *lanes], cwd=ROOT, capture_output=True,
+                          text=True, check=True, env={**os.environ, "ARIB_FAMILY": "langgraph"})
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.name for t in TABLES])
+def test_a_committed_table_names_the_mutants_today_s_generator_makes(table: Path) -> None:
+    document = json.loads(table.read_text())
+    lanes = [lane for lane in document["lanes"] if lane["error"] is None]
+    today = _generated_today(document["version"], [lane["lane"] for lane in lanes])
+    stale = []
+    for lane in lanes:
+        made = set(today[lane["lane"]])
+        named = {row["id"] for row in lane["rows"]} | set(lane.get("mutant_ids", ()))
+        gone = sorted(named - made)
+        if gone or lane["mutants"] != len(made) or (
+                "mutant_ids" in lane and set(lane["mutant_ids"]) != made):
+            stale.append(f"{lane['lane']}: the table has {lane['mutants']} mutants, today's "
+                         f"generator makes {len(made)}" + (
+                             f"; no longer generated: {', '.join(gone)}" if gone else ""))
+    assert not stale, (f"{table.name} names mutant sets today's generator no longer makes; "
+                       f"regenerate it with `python -m harness --family langgraph official "
+                       f"--mutants`:\n" + "\n".join(stale))
