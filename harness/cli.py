@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutant", help="install a mutant of the lane first: a hand-written one's "
                                     "name or id, or a generated one's id")
     p.add_argument("--loop", default="asyncio")
+    p.add_argument("--schedule", metavar="TEXT|@FILE",
+                   help="replay this recorded schedule (a concurrent check's, with its one "
+                        "--trial-seed), as a finding's replay command gives it")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="run N times and report how often the violation reproduced (default "
+                        "1; 3 for a schedule with uncontrolled decisions)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("survey", help="every check against every generated mutant of lanes")

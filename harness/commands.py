@@ -8,10 +8,11 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 from harness.ground.errors import ParameterError, UsageError
-from harness.ground.model import ExitCode, MutantStatus
+from harness.ground.model import ExitCode, MutantStatus, Verdict
 
 KNOWN_LOOPS = ("asyncio", "uvloop")
 
@@ -311,21 +312,50 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         )
     opts = RunOptions(params=check.resolve_params(params.get(check.id)), run_seed=args.seed,
                       loop=_check_loop(args.loop),
-                      trial_seeds=tuple(args.trial_seed) if args.trial_seed else None)
+                      trial_seeds=tuple(args.trial_seed) if args.trial_seed else None,
+                      schedule=_replayed_schedule(args, check))
+    if args.repeat is not None and args.repeat < 1:
+        raise UsageError(f"--repeat {args.repeat!r}: the rule: at least 1 run; fix: --repeat 10")
     return check, lane, mutant, opts
+
+
+def _replayed_schedule(args: argparse.Namespace, check: Any) -> Any:
+    """The parsed ``--schedule`` of ``run``, refused (exit 2, one line) when it does not
+    parse or cannot apply: a check that starts no actors, or not exactly one trial seed."""
+    from harness.ground.schedule import parse_argument
+
+    if args.schedule is None:
+        return None
+    schedule = parse_argument(args.schedule)
+    if not check.concurrent:
+        raise UsageError(f"--schedule given to `run --check {check.id}`: the rule: only a "
+                         f"concurrent check's trial has a schedule, and {check.id} starts no "
+                         f"actors; fix: drop --schedule")
+    if not args.trial_seed or len(args.trial_seed) != 1:
+        raise UsageError("--schedule replays one trial: the rule: give exactly one "
+                         "--trial-seed with it; fix: copy the replay command a finding printed")
+    return schedule
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one check on one lane (a replay), with the servers the lane needs."""
     import dataclasses
 
-    from harness.execute import run_check
+    from harness.execute import SCHEDULE_MISMATCH, run_check
     from harness.ground.child import ChildStatus, run_one
     from harness.ground.model import exit_code
     from harness.ground.services import ServiceManager
     from harness.lanes import prepare_lanes
 
     check, lane, mutant, opts = _run_selection(args)
+    repeat = args.repeat or 1
+    if opts.schedule is not None and opts.schedule.uncontrolled:
+        repeat = args.repeat or 3
+        print(f"note: this schedule has {opts.schedule.uncontrolled} uncontrolled decision(s) "
+              f"of {len(opts.schedule.decisions)} (a thread, a server or a late completion "
+              f"decided them): a replay may not reproduce it; running it {repeat} time(s)",
+              file=sys.stderr)
+    findings = []
     with ServiceManager() as manager:
         prepared = prepare_lanes((lane,), manager)
         if not prepared.lanes:
@@ -333,17 +363,40 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{lane.name}: {reason}", file=sys.stderr)
             return int(ExitCode.ERROR_OR_NOTHING)
         opts = dataclasses.replace(opts, services=prepared.services)
-        outcome = run_one(lambda: run_check(check, lane, opts, mutant), check.timeout_s + 15)
-    if outcome.status is not ChildStatus.OK:
-        print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
-              file=sys.stderr)
-        return int(ExitCode.ERROR_OR_NOTHING)
-    finding = outcome.value
-    if lane.service is not None:
-        finding = dataclasses.replace(finding,
-                                      service_version=prepared.versions.get(lane.service))
-    print(json.dumps(finding.to_json(), indent=1, ensure_ascii=False))
-    return int(exit_code([finding]))
+        for _ in range(repeat):
+            outcome = run_one(lambda: run_check(check, lane, opts, mutant), check.timeout_s + 15)
+            if outcome.status is not ChildStatus.OK:
+                print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
+                      file=sys.stderr)
+                return int(ExitCode.ERROR_OR_NOTHING)
+            finding = outcome.value
+            if lane.service is not None:
+                finding = dataclasses.replace(
+                    finding, service_version=prepared.versions.get(lane.service))
+            if SCHEDULE_MISMATCH in finding.modes:
+                print(f"error: {finding.reason}", file=sys.stderr)
+                return int(ExitCode.USAGE)
+            findings.append(finding)
+    print(json.dumps(findings[0].to_json(), indent=1, ensure_ascii=False))
+    if repeat > 1 or opts.schedule is not None:
+        print(reproduction(findings), file=sys.stderr)
+    return int(exit_code(findings))
+
+
+def reproduction(findings: Sequence[Any]) -> str:
+    """How often the runs of a replay were violated, and how often they repeated the first
+    run's operations, outcome and sample exactly."""
+    def shape(f: Any) -> tuple[Any, ...]:
+        return (f.verdict, f.violating_trials, f.counts, tuple(f.ops), tuple(f.samples),
+                tuple(sorted(f.modes.items())))
+
+    violated = sum(1 for f in findings if f.verdict is Verdict.VIOLATED)
+    same = sum(1 for f in findings if shape(f) == shape(findings[0]))
+    shares = [f.controlled_share for f in findings if f.controlled_share is not None]
+    control = (f"; controlled share of decisions {min(shares):.3f}-{max(shares):.3f}"
+               if shares else "")
+    return (f"replay: violated in {violated} of {len(findings)} run(s); the same operations, "
+            f"outcome and sample as the first run in {same} of {len(findings)}{control}")
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

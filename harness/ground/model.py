@@ -161,6 +161,9 @@ class Trial:
     mode: str | None = None
     sample: str | None = None
     ops: tuple[str, ...] = ()
+    # The JSON form of the trial's schedule (harness.ground.schedule.Schedule.to_json) when
+    # its actors ran under the scheduler; None for a check that starts no actors.
+    schedule: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this trial."""
@@ -172,6 +175,7 @@ class Trial:
             "mode": self.mode,
             "sample": self.sample,
             "ops": list(self.ops),
+            "schedule": dict(self.schedule) if self.schedule is not None else None,
         }
 
     @classmethod
@@ -185,6 +189,7 @@ class Trial:
             mode=data.get("mode"),
             sample=data.get("sample"),
             ops=tuple(data.get("ops", ())),
+            schedule=data.get("schedule"),
         )
 
 
@@ -212,9 +217,13 @@ class Finding:
     replay: str | None = None
     ops: tuple[str, ...] = ()
     service_version: str | None = None
+    # A scheduled check's: the schedule of the trial the replay reruns (its JSON form), and
+    # over every trial the decisions taken and how many of them the scheduler controlled.
+    schedule: Mapping[str, Any] | None = None
+    control: Mapping[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form of this finding."""
+        """The JSON form of this finding (the schedule fields only for a scheduled check)."""
         return {
             "invariant_id": self.invariant_id,
             "invariant": self.invariant,
@@ -236,7 +245,17 @@ class Finding:
             "replay": self.replay,
             "ops": list(self.ops),
             "service_version": self.service_version,
-        }
+        } | ({"schedule": dict(self.schedule) if self.schedule is not None else None,
+              "control": dict(self.control)} if self.control is not None else {})
+
+    @property
+    def controlled_share(self) -> float | None:
+        """The share of the decisions the scheduler controlled, over every trial; None for
+        a check that starts no actors."""
+        if self.control is None:
+            return None
+        total = self.control.get("decisions", 0)
+        return self.control.get("controlled", 0) / total if total else 1.0
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Finding:
@@ -262,6 +281,8 @@ class Finding:
             replay=data.get("replay"),
             ops=tuple(data.get("ops", ())),
             service_version=data.get("service_version"),
+            schedule=data.get("schedule"),
+            control=data.get("control"),
         )
 
     @property
