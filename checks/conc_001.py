@@ -87,5 +87,5 @@ CHECK = CheckSpec(
     ),
     timeout_s=60.0,
     concurrent=True,
-    schedule=SchedulePlan("random"),
+    schedule=SchedulePlan("random", timers="virtual"),
 )

@@ -3,7 +3,7 @@
 Standard library only; the check-facing helpers that start actors are in ``checks.base``.
 """
 
-from harness.ground.schedule.drive import as_actor, current_actor, drive
+from harness.ground.schedule.driver import as_actor, current_actor, drive
 from harness.ground.schedule.plan import SchedulePlan, TrialPlanner, activated, check_replay
 from harness.ground.schedule.record import Decision, Schedule, ScheduleError, parse_argument
 from harness.ground.schedule.scheduler import Scheduler

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.ground.schedule import threads
+from harness.ground.schedule.driver import task_factory
 from harness.ground.schedule.record import Schedule, ScheduleError
 from harness.ground.schedule.scheduler import SETTLE_S, Scheduler
 from harness.ground.schedule.strategies import DfsExplorer, Replay, Strategy, make
@@ -76,7 +77,8 @@ class TrialPlanner:
             if self.plan.strategy == "pct" and self._steps:
                 params["k"] = self._steps  # the previous trial's decisions estimate k
             strategy = make(self.plan.strategy, seed, params)
-        return Scheduler(strategy, settle_s=self.plan.settle_s)
+        return Scheduler(strategy, settle_s=self.plan.settle_s,
+                         virtual_timers=self.plan.timers == "virtual")
 
     def done(self, sched: Scheduler) -> None:
         """Learn from a finished trial; a replay that names actors or steps this trial does
@@ -113,7 +115,10 @@ def check_replay(recorded: Schedule, made: Schedule) -> None:
 def activated(sched: Scheduler) -> Iterator[Scheduler]:
     """Run a trial under ``sched``: bound to the running loop, its executor the loop's
     default, sqlite3 connections opened meanwhile interposed."""
-    asyncio.get_running_loop().set_default_executor(threads.executor())
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(threads.executor())
+    previous = loop.get_task_factory()
+    loop.set_task_factory(task_factory(sched, previous))
     sched.activate()
     threads._ACTIVE.append(sched)  # noqa: SLF001 - this module owns activation
     try:
@@ -121,4 +126,5 @@ def activated(sched: Scheduler) -> Iterator[Scheduler]:
             yield sched
     finally:
         threads._ACTIVE.remove(sched)  # noqa: SLF001
+        loop.set_task_factory(previous)
         sched.deactivate()

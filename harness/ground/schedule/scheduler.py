@@ -15,9 +15,11 @@ settle time, is recorded as uncontrolled.
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +27,13 @@ from harness.ground.schedule.record import Decision, Schedule
 from harness.ground.schedule.strategies import Replay, Strategy
 from harness.ground.schedule.waits import Wait
 
-SETTLE_S = 0.05  # how long a decision waits for outside completions before it goes uncontrolled
+SETTLE_S = 0.05  # the longest a decision waits for outside completions before it goes
+# uncontrolled; it waits less once it knows how long they take here: LATENCY_FACTOR times the
+# slowest of the last completions, at least MIN_WAIT_S (a timer: until it is due)
+LATENCY_FACTOR = 4.0
+MIN_WAIT_S = 0.002
+TIMER_SLACK_S = 0.002
+VIRTUAL_STEP_S = 0.0001  # virtual time one decision takes: a sleep of 10 ms lasts 100 steps
 QUIET_ROUNDS = 3  # loop rounds with no change before a decision
 REPLAY_WAIT_S = 1.0  # how long a replay waits for its recorded actor to become ready
 MAX_DECISIONS = 500_000  # past this the scheduler lets every actor run free (a livelock guard)
@@ -76,14 +84,20 @@ class Actor:
     part: Part | None = None
     free: bool = False  # cancelled or released: no longer scheduled
     wake_at: float | None = None  # virtual time it sleeps until
+    since: float = 0.0  # when it began its current wait (monotonic)
+    epoch: int = 0  # decisions taken when it began it
+    due: float | None = None  # when the real-time timer it waits for fires (monotonic)
 
 
 class Scheduler:
     """Runs a trial's actors one at a time in the order ``strategy`` picks, and records it."""
 
-    def __init__(self, strategy: Strategy, *, settle_s: float = SETTLE_S) -> None:
+    def __init__(self, strategy: Strategy, *, settle_s: float = SETTLE_S,
+                 virtual_timers: bool = False) -> None:
         self.strategy = strategy
         self.settle_s = settle_s
+        # Actors' asyncio sleeps run on the virtual clock (a check whose timers are virtual).
+        self.virtual_timers = virtual_timers
         self.actors: list[Actor] = []
         self.decisions: list[Decision] = []
         self.ready_sets: list[tuple[int, ...]] = []
@@ -98,6 +112,8 @@ class Scheduler:
         self._conductor: asyncio.Task[None] | None = None
         self._uncontrolled_since = False  # something ran unscheduled since the last decision
         self.active = False
+        self.actor_tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self._latencies: collections.deque[float] = collections.deque(maxlen=32)
 
     # -- life ------------------------------------------------------------------------------
 
@@ -113,6 +129,10 @@ class Scheduler:
         if self._conductor is not None and not self._conductor.done():
             self._conductor.cancel()
         self._release_all()
+
+    def is_actor_task(self, obj: object) -> bool:
+        """Whether ``obj`` is the task of one of this trial's actors."""
+        return isinstance(obj, asyncio.Task) and obj in self.actor_tasks
 
     def record(self) -> Schedule:
         """This trial's schedule so far."""
@@ -146,17 +166,25 @@ class Scheduler:
                 fut.set_result(None)
                 return fut
             actor.turn = fut
+            if (actor.phase is Phase.WAITING and actor.wait is Wait.EXTERNAL
+                    and actor.epoch == len(self.decisions)):
+                # a completion no decision overtook: how long outside work takes here (one
+                # that another actor's step had to unblock first says nothing of that)
+                self._latencies.append(time.monotonic() - actor.since)
             actor.phase = Phase.READY
             if self._holder is actor:
                 self._holder = None
             self._bump()
         return fut
 
-    def suspended(self, actor: Actor, wait: Wait) -> None:
-        """The actor's step ended at a suspension on ``wait``."""
+    def suspended(self, actor: Actor, wait: Wait, delay: float | None = None) -> None:
+        """The actor's step ended at a suspension on ``wait`` (a timer: due in ``delay``)."""
         with self._mutex:
             actor.phase = Phase.WAITING
             actor.wait = wait
+            actor.since = time.monotonic()
+            actor.epoch = len(self.decisions)
+            actor.due = actor.since + delay if delay is not None else None
             part = actor.part
             if self._holder is actor and not (part and part.phase is PartPhase.RUNNING):
                 self._holder = None
@@ -180,9 +208,15 @@ class Scheduler:
             self._bump()
 
     def sleep_virtual(self, actor: Actor, seconds: float) -> None:
-        """Before the actor's next turn, let ``seconds`` of virtual time pass for it."""
+        """The actor sleeps ``seconds`` of virtual time: it is ready again once the virtual
+        clock (VIRTUAL_STEP_S a decision; jumping ahead when no actor can move) passes."""
         with self._mutex:
             actor.wake_at = self.virtual_now + max(0.0, seconds)
+            actor.phase = Phase.WAITING
+            actor.wait = Wait.TIMER
+            if self._holder is actor:
+                self._holder = None
+            self._bump()
 
     # -- thread parts (called from worker threads, except part_started) ---------------------
 
@@ -287,6 +321,7 @@ class Scheduler:
                 step = len(self.decisions) + 1
                 pick = self.strategy.choose(ready, step)
                 with self._mutex:
+                    self.virtual_now += VIRTUAL_STEP_S
                     controlled = controlled and not self._uncontrolled_since
                     self._uncontrolled_since = False
                     self.decisions.append(Decision((pick,), controlled))
@@ -328,8 +363,9 @@ class Scheduler:
         part = actor.part
         if part is not None:
             return part.phase is PartPhase.RUNNING and self._holder is not actor
-        return actor.phase is Phase.NEW or (actor.phase is Phase.WAITING
-                                            and actor.wait in (Wait.EXTERNAL, Wait.TIMER))
+        return actor.phase is Phase.NEW or (
+            actor.phase is Phase.WAITING and actor.wake_at is None
+            and actor.wait in (Wait.EXTERNAL, Wait.TIMER))
 
     async def _settle(self) -> tuple[list[int], bool] | None:
         """Wait until the next decision can be taken: the ready actors, and whether the
@@ -367,22 +403,27 @@ class Scheduler:
                 if not live:
                     return None
                 ready = [a.id for a in live if self._ready(a)]
-                pending = any(self._pending(a) for a in live)
+                waiting = [a for a in live if self._pending(a)]
+                pending = bool(waiting)
+                # A wait that began before the last decision was waited for then, in vain:
+                # another actor's step must unblock it first (a database lock it holds).
+                # The next decisions do not wait for it again; they are uncontrolled.
+                fresh = any(not self._stale(a) for a in waiting)
                 want = self.strategy.wanted(len(self.decisions) + 1)
                 if want is not None and want in ready:
                     return ready, controlled and not pending
                 # a replay waits longer for its recorded actor, when that one is on its way
                 awaited = (want is not None and want < len(self.actors)
                            and self._pending(self.actors[want]))
-                if ready and not pending:
-                    return ready, controlled
+                if ready and not fresh and not awaited:
+                    return ready, controlled and not pending
                 if not ready and not pending:
                     woken = self._wake_sleepers(live) or self._force_blocked(live)
                     if woken:
                         continue
             now = time.monotonic()
             if deadline is None:
-                deadline = now + (REPLAY_WAIT_S if awaited else self.settle_s)
+                deadline = now + (REPLAY_WAIT_S if awaited else self._patience(live, now))
             if now >= deadline:
                 if ready:
                     return ready, controlled and not pending
@@ -391,9 +432,23 @@ class Scheduler:
                 continue
             await self._wait_change(deadline - now)
 
+    def _stale(self, actor: Actor) -> bool:
+        part = actor.part
+        if part is not None:
+            return part.escaped
+        return actor.phase is Phase.WAITING and actor.epoch < len(self.decisions)
+
+    def _patience(self, live: list[Actor], now: float) -> float:
+        """How long to wait for the outstanding outside completions: a few times the slowest
+        recent one, at least MIN_WAIT_S, or until a timer is due, at most settle_s."""
+        wait = max(MIN_WAIT_S, LATENCY_FACTOR * max(self._latencies, default=self.settle_s))
+        for actor in live:
+            if actor.part is None and actor.phase is Phase.WAITING and actor.due is not None:
+                wait = max(wait, actor.due - now + TIMER_SLACK_S)
+        return min(wait, self.settle_s)
+
     def _wake_sleepers(self, live: list[Actor]) -> bool:
-        sleepers = [a for a in live if a.part is None and a.phase is Phase.READY
-                    and a.wake_at is not None]
+        sleepers = [a for a in live if a.part is None and a.wake_at is not None]
         if not sleepers:
             return False
         self.virtual_now = min(a.wake_at or 0.0 for a in sleepers)

@@ -25,7 +25,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.ground.schedule.drive import current_actor
+from harness.ground.schedule.driver import current_actor
 from harness.ground.schedule.scheduler import Actor, Part, Scheduler
 
 _tls = threading.local()

@@ -10,8 +10,11 @@ the scheduler's virtual clock.
 
 from __future__ import annotations
 
+import concurrent.futures
 import enum
+import gc
 import types
+from collections.abc import Callable
 from typing import Any
 
 
@@ -64,28 +67,108 @@ def code_has_no_qualname() -> bool:
     return not hasattr(_matches.__code__, "co_qualname")
 
 
-def frames(coro: Any) -> list[types.FrameType]:
-    """The frames of a suspended coroutine's await chain, outermost first."""
-    out: list[types.FrameType] = []
-    obj = coro
+# Objects of an await chain that hide what they wait on (``await obj`` where ``obj.__await__``
+# returns a coroutine's, an async generator's ``asend``): followed through their referents.
+_OPAQUE = ("coroutine_wrapper", "async_generator_asend", "async_generator_athrow")
+
+
+def _next(obj: Any) -> Any:
+    nxt = (getattr(obj, "cr_await", None) or getattr(obj, "gi_yieldfrom", None)
+           or getattr(obj, "ag_await", None))
+    if nxt is None and type(obj).__name__ in _OPAQUE:
+        nxt = next((r for r in gc.get_referents(obj)
+                    if hasattr(r, "cr_frame") or hasattr(r, "ag_frame")), None)
+    return nxt
+
+
+def chain(coro: Any) -> list[Any]:
+    """The objects of a suspended coroutine's await chain, outermost first (the coroutine,
+    the coroutines and generators it awaits, the future at the end)."""
+    out = [coro]
     for _ in range(200):  # a chain deeper than this is not followed further
-        frame = (getattr(obj, "cr_frame", None) or getattr(obj, "gi_frame", None)
-                 or getattr(obj, "ag_frame", None))
-        if frame is not None:
-            out.append(frame)
-        nxt = (getattr(obj, "cr_await", None) or getattr(obj, "gi_yieldfrom", None)
-               or getattr(obj, "ag_await", None))
+        nxt = _next(out[-1])
         if nxt is None:
             break
-        obj = nxt
+        out.append(nxt)
     return out
 
 
-def classify(coro: Any) -> Wait:
-    """What the suspended ``coro`` waits for: the rule of its innermost known frame; EXTERNAL
-    when no frame matches (an unknown wait is waited for, never assumed internal)."""
-    for frame in reversed(frames(coro)):
+def frames(coro: Any) -> list[types.FrameType]:
+    """The frames of a suspended coroutine's await chain, outermost first."""
+    found = (getattr(obj, "cr_frame", None) or getattr(obj, "gi_frame", None)
+             or getattr(obj, "ag_frame", None) for obj in chain(coro))
+    return [frame for frame in found if frame is not None]
+
+
+def _chained(future: Any, actor_task: Callable[[Any], bool]) -> bool:
+    """Whether ``future`` is chained to what only the actors complete: a concurrent future no
+    thread works on (``asyncio.wrap_future`` of one still PENDING, never started by an
+    executor: a signal that code of this process sets, e.g. a predecessor's completion), or an
+    actor's task (``asyncio.shield`` of it). Read from the closures of its callbacks."""
+    for callback, *_ in getattr(future, "_callbacks", None) or ():
+        for cell in getattr(callback, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(value, concurrent.futures.Future):
+                return value._state == "PENDING"  # noqa: SLF001 - no public accessor
+            if actor_task(value):
+                return True
+    return False
+
+
+_TASK_WAITS = ("wait", "_wait", "wait_for", "gather")  # asyncio/tasks.py helpers over tasks
+
+
+def classify(coro: Any, future: Any = None,
+             actor_task: Callable[[Any], bool] = lambda _: False) -> Wait:
+    """What the suspended ``coro`` waits for (``future``: what it yielded): another actor's
+    task (``actor_task`` says which are) or a signal future is INTERNAL; else the rule of its
+    innermost known frame; EXTERNAL when no frame matches (an unknown wait is waited for,
+    never assumed internal)."""
+    objects = chain(coro)
+    awaited = list(getattr(future, "_children", ()) or ()) or [future]  # a gather's children
+    if future is not None and (all(actor_task(t) for t in awaited)
+                               or _chained(future, actor_task)):
+        return Wait.INTERNAL
+    found = (getattr(obj, "cr_frame", None) or getattr(obj, "gi_frame", None)
+             or getattr(obj, "ag_frame", None) for obj in objects)
+    for frame in reversed([f for f in found if f is not None]):
+        if frame.f_code.co_filename.replace("\\", "/").endswith("asyncio/tasks.py") and (
+                frame.f_code.co_name in _TASK_WAITS):
+            tasks = frame.f_locals.get("fs") or frame.f_locals.get("fut")
+            group = list(tasks) if isinstance(tasks, (set, list, tuple)) else [tasks]
+            return Wait.INTERNAL if group and all(actor_task(t) for t in group) else (
+                Wait.EXTERNAL)
         wait = _rule(frame.f_code)
         if wait is not None:
             return wait
     return Wait.EXTERNAL
+
+
+def sleep_frame(coro: Any) -> types.FrameType | None:
+    """The frame of the ``asyncio.sleep`` a suspended coroutine waits in, if it does."""
+    for frame in reversed(frames(coro)):
+        if frame.f_code.co_name == "sleep" and frame.f_code.co_filename.replace(
+                "\\", "/").endswith("asyncio/tasks.py"):
+            return frame
+    return None
+
+
+def timer_delay(coro: Any) -> float | None:
+    """The delay of the ``asyncio.sleep`` a suspended coroutine waits in, if it does."""
+    frame = sleep_frame(coro)
+    delay = frame.f_locals.get("delay") if frame is not None else None
+    return float(delay) if isinstance(delay, (int, float)) else None
+
+
+def take_timer(coro: Any) -> bool:
+    """Cancel the loop timer of the ``asyncio.sleep`` ``coro`` waits in (its handle ``h``),
+    so that the scheduler's virtual clock wakes it instead; whether there was one."""
+    frame = sleep_frame(coro)
+    handle = frame.f_locals.get("h") if frame is not None else None
+    if handle is None or not callable(getattr(handle, "cancel", None)):
+        return False
+    handle.cancel()
+    return True

@@ -10,13 +10,14 @@ then on: a group being torn down is not held back by the schedule.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 from harness.ground.schedule.scheduler import Actor, Scheduler
-from harness.ground.schedule.waits import classify
+from harness.ground.schedule.waits import Wait, classify, take_timer, timer_delay
 
 CURRENT_ACTOR: contextvars.ContextVar[Actor | None] = contextvars.ContextVar(
     "arib_current_actor", default=None)
@@ -45,19 +46,36 @@ def drive(sched: Scheduler, actor: Actor,
             except BaseException as exc:  # noqa: BLE001 - passed on to the coroutine
                 throw = exc
             continue
+        slept = None
         if yielded is not None:  # a future: wait for it as the task would
-            sched.suspended(actor, classify(coro))
-            try:
-                send = yield yielded
-            except BaseException as exc:  # noqa: BLE001 - a cancellation: run free from here
-                sched.set_free(actor)
-                throw = exc
-                continue
+            wait = classify(coro, yielded, sched.is_actor_task)
+            delay = timer_delay(coro) if wait is Wait.TIMER else None
+            if delay is not None and sched.virtual_timers and take_timer(coro):
+                sched.sleep_virtual(actor, delay)  # woken by the virtual clock, not the loop
+                slept = yielded
+            else:
+                sched.suspended(actor, wait, delay)
+                try:
+                    send = yield yielded
+                except BaseException as exc:  # noqa: BLE001 - a cancellation: run free now
+                    sched.set_free(actor)
+                    throw = exc
+                    continue
         try:
             yield from sched.turn(actor)
         except BaseException as exc:  # noqa: BLE001 - cancelled while waiting for its turn
             sched.set_free(actor)
             throw = exc
+        if slept is not None and not slept.done():
+            slept.set_result(None)  # the virtual sleep is over
+
+
+async def _main(sched: Scheduler, actor: Actor, coro: Coroutine[Any, Any, Any]) -> Any:
+    CURRENT_ACTOR.set(actor)
+    try:
+        return await drive(sched, actor, coro)
+    finally:
+        sched.finished(actor)
 
 
 def as_actor(sched: Scheduler, fn: Callable[..., Awaitable[Any]],
@@ -66,15 +84,36 @@ def as_actor(sched: Scheduler, fn: Callable[..., Awaitable[Any]],
     ``drive`` once its task runs."""
     actor = sched.new_actor(label)
 
-    async def main(*args: Any) -> Any:
-        CURRENT_ACTOR.set(actor)
-        try:
-            return await drive(sched, actor, fn(*args))  # type: ignore[arg-type]
-        finally:
-            sched.finished(actor)
+    def main(*args: Any) -> Coroutine[Any, Any, Any]:
+        return _main(sched, actor, fn(*args))  # type: ignore[arg-type]
 
     main.__name__ = main.__qualname__ = f"actor {actor.id}: {label}"
     return main
+
+
+def is_actor_body(coro: Any) -> bool:
+    """Whether ``coro`` is a task actor's body (as ``as_actor`` makes them)."""
+    return getattr(coro, "cr_code", None) is _main.__code__
+
+
+def task_factory(sched: Scheduler, previous: Callable[..., Any] | None) -> Callable[..., Any]:
+    """A loop task factory for a scheduled trial: a task an actor's step creates (a backend
+    that runs part of a call as its own task) is a child actor, numbered when created; every
+    actor's task is known to the scheduler (a wait on it is a wait on the actors)."""
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        parent = CURRENT_ACTOR.get()
+        if (sched.active and parent is not None and not parent.free
+                and asyncio.iscoroutine(coro) and not is_actor_body(coro)):
+            child = sched.new_actor(f"{parent.label}/task")
+            coro = _main(sched, child, coro)
+        task = (previous(loop, coro, **kwargs) if previous is not None
+                else asyncio.Task(coro, loop=loop, **kwargs))
+        if is_actor_body(coro):
+            sched.actor_tasks.add(task)
+        return task
+
+    return factory
 
 
 def current_actor() -> Actor | None:
