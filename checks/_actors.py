@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import functools
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 import anyio
@@ -29,14 +29,15 @@ class ActorGroup:
         self._group = group
         self._sched = active()
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any,
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any,
                    name: str | None = None) -> None:
         """Start ``fn(*args)`` as an actor (``name``: its label in the schedule)."""
         label = name or describe_actor(getattr(fn, "__name__", "actor"), args)
         if self._sched is None:
             self._group.start_soon(fn, *args, name=label)
         else:
-            self._group.start_soon(as_actor(self._sched, fn, label), *args, name=label)
+            self._group.start_soon(as_actor(self._sched, fn, label), *args,  # type: ignore[arg-type]
+                                   name=label)
 
 
 @contextlib.asynccontextmanager

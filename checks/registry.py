@@ -9,8 +9,8 @@ from types import ModuleType
 
 from checks.base import CheckSpec
 from harness.ground.errors import CheckDefinitionError, UnknownNameError
-from harness.ground.schedule import ScheduleError
 from harness.ground.family import active_family
+from harness.ground.schedule import ScheduleError
 
 INFRASTRUCTURE = {"base", "common", "registry"}
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")

@@ -8,8 +8,8 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from harness.ground.errors import ParameterError, UsageError
 from harness.ground.model import ExitCode, MutantStatus, Verdict

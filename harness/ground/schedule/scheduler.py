@@ -69,6 +69,7 @@ class Part:
     escaped: bool = False  # ran past its settle time: runs unscheduled until its next point
     blocked_on: object | None = None
     forced: bool = False  # granted to take a lock the scheduler could not see released
+    held: int = 0  # wrapped locks it holds (no interposition point stops it meanwhile)
 
 
 @dataclass(eq=False)

@@ -30,9 +30,9 @@ class Strategy:
         for key, value in self.params.items():
             low, high = self.ranges.get(key, (0, 1 << 31))
             if key not in self.defaults or not low <= value <= high:
-                raise ScheduleError(
-                    f"strategy {self.name!r} parameter {key}={value!r}: it takes "
-                    f"{', '.join(f'{k} in {lo}..{hi}' for k, (lo, hi) in self.ranges.items()) or 'no parameters'}")
+                takes = ", ".join(f"{k} in {lo}..{hi}" for k, (lo, hi) in self.ranges.items())
+                raise ScheduleError(f"strategy {self.name!r} parameter {key}={value!r}: it "
+                                    f"takes {takes or 'no parameters'}")
         self.rng = random.Random(seed)
 
     def spawned(self, actor: int) -> None:

@@ -44,9 +44,12 @@ def current_part() -> Part | None:
 
 
 def point() -> None:
-    """An interposition point: a thread running as an actor waits here for its turn."""
+    """An interposition point: a thread running as an actor waits here for its turn. Not
+    while it holds a wrapped lock: no other actor can reach what that lock guards, so a
+    switch there would add decisions and no interleaving of the guarded state (a mutant
+    that drops the lock has its points back)."""
     part = current_part()
-    if part is not None:
+    if part is not None and not part.held:
         part.sched.park(part)
 
 
@@ -166,19 +169,25 @@ class SchedLock:
         part = current_part()
         if part is None or part.actor.free or not self._sched.active:
             return bool(self._real.acquire(blocking, timeout))
-        self._sched.park(part)
+        point()
         while True:
             if self._real.acquire(False):
+                part.held += 1
                 return True
             if not blocking:
                 return False
             forced = self._sched.park(part, blocked_on=self)
             if forced or part.actor.free or not self._sched.active:
-                return bool(self._real.acquire(True, timeout))
+                taken = bool(self._real.acquire(True, timeout))
+                part.held += taken
+                return taken
 
     def release(self) -> None:
         """As ``threading.Lock.release``."""
         self._real.release()
+        part = current_part()
+        if part is not None and part.held:
+            part.held -= 1
         self._sched.lock_released(self)
 
     def locked(self) -> bool:
