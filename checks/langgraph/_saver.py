@@ -7,8 +7,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import anyio.to_thread
-
+from checks._actors import to_thread
 from targets.base import Handle, NotApplicable
 from targets.langgraph.lanes import api_of, kind_of, latest_only
 
@@ -77,9 +76,8 @@ def make_checkpoint(saver: Any, seed: int, step: int, values: Mapping[str, Any],
 
 
 async def _served_call(obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    if api_of(obj) == "sync":
-        return await anyio.to_thread.run_sync(
-            functools.partial(getattr(obj, method), *args, **kwargs))
+    if api_of(obj) == "sync":  # a hand-off: under a scheduled trial, as the calling actor
+        return await to_thread(functools.partial(getattr(obj, method), *args, **kwargs))
     return await getattr(obj, f"a{method}")(*args, **kwargs)
 
 
@@ -97,7 +95,7 @@ async def store_call(store: Any, method: str, *args: Any, **kwargs: Any) -> Any:
 async def listing(saver: Any, cfg: Any, **kwargs: Any) -> list[Any]:
     """Every tuple ``list``/``alist`` gives for ``cfg``, in the order given."""
     if api_of(saver_of(saver)) == "sync":
-        return await anyio.to_thread.run_sync(lambda: list(saver.list(cfg, **kwargs)))
+        return await to_thread(lambda: list(saver.list(cfg, **kwargs)))
     return [item async for item in saver.alist(cfg, **kwargs)]
 
 

@@ -14,9 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio.to_thread
-
 from checks import _forked
+from checks._actors import to_thread
 from checks.base import NotApplicable, TrialContext, describe
 from checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
@@ -49,7 +48,7 @@ async def run_setup(saver: Any) -> bool:
     if inspect.iscoroutinefunction(setup):
         await setup()
     else:
-        await anyio.to_thread.run_sync(setup)
+        await to_thread(setup)
     return True
 
 

@@ -13,14 +13,14 @@ on one counter; then a fresh instance (where one can open the store) lists T and
 - an op on T that overlapped the delete may be there or not, but not half of it;
 - every op on U is there, and nothing is read back that no op put (foreign).
 
-Tasks on async lanes, threads on sync lanes (both halves: even trials tasks, odd threads).
+Tasks on async lanes, threads on sync lanes (both halves: even trials tasks, odd threads),
+under the trial's seeded scheduler; a sync deleter's delay is counted in interposition points.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import time
 from typing import Any
 
 import anyio
@@ -30,10 +30,13 @@ from checks.base import (
     CheckSpec,
     NotApplicable,
     Param,
+    SchedulePlan,
     Selector,
     TrialContext,
+    actors,
     describe,
     race_threads,
+    thread_point,
 )
 from checks.common import trials_param
 from checks.langgraph._contract import reader_of
@@ -81,20 +84,22 @@ async def _race(saver: Any, mode: str, delay: int, thread: str, lanes: dict[str,
                 stamp(f"{name}{n}", start)
                 await anyio.sleep(0)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(deleter)
+        async with actors() as group:
+            group.start_soon(deleter, name="deleter")
             for name in lanes:
-                tg.start_soon(writer, name)
+                group.start_soon(writer, name, name=f"writer {name}")
         return
 
     def sync_deleter() -> None:
-        time.sleep(delay / 2000)
+        for _ in range(delay):
+            thread_point()
         start = next(clock)
         saver.delete_thread(thread)
         stamp("delete", start)
 
     def sync_writer(name: str) -> None:
         for n, op in enumerate(lanes[name], start=first):
+            thread_point()
             start = next(clock)
             op.run_sync(saver)
             stamp(f"{name}{n}", start)
@@ -227,4 +232,6 @@ CHECK = CheckSpec(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.adelete_thread", "early_return"),
     ),
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", timers="virtual"),
 )

@@ -321,13 +321,17 @@ class Scheduler:
                 ready, controlled = found
                 step = len(self.decisions) + 1
                 pick = self.strategy.choose(ready, step)
+                parked = [a for a in ready if self.actors[a].part is not None]
+                others = self.strategy.together(parked, pick, step) if parked else ()
                 with self._mutex:
                     self.virtual_now += VIRTUAL_STEP_S
-                    controlled = controlled and not self._uncontrolled_since
+                    controlled = controlled and not self._uncontrolled_since and not others
                     self._uncontrolled_since = False
-                    self.decisions.append(Decision((pick,), controlled))
+                    self.decisions.append(Decision((pick, *others), controlled))
                     self.ready_sets.append(tuple(ready))
                     self._grant(self.actors[pick])
+                    for other in others:  # they run too, from now to their next point
+                        self._release_part(self.actors[other])
                 if len(self.decisions) >= MAX_DECISIONS:
                     self.active = False
                     self._release_all()
@@ -338,6 +342,13 @@ class Scheduler:
             self.failure = exc
             self.active = False
             self._release_all()
+
+    def _release_part(self, actor: Actor) -> None:
+        part = actor.part
+        assert part is not None
+        part.phase = PartPhase.RUNNING
+        part.since = time.monotonic()
+        part.grant.set()
 
     def _grant(self, actor: Actor) -> None:
         self._holder = actor

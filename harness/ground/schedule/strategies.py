@@ -47,14 +47,31 @@ class Strategy:
         replay's recorded actor), so the scheduler waits for it; None: no such wish."""
         return None
 
+    def together(self, parked: Sequence[int], pick: int, step: int) -> tuple[int, ...]:
+        """Thread actors to release at once with ``pick`` (``parked``: the thread actors
+        ready at this decision, ``pick`` among them): they then race for real, in the C code
+        no interposition point divides (an uncontrolled decision). None by default."""
+        return ()
+
 
 class RandomWalk(Strategy):
-    """Uniform among the ready actors at every decision."""
+    """Uniform among the ready actors at every decision; with ``g`` > 0, a decision that
+    picks a thread actor releases every parked thread actor with it in ``g`` percent of the
+    decisions where two or more are parked (races inside one C call: a shared sqlite3
+    connection without its lock)."""
 
     name = "random"
+    defaults = {"g": 0}
+    ranges = {"g": (0, 100)}
 
     def choose(self, ready: Sequence[int], step: int) -> int:
         return ready[self.rng.randrange(len(ready))]
+
+    def together(self, parked: Sequence[int], pick: int, step: int) -> tuple[int, ...]:
+        g = self.params["g"]
+        if g and len(parked) > 1 and pick in parked and self.rng.randrange(100) < g:
+            return tuple(a for a in parked if a != pick)
+        return ()
 
 
 class PCT(Strategy):
@@ -136,6 +153,14 @@ class Replay(Strategy):
         if step <= len(self.recorded.decisions):
             return self.recorded.decisions[step - 1].actor
         return None
+
+    def together(self, parked: Sequence[int], pick: int, step: int) -> tuple[int, ...]:
+        if step <= len(self.recorded.decisions):
+            group = self.recorded.decisions[step - 1].actors
+            if group[0] == pick and all(a in parked for a in group):
+                return group[1:]
+            return ()
+        return self.fallback.together(parked, pick, step)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {s.name: s for s in (RandomWalk, PCT, Exhaustive)}

@@ -212,13 +212,25 @@ def adopt(sched: Scheduler, obj: Any, depth: int = 2) -> int:
     return _adopt(sched, obj, depth, set())
 
 
+def _attributes(obj: Any) -> list[tuple[str, Any]]:
+    """An object's attributes: its ``__dict__`` and the ``__slots__`` of its classes."""
+    found = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in found and not name.startswith("__"):
+                with contextlib.suppress(AttributeError):
+                    found[name] = getattr(obj, name)
+    return list(found.items())
+
+
 def _adopt(sched: Scheduler, obj: Any, depth: int, seen: set[int]) -> int:
-    if id(obj) in seen or not hasattr(obj, "__dict__") or isinstance(
-            obj, (type, types.ModuleType, types.FunctionType, types.MethodType)):
+    if id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType,
+                                           types.MethodType, str, bytes, int, float)):
         return 0
     seen.add(id(obj))
     wrapped = 0
-    for name, value in list(vars(obj).items()):
+    for name, value in _attributes(obj):
         if isinstance(value, _LOCK_TYPES):
             with contextlib.suppress(AttributeError, TypeError):
                 setattr(obj, name, SchedLock(sched, value))
