@@ -16,6 +16,7 @@ from typing import Any
 
 from checks import _forked
 from checks._actors import to_thread
+from harness.ground.schedule import Scheduler, active
 from checks.base import NotApplicable, TrialContext, describe
 from checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
@@ -98,9 +99,10 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
 
 async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                 workers: list[_forked.Worker], setup_at_go: bool = False,
-                lockstep: bool = False) -> list[str]:
+                lockstep: bool = False, hold: bool = False) -> list[str]:
     """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
-    until each is ready and release them together; what went wrong opening, per writer.
+    until each is ready and release them together (``hold``: release none; the scheduler
+    releases each op); what went wrong opening, per writer.
     Raises NotApplicable when a writer finds the store private to its instance."""
     problems: list[str] = []
     for w, thread in names:
@@ -116,7 +118,8 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
         if "ready" not in message:
             problems.append(f"{worker.name} could not open the store: "
                             f"{message.get('open_error', 'no answer')}")
-    _forked.send_go(workers, time.monotonic() + 0.05)
+    if not hold:
+        _forked.send_go(workers, time.monotonic() + 0.05)
     return problems
 
 
@@ -171,6 +174,30 @@ async def collect(ctx: TrialContext, workers: list[_forked.Worker],
             problems.append(f"{worker.name} stopped after {len(outcome.acked)} acks")
 
 
+async def collect_scheduled(ctx: TrialContext, workers: list[_forked.Worker],
+                            names: list[tuple[int, str]], outcomes: dict[int, Outcome],
+                            problems: list[str], timeout_s: float, sched: Scheduler,
+                            ops: int) -> None:
+    """Release the writers' ops one at a time in the order the trial's scheduler picks (each
+    waits for a go before every op), each after the last one's acknowledgement: every
+    decision controlled, and a replay releases them in the same order."""
+    deadline = time.monotonic() + timeout_s
+    writers = {sched.new_process(f"writer {w}").id: (outcomes[w], worker)
+               for (w, _), worker in zip(names, workers, strict=True)}
+    while time.monotonic() < deadline:
+        live = [actor for actor, (outcome, _) in writers.items()
+                if not outcome.over and len(outcome.acked) < ops]
+        if not live:
+            break
+        outcome, worker = writers[sched.decide(live)]
+        _forked.send_go([worker], time.monotonic())
+        await _read(ctx, worker, outcome, deadline, until=len(outcome.acked))
+    for outcome, worker in writers.values():
+        await _read(ctx, worker, outcome, deadline)  # its "finished"
+        if not outcome.over:
+            problems.append(f"{worker.name} stopped after {len(outcome.acked)} acks")
+
+
 def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: int,
            outcomes: dict[int, Outcome], problems: list[str], seen: Seen,
            failed: str, clean: str) -> Trial:
@@ -193,10 +220,12 @@ def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: i
 
 async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                          timeout_s: float, failed: str, clean: str,
-                         setup_at_go: bool = False, lockstep: bool = False) -> Trial:
+                         setup_at_go: bool = False, lockstep: bool = False,
+                         scheduled: bool = False) -> Trial:
     """Fork one writer per (writer, thread), release them together (``lockstep``: each op
-    of all of them together), collect what they acknowledged, reap them; then a fresh
-    instance lists every thread and ``judged`` judges.
+    of all of them together; ``scheduled``: one op at a time in the trial scheduler's order,
+    else, under a scheduler, recorded as one uncontrolled release of all), collect what they
+    acknowledged, reap them; then a fresh instance lists every thread and ``judged`` judges.
     Abstains on a store lane, from the lane's kind (opening the store here to ask its object,
     as ``saver_of`` does, would create the store before the writers fork)."""
     if KIND.get(ctx.target.name) == "store":
@@ -204,10 +233,21 @@ async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps:
                             f"a checkpointer: these forked writers put checkpoints")
     outcomes = {w: Outcome() for w, _ in names}
     workers: list[_forked.Worker] = []
+    sched = active()
+    scheduled = scheduled and sched is not None
     try:
-        problems = await start(ctx, names, steps, workers, setup_at_go, lockstep)
-        await collect(ctx, workers, names, outcomes, problems, timeout_s,
-                      plan_length(steps) if lockstep else 0)
+        problems = await start(ctx, names, steps, workers, setup_at_go, lockstep or scheduled,
+                               hold=scheduled)
+        if scheduled:
+            assert sched is not None
+            await collect_scheduled(ctx, workers, names, outcomes, problems, timeout_s, sched,
+                                    plan_length(steps))
+        else:
+            if sched is not None:
+                sched.released_together([sched.new_process(f"writer {w}").id
+                                         for w, _ in names])
+            await collect(ctx, workers, names, outcomes, problems, timeout_s,
+                          plan_length(steps) if lockstep else 0)
     finally:
         _forked.reap(workers)
     for w, _ in names:

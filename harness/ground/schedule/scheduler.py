@@ -79,6 +79,7 @@ class Actor:
     id: int
     label: str
     thread: bool = False
+    process: bool = False  # a forked process its check releases op by op (``decide``)
     phase: Phase = Phase.NEW
     wait: Wait = Wait.NONE
     turn: asyncio.Future[None] | None = None
@@ -157,6 +158,31 @@ class Scheduler:
             self._bump()
         self._ensure_conductor()
         return actor
+
+    def new_process(self, label: str) -> Actor:
+        """Register a forked writer process as an actor (numbered in start order); its check
+        releases it op by op with ``decide`` (the conductor does not run it)."""
+        with self._mutex:
+            actor = Actor(len(self.actors), label, process=True)
+            self.actors.append(actor)
+            self.strategy.spawned(actor.id)
+            return actor
+
+    def decide(self, ready: list[int]) -> int:
+        """A decision among process actors ``ready`` (each waiting for its next op to be
+        released, one at a time: controlled); the actor to release."""
+        with self._mutex:
+            step = len(self.decisions) + 1
+            pick = self.strategy.choose(sorted(ready), step)
+            self.decisions.append(Decision((pick,)))
+            self.ready_sets.append(tuple(sorted(ready)))
+            return pick
+
+    def released_together(self, actors: list[int]) -> None:
+        """Record that ``actors`` were released at once to run free (uncontrolled)."""
+        with self._mutex:
+            self.decisions.append(Decision(tuple(actors), controlled=False))
+            self.ready_sets.append(tuple(sorted(actors)))
 
     def turn(self, actor: Actor) -> asyncio.Future[None]:
         """The future an actor whose awaited thing is done waits on for its turn."""
@@ -411,7 +437,8 @@ class Scheduler:
                 await asyncio.sleep(0)
                 continue
             with self._mutex:
-                live = [a for a in self.actors if not a.free and a.phase is not Phase.DONE]
+                live = [a for a in self.actors
+                        if not a.free and not a.process and a.phase is not Phase.DONE]
                 if not live:
                     return None
                 ready = [a.id for a in live if self._ready(a)]
