@@ -16,10 +16,10 @@ from typing import Any
 
 from checks import _forked
 from checks._actors import to_thread
-from harness.ground.schedule import Scheduler, active
 from checks.base import NotApplicable, TrialContext, describe
 from checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
+from harness.ground.schedule import Scheduler, active
 from targets.langgraph.lanes import KIND
 
 READY_TIMEOUT_S = 20.0
