@@ -1,15 +1,15 @@
 """ARIB-LGCONC-002: checkpoints and writes put by several processes at once are all read back.
 
-``processes`` writer processes are forked before anything is open on the store; each opens
-its own saver on the trial's store (the lane's builder) and puts ``steps`` checkpoints on
-thread ``w % threads`` (each a child of its previous) and a task's writes to each,
-acknowledging every op to this process. Even trials release the ops one at a time in the order of the trial's seeded
-scheduler (each after the previous one's acknowledgement: every decision controlled, so a
-replay releases them in the same order); odd trials release every writer at one instant and
-let them run free, as they come (one uncontrolled decision). After every writer finished
-(or stopped), a fresh instance lists every thread: every acknowledged checkpoint with its
-values, every acknowledged write on its checkpoint, nothing foreign. A lane whose store lives
-in one instance's memory abstains (the writers find it on their instance).
+``processes`` writer processes are forked before anything is open on the store; each opens its
+own saver on the trial's store (the lane's builder) and puts ``steps`` checkpoints on thread
+``w % threads`` (each a child of its previous) and a task's writes to each, acknowledging every
+op to this process. Even trials release the ops one at a time in the order of the trial's
+seeded scheduler (each after the previous one's acknowledgement: every decision controlled, so
+a replay releases them in the same order); odd trials release every writer at one instant and
+let them run free, as they come (one uncontrolled decision). After every writer finished (or
+stopped), a fresh instance lists every thread: every acknowledged checkpoint with its values,
+every acknowledged write on its checkpoint, nothing foreign. A lane whose store lives in one
+instance's memory abstains (the writers find it on their instance).
 """
 
 from __future__ import annotations
