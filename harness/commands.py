@@ -313,20 +313,32 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     opts = RunOptions(params=check.resolve_params(params.get(check.id)), run_seed=args.seed,
                       loop=_check_loop(args.loop),
                       trial_seeds=tuple(args.trial_seed) if args.trial_seed else None,
-                      schedule=_replayed_schedule(args, check))
+                      schedule=_replayed_schedule(args, check),
+                      first_index=_trial_index(args))
     if args.repeat is not None and args.repeat < 1:
         raise UsageError(f"--repeat {args.repeat!r}: the rule: at least 1 run; fix: --repeat 10")
     return check, lane, mutant, opts
 
 
+def _trial_index(args: argparse.Namespace) -> int:
+    """``run --trial-index``: with exactly one ``--trial-seed``, at least 0."""
+    index = int(args.trial_index or 0)
+    if index and (index < 0 or not args.trial_seed or len(args.trial_seed) != 1):
+        raise UsageError(f"--trial-index {index!r}: the rule: a trial index of 0 or more, with "
+                         f"exactly one --trial-seed; fix: copy the replay command a finding "
+                         f"printed")
+    return index
+
+
 def _replayed_schedule(args: argparse.Namespace, check: Any) -> Any:
     """The parsed ``--schedule`` of ``run``, refused (exit 2, one line) when it does not
     parse or cannot apply: a check that starts no actors, or not exactly one trial seed."""
-    from harness.ground.schedule import parse_argument
+    from harness.ground.schedule import make, parse_argument
 
     if args.schedule is None:
         return None
     schedule = parse_argument(args.schedule)
+    make(schedule.strategy, schedule.seed, schedule.params)  # its strategy and parameters
     if not check.concurrent:
         raise UsageError(f"--schedule given to `run --check {check.id}`: the rule: only a "
                          f"concurrent check's trial has a schedule, and {check.id} starts no "

@@ -97,6 +97,9 @@ class RunOptions:
     verify_claims: bool = True
     # A recorded schedule to replay (with one trial seed): the run follows its decisions.
     schedule: Schedule | None = None
+    # The index of the first trial (a replay of trial 3 runs as trial 3: a check may choose
+    # its mode by index, e.g. tasks on even trials and threads on odd ones).
+    first_index: int = 0
 
     def seeds(self, check: CheckSpec, target: TargetSpec) -> tuple[int, ...]:
         """The trial seeds: the explicit ones, else one derived per trial from the run seed."""
@@ -108,11 +111,14 @@ class RunOptions:
 
 def replay_command(
     check: CheckSpec, target: TargetSpec, seed: int, opts: RunOptions, mutant: MutantSpec | None,
-    schedule: str | None = None,
+    schedule: str | None = None, index: int = 0,
 ) -> str:
-    """The command that reruns exactly one trial with this seed (and this schedule)."""
+    """The command that reruns exactly one trial with this seed (as trial ``index``, and
+    with this schedule)."""
     words = ["python", "-m", "harness", "run", "--check", check.id, "--lane", target.name,
              "--trial-seed", str(seed)]
+    if index:
+        words += ["--trial-index", str(index)]
     if schedule is not None:
         words += ["--schedule", schedule]
     for name, value in sorted(opts.params.items()):
@@ -202,7 +208,8 @@ def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Se
         samples=tuple(samples),
         modes=dict(sorted(Counter(t.mode or "-" for t in trials).items())),
         replay=replay_command(check, target, first.seed, opts, mutant,
-                              schedule["text"] if schedule else None) if first else None,
+                              schedule["text"] if schedule else None,
+                              first.index) if first else None,
         ops=first.ops if first else (),
         schedule=schedule,
         control=control,
@@ -300,7 +307,7 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
     trials: list[Trial] = []
     old_interval = sys.getswitchinterval()
     planner = TrialPlanner(check.schedule, opts.schedule) if check.concurrent else None
-    for index, seed in enumerate(seeds):
+    for index, seed in enumerate(seeds, start=opts.first_index):
         if planner is not None and planner.same_seed:
             seed = seeds[0]  # an enumeration: one program, a new schedule every trial
         sched = planner.scheduler(seed) if planner is not None else None
