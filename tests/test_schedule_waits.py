@@ -82,7 +82,7 @@ def test_a_wait_on_an_actors_task_is_internal() -> None:
         other = asyncio.ensure_future(asyncio.sleep(5))
         waits = []
         for awaiting in (lambda: other, lambda: asyncio.shield(other)):
-            async def waiter() -> None:
+            async def waiter(awaiting: Callable[[], Any] = awaiting) -> None:
                 await awaiting()
 
             coro = waiter()

@@ -240,39 +240,31 @@ def _adopt(sched: Scheduler, obj: Any, depth: int, seen: set[int]) -> int:
     return wrapped
 
 
-class PointCursor(sqlite3.Cursor):
-    """A cursor whose statements are interposition points."""
+class _StatementPoints:
+    """Statements as interposition points (mixed into a sqlite3 cursor and connection)."""
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
         point()
-        return super().execute(*args, **kwargs)
+        return super().execute(*args, **kwargs)  # type: ignore[misc]
 
     def executemany(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
         point()
-        return super().executemany(*args, **kwargs)
+        return super().executemany(*args, **kwargs)  # type: ignore[misc]
 
     def executescript(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
         point()
-        return super().executescript(*args, **kwargs)
+        return super().executescript(*args, **kwargs)  # type: ignore[misc]
 
 
-class PointConnection(sqlite3.Connection):
+class PointCursor(_StatementPoints, sqlite3.Cursor):
+    """A cursor whose statements are interposition points."""
+
+
+class PointConnection(_StatementPoints, sqlite3.Connection):
     """A connection whose statements, commits and rollbacks are interposition points."""
 
     def cursor(self, factory: Any = None) -> Any:  # type: ignore[override]  # noqa: D102
         return super().cursor(factory or PointCursor)
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
-        point()
-        return super().execute(*args, **kwargs)
-
-    def executemany(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
-        point()
-        return super().executemany(*args, **kwargs)
-
-    def executescript(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
-        point()
-        return super().executescript(*args, **kwargs)
 
     def commit(self) -> None:  # noqa: D102
         point()
