@@ -84,5 +84,5 @@ CHECK = CheckSpec(
     requires_terminal_close=True,
     timeout_s=60.0,
     concurrent=True,
-    schedule=SchedulePlan("random", timers="virtual"),
+    schedule=SchedulePlan("random", {"w": 75}, timers="virtual"),
 )

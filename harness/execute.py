@@ -310,7 +310,7 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
     for index, seed in enumerate(seeds, start=opts.first_index):
         if planner is not None and planner.same_seed:
             seed = seeds[0]  # an enumeration: one program, a new schedule every trial
-        sched = planner.scheduler(seed) if planner is not None else None
+        sched = planner.scheduler(seed, index) if planner is not None else None
         root = workdir / f"trial-{index}"
         root.mkdir()
         ctx = TrialContext(target, BuildContext(root, f"arib-{seed:x}", dict(opts.services)),

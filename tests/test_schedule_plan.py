@@ -115,17 +115,17 @@ def test_an_enumeration_runs_one_seed_and_stops_when_exhausted() -> None:
 
 def test_pct_learns_its_step_estimate_from_the_previous_trial() -> None:
     planner = TrialPlanner(SchedulePlan("pct", {"d": 3}))
-    first = planner.scheduler(1)
+    first = planner.scheduler(1, index=1)
     assert first.strategy.params["k"] == 50
     first.decisions.extend([Decision((0,))] * 7)
     planner.done(first)
-    assert planner.scheduler(2).strategy.params["k"] == 7
+    assert planner.scheduler(2, index=2).strategy.params["k"] == 7
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--schedule", "random.s1:0?", "--trial-seed", "1"], "does not parse at character 11"),
     (["--schedule", "random.s1:01"], "give exactly one --trial-seed"),
-    (["--schedule", "fifo.s1:01", "--trial-seed", "1"], "unknown schedule strategy 'fifo'"),
+    (["--schedule", "lifo.s1:01", "--trial-seed", "1"], "unknown schedule strategy 'lifo'"),
 ])
 def test_run_refuses_a_bad_schedule_in_one_line_exit_2(capsys: pytest.CaptureFixture[str],
                                                         argv: list[str], needle: str) -> None:

@@ -207,3 +207,28 @@ def test_a_timeout_cancels_actors_waiting_for_their_turn() -> None:
         return scope.cancelled_caught
 
     assert run(body, make("random", 1))[0] is True
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_fifo_is_the_loops_own_order(loop: str) -> None:
+    async def plain() -> tuple[int, list[str]]:
+        state = {"n": 0}
+        log: list[str] = []
+
+        async def writer(w: int) -> None:
+            for _ in range(2):
+                seen = state["n"]
+                log.append(f"w{w} read {seen}")
+                await asyncio.sleep(0)
+                state["n"] = seen + 1
+                log.append(f"w{w} wrote {seen + 1}")
+
+        async with anyio.create_task_group() as tg:
+            for w in range(3):
+                tg.start_soon(writer, w)
+        return state["n"], log
+
+    options = {"use_uvloop": True} if loop == "uvloop" else {}
+    unscheduled = anyio.run(plain, backend="asyncio", backend_options=options)
+    scheduled, schedule = run(lost_update, make("fifo", 1), loop)
+    assert scheduled == unscheduled and schedule.uncontrolled == 0

@@ -60,13 +60,13 @@ def test_pct_with_depth_one_never_preempts() -> None:
 
 
 def test_unknown_strategy_and_bad_parameters_are_refused() -> None:
-    with pytest.raises(ScheduleError, match="unknown schedule strategy 'fifo'"):
-        make("fifo", 1)
+    with pytest.raises(ScheduleError, match="unknown schedule strategy 'lifo'"):
+        make("lifo", 1)
     with pytest.raises(ScheduleError, match="d in 1..16"):
         make("pct", 1, {"d": 0})
     with pytest.raises(ScheduleError, match="'random' parameter x"):
         make("random", 1, {"x": 1})
-    assert set(STRATEGIES) == {"random", "pct", "dfs"}
+    assert set(STRATEGIES) == {"random", "fifo", "pct", "dfs"}
 
 
 def toy_tree(prefix_choose: object, lengths: tuple[int, ...]) -> tuple[list[Decision],

@@ -28,11 +28,16 @@ class SchedulePlan:
     params: Mapping[str, int] = field(default_factory=dict)
     settle_s: float = SETTLE_S
     timers: str = "none"
+    # The strategy of each run's first trial: by default the loop's own order, so that the
+    # interleaving a check was written against is always among its trials ("": ``strategy``).
+    first: str = "fifo"
 
     def validate(self, owner: str) -> None:
         """ScheduleError naming ``owner`` when the strategy or a parameter is unknown."""
         try:
             make(self.strategy, 0, self.params)
+            if self.first:
+                make(self.first, 0)
         except ScheduleError as exc:
             raise ScheduleError(f"{owner}: {exc}") from None
         if self.timers not in ("virtual", "real", "none"):
@@ -42,7 +47,7 @@ class SchedulePlan:
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this plan."""
         return {"strategy": self.strategy, "params": dict(self.params),
-                "settle_s": self.settle_s, "timers": self.timers}
+                "settle_s": self.settle_s, "timers": self.timers, "first": self.first}
 
 
 class TrialPlanner:
@@ -65,13 +70,15 @@ class TrialPlanner:
         """Every schedule of an enumeration was explored."""
         return self.explorer is not None and self.explorer.exhausted
 
-    def scheduler(self, seed: int) -> Scheduler:
-        """A scheduler for the next trial, seeded with ``seed``."""
+    def scheduler(self, seed: int, index: int = 0) -> Scheduler:
+        """A scheduler for trial ``index``, seeded with ``seed``."""
         strategy: Strategy
         if self.replay is not None:
             strategy = Replay(self.replay)
         elif self.explorer is not None:
             strategy = self.explorer.strategy(seed)
+        elif index == 0 and self.plan.first:
+            strategy = make(self.plan.first, seed)
         else:
             params = dict(self.plan.params)
             if self.plan.strategy == "pct" and self._steps:

@@ -134,7 +134,7 @@ class Schedule:
             if not m:
                 raise _refuse(text, f"head parameter {word!r} is not a letter and a number")
             key, value = m.groups()
-            if key == "s":
+            if key == "s":  # the seed; no strategy has a parameter named s
                 seed = int(value, 16)
             elif value.isdigit():
                 params[key] = int(value)

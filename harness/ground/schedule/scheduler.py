@@ -85,6 +85,7 @@ class Actor:
     turn: asyncio.Future[None] | None = None
     part: Part | None = None
     free: bool = False  # cancelled or released: no longer scheduled
+    ready_seq: int = 0  # when it last became ready (a counter): the loop's own order
     wake_at: float | None = None  # virtual time it sleeps until
     since: float = 0.0  # when it began its current wait (monotonic)
     epoch: int = 0  # decisions taken when it began it
@@ -116,6 +117,7 @@ class Scheduler:
         self.active = False
         self.actor_tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         self._latencies: collections.deque[float] = collections.deque(maxlen=32)
+        self._seq = 0
 
     # -- life ------------------------------------------------------------------------------
 
@@ -199,6 +201,7 @@ class Scheduler:
                 # that another actor's step had to unblock first says nothing of that)
                 self._latencies.append(time.monotonic() - actor.since)
             actor.phase = Phase.READY
+            actor.ready_seq = self._next_seq()
             if self._holder is actor:
                 self._holder = None
             self._bump()
@@ -263,6 +266,7 @@ class Scheduler:
                 return True
             part.phase = PartPhase.BLOCKED if blocked_on is not None else PartPhase.PARKED
             part.blocked_on = blocked_on
+            part.actor.ready_seq = self._next_seq()
             part.escaped = part.forced = False
             part.grant.clear()
             if self._holder is part.actor:
@@ -293,6 +297,7 @@ class Scheduler:
                 if part is not None and part.blocked_on is lock:
                     part.phase = PartPhase.PARKED
                     part.blocked_on = None
+                    actor.ready_seq = self._next_seq()
             self._bump()
 
     def uncontrolled(self) -> None:
@@ -302,6 +307,10 @@ class Scheduler:
             self._uncontrolled_since = True
 
     # -- deciding ---------------------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
 
     def _bump(self) -> None:
         self._version += 1
@@ -346,7 +355,8 @@ class Scheduler:
                     return
                 ready, controlled = found
                 step = len(self.decisions) + 1
-                pick = self.strategy.choose(ready, step)
+                order = sorted(ready, key=lambda a: self.actors[a].ready_seq)
+                pick = self.strategy.choose(ready, step, order)
                 parked = [a for a in ready if self.actors[a].part is not None]
                 others = self.strategy.together(parked, pick, step) if parked else ()
                 with self._mutex:

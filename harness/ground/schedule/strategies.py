@@ -29,6 +29,8 @@ class Strategy:
         self.params = {**self.defaults, **(params or {})}
         for key, value in self.params.items():
             low, high = self.ranges.get(key, (0, 1 << 31))
+            if key == "s":  # the text form's seed
+                raise ScheduleError(f"strategy {self.name!r}: no parameter may be named 's'")
             if key not in self.defaults or not low <= value <= high:
                 takes = ", ".join(f"{k} in {lo}..{hi}" for k, (lo, hi) in self.ranges.items())
                 raise ScheduleError(f"strategy {self.name!r} parameter {key}={value!r}: it "
@@ -38,8 +40,10 @@ class Strategy:
     def spawned(self, actor: int) -> None:
         """A new actor started (numbered in start order)."""
 
-    def choose(self, ready: Sequence[int], step: int) -> int:
-        """The actor to release now, one of ``ready`` (sorted, never empty)."""
+    def choose(self, ready: Sequence[int], step: int,
+               order: Sequence[int] | None = None) -> int:
+        """The actor to release now, one of ``ready`` (sorted, never empty); ``order``: the
+        same actors in the order they became ready, oldest first."""
         raise NotImplementedError
 
     def wanted(self, step: int) -> int | None:
@@ -55,23 +59,46 @@ class Strategy:
 
 
 class RandomWalk(Strategy):
-    """Uniform among the ready actors at every decision; with ``g`` > 0, a decision that
-    picks a thread actor releases every parked thread actor with it in ``g`` percent of the
-    decisions where two or more are parked (races inside one C call: a shared sqlite3
-    connection without its lock)."""
+    """Uniform among the ready actors at every decision; with ``w`` > 0, in ``w`` percent of
+    the decisions uniform among those other than the last one released (when there are):
+    schedules that switch often, where a check-then-act race is one switch at every await;
+    with ``g`` > 0, a decision that picks a thread actor releases every parked thread actor
+    with it in ``g`` percent of the decisions where two or more are parked (races inside one
+    C call: a shared sqlite3 connection without its lock)."""
 
     name = "random"
-    defaults = {"g": 0}
-    ranges = {"g": (0, 100)}
+    defaults = {"g": 0, "w": 0}
+    ranges = {"g": (0, 100), "w": (0, 100)}
 
-    def choose(self, ready: Sequence[int], step: int) -> int:
-        return ready[self.rng.randrange(len(ready))]
+    def __init__(self, seed: int, params: Mapping[str, int] | None = None) -> None:
+        super().__init__(seed, params)
+        self.last: int | None = None
+
+    def choose(self, ready: Sequence[int], step: int,
+               order: Sequence[int] | None = None) -> int:
+        pool = ready
+        if self.params["w"] and self.rng.randrange(100) < self.params["w"]:
+            pool = [a for a in ready if a != self.last] or ready
+        self.last = pool[self.rng.randrange(len(pool))]
+        return self.last
 
     def together(self, parked: Sequence[int], pick: int, step: int) -> tuple[int, ...]:
         g = self.params["g"]
         if g and len(parked) > 1 and pick in parked and self.rng.randrange(100) < g:
             return tuple(a for a in parked if a != pick)
         return ()
+
+
+class Fifo(Strategy):
+    """The event loop's own order: the actor that became ready first goes first (what an
+    unscheduled trial of a pure-asyncio lane does); a concurrent check's first trial runs it
+    by default, so that the order a check was written against is always among its trials."""
+
+    name = "fifo"
+
+    def choose(self, ready: Sequence[int], step: int,
+               order: Sequence[int] | None = None) -> int:
+        return order[0] if order else ready[0]
 
 
 class PCT(Strategy):
@@ -95,7 +122,8 @@ class PCT(Strategy):
     def spawned(self, actor: int) -> None:
         self.priority[actor] = self.params["d"] + self.rng.random()
 
-    def choose(self, ready: Sequence[int], step: int) -> int:
+    def choose(self, ready: Sequence[int], step: int,
+               order: Sequence[int] | None = None) -> int:
         pick = max(ready, key=lambda a: self.priority.setdefault(a, self.params["d"]))
         if step in self.change:
             self.priority[pick] = self.params["d"] - self.change[step]
@@ -116,7 +144,8 @@ class Exhaustive(Strategy):
         super().__init__(seed, params)
         self.prefix = tuple(prefix)
 
-    def choose(self, ready: Sequence[int], step: int) -> int:
+    def choose(self, ready: Sequence[int], step: int,
+               order: Sequence[int] | None = None) -> int:
         if step <= len(self.prefix) and self.prefix[step - 1] in ready:
             return self.prefix[step - 1]
         return ready[0]
@@ -141,8 +170,9 @@ class Replay(Strategy):
     def spawned(self, actor: int) -> None:
         self.fallback.spawned(actor)
 
-    def choose(self, ready: Sequence[int], step: int) -> int:
-        fallback = self.fallback.choose(ready, step)  # keeps its random stream in step
+    def choose(self, ready: Sequence[int], step: int,
+               order: Sequence[int] | None = None) -> int:
+        fallback = self.fallback.choose(ready, step, order)  # keeps its stream in step
         want = self.wanted(step)
         if want is not None and want in ready:
             return want
@@ -163,7 +193,8 @@ class Replay(Strategy):
         return self.fallback.together(parked, pick, step)
 
 
-STRATEGIES: dict[str, type[Strategy]] = {s.name: s for s in (RandomWalk, PCT, Exhaustive)}
+STRATEGIES: dict[str, type[Strategy]] = {
+    s.name: s for s in (RandomWalk, Fifo, PCT, Exhaustive)}
 
 
 def make(name: str, seed: int, params: Mapping[str, int] | None = None) -> Strategy:
