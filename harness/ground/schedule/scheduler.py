@@ -458,11 +458,10 @@ class Scheduler:
                 # another actor's step must unblock it first (a database lock it holds).
                 # The next decisions do not wait for it again; they are uncontrolled.
                 fresh = any(not self._stale(a) for a in waiting)
+                # A replay settles as its record did, and waits longer for its recorded
+                # actor when that one is on its way.
                 want = self.strategy.wanted(len(self.decisions) + 1)
-                if want is not None and want in ready:
-                    return ready, controlled and not pending
-                # a replay waits longer for its recorded actor, when that one is on its way
-                awaited = (want is not None and want < len(self.actors)
+                awaited = (want is not None and want not in ready and want < len(self.actors)
                            and self._pending(self.actors[want]))
                 if ready and not fresh and not awaited:
                     return ready, controlled and not pending
