@@ -16,7 +16,8 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
-from harness.ground.schedule.scheduler import Actor, Scheduler
+from harness.ground.schedule.actors import Actor
+from harness.ground.schedule.scheduler import Scheduler
 from harness.ground.schedule.waits import Wait, classify, take_timer, timer_delay
 
 CURRENT_ACTOR: contextvars.ContextVar[Actor | None] = contextvars.ContextVar(
