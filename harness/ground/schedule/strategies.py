@@ -91,14 +91,19 @@ class RandomWalk(Strategy):
 
 class Fifo(Strategy):
     """The event loop's own order: the actor that became ready first goes first (what an
-    unscheduled trial of a pure-asyncio lane does); a concurrent check's first trial runs it
-    by default, so that the order a check was written against is always among its trials."""
+    unscheduled trial of a pure-asyncio lane does), and thread actors parked together run
+    together, as free threads would; a concurrent check's first trial runs it by default, so
+    that the order a check was written against is always among its trials."""
 
     name = "fifo"
 
     def choose(self, ready: Sequence[int], step: int,
                order: Sequence[int] | None = None) -> int:
         return order[0] if order else ready[0]
+
+    def together(self, parked: Sequence[int], pick: int, step: int) -> tuple[int, ...]:
+        # threads that are all ready run at once, as free threads would (uncontrolled)
+        return tuple(a for a in parked if a != pick) if pick in parked else ()
 
 
 class PCT(Strategy):
