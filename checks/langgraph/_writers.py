@@ -184,14 +184,19 @@ async def collect_scheduled(ctx: TrialContext, workers: list[_forked.Worker],
     deadline = time.monotonic() + timeout_s
     writers = {sched.new_process(f"writer {w}").id: (outcomes[w], worker)
                for (w, _), worker in zip(names, workers, strict=True)}
+    stopped: set[int] = set()  # writers that answered nothing to their last go
     while time.monotonic() < deadline:
         live = [actor for actor, (outcome, _) in writers.items()
-                if not outcome.over and len(outcome.acked) < ops]
+                if not outcome.over and len(outcome.acked) < ops and actor not in stopped]
         if not live:
             break
-        outcome, worker = writers[sched.decide(live)]
+        pick = sched.decide(live)
+        outcome, worker = writers[pick]
+        op = len(outcome.acked)
         _forked.send_go([worker], time.monotonic())
-        await _read(ctx, worker, outcome, deadline, until=len(outcome.acked))
+        await _read(ctx, worker, outcome, deadline, until=op)
+        if op not in outcome.acked and not outcome.over:
+            stopped.add(pick)
     for outcome, worker in writers.values():
         await _read(ctx, worker, outcome, deadline)  # its "finished"
         if not outcome.over:
