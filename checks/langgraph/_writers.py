@@ -1,11 +1,10 @@
 """Forked writer processes for the LangGraph fault checks (ARIB-LGCONC-002, ARIB-LGDUR-001,
 ARIB-LGSETUP-001), on checks._forked: each opens its own saver on the trial's store with the
 lane's builder, waits for the parent's go, runs its plan one op at a time and acknowledges
-each op over the pipe. Free-running, every writer runs its whole plan from one go; in
-lockstep, every writer waits for a go before each op, and the parent releases op n of every
-writer together once every writer acknowledged op n - 1, so that the ops of one step always
-meet (all puts of a step at once, then all their writes at once) whatever the machine's load.
-Forked before the parent opens anything on the store (see checks._forked)."""
+each op over the pipe. Free-running, every writer runs its whole plan from one go; stepped
+(under a trial's scheduler), every writer waits for a go before each op, and the parent
+releases one writer's next op at a time, in the scheduler's order, once the last one was
+acknowledged. Forked before the parent opens anything on the store (see checks._forked)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ from harness.ground.schedule import Scheduler, active
 from targets.langgraph.lanes import KIND
 
 READY_TIMEOUT_S = 20.0
-GO_DELAY_S = 0.005  # from a go to its start instant: every writer wakes before it
 
 
 @dataclass
@@ -54,11 +52,11 @@ async def run_setup(saver: Any) -> bool:
 
 
 def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
-                setup_at_go: bool = False, lockstep: bool = False) -> _forked.Body:
+                setup_at_go: bool = False, stepped: bool = False) -> _forked.Body:
     """Open a saver on the trial's store, then, on go, run the writer's plan acking each op.
     ``setup_at_go``: open the saver only on go, and run its ``setup()`` (where its class has
     one) before the plan, so that every writer sets the store up at the same instant.
-    ``lockstep``: wait for a further go before every op after the first."""
+    ``stepped``: wait for a further go before every op after the first."""
     target, build, seed = ctx.target, ctx.build, ctx.seed
 
     async def body(channel: _forked.Channel) -> None:
@@ -82,7 +80,7 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
             if not await channel.wait_go(READY_TIMEOUT_S):
                 return
         for n, op in enumerate(plan):
-            if lockstep and n and not await channel.wait_go(READY_TIMEOUT_S):
+            if stepped and n and not await channel.wait_go(READY_TIMEOUT_S):
                 return
             try:
                 await op.run(handle.session)
@@ -99,7 +97,7 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
 
 async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                 workers: list[_forked.Worker], setup_at_go: bool = False,
-                lockstep: bool = False, hold: bool = False) -> list[str]:
+                stepped: bool = False, hold: bool = False) -> list[str]:
     """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
     until each is ready and release them together (``hold``: release none; the scheduler
     releases each op); what went wrong opening, per writer.
@@ -107,7 +105,7 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
     problems: list[str] = []
     for w, thread in names:
         workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps,
-                                                                       setup_at_go, lockstep),
+                                                                       setup_at_go, stepped),
                                            [fd for x in workers for fd in (x.read_fd, x.go_fd)]))
     deadline = time.monotonic() + READY_TIMEOUT_S
     for worker in workers:
@@ -156,18 +154,11 @@ async def _read(ctx: TrialContext, worker: _forked.Worker, outcome: Outcome, dea
 
 async def collect(ctx: TrialContext, workers: list[_forked.Worker],
                   names: list[tuple[int, str]], outcomes: dict[int, Outcome],
-                  problems: list[str], timeout_s: float, lockstep_ops: int = 0) -> None:
-    """Read every writer's messages until it finished or stopped (a deadline for all);
-    ``lockstep_ops``: the ops of each writer's plan, released one at a time (see
-    ``writer_body``). Raises NotApplicable when a writer found the store private to its
-    instance."""
+                  problems: list[str], timeout_s: float) -> None:
+    """Read every writer's messages until it finished or stopped (a deadline for all).
+    Raises NotApplicable when a writer found the store private to its instance."""
     deadline = time.monotonic() + timeout_s
     pairs = [(outcomes[w], worker) for (w, _), worker in zip(names, workers, strict=True)]
-    for n in range(lockstep_ops - 1):
-        for outcome, worker in pairs:
-            await _read(ctx, worker, outcome, deadline, until=n)
-        _forked.send_go([worker for outcome, worker in pairs if not outcome.over],
-                        time.monotonic() + GO_DELAY_S)
     for outcome, worker in pairs:
         await _read(ctx, worker, outcome, deadline)
         if not outcome.over:
@@ -225,12 +216,11 @@ def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: i
 
 async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                          timeout_s: float, failed: str, clean: str,
-                         setup_at_go: bool = False, lockstep: bool = False,
-                         scheduled: bool = False) -> Trial:
-    """Fork one writer per (writer, thread), release them together (``lockstep``: each op
-    of all of them together; ``scheduled``: one op at a time in the trial scheduler's order,
-    else, under a scheduler, recorded as one uncontrolled release of all), collect what they
-    acknowledged, reap them; then a fresh instance lists every thread and ``judged`` judges.
+                         setup_at_go: bool = False, scheduled: bool = False) -> Trial:
+    """Fork one writer per (writer, thread), release them together (``scheduled``: one op at
+    a time in the trial scheduler's order; else, under a scheduler, recorded as one
+    uncontrolled release of all), collect what they acknowledged, reap them; then a fresh
+    instance lists every thread and ``judged`` judges.
     Abstains on a store lane, from the lane's kind (opening the store here to ask its object,
     as ``saver_of`` does, would create the store before the writers fork)."""
     if KIND.get(ctx.target.name) == "store":
@@ -241,7 +231,7 @@ async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps:
     sched = active()
     scheduled = scheduled and sched is not None
     try:
-        problems = await start(ctx, names, steps, workers, setup_at_go, lockstep or scheduled,
+        problems = await start(ctx, names, steps, workers, setup_at_go, scheduled,
                                hold=scheduled)
         if scheduled:
             assert sched is not None
@@ -251,8 +241,7 @@ async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps:
             if sched is not None:
                 sched.released_together([sched.new_process(f"writer {w}").id
                                          for w, _ in names])
-            await collect(ctx, workers, names, outcomes, problems, timeout_s,
-                          plan_length(steps) if lockstep else 0)
+            await collect(ctx, workers, names, outcomes, problems, timeout_s)
     finally:
         _forked.reap(workers)
     for w, _ in names:
