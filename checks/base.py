@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import functools
 import random
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
+from checks._actors import actors as actors  # re-exported: checks start actors with it
+from checks._actors import thread_actors
+from checks._actors import thread_point as thread_point  # re-exported
+from checks._actors import to_thread as to_thread  # re-exported
 from harness.ground.errors import ParameterError
 from harness.ground.model import Trial
+from harness.ground.schedule import SchedulePlan as SchedulePlan  # re-exported
+from harness.ground.schedule import active, adopt
 from harness.ground.selector import Selector as Selector  # re-exported: checks name it
 from targets.base import BuildContext, Handle, TargetSpec, close_session
 from targets.base import NotApplicable as NotApplicable  # re-exported: trials raise it
@@ -69,6 +72,12 @@ class CheckSpec:
     # parent imports them once before forking the check's runs, so every child starts warm.
     # A check module imports no such module at module level (checks/registry.py).
     preload: tuple[str, ...] = ()
+    # A concurrent check races actors (tasks, threads, forked writers): each trial runs them
+    # under a seeded scheduler (``schedule``: its strategy and timers), records its schedule,
+    # and a trial that held without starting one through it is a harness error, never a
+    # silent uncontrolled run (start them with ``actors()``, ``race()``, ``race_threads()``).
+    concurrent: bool = False
+    schedule: SchedulePlan = field(default_factory=SchedulePlan)
 
     def resolve_params(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Defaults overlaid with overrides, each validated; an unknown name is an error."""
@@ -97,6 +106,7 @@ class CheckSpec:
             "requires_terminal_close": self.requires_terminal_close,
             "timeout_s": self.timeout_s,
             **({"reference": self.reference} if self.reference else {}),
+            **({"schedule": self.schedule.to_json()} if self.concurrent else {}),
         }
 
 
@@ -126,17 +136,22 @@ class TrialContext:
 
     async def open(self) -> Handle:
         """Build a fresh backend instance on this trial's store."""
-        handle = await self.target.build(self.build)
+        return self._kept(await self.target.build(self.build))
+
+    def _kept(self, handle: Handle) -> Handle:
+        """Dispose of ``handle`` with the trial; in a scheduled trial, the threading locks
+        its backend object holds become the scheduler's (``adopt``)."""
         self._handles.append(handle)
+        sched = active()
+        if sched is not None:
+            adopt(sched, handle.session)
         return handle
 
     async def open_with(self, **changes: Any) -> Handle:
         """A fresh instance built with ``changes`` to this trial's BuildContext: other
         ``services`` URLs (e.g. a fault-injecting relay in front of the real server), another
         ``root`` (another store of this trial) or ``session_id``; disposed with the trial."""
-        handle = await self.target.build(replace(self.build, **changes))
-        self._handles.append(handle)
-        return handle
+        return self._kept(await self.target.build(replace(self.build, **changes)))
 
     async def open_configured(self, **options: Any) -> Handle:
         """A fresh instance on this trial's store, built with the backend's own constructor
@@ -152,9 +167,7 @@ class TrialContext:
 
     async def reopen(self, handle: Handle) -> Handle:
         """Open another instance on the same store (for probes after close)."""
-        fresh = await handle.reopen()
-        self._handles.append(fresh)
-        return fresh
+        return self._kept(await handle.reopen())
 
     async def dispose(self) -> None:
         """Dispose of every instance this trial opened, newest first."""
@@ -184,7 +197,8 @@ class Barrier:
 
 
 async def race(calls: list[Callable[[], Awaitable[Any]]]) -> list[BaseException | None]:
-    """Run async calls released together from one barrier; return each call's exception."""
+    """Run async calls as actors released together from one barrier (under the trial's
+    scheduler in a concurrent check); return each call's exception."""
     barrier = Barrier(len(calls))
     outcome: list[BaseException | None] = [None] * len(calls)
 
@@ -195,32 +209,20 @@ async def race(calls: list[Callable[[], Awaitable[Any]]]) -> list[BaseException 
         except Exception as exc:  # noqa: BLE001 - the backend's exception is evidence
             outcome[i] = exc
 
-    async with anyio.create_task_group() as tg:
+    async with actors() as group:
         for i in range(len(calls)):
-            tg.start_soon(one, i)
+            group.start_soon(one, i, name=f"call {i}")
     return outcome
 
 
 async def race_threads(calls: list[Callable[[], Any]], abandon: bool = False
                        ) -> list[BaseException | None]:
-    """Run sync calls in worker threads released together by a threading barrier.
-    ``abandon``: a caller cancelled while a thread still runs gives up on it at once (a hung
-    backend call is then evidence the caller reports, not a hang of its own)."""
-    barrier = threading.Barrier(len(calls), timeout=10)
-    outcome: list[BaseException | None] = [None] * len(calls)
-
-    def one(i: int) -> None:
-        barrier.wait()
-        try:
-            calls[i]()
-        except Exception as exc:  # noqa: BLE001 - the backend's exception is evidence
-            outcome[i] = exc
-
-    async with anyio.create_task_group() as tg:
-        for i in range(len(calls)):
-            tg.start_soon(functools.partial(anyio.to_thread.run_sync, one, i,
-                                            abandon_on_cancel=abandon))
-    return outcome
+    """Run sync calls as thread actors (``checks._actors.thread_actors``): scheduled in a
+    concurrent check, else released together by a threading barrier. ``abandon``: a caller
+    cancelled while a thread still runs gives up on it at once (a hung backend call is then
+    evidence the caller reports, not a hang of its own)."""
+    return await thread_actors(calls, [f"thread {i}" for i in range(len(calls))],
+                               abandon=abandon)
 
 
 async def race_close(ctx: TrialContext, session: Any, parties: int) -> list[BaseException | None]:

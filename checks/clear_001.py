@@ -31,10 +31,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import anyio.lowlevel
 
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    SchedulePlan,
+    Selector,
+    TrialContext,
+    actors,
+    describe,
+)
 from checks.common import canonical, judged_trial, label, read_items, trials_param
 from harness.ground.model import Counts, Trial
 
@@ -206,10 +214,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
             errors.append(f"clear {c} raised {describe(exc)}")
         calls.append(Call(f"clear {c}", None, invoked, next(clock)))
 
-    async with anyio.create_task_group() as tg:
+    async with actors() as group:
         for task in tasks:
             kind, number = task.split()
-            tg.start_soon(writer if kind == "writer" else clearer, int(number))
+            group.start_soon(writer if kind == "writer" else clearer, int(number), name=task)
     for call in sorted(calls, key=lambda c: c.invoked):
         ctx.log(f"  {call.name}: invoked t={call.invoked}, returned t={call.returned}")
     ctx.log("get_items()")
@@ -252,4 +260,6 @@ CHECK = CheckSpec(
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.clear_session", "early_return"),
     ),
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", timers="virtual"),
 )

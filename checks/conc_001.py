@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import anyio
-
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    SchedulePlan,
+    Selector,
+    TrialContext,
+    actors,
+    describe,
+)
 from checks.common import first_differences, read_items, tally, trials_param
 from harness.ground.model import Counts, Trial
 
@@ -31,9 +38,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
             except Exception as exc:  # noqa: BLE001 - a writer error is evidence
                 errors.append(f"writer {w}: {describe(exc)}")
 
-    async with anyio.create_task_group() as tg:
+    async with actors() as group:
         for w in order:
-            tg.start_soon(writer, w)
+            group.start_soon(writer, w, name=f"writer {w}")
     expected = [item for w in order for item in plan[w]]
     ctx.log("get_items()")
     try:
@@ -79,4 +86,6 @@ CHECK = CheckSpec(
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.add_items", "drop_await"),
     ),
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", timers="virtual"),
 )

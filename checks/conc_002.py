@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe, race, race_close
+from checks.base import (
+    CheckSpec,
+    Param,
+    SchedulePlan,
+    Selector,
+    TrialContext,
+    describe,
+    race,
+    race_close,
+)
 from checks.common import trials_param
 from harness.ground.model import Counts, Trial
 
@@ -74,4 +83,6 @@ CHECK = CheckSpec(
     requires_close=True,
     requires_terminal_close=True,
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", {"w": 75}, timers="virtual"),
 )

@@ -22,6 +22,7 @@ from types import ModuleType
 from checks.base import CheckSpec
 from harness.ground.errors import CheckDefinitionError, UnknownNameError
 from harness.ground.family import active_family
+from harness.ground.schedule import ScheduleError
 
 INFRASTRUCTURE = {"base", "common", "registry"}
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")
@@ -53,6 +54,11 @@ def validate_module(module: ModuleType) -> CheckSpec:
         raise CheckDefinitionError(
             f"check {spec.id!r} in {name!r} has no 'trials' parameter; add Param('trials', ...)"
         )
+    if spec.concurrent:
+        try:
+            spec.schedule.validate(f"check {spec.id!r} in {name!r}")
+        except ScheduleError as exc:
+            raise CheckDefinitionError(f"{exc}; fix its schedule=SchedulePlan(...)") from None
     object.__setattr__(spec, "module", name)
     return spec
 

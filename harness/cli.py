@@ -122,9 +122,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", required=True)
     p.add_argument("--lane", required=True)
     p.add_argument("--trial-seed", type=int, action="append", help="exact trial seed(s)")
+    p.add_argument("--trial-index", type=int, default=0, metavar="N",
+                   help="run the (first) trial as trial N, as a finding's replay command says "
+                        "(a check may pick its mode by trial)")
     p.add_argument("--mutant", help="install a mutant of the lane first: a hand-written one's "
                                     "name or id, or a generated one's id")
     p.add_argument("--loop", default="asyncio")
+    p.add_argument("--schedule", metavar="TEXT|@FILE",
+                   help="replay this recorded schedule (a concurrent check's, with its one "
+                        "--trial-seed), as a finding's replay command gives it")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="run N times and report how often the violation reproduced (default "
+                        "1; 3 for a schedule with uncontrolled decisions)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("survey", help="every check against every generated mutant of lanes")

@@ -10,9 +10,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.ground.errors import ParameterError, UsageError
-from harness.ground.model import ExitCode, MutantStatus
+from harness.ground.model import ExitCode, MutantStatus, Verdict
 
 KNOWN_LOOPS = ("asyncio", "uvloop")
 
@@ -312,7 +313,11 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         )
     opts = RunOptions(params=check.resolve_params(params.get(check.id)), run_seed=args.seed,
                       loop=_check_loop(args.loop),
-                      trial_seeds=tuple(args.trial_seed) if args.trial_seed else None)
+                      trial_seeds=tuple(args.trial_seed) if args.trial_seed else None,
+                      schedule=_replayed_schedule(args, check),
+                      first_index=_trial_index(args))
+    if args.repeat is not None and args.repeat < 1:
+        raise UsageError(f"--repeat {args.repeat!r}: the rule: at least 1 run; fix: --repeat 10")
     return check, lane, mutant, opts
 
 
@@ -325,37 +330,103 @@ def _run_in_child(check, lane, opts, mutant):  # type: ignore[no-untyped-def]
     return absent_backend(lane) or run_check(check, lane, opts, mutant)
 
 
+def _trial_index(args: argparse.Namespace) -> int:
+    """``run --trial-index``: with exactly one ``--trial-seed``, at least 0."""
+    index = int(args.trial_index or 0)
+    if index and (index < 0 or not args.trial_seed or len(args.trial_seed) != 1):
+        raise UsageError(f"--trial-index {index!r}: the rule: a trial index of 0 or more, with "
+                         f"exactly one --trial-seed; fix: copy the replay command a finding "
+                         f"printed")
+    return index
+
+
+def _replayed_schedule(args: argparse.Namespace, check: Any) -> Any:
+    """The parsed ``--schedule`` of ``run``, refused (exit 2, one line) when it does not
+    parse or cannot apply: a check that starts no actors, or not exactly one trial seed."""
+    from harness.ground.schedule import make, parse_argument
+
+    if args.schedule is None:
+        return None
+    schedule = parse_argument(args.schedule)
+    make(schedule.strategy, schedule.seed, schedule.params)  # its strategy and parameters
+    if not check.concurrent:
+        raise UsageError(f"--schedule given to `run --check {check.id}`: the rule: only a "
+                         f"concurrent check's trial has a schedule, and {check.id} starts no "
+                         f"actors; fix: drop --schedule")
+    if not args.trial_seed or len(args.trial_seed) != 1:
+        raise UsageError("--schedule replays one trial: the rule: give exactly one "
+                         "--trial-seed with it; fix: copy the replay command a finding printed")
+    return schedule
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one check on one lane (a replay), with the servers the lane needs."""
     import dataclasses
 
+    from harness.execute import SCHEDULE_MISMATCH
     from harness.ground.child import ChildStatus, run_one
     from harness.ground.model import exit_code
     from harness.ground.services import NotMeasured, ServiceManager
     from harness.lanes import prepare_lanes
 
     check, lane, mutant, opts = _run_selection(args)
+    repeat = args.repeat or 1
+    if opts.schedule is not None and opts.schedule.uncontrolled:
+        repeat = args.repeat or 3
+        print(f"note: this schedule has {opts.schedule.uncontrolled} uncontrolled decision(s) "
+              f"of {len(opts.schedule.decisions)} (a thread, a server or a late completion "
+              f"decided them): a replay may not reproduce it; running it {repeat} time(s)",
+              file=sys.stderr)
+    findings = []
     with ServiceManager() as manager:
         prepared = prepare_lanes((lane,), manager, backends=False, probe=False)
         opts = dataclasses.replace(opts, services=prepared.services)
-        outcome = (run_one(functools.partial(_run_in_child, check, lane, opts, mutant),
-                           check.timeout_s + 15) if prepared.lanes else None)
-    absent = (next(n for n in prepared.not_measured if n.name == lane.name) if outcome is None
-              else outcome.value if isinstance(outcome.value, NotMeasured) else None)
+        outcomes = []
+        for _ in range(repeat if prepared.lanes else 0):
+            outcome = run_one(functools.partial(_run_in_child, check, lane, opts, mutant),
+                              check.timeout_s + 15)
+            outcomes.append(outcome)
+            if outcome.status is not ChildStatus.OK or isinstance(outcome.value, NotMeasured):
+                break
+    last = outcomes[-1] if outcomes else None
+    absent = (next(n for n in prepared.not_measured if n.name == lane.name) if last is None
+              else last.value if isinstance(last.value, NotMeasured) else None)
     if absent is not None:
         print(f"{lane.name}: {absent.reason}", file=sys.stderr)
         return int(ExitCode.ERROR_OR_NOTHING)
-    assert outcome is not None
-    if outcome.status is not ChildStatus.OK:
-        print(f"error: the run's child {outcome.status.value}: {outcome.detail}",
-              file=sys.stderr)
+    assert last is not None
+    if last.status is not ChildStatus.OK:
+        print(f"error: the run's child {last.status.value}: {last.detail}", file=sys.stderr)
         return int(ExitCode.ERROR_OR_NOTHING)
-    finding = outcome.value
-    if lane.service is not None:
-        finding = dataclasses.replace(finding,
-                                      service_version=prepared.versions.get(lane.service))
-    print(json.dumps(finding.to_json(), indent=1, ensure_ascii=False))
-    return int(exit_code([finding]))
+    for outcome in outcomes:
+        finding = outcome.value
+        if lane.service is not None:
+            finding = dataclasses.replace(finding,
+                                          service_version=prepared.versions.get(lane.service))
+        if SCHEDULE_MISMATCH in finding.modes:
+            print(f"error: {finding.reason}", file=sys.stderr)
+            return int(ExitCode.USAGE)
+        findings.append(finding)
+    print(json.dumps(findings[0].to_json(), indent=1, ensure_ascii=False))
+    if repeat > 1 or opts.schedule is not None:
+        print(reproduction(findings), file=sys.stderr)
+    return int(exit_code(findings))
+
+
+def reproduction(findings: Sequence[Any]) -> str:
+    """How often the runs of a replay were violated, and how often they repeated the first
+    run's operations, outcome and sample exactly."""
+    def shape(f: Any) -> tuple[Any, ...]:
+        return (f.verdict, f.violating_trials, f.counts, tuple(f.ops), tuple(f.samples),
+                tuple(sorted(f.modes.items())))
+
+    violated = sum(1 for f in findings if f.verdict is Verdict.VIOLATED)
+    same = sum(1 for f in findings if shape(f) == shape(findings[0]))
+    shares = [f.controlled_share for f in findings if f.controlled_share is not None]
+    control = (f"; controlled share of decisions {min(shares):.3f}-{max(shares):.3f}"
+               if shares else "")
+    return (f"replay: violated in {violated} of {len(findings)} run(s); the same operations, "
+            f"outcome and sample as the first run in {same} of {len(findings)}{control}")
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

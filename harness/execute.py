@@ -34,6 +34,7 @@ from harness.ground import scratch
 from harness.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
 from harness.ground.family import active_family
 from harness.ground.model import Counts, Finding, Trial, Verdict
+from harness.ground.schedule import Schedule, ScheduleError, Scheduler, TrialPlanner, activated
 from mutants.base import MutantSpec
 from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 
@@ -94,6 +95,11 @@ class RunOptions:
     # a mutant of the backend's code changes what it does, not what the adapter claims.
     # Claim mutants (MutantSpec.claims) are always verified.
     verify_claims: bool = True
+    # A recorded schedule to replay (with one trial seed): the run follows its decisions.
+    schedule: Schedule | None = None
+    # The index of the first trial (a replay of trial 3 runs as trial 3: a check may choose
+    # its mode by index, e.g. tasks on even trials and threads on odd ones).
+    first_index: int = 0
 
     def seeds(self, check: CheckSpec, target: TargetSpec) -> tuple[int, ...]:
         """The trial seeds: the explicit ones, else one derived per trial from the run seed."""
@@ -104,11 +110,17 @@ class RunOptions:
 
 
 def replay_command(
-    check: CheckSpec, target: TargetSpec, seed: int, opts: RunOptions, mutant: MutantSpec | None
+    check: CheckSpec, target: TargetSpec, seed: int, opts: RunOptions, mutant: MutantSpec | None,
+    schedule: str | None = None, index: int = 0,
 ) -> str:
-    """The command that reruns exactly one trial with this seed."""
+    """The command that reruns exactly one trial with this seed (as trial ``index``, and
+    with this schedule)."""
     words = ["python", "-m", "harness", "run", "--check", check.id, "--lane", target.name,
              "--trial-seed", str(seed)]
+    if index:
+        words += ["--trial-index", str(index)]
+    if schedule is not None:
+        words += ["--schedule", schedule]
     for name, value in sorted(opts.params.items()):
         if name != check.trials_param:
             words += ["--param", f"{check.id}.{name}={value}"]
@@ -181,6 +193,11 @@ def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Se
         if t.sample and t.sample not in samples and len(samples) < 3:
             samples.append(t.sample)
     first = bad[0] if bad else None
+    scheduled = [t.schedule for t in trials if t.schedule is not None]
+    control = ({"decisions": sum(int(x["decisions"]) for x in scheduled),
+                "controlled": sum(int(x["controlled"]) for x in scheduled)}
+               if scheduled else None)
+    schedule = first.schedule if first is not None else None
     return Finding(
         **_base_finding(check, target, opts, [t.seed for t in trials]),
         verdict=Verdict.VIOLATED if bad else Verdict.HELD,
@@ -191,8 +208,12 @@ def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Se
         samples=tuple(samples),
         modes=dict(sorted(Counter(t.mode or "-" for t in trials).items())),
         violation_modes=dict(sorted(Counter(t.mode or "-" for t in bad).items())),
-        replay=replay_command(check, target, first.seed, opts, mutant) if first else None,
+        replay=replay_command(check, target, first.seed, opts, mutant,
+                              schedule["text"] if schedule else None,
+                              first.index) if first else None,
         ops=first.ops if first else (),
+        schedule=schedule,
+        control=control,
     )
 
 
@@ -286,7 +307,11 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
 
     trials: list[Trial] = []
     old_interval = sys.getswitchinterval()
-    for index, seed in enumerate(seeds):
+    planner = TrialPlanner(check.schedule, opts.schedule) if check.concurrent else None
+    for index, seed in enumerate(seeds, start=opts.first_index):
+        if planner is not None and planner.same_seed:
+            seed = seeds[0]  # an enumeration: one program, a new schedule every trial
+        sched = planner.scheduler(seed, index) if planner is not None else None
         root = workdir / f"trial-{index}"
         root.mkdir()
         ctx = TrialContext(target, BuildContext(root, f"arib-{seed:x}", dict(opts.services)),
@@ -303,8 +328,15 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
         with watchdog:
             try:
                 with anyio.fail_after(check.timeout_s):
-                    trials.append(await check.run_trial(ctx))
+                    if sched is None:
+                        trials.append(await check.run_trial(ctx))
+                    else:
+                        with activated(sched):
+                            trial = await check.run_trial(ctx)
+                        trials.append(_scheduled(check, planner, sched, trial))  # type: ignore[arg-type]
                 if opts.stop_on_violation and trials[-1].violated:
+                    break
+                if planner is not None and planner.exhausted:
                     break
             except NotApplicable as exc:
                 return Finding(
@@ -314,6 +346,12 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
                 )
             except TimeoutError:
                 return _timed_out(check, target, opts, index, seed, seeds, elapsed())
+            except ScheduleError as exc:  # a replay's schedule that is not this trial's
+                return dataclasses.replace(
+                    error_finding(check, target, opts, str(exc), None, elapsed(), seeds),
+                    modes={SCHEDULE_MISMATCH: 1})
+            except _Unscheduled as exc:
+                return error_finding(check, target, opts, str(exc), None, elapsed(), seeds)
             except Exception as exc:  # noqa: BLE001 - a check body that escapes: harness error
                 return error_finding(
                     check, target, opts,
@@ -324,6 +362,31 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
                 with anyio.CancelScope(shield=True):
                     await ctx.dispose()
     return summarize(check, target, opts, trials, elapsed(), mutant)
+
+
+SCHEDULE_MISMATCH = "schedule_mismatch"  # the mode of a refused replay's error finding
+
+
+class _Unscheduled(Exception):
+    """A concurrent check's trial that cannot count: it started no actor under its scheduler,
+    or the scheduler failed."""
+
+
+def _scheduled(check: CheckSpec, planner: TrialPlanner, sched: Scheduler, trial: Trial) -> Trial:
+    """A concurrent check's trial with its schedule; _Unscheduled when it held without any
+    actor (its race ran outside the scheduler) or the scheduler itself failed."""
+    where = f"trial {trial.index} (seed {trial.seed})"
+    if sched.failure is not None:
+        raise _Unscheduled(f"the scheduler of {check.id!r} failed in {where}: "
+                           f"{sched.failure!r}")
+    if not sched.actors and not trial.violated:
+        raise _Unscheduled(
+            f"check {check.id!r} is declared concurrent (CheckSpec.concurrent) but its {where} "
+            f"started no actor through the scheduler: its race ran unseen, uncontrolled; start "
+            f"the racing calls with checks.base.actors(), race() or race_threads(), or declare "
+            f"it not concurrent")
+    planner.done(sched)
+    return dataclasses.replace(trial, schedule=sched.record().to_json())
 
 
 async def _judge_and_deliver(check: CheckSpec, target: TargetSpec, opts: RunOptions,

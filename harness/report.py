@@ -52,6 +52,25 @@ def _lane_rows(group: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def schedule_line(f: Mapping[str, Any]) -> str:
+    """How the replayed trial was scheduled and how much of the run the scheduler controlled,
+    e.g. ``random, 216 decisions, all controlled; over 3 trials 648 of 648 controlled``."""
+    parts = []
+    schedule = f.get("schedule")
+    if schedule:
+        loose = schedule.get("uncontrolled", 0)
+        parts.append(f"{schedule['strategy']}, {schedule['decisions']} decisions, "
+                     + (f"{loose} uncontrolled: a replay may not reproduce it" if loose
+                        else "all controlled: a replay reproduces it"))
+    control = f.get("control")
+    if control:
+        total = control.get("decisions", 0)
+        share = control.get("controlled", 0) / total if total else 1.0
+        parts.append(f"over {f.get('trials', 0)} trial(s) {control.get('controlled', 0)} of "
+                     f"{total} decisions controlled ({share:.0%})")
+    return "; ".join(parts)
+
+
 def _shown_evidence(shared: Sequence[Mapping[str, Any]]) -> list[str]:
     """The evidence of the first finding of ``shared``, naming the lanes that share it."""
     f, others = shared[0], [o["target"] for o in shared[1:]]
@@ -70,6 +89,8 @@ def _shown_evidence(shared: Sequence[Mapping[str, Any]]) -> list[str]:
         lines += [f"  {i}. `{op}`" for i, op in enumerate(f["ops"], 1)]
     if f.get("replay"):
         lines.append(f"- replay: `{f['replay']}`")
+    if f.get("schedule") or f.get("control"):
+        lines.append(f"- schedule: {schedule_line(f)}")
     if f.get("traceback"):
         lines += ["", "```", f["traceback"].strip()[-1500:], "```"]
     return lines + [""]

@@ -94,3 +94,25 @@ def test_atomic_write_keeps_the_mode_and_makes_new_files_readable(tmp_path):
     kept.chmod(0o640)
     atomic_write_text(kept, "new")
     assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_text() == "new"
+
+
+def test_a_scheduled_violation_validates_and_its_schedule_is_shown(small_run):
+    from harness.execute import RunOptions, run_check
+    from harness.ground.child import run_one
+    from mutants.registry import get_mutant
+    from targets.reference import REFERENCE
+
+    check = get_check("ARIB-CONC-001")
+    opts = RunOptions(params=check.resolve_params({"writers": 3, "appends": 3, "trials": 2}))
+    mutant = get_mutant("reference_lost_update")
+    finding = run_one(lambda: run_check(check, REFERENCE, opts, mutant), 90).value
+    assert finding is not None and finding.schedule is not None
+    document = json.loads(small_run.json_path.read_text())
+    document["findings"].append(finding.to_json())
+    validate(document)
+    report = render_markdown(document)
+    assert f"- schedule: {finding.schedule['strategy']}, " in report
+    assert "decisions, all controlled: a replay reproduces it; over 2 trial(s)" in report
+    document["findings"][-1]["schedule"]["text"] = "not a schedule"
+    with pytest.raises(ResultsError, match="fails bench-run.schema.json"):
+        validate(document)

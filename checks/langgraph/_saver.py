@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
+from checks._actors import to_thread
 from targets.base import Handle, NotApplicable
 from targets.langgraph.lanes import api_of, kind_of, latest_only
 
@@ -131,13 +131,13 @@ async def _answered(what: str, sync: bool, work: Callable[[], Any]) -> Any:
     ``what`` once ``CALL_DEADLINE_S`` passed. A thread stuck in the release is abandoned."""
     with anyio.move_on_after(CALL_DEADLINE_S):
         if sync:
-            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            return await to_thread(work, abandon=True)
         return await work()
     raise CallHung(f"{what} did not return within {CALL_DEADLINE_S:g} s (hung)")
 
 
 async def _served_call(obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    sync = api_of(obj) == "sync"
+    sync = api_of(obj) == "sync"  # a hand-off: under a scheduled trial, as the calling actor
     name = method if sync else f"a{method}"
     return await _answered(f"{type(obj).__name__}.{name}()", sync,
                            functools.partial(getattr(obj, name), *args, **kwargs))

@@ -1,11 +1,10 @@
 """Forked writer processes for the LangGraph fault checks (ARIB-LGCONC-002, ARIB-LGDUR-001,
 ARIB-LGSETUP-001), on checks._forked: each opens its own saver on the trial's store with the
 lane's builder, waits for the parent's go, runs its plan one op at a time and acknowledges
-each op over the pipe. Free-running, every writer runs its whole plan from one go; in
-lockstep, every writer waits for a go before each op, and the parent releases op n of every
-writer together once every writer acknowledged op n - 1, so that the ops of one step always
-meet (all puts of a step at once, then all their writes at once) whatever the machine's load.
-Forked before the parent opens anything on the store (see checks._forked)."""
+each op over the pipe. Free-running, every writer runs its whole plan from one go; stepped
+(under a trial's scheduler), every writer waits for a go before each op, and the parent
+releases one writer's next op at a time, in the scheduler's order, once the last one was
+acknowledged. Forked before the parent opens anything on the store (see checks._forked)."""
 
 from __future__ import annotations
 
@@ -15,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio.to_thread
-
 from checks import _forked
+from checks._actors import to_thread
 from checks.base import NotApplicable, TrialContext, describe
 from checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
+from harness.ground.schedule import Scheduler, active
 from targets.langgraph.lanes import KIND
 
 # What a writer runs: (its instance, seed, writer, thread, steps) -> ops, each with an async
@@ -28,7 +27,6 @@ from targets.langgraph.lanes import KIND
 # (ARIB-LGSTORE-013's store puts).
 Plan = Callable[[Any, int, int, str, int], Sequence[Any]]
 READY_TIMEOUT_S = 20.0
-GO_DELAY_S = 0.005  # from a go to its start instant: every writer wakes before it
 
 
 @dataclass
@@ -54,17 +52,17 @@ async def run_setup(saver: Any) -> bool:
     if inspect.iscoroutinefunction(setup):
         await setup()
     else:
-        await anyio.to_thread.run_sync(setup)
+        await to_thread(setup)
     return True
 
 
 def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
-                setup_at_go: bool = False, lockstep: bool = False,
+                setup_at_go: bool = False, stepped: bool = False,
                 plan_of: Plan = writer_plan) -> _forked.Body:
     """Open a saver on the trial's store, then, on go, run the writer's plan acking each op.
     ``setup_at_go``: open the saver only on go, and run its ``setup()`` (where its class has
     one) before the plan, so that every writer sets the store up at the same instant.
-    ``lockstep``: wait for a further go before every op after the first. ``plan_of`` makes
+    ``stepped``: wait for a further go before every op after the first. ``plan_of`` makes
     the writer's ops (a store lane's instance is its store)."""
     target, build, seed = ctx.target, ctx.build, ctx.seed
 
@@ -89,7 +87,7 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
             if not await channel.wait_go(READY_TIMEOUT_S):
                 return
         for n, op in enumerate(plan):
-            if lockstep and n and not await channel.wait_go(READY_TIMEOUT_S):
+            if stepped and n and not await channel.wait_go(READY_TIMEOUT_S):
                 return
             try:
                 await op.run(handle.session)
@@ -106,14 +104,16 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
 
 async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                 workers: list[_forked.Worker], setup_at_go: bool = False,
-                lockstep: bool = False, plan_of: Plan = writer_plan) -> list[str]:
+                stepped: bool = False, hold: bool = False,
+                plan_of: Plan = writer_plan) -> list[str]:
     """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
-    until each is ready and release them together; what went wrong opening, per writer.
+    until each is ready and release them together (``hold``: release none; the scheduler
+    releases each op); what went wrong opening, per writer.
     Raises NotApplicable when a writer finds the store private to its instance."""
     problems: list[str] = []
     for w, thread in names:
         workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps,
-                                                                       setup_at_go, lockstep,
+                                                                       setup_at_go, stepped,
                                                                        plan_of),
                                            [fd for x in workers for fd in (x.read_fd, x.go_fd)]))
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -125,7 +125,8 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
         if "ready" not in message:
             problems.append(f"{worker.name} could not open the store: "
                             f"{message.get('open_error', 'no answer')}")
-    _forked.send_go(workers, time.monotonic() + 0.05)
+    if not hold:
+        _forked.send_go(workers, time.monotonic() + 0.05)
     return problems
 
 
@@ -162,20 +163,42 @@ async def _read(ctx: TrialContext, worker: _forked.Worker, outcome: Outcome, dea
 
 async def collect(ctx: TrialContext, workers: list[_forked.Worker],
                   names: list[tuple[int, str]], outcomes: dict[int, Outcome],
-                  problems: list[str], timeout_s: float, lockstep_ops: int = 0) -> None:
-    """Read every writer's messages until it finished or stopped (a deadline for all);
-    ``lockstep_ops``: the ops of each writer's plan, released one at a time (see
-    ``writer_body``). Raises NotApplicable when a writer found the store private to its
-    instance."""
+                  problems: list[str], timeout_s: float) -> None:
+    """Read every writer's messages until it finished or stopped (a deadline for all).
+    Raises NotApplicable when a writer found the store private to its instance."""
     deadline = time.monotonic() + timeout_s
     pairs = [(outcomes[w], worker) for (w, _), worker in zip(names, workers, strict=True)]
-    for n in range(lockstep_ops - 1):
-        for outcome, worker in pairs:
-            await _read(ctx, worker, outcome, deadline, until=n)
-        _forked.send_go([worker for outcome, worker in pairs if not outcome.over],
-                        time.monotonic() + GO_DELAY_S)
     for outcome, worker in pairs:
         await _read(ctx, worker, outcome, deadline)
+        if not outcome.over:
+            problems.append(f"{worker.name} stopped after {len(outcome.acked)} acks")
+
+
+async def collect_scheduled(ctx: TrialContext, workers: list[_forked.Worker],
+                            names: list[tuple[int, str]], outcomes: dict[int, Outcome],
+                            problems: list[str], timeout_s: float, sched: Scheduler,
+                            ops: int) -> None:
+    """Release the writers' ops one at a time in the order the trial's scheduler picks (each
+    waits for a go before every op), each after the last one's acknowledgement: every
+    decision controlled, and a replay releases them in the same order."""
+    deadline = time.monotonic() + timeout_s
+    writers = {sched.new_process(f"writer {w}").id: (outcomes[w], worker)
+               for (w, _), worker in zip(names, workers, strict=True)}
+    stopped: set[int] = set()  # writers that answered nothing to their last go
+    while time.monotonic() < deadline:
+        live = [actor for actor, (outcome, _) in writers.items()
+                if not outcome.over and len(outcome.acked) < ops and actor not in stopped]
+        if not live:
+            break
+        pick = sched.decide(live)
+        outcome, worker = writers[pick]
+        op = len(outcome.acked)
+        _forked.send_go([worker], time.monotonic())
+        await _read(ctx, worker, outcome, deadline, until=op)
+        if op not in outcome.acked and not outcome.over:
+            stopped.add(pick)
+    for outcome, worker in writers.values():
+        await _read(ctx, worker, outcome, deadline)  # its "finished"
         if not outcome.over:
             problems.append(f"{worker.name} stopped after {len(outcome.acked)} acks")
 
@@ -202,9 +225,10 @@ def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: i
 
 async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
                          timeout_s: float, failed: str, clean: str,
-                         setup_at_go: bool = False, lockstep: bool = False) -> Trial:
-    """Fork one writer per (writer, thread), release them together (``lockstep``: each op
-    of all of them together), collect what they acknowledged, reap them; then a fresh
+                         setup_at_go: bool = False, scheduled: bool = False) -> Trial:
+    """Fork one writer per (writer, thread), release them together (``scheduled``: one op at
+    a time in the trial scheduler's order; else, under a scheduler, recorded as one
+    uncontrolled release of all), collect what they acknowledged, reap them; then a fresh
     instance lists every thread and ``judged`` judges.
     Abstains on a store lane, from the lane's kind (opening the store here to ask its object,
     as ``saver_of`` does, would create the store before the writers fork)."""
@@ -213,10 +237,20 @@ async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps:
                             f"a checkpointer: these forked writers put checkpoints")
     outcomes = {w: Outcome() for w, _ in names}
     workers: list[_forked.Worker] = []
+    sched = active()
+    scheduled = scheduled and sched is not None
     try:
-        problems = await start(ctx, names, steps, workers, setup_at_go, lockstep)
-        await collect(ctx, workers, names, outcomes, problems, timeout_s,
-                      plan_length(steps) if lockstep else 0)
+        problems = await start(ctx, names, steps, workers, setup_at_go, scheduled,
+                               hold=scheduled)
+        if scheduled:
+            assert sched is not None
+            await collect_scheduled(ctx, workers, names, outcomes, problems, timeout_s, sched,
+                                    plan_length(steps))
+        else:
+            if sched is not None:
+                sched.released_together([sched.new_process(f"writer {w}").id
+                                         for w, _ in names])
+            await collect(ctx, workers, names, outcomes, problems, timeout_s)
     finally:
         _forked.reap(workers)
     for w, _ in names:

@@ -4,8 +4,9 @@
 ``threads`` = 1 every writer races on one thread id), putting ``steps`` checkpoints, each a
 child of its previous one, and after each a task's writes to it. The writers are released
 together: as tasks calling ``aput``/``aput_writes`` (a lane whose class serves the async half;
-every op is followed by one yield to the loop, so the schedule is the seed's), or as threads
-calling ``put``/``put_writes`` (a sync lane). A lane that serves both halves alternates by
+every op is followed by one yield to the loop), or as threads calling ``put``/``put_writes``
+(a sync lane; each op an interposition point, as are the saver's sqlite3 calls and its lock),
+all under the trial's seeded scheduler. A lane that serves both halves alternates by
 trial: even trials tasks, odd trials threads. Then every thread is listed (through a fresh
 instance where one can open the store): every acknowledged checkpoint with its values and
 every acknowledged write on its checkpoint, nothing in a thread or on a checkpoint it was not
@@ -20,7 +21,18 @@ from typing import Any
 import anyio
 
 from checks._bounds import hang_bound
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe, race_threads
+from checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    SchedulePlan,
+    Selector,
+    TrialContext,
+    actors,
+    describe,
+    race_threads,
+    thread_point,
+)
 from checks.common import trials_param
 from checks.langgraph._contract import reader_of
 from checks.langgraph._faults import Op, judge, read_threads, writer_plan
@@ -58,13 +70,14 @@ async def run_writers(saver: Any, plans: dict[int, list[Op]], order: list[int], 
                 await anyio.sleep(0)
 
         with anyio.move_on_after(bound_s if bound_s is not None else float("inf")) as scope:
-            async with anyio.create_task_group() as tg:
+            async with actors() as group:
                 for w in order:
-                    tg.start_soon(writer, w)
+                    group.start_soon(writer, w, name=f"writer {w}")
         return scope.cancel_called
 
     def thread_writer(w: int) -> None:
         for n, op in enumerate(plans[w]):
+            thread_point()
             op.run_sync(saver)
             acked[w].add(n)
 
@@ -139,4 +152,6 @@ CHECK = CheckSpec(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "early_return"),
     ),
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", {"g": 50}, timers="virtual"),
 )

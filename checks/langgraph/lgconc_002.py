@@ -1,20 +1,20 @@
 """ARIB-LGCONC-002: checkpoints and writes put by several processes at once are all read back.
 
-``processes`` writer processes are forked before anything is open on the store; each opens
-its own saver on the trial's store (the lane's builder) and, released at one instant with the
-others, puts ``steps`` checkpoints on thread ``w % threads`` (each a child of its previous) and
-a task's writes to each, acknowledging every op to this process. Even trials run the writers
-in lockstep (op n of every writer released together once all acknowledged op n - 1), so that
-every step's puts, then its writes, meet on each shared thread whatever the machine's load;
-odd trials let them run free, as they come. After every writer finished
-(or stopped), a fresh instance lists every thread: every acknowledged checkpoint with its
-values, every acknowledged write on its checkpoint, nothing foreign. A lane whose store lives
-in one instance's memory abstains (the writers find it on their instance).
+``processes`` writer processes are forked before anything is open on the store; each opens its
+own saver on the trial's store (the lane's builder) and puts ``steps`` checkpoints on thread
+``w % threads`` (each a child of its previous) and a task's writes to each, acknowledging every
+op to this process. Even trials release the ops one at a time in the order of the trial's
+seeded scheduler (each after the previous one's acknowledgement: every decision controlled, so
+a replay releases them in the same order); odd trials release every writer at one instant and
+let them run free, as they come (one uncontrolled decision). After every writer finished (or
+stopped), a fresh instance lists every thread: every acknowledged checkpoint with its values,
+every acknowledged write on its checkpoint, nothing foreign. A lane whose store lives in one
+instance's memory abstains (the writers find it on their instance).
 """
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import CheckSpec, Param, SchedulePlan, Selector, TrialContext, describe
 from checks.common import trials_param
 from checks.langgraph import _writers
 from harness.ground.model import Counts, Trial
@@ -29,10 +29,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
     thread_ids = [f"t{ctx.seed:x}-{k}" for k in range(threads)]
     names = [(w, thread_ids[w % threads]) for w in range(processes)]
     ctx.rng.shuffle(names)
-    lockstep = ctx.index % 2 == 0
+    scheduled = ctx.index % 2 == 0
     ctx.log(f"fork {processes} writer processes (fork order {[w for w, _ in names]}); each "
-            f"opens its own saver on the store, then all are released at one instant"
-            f"{', each op of all of them together (lockstep)' if lockstep else ', free'}; "
+            f"opens its own saver on the store, then "
+            + ("their ops are released one at a time in the schedule's order; " if scheduled
+               else "all are released at one instant, free; ") +
             f"writer w on thread w % {threads}: {steps} x (put a checkpoint; put_writes x2 "
             f"to it)")
     # The store is set up once first, by an instance of this process, so that the writers
@@ -50,16 +51,16 @@ async def run_trial(ctx: TrialContext) -> Trial:
                      ops=tuple(ctx.ops))
     await ctx.dispose()
     return await _writers.race_and_judge(ctx, names, steps, RUN_TIMEOUT_S, "writer_error",
-                                         "exact", lockstep=lockstep)
+                                         "exact", scheduled=scheduled)
 
 
 CHECK = CheckSpec(
     id="ARIB-LGCONC-002",
     invariant="checkpoints and writes put at once by several processes, each with its own "
     "saver on one store, on one thread id or several, are all read back and none is foreign",
-    fault="processes forked writers released at one instant, each putting steps checkpoints "
+    fault="processes forked writers, each putting steps checkpoints "
     "and a task's writes to each on thread w % threads, acknowledging every op over a pipe; "
-    "in lockstep (each op of every writer released together) on even trials, free on odd",
+    "one op at a time in a seeded order on even trials, all at one instant and free on odd",
     params=(
         Param("processes", 3, 2, 16, "writer processes"),
         Param("steps", 4, 1, 100, "checkpoints (each with its writes) per writer"),
@@ -74,4 +75,6 @@ CHECK = CheckSpec(
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "early_return"),
     ),
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", timers="real"),
 )

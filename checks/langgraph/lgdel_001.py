@@ -19,14 +19,14 @@ on one counter; then a fresh instance (where one can open the store) lists T and
   (``targets.langgraph.leftovers``: a blob the saver no longer reads is data a user asked to
   delete, and it comes back when the same versions are put again) -- ``left_behind``.
 
-Tasks on async lanes, threads on sync lanes (both halves: even trials tasks, odd threads).
+Tasks on async lanes, threads on sync lanes (both halves: even trials tasks, odd threads),
+under the trial's seeded scheduler; a sync deleter's delay is counted in interposition points.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,10 +38,13 @@ from checks.base import (
     CheckSpec,
     NotApplicable,
     Param,
+    SchedulePlan,
     Selector,
     TrialContext,
+    actors,
     describe,
     race_threads,
+    thread_point,
 )
 from checks.common import trials_param
 from checks.langgraph._contract import reader_of
@@ -96,14 +99,15 @@ async def _race(saver: Any, mode: str, delay: int, threads: tuple[str, str],
                 await anyio.sleep(0)
 
         with anyio.move_on_after(bound_s) as scope:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(deleter)
+            async with actors() as group:
+                group.start_soon(deleter, name="deleter")
                 for name in lanes:
-                    tg.start_soon(writer, name)
+                    group.start_soon(writer, name, name=f"writer {name}")
         return scope.cancel_called
 
     def sync_deleter() -> None:
-        time.sleep(delay / 2000)
+        for _ in range(delay):
+            thread_point()
         for name, thread in zip(("delete", "delete_V"), threads, strict=True):
             start = next(clock)
             saver.delete_thread(thread)
@@ -111,6 +115,7 @@ async def _race(saver: Any, mode: str, delay: int, threads: tuple[str, str],
 
     def sync_writer(name: str) -> None:
         for n, op in enumerate(lanes[name], start=first):
+            thread_point()
             start = next(clock)
             op.run_sync(saver)
             stamp(f"{name}{n}", start)
@@ -275,4 +280,6 @@ CHECK = CheckSpec(
         Selector("lg-async-postgres", "AsyncPostgresSaver.adelete_thread", "drop_await"),
     ),
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", timers="virtual"),
 )

@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, Param, TrialContext, describe
+from checks.base import Barrier, CheckSpec, Param, SchedulePlan, TrialContext, actors, describe
 from checks.common import trials_param
 from checks.langgraph._contract import guarded
 from checks.langgraph._saver import store_of
@@ -92,12 +92,12 @@ async def _trial(ctx: TrialContext) -> Trial:
         except Exception as exc:  # noqa: BLE001 - evidence
             errors.append(f"searcher {ns}: {describe(exc)}")
 
-    async with anyio.create_task_group() as tg:
+    async with actors() as group:
         for ns in spaces:
-            tg.start_soon(searcher, ns)
-        async with anyio.create_task_group() as writing:
+            group.start_soon(searcher, ns, name=f"searcher {ns[-1]}")
+        async with actors() as writing:
             for ns in spaces:
-                writing.start_soon(writer, ns)
+                writing.start_soon(writer, ns, name=f"writer {ns[-1]}")
         done.set()
     lost = 0
     for ns in spaces:
@@ -138,4 +138,7 @@ CHECK = CheckSpec(
     generated=(Selector("lg-store-reference", "ReferenceStore._put", "flip_comparison"),
                Selector("lg-store-memory", "InMemoryStore._apply_put_ops", "flip_comparison")),
     reference="lg-store-reference",
+    concurrent=True,
+    # a random walk: the searchers never block, so PCT's priorities would starve the writers
+    schedule=SchedulePlan("random", timers="virtual"),
 )

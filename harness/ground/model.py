@@ -161,6 +161,9 @@ class Trial:
     mode: str | None = None
     sample: str | None = None
     ops: tuple[str, ...] = ()
+    # The JSON form of the trial's schedule (harness.ground.schedule.Schedule.to_json) when
+    # its actors ran under the scheduler; None for a check that starts no actors.
+    schedule: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this trial."""
@@ -172,6 +175,7 @@ class Trial:
             "mode": self.mode,
             "sample": self.sample,
             "ops": list(self.ops),
+            "schedule": dict(self.schedule) if self.schedule is not None else None,
         }
 
     @classmethod
@@ -185,6 +189,7 @@ class Trial:
             mode=data.get("mode"),
             sample=data.get("sample"),
             ops=tuple(data.get("ops", ())),
+            schedule=data.get("schedule"),
         )
 
 
@@ -215,9 +220,13 @@ class Finding:
     # the modes of the violating trials alone (``modes`` counts every trial's): how the cell
     # is violated, which a later version can change while it stays violated
     violation_modes: Mapping[str, int] = field(default_factory=dict)
+    # A scheduled check's: the schedule of the trial the replay reruns (its JSON form), and
+    # over every trial the decisions taken and how many of them the scheduler controlled.
+    schedule: Mapping[str, Any] | None = None
+    control: Mapping[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form of this finding."""
+        """The JSON form of this finding (the schedule fields only for a scheduled check)."""
         return {
             "invariant_id": self.invariant_id,
             "invariant": self.invariant,
@@ -240,7 +249,17 @@ class Finding:
             "ops": list(self.ops),
             "service_version": self.service_version,
             "violation_modes": dict(self.violation_modes),
-        }
+        } | ({"schedule": dict(self.schedule) if self.schedule is not None else None,
+              "control": dict(self.control)} if self.control is not None else {})
+
+    @property
+    def controlled_share(self) -> float | None:
+        """The share of the decisions the scheduler controlled, over every trial; None for
+        a check that starts no actors."""
+        if self.control is None:
+            return None
+        total = self.control.get("decisions", 0)
+        return self.control.get("controlled", 0) / total if total else 1.0
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Finding:
@@ -267,6 +286,8 @@ class Finding:
             ops=tuple(data.get("ops", ())),
             service_version=data.get("service_version"),
             violation_modes=dict(data.get("violation_modes", {})),
+            schedule=data.get("schedule"),
+            control=data.get("control"),
         )
 
     @property
