@@ -93,7 +93,7 @@ def test_trial_json_shape_and_round_trip():
     assert trial.to_json() == {
         "index": 2, "seed": 99, "violated": True,
         "counts": {"lost": 1, "duplicated": 0, "foreign": 0, "errors": 0},
-        "mode": "lossy", "sample": "sample", "ops": ["a", "b"],
+        "mode": "lossy", "sample": "sample", "ops": ["a", "b"], "schedule": None,
     }
     assert Trial.from_json(trial.to_json()) == trial
 
