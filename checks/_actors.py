@@ -48,6 +48,15 @@ async def actors() -> AsyncIterator[ActorGroup]:
         yield ActorGroup(group)
 
 
+def actor_task(fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any,
+               name: str) -> asyncio.Task[Any]:
+    """``fn(*args)`` as a bare asyncio task (a caller that must be able to abandon it, never
+    awaiting it once cancelled), an actor of the trial's scheduler where one is active."""
+    sched = active()
+    body = fn if sched is None else as_actor(sched, fn, name)
+    return asyncio.ensure_future(body(*args))
+
+
 async def thread_actors(calls: list[Callable[[], Any]], labels: list[str] | None = None,
                         abandon: bool = False) -> list[BaseException | None]:
     """Run sync calls as thread actors, each call's exception returned (None: it returned).

@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from checks._actors import actor_task
 from checks.base import Barrier, NotApplicable, TrialContext, describe, race_threads
 from checks.langgraph._contract import Problems, guarded
 from checks.langgraph._saver import store_call, store_of
@@ -164,7 +165,7 @@ async def race_tasks(calls: list[Callable[[], Any]]) -> list[BaseException | Non
         except Exception as exc:  # noqa: BLE001 - the store's exception is evidence
             outcome[i] = exc
 
-    tasks = [asyncio.ensure_future(one(i)) for i in range(len(calls))]
+    tasks = [actor_task(one, i, name=f"task {i}") for i in range(len(calls))]
     try:
         await asyncio.shield(asyncio.gather(*tasks))
     except BaseException:
