@@ -75,6 +75,9 @@ def writer_body(ctx: TrialContext, writer: int, thread: str, steps: int,
             handle = await target.build(build)
             if setup_at_go:
                 await run_setup(handle.session)
+        except NotApplicable as exc:  # the lane cannot exist on this release: no evidence
+            channel.send({"not_applicable": str(exc)})
+            return
         except Exception as exc:  # noqa: BLE001 - reported to the parent as evidence
             channel.send({"open_error": describe(exc)})
             return
@@ -109,7 +112,8 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
     """Fork one writer per (writer, thread) into ``workers`` (the caller reaps them), wait
     until each is ready and release them together (``hold``: release none; the scheduler
     releases each op); what went wrong opening, per writer.
-    Raises NotApplicable when a writer finds the store private to its instance."""
+    Raises NotApplicable when a writer finds the store private to its instance, or its lane
+    cannot exist on the installed release."""
     problems: list[str] = []
     for w, thread in names:
         workers.append(_forked.fork_worker(f"writer-{w}", writer_body(ctx, w, thread, steps,
@@ -119,6 +123,8 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
     deadline = time.monotonic() + READY_TIMEOUT_S
     for worker in workers:
         message = await _forked.next_message(worker, deadline) or {}
+        if "not_applicable" in message:
+            raise NotApplicable(str(message["not_applicable"]))
         if "private" in message:  # (with setup_at_go, found later: see collect)
             raise NotApplicable(f"{ctx.target.name!r}: {message['private']}; a second process "
                                 f"cannot open it")
@@ -151,6 +157,8 @@ async def _read(ctx: TrialContext, worker: _forked.Worker, outcome: Outcome, dea
         message = await _forked.next_message(worker, deadline)
         if message is None:
             return
+        if "not_applicable" in message:
+            raise NotApplicable(str(message["not_applicable"]))
         if "private" in message:
             raise NotApplicable(f"{ctx.target.name!r} ({worker.name}): "
                                 f"{message['private']}; a second process cannot open it")

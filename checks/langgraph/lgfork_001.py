@@ -38,7 +38,7 @@ from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, descr
 from checks.common import trials_param
 from checks.langgraph._contract import named, reader_of
 from checks.langgraph._faults import Op, judge, writer_plan
-from checks.langgraph._saver import call, config, listing, make_checkpoint
+from checks.langgraph._saver import call, config, listing, make_checkpoint, special_indexes
 from checks.langgraph.lgconc_001 import mode_of
 from harness.ground.model import Counts, Trial
 from targets.base import NotApplicable
@@ -50,13 +50,12 @@ TASK = "fork-task"
 
 def _special(index: int) -> str:
     """The special channel whose writes slot is ``index`` (WRITES_IDX_MAP): -3 the interrupt,
-    -4 the resume; NotApplicable on a release without it."""
-    from langgraph.checkpoint.base import WRITES_IDX_MAP
-
-    for channel, slot in WRITES_IDX_MAP.items():
+    -4 the resume; NotApplicable on a release without it (checkpoint 1.0.1 has no map)."""
+    specials = special_indexes()
+    for channel, slot in specials.items():
         if slot == index:
             return str(channel)
-    raise NotApplicable(f"this release's WRITES_IDX_MAP ({dict(WRITES_IDX_MAP)!r}) has no "
+    raise NotApplicable(f"this release's WRITES_IDX_MAP ({specials!r}) has no "
                         f"special channel at {index}: interrupts and resumes were never "
                         f"offered as such there")
 
