@@ -18,9 +18,9 @@ from harness.ground.errors import UsageError
 # The regression gate's significance level: a change of a racy cell's rate gates when its
 # p-value is below it. 0.05 because the gate must still see a regression at the trial counts
 # checks run with: at 0.05, a flip from none to every trial is significant from 4 trials a
-# side (p=0.029), at 0.01 only from 5 (p=0.0079). Fisher's test is conservative at these
-# counts: for a cell whose rate did not change, whatever that rate, the chance that the gate
-# fails on it is at most 0.0078 with 4 trials a side and 0.026 with up to 20, below alpha.
+# side (p=0.029), at 0.01 only from 5 (p=0.0079). The test is exact and conservative: for a
+# cell whose rate did not change, whatever that rate, the chance that the gate fails on it
+# stays below alpha (at most 0.0078 with 4 trials a side, 0.029 with any equal count up to 20).
 ALPHA = 0.05
 
 
