@@ -8,7 +8,11 @@ A cell held or violated on both sides is one of three kinds, judged in this orde
 - racy: a side's trials disagreed (violated in some, held in others), or a side left schedule
   decisions uncontrolled (a backend's thread, a server). Its violating trials are a sample of
   a rate: a change gates only when Fisher's exact test finds the rates different at
-  ``significance.ALPHA``; otherwise it is listed with its p-value and both rates.
+  ``significance.ALPHA``; otherwise it is listed with its p-value and both rates. One
+  exception: a complete flip (every trial violated on one side, none on the other) where the
+  trial counts are too few for any outcome to be significant (0/3 -> 3/3: p=0.10 at best)
+  gates, judged exactly: the test cannot call it chance, and it is the strongest evidence
+  those trials can give. (With enough trials a complete flip is significant anyway.)
 - agreed: every trial of each side agreed and no decision was left uncontrolled. Nothing
   shows a race, so the cell is taken as deterministic: a flip between held and violated gates,
   even with one trial a side (where no flip could be significant); a change of the trial count
@@ -22,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.significance import RateTest, fisher_exact
+from harness.significance import RateTest, fisher_exact, flip_trials, format_p
 
 RATED = ("held", "violated")  # the verdicts whose violating trials measure a rate
 
@@ -47,11 +51,16 @@ class Judgement:
     def gates(self) -> bool:
         """Whether the change fails the regression gate."""
         if self.basis is Basis.RACY:
-            return self.test.significant
+            return self.test.significant or self.complete_flip
         before, after = self.test.violating_before, self.test.violating_after
         if self.basis is Basis.REPLAYED:
             return before != after
         return self.test.rate_before != self.test.rate_after
+
+    @property
+    def complete_flip(self) -> bool:
+        """Every trial violated on one side and none on the other."""
+        return {self.test.rate_before, self.test.rate_after} == {0.0, 1.0}
 
     def describe(self) -> str:
         """The rates and the judgement: 'rate 0/4 -> 1/4, p=1.00, not significant (racy: ...)'."""
@@ -61,9 +70,13 @@ class Judgement:
                 return f"{test.rates()}, the same rate ({self.why})"
             return f"{test.rates()}, judged exactly: {self.why}"
         powerless = ("" if test.can_be_significant else
-                     f"; with {test.trials_before} and {test.trials_after} trials no change "
+                     f"with {test.trials_before} and {test.trials_after} trials no change "
                      f"can be significant")
-        return f"{test.describe()} ({self.why}{powerless})"
+        if self.complete_flip and not test.significant:
+            return (f"{test.rates()}, p={format_p(test.p_value)}, judged exactly: every trial "
+                    f"changed and {powerless} ({self.why}; {flip_trials()} trials a side "
+                    f"would let Fisher's exact test judge it)")
+        return f"{test.describe()} ({self.why}{'; ' + powerless if powerless else ''})"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this judgement."""

@@ -111,3 +111,11 @@ def least_p(trials_before: int, trials_after: int) -> float:
     none of one side's trials to all of the other's (0/4 -> 4/4: 0.029; 0/1 -> 1/1: 1)."""
     return min(fisher_exact(0, trials_before, trials_after, trials_after).p_value,
                fisher_exact(trials_before, trials_before, 0, trials_after).p_value)
+
+
+def flip_trials(alpha: float = ALPHA) -> int:
+    """The fewest trials a side with which a complete flip (0/n -> n/n) is significant: 4."""
+    n = 1
+    while least_p(n, n) >= alpha:
+        n += 1
+    return n

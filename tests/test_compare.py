@@ -90,6 +90,8 @@ def test_cross_version_report_lists_changes_with_both_sides(run_dir, tmp_path):
     assert "| `sqlite-file` | ARIB-REPLAY-001 | held |" in text
     assert f"### 0.0.1 -> {doc['sdk']['version']}" in text
     assert "held 0/1" in text and "-> violated 1/1" in text
+    assert ("  - judged: rate 0/1 -> 1/1, judged exactly: every trial of each run agreed, no "
+            "schedule decision uncontrolled") in text
 
 
 def test_accept_without_runs_is_a_clear_error(tmp_path, capsys):

@@ -76,15 +76,32 @@ def test_racy_by_disagreeing_trials_gates_only_when_significant():
 
 
 def test_racy_by_uncontrolled_decisions_is_judged_by_rate_and_says_when_it_cannot_tell():
-    j = judge(finding(0, 1, control=PART), finding(1, 1, control=PART))
+    j = judge(finding(0, 2, control=PART), finding(1, 2, control=PART))
     assert j.basis is Basis.RACY and not j.gates
-    assert j.describe() == ("rate 0/1 -> 1/1, p=1.00, not significant (racy: the baseline left "
-                            "3 of 120 schedule decisions uncontrolled; the run left 3 of 120 "
-                            "schedule decisions uncontrolled; with 1 and 1 trials no change "
-                            "can be significant)")
+    assert j.describe() == ("rate 0/2 -> 1/2, p=1.00, not significant (racy: the baseline left "
+                            "3 of 120 schedule decisions uncontrolled; the run's trials "
+                            "disagreed, 1 of 2 violated; the run left 3 of 120 schedule "
+                            "decisions uncontrolled; with 2 and 2 trials no change can be "
+                            "significant)")
     j = judge(finding(0, 4, control=FULL), finding(4, 4, control=PART))  # a full flip, 4 a side
-    assert j.basis is Basis.RACY and j.gates
+    assert j.basis is Basis.RACY and j.gates and j.test.significant
     assert "significant at alpha 0.05 (racy: the run left 3 of 120" in j.describe()
+    j = judge(finding(1, 4, control=PART), finding(4, 4, control=PART))
+    assert j.basis is Basis.RACY and not j.gates  # p = 0.43: not a complete flip
+
+
+def test_a_complete_flip_too_few_trials_can_test_gates_exactly():
+    """0/1 -> 1/1 of a racy cell: no outcome of 1 and 1 trials can be significant, so a flip
+    of every trial is judged exactly instead of passing unseen."""
+    j = judge(finding(0, 1, control=PART), finding(1, 1, control=PART))
+    assert j.basis is Basis.RACY and j.complete_flip and not j.test.significant and j.gates
+    assert j.describe() == ("rate 0/1 -> 1/1, p=1.00, judged exactly: every trial changed and "
+                            "with 1 and 1 trials no change can be significant (racy: the "
+                            "baseline left 3 of 120 schedule decisions uncontrolled; the run "
+                            "left 3 of 120 schedule decisions uncontrolled; 4 trials a side "
+                            "would let Fisher's exact test judge it)")
+    back = judge(finding(3, 3, control=PART), finding(0, 3, control=PART))  # p = 0.10
+    assert back.gates and "judged exactly: every trial changed" in back.describe()
 
 
 def test_agreed_cells_are_exact_a_flip_gates_with_one_trial_a_side():

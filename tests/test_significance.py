@@ -7,7 +7,7 @@ import math
 import pytest
 
 from harness.ground.errors import UsageError
-from harness.significance import ALPHA, fisher_exact, format_p, least_p
+from harness.significance import ALPHA, fisher_exact, flip_trials, format_p, least_p
 
 # (baseline violating, trials, run violating, trials) -> the two-sided p-value, by hand: with
 # K violating trials in all and N trials, the baseline's x violating has weight
@@ -79,6 +79,7 @@ def test_least_p_is_the_smallest_p_any_outcome_can_give():
             assert least_p(n, m) == pytest.approx(min(every), rel=1e-12), (n, m)
     assert least_p(1, 1) == 1.0 and least_p(3, 3) == pytest.approx(0.1)
     assert least_p(4, 4) < ALPHA <= least_p(3, 3)  # from 4 trials a side a flip can count
+    assert flip_trials() == 4 and flip_trials(0.01) == 5
     assert not fisher_exact(0, 1, 1, 1).can_be_significant
     assert fisher_exact(0, 4, 1, 4).can_be_significant
 
