@@ -11,11 +11,13 @@ from typing import Any
 
 from harness import noxsupport
 from harness.evidence import grouped, lane_list, mask
+from harness.gate_rule import Judgement, judge
 from harness.ground.family import active_family
 from harness.ground.model import Cell
 from harness.heatmap import LEGEND, heatmap_svg, unavailable
 from harness.results import atomic_write_text, read_results
 from harness.run_coverage import coverage_of
+from harness.significance import ALPHA
 
 
 class ChangeKind(str, enum.Enum):
@@ -23,26 +25,13 @@ class ChangeKind(str, enum.Enum):
 
     VERDICT = "verdict"
     COUNT = "count"  # the number of violating trials (or of trials) changed
-    DETAIL = "detail"  # only item counts changed: informational, see GATING
+    DETAIL = "detail"  # only item counts changed: informational
     NEW = "new"
     GONE = "gone"
-    # held <-> violated where the violated side failed only some of its trials: a race
-    # sampled at a rate, whose verdict two runs of the same code can draw either way
-    INTERMITTENT = "intermittent"
     # violated on both sides, but in other ways: the modes of the violating trials differ
     # (lost writes on one, an error on the other), so a fix or a regression hides behind an
     # older defect that keeps the cell violated
     MODE = "mode"
-
-
-# The regression gate fails on these. Counts of a violated cell (violating trials, items lost
-# or duplicated) are listed but do not fail it: in a real race on a thread- or server-backed
-# backend (PostgreSQL: CLEAR-001 7/10 then 8/10 on the same version) they are not
-# reproducible, whether the cell is violated is. Nor does a verdict that flips where the
-# violated side failed only some of its trials (INTERMITTENT: NET-001 on
-# encrypted-sqlalchemy-sqlite, held 0/2 then violated 1/2 on the same code): it is listed, and
-# a flip to or from a violation in every trial still fails the gate.
-GATING = (ChangeKind.VERDICT, ChangeKind.NEW, ChangeKind.GONE)
 
 
 @dataclass(frozen=True)
@@ -54,25 +43,43 @@ class CellChange:
     kind: ChangeKind
     before: Mapping[str, Any] | None
     after: Mapping[str, Any] | None
+    # for a held or violated cell whose verdict or violating trials changed: how the rule of
+    # harness.gate_rule judged it (exactly, or by Fisher's exact test on the two rates)
+    judgement: Judgement | None = None
 
     @property
     def cell(self) -> Cell:
         """The check on the lane that changed."""
         return Cell(self.check, self.lane)
 
+    @property
+    def gates(self) -> bool:
+        """Whether this change fails the regression gate: a cell new or gone, a verdict that
+        moved to or from an error or an abstention, or a change of violating trials that the
+        rule of harness.gate_rule finds real. Item counts and modes alone never gate."""
+        if self.kind in (ChangeKind.NEW, ChangeKind.GONE):
+            return True
+        if self.judgement is not None:
+            return self.judgement.gates
+        return self.kind is ChangeKind.VERDICT
+
     def describe(self) -> str:
         """One line naming the cell and both sides (with their violations' modes when those
-        changed)."""
+        changed), then how its rates were judged."""
         if self.kind is ChangeKind.MODE:
-            return (f"{self.check} on {self.lane}: violated in another way: "
+            text = (f"{self.check} on {self.lane}: violated in another way: "
                     f"{summary(self.before)} {_modes_of(self.before)} -> {summary(self.after)} "
                     f"{_modes_of(self.after)}")
-        return f"{self.check} on {self.lane}: {summary(self.before)} -> {summary(self.after)}"
+        else:
+            text = f"{self.check} on {self.lane}: {summary(self.before)} -> {summary(self.after)}"
+        return text if self.judgement is None else f"{text}: {self.judgement.describe()}"
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form of this change, each side summarized."""
+        """The JSON form of this change, each side summarized, with its judgement."""
         return {"check": self.check, "lane": self.lane, "kind": self.kind.value,
-                "before": summary(self.before), "after": summary(self.after)}
+                "before": summary(self.before), "after": summary(self.after),
+                "gates": self.gates,
+                "judgement": None if self.judgement is None else self.judgement.to_json()}
 
 
 def summary(finding: Mapping[str, Any] | None) -> str:
@@ -115,7 +122,9 @@ def cells(document: Mapping[str, Any]) -> dict[Cell, Mapping[str, Any]]:
 
 def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
               scope: Callable[[Cell], bool] | None = None) -> list[CellChange]:
-    """Every cell whose verdict, violating trials or counts differ, plus new and gone cells.
+    """Every cell whose verdict, violating trials or counts differ, plus new and gone cells;
+    a held or violated cell whose verdict or violating trials changed carries its judgement
+    (harness.gate_rule: exact, or by rate).
 
     With ``scope``, only the cells it accepts are compared (the cells both runs measured).
     """
@@ -130,7 +139,7 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
         elif b is None:
             kind = ChangeKind.GONE
         elif a["verdict"] != b["verdict"]:
-            kind = ChangeKind.INTERMITTENT if _sampled_race(a, b) else ChangeKind.VERDICT
+            kind = ChangeKind.VERDICT
         elif modes_changed(a, b):
             kind = ChangeKind.MODE
         elif (a["violating_trials"], a["trials"]) != (b["violating_trials"], b["trials"]):
@@ -139,16 +148,16 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
             kind = ChangeKind.DETAIL
         else:
             continue
-        changes.append(CellChange(cell.check_id, cell.lane, kind, a, b))
+        changes.append(CellChange(cell.check_id, cell.lane, kind, a, b, _judged(a, b)))
     return changes
 
 
-def _sampled_race(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """True for held <-> violated where the violated side held in some of its trials."""
-    if {a["verdict"], b["verdict"]} != {"held", "violated"}:
-        return False
-    violated = a if a["verdict"] == "violated" else b
-    return 0 < violated["violating_trials"] < violated["trials"]
+def _judged(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> Judgement | None:
+    """The judgement of a cell on both sides whose verdict or violating trials changed."""
+    if a is None or b is None or (a["verdict"], a["violating_trials"], a["trials"]) == (
+            b["verdict"], b["violating_trials"], b["trials"]):
+        return None
+    return judge(a, b)
 
 
 def not_measured_in(document: Mapping[str, Any]) -> Callable[[Cell], str | None]:
@@ -208,18 +217,13 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
             names = (f"checks {', '.join(checks)}" if len(checks) < len(lanes)
                      else f"lanes {', '.join(lanes)}")
             info.append(f"  {len(skipped)} cell(s) of {names}: {reason}")
-    gating = [c for c in result.changes if c.kind in GATING]
-    label = {ChangeKind.INTERMITTENT: "intermittent verdict: ",
-             ChangeKind.MODE: "mode changed: "}
+    gating = [c for c in result.changes if c.gates]
+    label = {ChangeKind.MODE: "mode changed: "}
     info += [f"regression gate, informational: {label.get(c.kind, '')}{c.describe()}"
-             for c in result.changes if c.kind not in GATING]
+             for c in result.changes if not c.gates]
     if not gating:
-        flips = sum(1 for c in result.changes if c.kind is ChangeKind.INTERMITTENT)
-        # never a bare "equals" when a verdict moved, even a sampled race's
-        but = (f" but {flips} intermittent one(s) above, a race whose violated side failed "
-               f"only some trials" if flips else "")
-        info.append(f"regression gate: every measured verdict equals the accepted baseline of "
-                    f"{sdk}{but} ({result.compared} cell(s) compared)")
+        info.append(f"regression gate: {passed(result, sdk)} ({result.compared} cell(s) "
+                    f"compared)")
         return info, []
     failures = [f"regression gate: {len(gating)} of {result.compared} compared cell(s) differ "
                 f"from the accepted baseline of {active_family().name} {sdk}:"]
@@ -228,6 +232,17 @@ def render_gate(result: GateResult, sdk: str) -> tuple[list[str], list[str]]:
     failures.append(f"if the change is real, accept it: `{accept}` "
                     f"and commit results/baselines/")
     return info, failures
+
+
+def passed(result: GateResult, sdk: str) -> str:
+    """What a gate that passed found: every verdict equal, or (never a bare "equals" when a
+    verdict moved) how many moved without a significant change of rate."""
+    flips = sum(1 for c in result.changes if c.kind is ChangeKind.VERDICT and not c.gates)
+    if not flips:
+        return f"every measured verdict equals the accepted baseline of {sdk}"
+    return (f"no significant change from the accepted baseline of {sdk}: {flips} verdict(s) "
+            f"above moved, each a racy cell whose rate did not change significantly (Fisher's "
+            f"exact test, alpha {ALPHA:g})")
 
 
 def version_key(version: str) -> tuple[tuple[int, ...], ...]:
@@ -304,7 +319,8 @@ def _changes_between(prev: Mapping[str, Any], cur: Mapping[str, Any]) -> list[st
         return [*lines, f"- {a} -> {b}: no verdict or count changed."]
     lines += [f"### {a} -> {b}", ""]
     alike = grouped(changes, lambda c: (c.check, c.kind, mask(_evidence(c.before)),
-                                        mask(_evidence(c.after))))
+                                        mask(_evidence(c.after)),
+                                        c.judgement and (c.judgement.basis, c.gates)))
     for group in alike:
         ch, lanes = group[0], [c.lane for c in group]
         where = (f"`{ch.lane}`" if len(lanes) == 1
@@ -314,6 +330,8 @@ def _changes_between(prev: Mapping[str, Any], cur: Mapping[str, Any]) -> list[st
         shown = "" if len(lanes) == 1 else f" (on `{ch.lane}`)"
         lines.append(f"  - {a}{shown}: {_evidence(ch.before)}")
         lines.append(f"  - {b}{shown}: {_evidence(ch.after)}")
+        if ch.judgement is not None:
+            lines.append(f"  - judged{shown}: {ch.judgement.describe()}")
     return [*lines, ""]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.baseline import regressions
-from harness.compare import GATING
+from harness.compare import passed
 from harness.ground.model import ExitCode
 from harness.run_coverage import coverage_of
 
@@ -36,12 +36,12 @@ def _gate_lines(document: Mapping[str, Any], out: Path, accepted: str | None) ->
     if result is None:
         return [f"- regression gate: not run; no accepted baseline for {sdk} yet "
                 f"(`python -m harness accept --sdk {sdk}`)"]
-    failing = [c for c in result.changes if c.kind in GATING]
+    failing = [c for c in result.changes if c.gates]
     not_compared = sum(map(len, result.not_compared.values()))
     skipped = f"; {not_compared} cell(s) not measured, so not compared" if not_compared else ""
     if not failing:
-        return [f"- regression gate: **passed**, {result.compared} cell(s) equal the accepted "
-                f"baseline of {sdk}{skipped}"]
+        return [f"- regression gate: **passed**, {passed(result, sdk)} ({result.compared} "
+                f"cell(s) compared){skipped}"]
     lines = [f"- regression gate: **failed**, {len(failing)} of {result.compared} cell(s) "
              f"differ from the accepted baseline of {sdk}{skipped}:"]
     lines += [f"  - {c.kind.value}: {c.describe()}" for c in failing[:SHOWN]]

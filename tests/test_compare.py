@@ -9,7 +9,6 @@ import pytest
 
 from harness.cli import main
 from harness.compare import (
-    GATING,
     ChangeKind,
     cross_version_markdown,
     diff_runs,
@@ -91,6 +90,8 @@ def test_cross_version_report_lists_changes_with_both_sides(run_dir, tmp_path):
     assert "| `sqlite-file` | ARIB-REPLAY-001 | held |" in text
     assert f"### 0.0.1 -> {doc['sdk']['version']}" in text
     assert "held 0/1" in text and "-> violated 1/1" in text
+    assert ("  - judged: rate 0/1 -> 1/1, judged exactly: every trial of each run agreed, no "
+            "schedule decision uncontrolled") in text
 
 
 def test_accept_without_runs_is_a_clear_error(tmp_path, capsys):
@@ -109,31 +110,65 @@ def test_cross_version_report_does_not_call_an_unmeasured_lane_gone(run_dir, tmp
     assert f"0.0.1 -> {doc['sdk']['version']}: 1 cell(s) not compared" in text
 
 
-def test_a_flip_where_the_violation_is_partial_is_intermittent_and_does_not_gate(run_dir):
+def test_a_flip_is_judged_by_rate_where_trials_disagree_and_exactly_where_they_agree(run_dir):
     doc = json.loads(only_run(run_dir).read_text())
     cell = doc["findings"][0]
-    assert cell["verdict"] == "violated"
+    assert cell["verdict"] == "violated" and "control" not in cell  # REPLAY-001: unscheduled
     cell.update(trials=3, violating_trials=3)  # violated in every one of three trials
     sometimes = json.loads(json.dumps(doc))
     sometimes["findings"][0]["violating_trials"] = 1  # violated in one trial of several
     held = json.loads(json.dumps(doc))
     held["findings"][0].update(verdict="held", violating_trials=0)
     (change,) = diff_runs(held, sometimes)
-    assert change.kind is ChangeKind.INTERMITTENT and change.kind not in GATING
+    assert change.kind is ChangeKind.VERDICT and not change.gates  # racy, p=1.00
     (change,) = diff_runs(sometimes, held)
-    assert change.kind is ChangeKind.INTERMITTENT
-    (change,) = diff_runs(held, doc)  # violated in every trial: a verdict change, gated
-    assert change.kind is ChangeKind.VERDICT and change.kind in GATING
-    # The gate passes, and says that a verdict moved instead of "every verdict equals".
+    assert change.kind is ChangeKind.VERDICT and not change.gates
+    (change,) = diff_runs(held, doc)  # every trial agreed on each side: exact, gated
+    assert change.kind is ChangeKind.VERDICT and change.gates
+    assert change.to_json()["judgement"]["basis"] == "agreed"
+    # The gate passes, naming the rates and the p-value, and says that a verdict moved
+    # instead of "every verdict equals".
     info, failures = render_gate(gate(sometimes, held), "9.9")
     assert failures == []
-    assert info[0].startswith("regression gate, informational: intermittent verdict: "
-                              "ARIB-REPLAY-001 on sqlite-file: violated 1/3")
-    assert info[-1].startswith("regression gate: every measured verdict equals the accepted "
-                               "baseline of 9.9 but 1 intermittent one(s) above")
+    assert info[0] == ("regression gate, informational: ARIB-REPLAY-001 on sqlite-file: "
+                       f"{summary_of(sometimes)} -> {summary_of(held)}: rate 1/3 -> 0/3, "
+                       "p=1.00, not significant (racy: the baseline's trials disagreed, 1 of 3 "
+                       "violated; with 3 and 3 trials no change can be significant)")
+    assert info[-1] == ("regression gate: no significant change from the accepted baseline of "
+                        "9.9: 1 verdict(s) above moved, each a racy cell whose rate did not "
+                        "change significantly (Fisher's exact test, alpha 0.05) (1 cell(s) "
+                        "compared)")
+    info, failures = render_gate(gate(held, doc), "9.9")
+    assert info == [] and "  verdict: ARIB-REPLAY-001 on sqlite-file: held 0/3" in failures[1]
+    assert failures[1].endswith("rate 0/3 -> 3/3, judged exactly: every trial of each run "
+                                "agreed, no schedule decision uncontrolled")
     info, _ = render_gate(gate(doc, doc), "9.9")
     assert info == ["regression gate: every measured verdict equals the accepted baseline of "
                     "9.9 (1 cell(s) compared)"]
+
+
+def test_a_significant_change_of_rate_gates_even_without_a_verdict_change(run_dir):
+    doc = json.loads(only_run(run_dir).read_text())
+    doc["findings"][0].update(trials=10, violating_trials=10)
+    fewer = json.loads(json.dumps(doc))
+    fewer["findings"][0]["violating_trials"] = 2  # 10/10 then 2/10: p = 7.1e-04
+    (change,) = gate(doc, fewer).changes
+    assert change.kind is ChangeKind.COUNT and change.gates
+    _, failures = render_gate(gate(doc, fewer), "9.9")
+    assert failures[1].startswith("  count: ARIB-REPLAY-001 on sqlite-file: violated 10/10")
+    assert "rate 10/10 -> 2/10, p=7.1e-04, significant at alpha 0.05" in failures[1]
+    fewer["findings"][0]["violating_trials"] = 8  # 10/10 then 8/10: p = 0.47, listed
+    info, failures = render_gate(gate(doc, fewer), "9.9")
+    assert not failures and "rate 10/10 -> 8/10, p=0.47, not significant" in info[0]
+    assert info[-1].startswith("regression gate: every measured verdict equals")
+
+
+def test_a_verdict_to_or_from_an_error_gates_without_a_rate(run_dir):
+    doc = json.loads(only_run(run_dir).read_text())
+    broken = json.loads(json.dumps(doc))
+    broken["findings"][0].update(verdict="error", violating_trials=0)
+    (change,) = diff_runs(doc, broken)
+    assert change.kind is ChangeKind.VERDICT and change.judgement is None and change.gates
 
 
 def with_lane(doc, lane, new_id):
@@ -208,7 +243,8 @@ def test_bench_appends_a_job_summary_under_github_actions(tmp_path, capsys, monk
     assert main(["accept", "--partial", str(run), "--out", str(out)]) == 0
     assert main([*SMALL, "--out", str(out)]) == 1
     second = summary.read_text()[len(text):]
-    assert "regression gate: **passed**, 1 cell(s) equal the accepted baseline" in second
+    assert ("regression gate: **passed**, every measured verdict equals the accepted baseline "
+            "of") in second
 
 
 def test_job_summary_names_failing_cells_and_survives_an_unwritable_target(run_dir, tmp_path,
@@ -265,7 +301,7 @@ def test_a_cell_violated_in_another_way_is_a_mode_change(run_dir, tmp_path):
     lost = violated_as(doc, "0.0.1", {"lost": 3})
     error = violated_as(doc, "0.0.2", {"error": 3})
     [change] = diff_runs(lost, error)
-    assert change.kind is ChangeKind.MODE and change.kind not in GATING
+    assert change.kind is ChangeKind.MODE and not change.gates and change.judgement is None
     assert change.describe() == ("ARIB-REPLAY-001 on sqlite-file: violated in another way: "
                                  f"{summary_of(lost)} [modes lost] -> {summary_of(error)} "
                                  f"[modes error]")

@@ -5,7 +5,8 @@ event loop and nothing races an OS thread: there any difference is the harness's
 nondeterminism (an unseeded choice, a plan that depends on timing). On the SDK lanes most
 faults race the backends' worker threads (``to_thread``, aiosqlite's thread, a server), so a
 cell violated in some trials can land on either side in two trials: the regression gate
-therefore gates verdicts, not counts, and the bench runs each check's full trial count.
+therefore judges such racy cells by rate (Fisher's exact test, harness/gate_rule.py), and the
+bench runs each check's full trial count.
 """
 
 from __future__ import annotations
