@@ -219,7 +219,11 @@ def read_record(path: str | Path, filename: str) -> Record:
             started = True
         elif raw.startswith("code ") and not ended:  # after the end: the child's exit
             line, _, where = raw[5:].partition(" ")
-            functions.add((where, int(line)))
+            # A forked worker killed by the check (SIGKILL) can leave its last line torn
+            # (a short write at a page boundary) and the next writer's line glued to it:
+            # such a line names no function that ran, it is skipped, never a crash.
+            if line.isdigit() and where:
+                functions.add((where, int(line)))
         elif raw.startswith("ext ") and not ended:
             extensions.add(raw[4:])
         elif raw == "end":

@@ -141,6 +141,16 @@ def test_read_record_names_what_went_wrong(tmp_path: Path) -> None:
     assert read_record(tmp_path / "ok", "/x.py").lines == {7, 12}
 
 
+def test_a_torn_line_of_a_killed_worker_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    # seen in `official --mutants`: "code 326code 88 /lib/b.py" (a forked writer killed with
+    # SIGKILL mid-write, the next writer's line glued to it) raised ValueError in the parent
+    (tmp_path / "torn").write_text("start /x.py\n12\ncode 326code 88 /lib/b.py\n"
+                                   "code 40 /lib/a.py\ncode 41\nend\n")
+    got = read_record(tmp_path / "torn", "/x.py")
+    assert got.error is None and got.lines == {12}
+    assert got.executed is not None and got.executed.functions == {("/lib/a.py", 40)}
+
+
 def test_ranges_round_trip() -> None:
     assert to_ranges([7, 1, 2, 3, 9, 10]) == "1-3,7,9-10"
     assert to_ranges([]) == ""
