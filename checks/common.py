@@ -50,6 +50,13 @@ def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:
                  sample=verdict.sample, ops=tuple(ctx.ops))
 
 
+# The fewest trials a side with which the regression gate's Fisher test can judge a complete
+# flip (harness.significance.flip_trials()): a check whose race is seen at a rate (a backend's
+# thread, a server's timing) runs at least this many, or a chance flip of its few trials would
+# gate the bench (the README's rule: "the fix is more trials (4 a side)").
+RATE_TRIALS = 4
+
+
 def trials_param(default: int, help: str = "independent trials, each on a fresh store") -> Param:
     """The ``trials`` parameter every check has."""
     from checks.base import Param

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from checks.common import RATE_TRIALS
 from harness.ground.errors import UsageError
 from harness.significance import ALPHA, fisher_exact, flip_trials, format_p, least_p
 
@@ -80,6 +81,8 @@ def test_least_p_is_the_smallest_p_any_outcome_can_give():
     assert least_p(1, 1) == 1.0 and least_p(3, 3) == pytest.approx(0.1)
     assert least_p(4, 4) < ALPHA <= least_p(3, 3)  # from 4 trials a side a flip can count
     assert flip_trials() == 4 and flip_trials(0.01) == 5
+    # and the checks whose races are seen at a rate run that many (checks/common.py)
+    assert RATE_TRIALS == flip_trials()
     assert not fisher_exact(0, 1, 1, 1).can_be_significant
     assert fisher_exact(0, 4, 1, 4).can_be_significant
 

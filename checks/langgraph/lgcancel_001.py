@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import trials_param
+from checks.common import RATE_TRIALS, trials_param
 from checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
 from checks.langgraph._faults import Op, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
@@ -156,7 +156,7 @@ CHECK = CheckSpec(
     "suspensions an uncancelled call makes (at most points), each on a fresh store",
     params=(
         Param("points", 12, 1, 64, "at most this many cancellation points per operation"),
-        trials_param(2, "independent trials (seeded point order)"),
+        trials_param(RATE_TRIALS, "independent trials (seeded point order)"),
     ),
     run_trial=run_trial,
     mutants=("lg_reference_cancel_half_writes", "lg_async_sqlite_cancel_half_writes"),

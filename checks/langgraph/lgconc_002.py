@@ -15,7 +15,7 @@ instance's memory abstains (the writers find it on their instance).
 from __future__ import annotations
 
 from checks.base import CheckSpec, Param, SchedulePlan, Selector, TrialContext, describe
-from checks.common import trials_param
+from checks.common import RATE_TRIALS, trials_param
 from checks.langgraph import _writers
 from harness.ground.model import Counts, Trial
 
@@ -65,7 +65,7 @@ CHECK = CheckSpec(
         Param("processes", 3, 2, 16, "writer processes"),
         Param("steps", 4, 1, 100, "checkpoints (each with its writes) per writer"),
         Param("threads", 2, 1, 16, "thread ids the writers share (1: all on one)"),
-        trials_param(2),
+        trials_param(RATE_TRIALS),
     ),
     run_trial=run_trial,
     mutants=("lg_reference_writes_to_latest", "lg_async_sqlite_writes_to_latest",
@@ -74,7 +74,7 @@ CHECK = CheckSpec(
         Selector("lg-reference", "ReferenceSaver.aput", "early_return"),
         Selector("lg-async-sqlite-file", "AsyncSqliteSaver.aput_writes", "early_return"),
     ),
-    timeout_s=60.0,
+    timeout_s=120.0,  # four trials; on a busy SQLite file each can wait its busy timeout
     concurrent=True,
     schedule=SchedulePlan("random", timers="real"),
 )

@@ -17,7 +17,7 @@ import time
 
 from checks import _forked
 from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import trials_param
+from checks.common import RATE_TRIALS, trials_param
 from checks.langgraph import _writers
 from checks.langgraph._faults import judge, read_threads, writer_plan
 from harness.ground.model import Counts, Trial
@@ -92,7 +92,7 @@ CHECK = CheckSpec(
     "over a pipe, and is killed with SIGKILL after a seeded number of acknowledgements",
     params=(
         Param("steps", 8, 3, 200, "checkpoints (each with its writes) the writer would put"),
-        trials_param(3),
+        trials_param(RATE_TRIALS),
     ),
     run_trial=run_trial,
     mutants=("lg_reference_write_behind", "lg_async_sqlite_never_commits"),

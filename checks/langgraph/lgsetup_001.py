@@ -66,5 +66,5 @@ CHECK = CheckSpec(
         "back without it); the store works either way"
         for mutant in ("m-4526f4a21226", "m-de359fa895da")
     },
-    timeout_s=60.0,
+    timeout_s=120.0,  # six trials; a busy SQLite file makes each wait out its busy timeout
 )

@@ -28,7 +28,7 @@ import anyio
 import anyio.to_thread
 
 from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import trials_param
+from checks.common import RATE_TRIALS, trials_param
 from checks.langgraph._contract import Problems, guarded
 from checks.langgraph._saver import store_of
 from targets.langgraph.lanes import api_of
@@ -162,7 +162,8 @@ CHECK = CheckSpec(
     "list_namespaces, put and get on its own and a shared namespace, from threads (batch) and "
     "tasks (abatch) as the lane's class serves",
     params=(Param("workers", 6, 2, 16, "workers racing on one store object"),
-            Param("rounds", 12, 1, 100, "batches per worker"), trials_param(3)),
+            Param("rounds", 12, 1, 100, "batches per worker"),
+            trials_param(RATE_TRIALS)),
     run_trial=run_trial,
     mutants=("lg_store_reference_lock_per_call", "lg_async_sqlite_store_lock_per_call"),
     generated=(Selector("lg-store-reference", "ReferenceStore.batch", "drop_lock"),

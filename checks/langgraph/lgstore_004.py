@@ -33,7 +33,7 @@ import anyio
 import anyio.to_thread
 
 from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
+from checks.common import RATE_TRIALS, trials_param
 from checks.langgraph._contract import Problems, guarded
 from checks.langgraph._saver import store_call, store_of
 from checks.langgraph._store import needs_keywords, needs_methods, store_method
@@ -211,11 +211,10 @@ CHECK = CheckSpec(
     fault="items put with a 0.001-minute TTL beside items without one or with a long one; "
     "real time past their expiry, then a sweep started 10 ms after a batch of 3000 puts that "
     "fails on its last value, a sweeper every 0.24 s, a stop",
-    # Four: where the sweep and the failing batch share one connection (PostgresStore), which
-    # of them gets there first is real time, and the wrong count is seen at a rate; with four
-    # trials a side the gate's Fisher test can judge a change of that rate.
-    params=(trials_param(4, "independent trials, each on a fresh store (the sweep beside the "
-                            "failing batch is a real-time race)"),),
+    # Where the sweep and the failing batch share one connection (PostgresStore), which of
+    # them gets there first is real time, and the wrong count is seen at a rate.
+    params=(trials_param(RATE_TRIALS, "independent trials, each on a fresh store (the sweep "
+                                      "beside the failing batch is a real-time race)"),),
     run_trial=run_trial,
     mutants=("lg_store_reference_sweep_takes_unexpired", "lg_sqlite_store_sweep_counts_only",
              "lg_async_sqlite_store_stop_leaves_sweeper"),
@@ -223,6 +222,6 @@ CHECK = CheckSpec(
                Selector("lg-store-reference", "ReferenceStore.sweep_ttl", "drop_lock"),
                Selector("lg-store-async-sqlite-file", "AsyncSqliteStore.stop_ttl_sweeper",
                         "early_return")),
-    timeout_s=30.0,
+    timeout_s=90.0,  # four trials of about 3 s each, several times that on a loaded machine
     reference="lg-store-reference",
 )
