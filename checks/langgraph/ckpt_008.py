@@ -19,6 +19,11 @@ only, each async method (``aget_tuple``, ``alist``, ``aput``, ``aput_writes``,
 saver that is a context manager (``InMemorySaver``) must bind itself in ``with`` and
 ``async with``, working inside: ``async with InMemorySaver() as saver`` that binds None
 compiles a graph with no checkpointer.
+
+A half that never answers fails too (``hang_invariant``): LangGraph's sync API waits on the
+saver from a worker thread, and a read that leaves the saver's lock held (an async listing
+abandoned half-way by the sync half that drove it) wedges every later call of either half
+until the garbage collector happens to finalize it: the graph run is stuck, silently.
 """
 
 from __future__ import annotations
@@ -225,7 +230,8 @@ CHECK = CheckSpec(
     id="ARIB-CKPT-008",
     invariant="both halves of a saver's interface keep one store (the same tuples through "
               "get_tuple, list, put, put_writes and delete_thread), or the half it does not "
-              "serve refuses loudly; a saver that is a context manager binds itself",
+              "serve refuses loudly, and neither half hangs; a saver that is a context "
+              "manager binds itself",
     fault="a chain put through alternating halves, every read through both; on a sync-only "
           "saver, every async method called; `with` and `async with` on a context manager",
     params=(Param("steps", 3, 2, 30, "checkpoints of the chain put through both halves"),
@@ -240,4 +246,5 @@ CHECK = CheckSpec(
         Selector("lg-memory", "InMemorySaver.__aenter__", "early_return"),
     ),
     timeout_s=30.0,
+    hang_invariant=True,
 )
