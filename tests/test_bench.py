@@ -37,3 +37,13 @@ def test_a_run_starts_by_the_durations_its_folder_recorded_and_writes_cells_in_o
     written = read_results(Path(outcome.json_path))
     assert [f["target"] for f in written["findings"]] == [ADVANCED_SQLITE_FILE.name,
                                                            "sqlite-file"]
+
+
+def test_a_run_records_how_soon_after_its_process_started_its_first_child_and_cell_began(
+        tmp_path):
+    outcome = run_bench(small_config(tmp_path, (SQLITE_FILE,)))
+    startup = read_results(Path(outcome.json_path))["startup"]
+    # This test's process started before the run did: both ages are positive, and the first
+    # child (an admission gate) started no later than the first measured cell.
+    assert 0 < startup["first_child_s"] <= startup["first_cell_s"]
+    assert startup == outcome.document["startup"]
