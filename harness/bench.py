@@ -26,7 +26,7 @@ from harness.execute import (
 )
 from harness.ground.child import ChildOutcome, run_jobs
 from harness.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
-from harness.ground.proctime import first_fork_s, process_age_s
+from harness.ground.proctime import first_fork_s, forget_first_fork, process_age_s
 from harness.ground.services import ServiceManager
 from harness.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
 from harness.progress import Progress
@@ -295,6 +295,7 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     time and run id and never replace another run's.
     """
     writable_folder(config.out_dir)
+    forget_first_fork()
     started = dt.datetime.now(dt.timezone.utc)
     run_id = new_run_id()
     t0 = time.perf_counter()

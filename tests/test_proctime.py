@@ -43,3 +43,6 @@ def test_the_first_fork_is_recorded_once(monkeypatch):
     proctime.note_first_fork()
     proctime.note_first_fork()
     assert proctime.first_fork_s() == 1.25
+    proctime.forget_first_fork()  # a new run in the same process counts its own
+    proctime.note_first_fork()
+    assert proctime.first_fork_s() == 7.5

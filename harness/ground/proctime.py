@@ -26,6 +26,13 @@ def process_age_s() -> float | None:
         return None
 
 
+def forget_first_fork() -> None:
+    """Start counting anew: the next fork is the first (a run in a process that forked
+    before it, such as a test session, records its own first child)."""
+    global _FIRST_FORK_S
+    _FIRST_FORK_S = None
+
+
 def note_first_fork() -> None:
     """Record, once per process, its age as it forks its first child."""
     global _FIRST_FORK_S
