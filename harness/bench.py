@@ -26,6 +26,7 @@ from harness.execute import (
 )
 from harness.ground.child import ChildOutcome, run_jobs
 from harness.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
+from harness.ground.proctime import first_fork_s, forget_first_fork, process_age_s
 from harness.ground.services import ServiceManager
 from harness.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
 from harness.progress import Progress
@@ -195,9 +196,10 @@ def longest_first(runs: list[LaneRun], durations: Mapping[str, float]) -> list[i
 
 
 def _measure(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
-             durations: Mapping[str, float]) -> tuple[list[Finding], bool]:
+             durations: Mapping[str, float]) -> tuple[list[Finding], bool, float | None]:
     """The findings of ``runs`` (each in a forked child, the longest first), in the order of
-    ``runs``, and whether an interrupt cut them short (what was measured before it is kept)."""
+    ``runs``, whether an interrupt cut them short (what was measured before it is kept), and
+    the process's age in seconds when the first of them started (None: none did)."""
     progress = Progress("bench", len(runs), quiet=config.quiet)
     findings: list[Finding | None] = [None] * len(runs)
     limits = [r.check.timeout_s + GRACE_S for r in runs]
@@ -221,8 +223,11 @@ def _measure(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
         progress.advance(f"{run.check.id} on {run.lane.name}: {finding.verdict.value}")
 
     observer = config.on_lane_start
+    first_cell: list[float | None] = []
 
     def started_lane(job: int) -> None:
+        if not first_cell:
+            first_cell.append(process_age_s())
         if observer is not None:
             observer(runs[order[job]].check, runs[order[job]].lane)
 
@@ -235,7 +240,8 @@ def _measure(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
                  before_fork=lambda job: warm(runs[order[job]].check, runs[order[job]].lane))
     except KeyboardInterrupt:
         interrupted = True
-    return [f for f in findings if f is not None], interrupted
+    return ([f for f in findings if f is not None], interrupted,
+            first_cell[0] if first_cell else None)
 
 
 def _document(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Admission, ...],
@@ -256,6 +262,16 @@ def _document(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Ad
         not_measured=[n.to_json() for n in prepared.not_measured],
         started=started.isoformat(timespec="seconds"), duration_s=duration_s,
     )
+
+
+def startup_figures(first_child_s: float | None,
+                    first_cell_s: float | None) -> dict[str, float | None]:
+    """How soon the run got going, in seconds of the process's age (None: not known, or no
+    such child): its first child (an admission gate, or a cell) and its first measured cell."""
+    def rounded(value: float | None) -> float | None:
+        return None if value is None else round(value, 3)
+
+    return {"first_child_s": rounded(first_child_s), "first_cell_s": rounded(first_cell_s)}
 
 
 def _write(paths: tuple[Path, Path], document: dict[str, Any]) -> list[Path]:
@@ -279,6 +295,7 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     time and run id and never replace another run's.
     """
     writable_folder(config.out_dir)
+    forget_first_fork()
     started = dt.datetime.now(dt.timezone.utc)
     run_id = new_run_id()
     t0 = time.perf_counter()
@@ -288,8 +305,8 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
                 else PreparedLanes(mine.lanes))
     runs = [r for r in _lane_runs(mine, prepared, admissions)
             if cells is None or f"{r.check.id}@{r.lane.name}" in cells]
-    measured, interrupted = _measure(config, prepared, runs,
-                                     run_durations(config.out_dir, sdk_version(), "bench"))
+    measured, interrupted, first_cell_s = _measure(
+        config, prepared, runs, run_durations(config.out_dir, sdk_version(), "bench"))
     document = _document(config, prepared, admissions, measured, interrupted, started,
                          time.perf_counter() - t0)
     document["run_id"] = run_id
@@ -298,6 +315,7 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     document["services"] = {name: info.to_json() for name, info in (
         config.manager.infos.items() if config.manager is not None else ())}
     document["checks"] = [c.to_json() for c in config.checks]
+    document["startup"] = startup_figures(first_fork_s(), first_cell_s)
     if config.shard is not None:
         document.update(command="bench", shard=config.shard.to_json())
     validate(document)

@@ -323,6 +323,10 @@ def merge_bench(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str]
         not_measured=_union(docs, "not_measured", "name", lanes),
         lanes=_union(docs, "lanes", "name", lanes),
         services={k: v for d in docs for k, v in d.get("services", {}).items()})
+    if any("startup" in d for d in docs):  # the soonest of the shards (each its own process)
+        merged["startup"] = {key: min((d["startup"][key] for d in docs if d.get("startup", {})
+                                       .get(key) is not None), default=None)
+                             for key in ("first_child_s", "first_cell_s")}
     validate(merged)
     stem = run_stem(dt.datetime.fromisoformat(merged["started"]), merged["run_id"],
                     merged["sdk"]["version"], merged["sdk"]["name"])

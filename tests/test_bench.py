@@ -8,6 +8,7 @@ from pathlib import Path
 from checks.registry import get_check
 from harness.bench import LaneRun, longest_first, run_bench
 from harness.execute import RunOptions, sdk_version
+from harness.ground.proctime import process_age_s
 from harness.results import read_results
 from targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.test_baseline import REPLAY, small_config
@@ -37,3 +38,16 @@ def test_a_run_starts_by_the_durations_its_folder_recorded_and_writes_cells_in_o
     written = read_results(Path(outcome.json_path))
     assert [f["target"] for f in written["findings"]] == [ADVANCED_SQLITE_FILE.name,
                                                            "sqlite-file"]
+
+
+def test_a_run_records_how_soon_after_its_process_started_its_first_child_and_cell_began(
+        tmp_path):
+    before = process_age_s()
+    outcome = run_bench(small_config(tmp_path, (SQLITE_FILE,)))
+    startup = read_results(Path(outcome.json_path))["startup"]
+    # Counted from this test process's start: the run's own first child (an admission gate;
+    # not a child an earlier test forked) started after the run began, and no later than the
+    # first measured cell (the ages are read in clock ticks, rounded to ms).
+    assert before is not None
+    assert before - 0.01 <= startup["first_child_s"] <= startup["first_cell_s"]  # 10 ms ticks
+    assert startup == outcome.document["startup"]

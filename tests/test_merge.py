@@ -184,7 +184,8 @@ def test_merged_bench_shards_equal_the_unsharded_bench(toy_path: Path) -> None: 
     (got_path,) = (toy_path / "merged").glob("*-toy-notes-0.1.json")
     want, got = json.loads(want_path.read_text()), json.loads(got_path.read_text())
     assert got.pop("merged_shards") == 2
-    varying = ("started", "run_id", "duration_s", "environment", "harness_commit", "run")
+    varying = ("started", "run_id", "duration_s", "environment", "harness_commit", "run",
+               "startup")
     for doc in (want, got):
         for key in varying:
             doc.pop(key, None)

@@ -28,7 +28,7 @@ from typing import Any
 # otherwise import anyio's asyncio backend and the thread pool afresh, ~55 ms a child).
 import anyio._backends._asyncio  # noqa: F401
 
-from harness.ground import interrupts, scratch
+from harness.ground import interrupts, proctime, scratch
 
 # In a child: the pipe its result goes to (None in the parent).
 _RESULT_FD: int | None = None
@@ -245,6 +245,7 @@ def _fork(job: Callable[[], Any]) -> tuple[int, int]:
     group also kills what the job forked (the check workers of checks._forked)."""
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
+    proctime.note_first_fork()
     pid = quiet_fork()
     if pid == 0:  # child
         os.close(read_fd)
