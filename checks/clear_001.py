@@ -241,7 +241,7 @@ CHECK = CheckSpec(
         Param("batches", 6, 1, 50, "batches each writer adds, one after another"),
         Param("batch", 3, 2, 50, "items per batch (and seed items)"),
         Param("clears", 2, 1, 8, "concurrent clear_session() calls"),
-        trials_param(10),
+        trials_param(2),
     ),
     run_trial=run_trial,
     mutants=(

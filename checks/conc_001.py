@@ -63,7 +63,7 @@ CHECK = CheckSpec(
     params=(
         Param("writers", 8, 1, 64, "concurrent writer tasks"),
         Param("appends", 25, 1, 1000, "appends per writer"),
-        trials_param(3),
+        trials_param(2),
     ),
     run_trial=run_trial,
     mutants=(

@@ -59,7 +59,7 @@ CHECK = CheckSpec(
     params=(
         Param("closers", 2, 2, 16, "concurrent close() calls"),
         Param("probes", 4, 1, 32, "concurrent reads after the closes, each must be refused"),
-        trials_param(20),
+        trials_param(5),
     ),
     run_trial=run_trial,
     mutants=(

@@ -19,9 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    SchedulePlan,
+    Selector,
+    TrialContext,
+    actors,
+    describe,
+)
 from checks.common import (
     canonical,
     first_differences,
@@ -143,9 +150,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 errors.append(f"add_items({name}) raised {describe(exc)}")
             appends.append(Append(name, w, b, invoked, next(clock)))
 
-    async with anyio.create_task_group() as tg:
+    async with actors() as group:
         for w in order:
-            tg.start_soon(writer, w)
+            group.start_soon(writer, w, name=f"writer {w}")
     for a in sorted(appends, key=lambda a: a.invoked):
         ctx.log(f"  add {a.batch}: invoked t={a.invoked}, returned t={a.returned}")
     ctx.log("get_items()")
@@ -170,7 +177,7 @@ CHECK = CheckSpec(
         Param("writers", 4, 1, 32, "concurrent writer tasks"),
         Param("batches", 5, 1, 100, "batches each writer adds, one after another"),
         Param("batch", 3, 2, 50, "items per batch"),
-        trials_param(10),
+        trials_param(4),
     ),
     run_trial=run_trial,
     mutants=(
@@ -188,4 +195,6 @@ CHECK = CheckSpec(
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.add_items", "drop_await"),
     ),
     timeout_s=60.0,
+    concurrent=True,
+    schedule=SchedulePlan("random", timers="virtual"),
 )

@@ -37,7 +37,16 @@ from typing import Any
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    SchedulePlan,
+    Selector,
+    TrialContext,
+    actors,
+    describe,
+)
 from checks.common import canonical, first_differences, label, read_items, tally, trials_param
 from harness.ground.model import Counts, Trial
 
@@ -127,9 +136,9 @@ async def pop_race(ctx: TrialContext, session: Any, before: list[Any],
         else:
             errors[p] = f"{name} pop {p} returned {type(value).__name__}, not an item"
 
-    async with anyio.create_task_group() as tg:
+    async with actors() as group:
         for p in order:
-            tg.start_soon(popper, p)
+            group.start_soon(popper, p, name=f"popper {p}")
     got = [returned[p] for p in sorted(returned)]
     ctx.log(f"{name}: pops returned {[None if r is None else label(r) for r in got]}; "
             f"{len(errors)} raised")
@@ -227,7 +236,7 @@ CHECK = CheckSpec(
     params=(
         Param("poppers", 8, 1, 64, "concurrent pop_item() calls"),
         Param("items", 13, 0, 1000, "items stored before the first race of pops"),
-        trials_param(10),
+        trials_param(3),
     ),
     run_trial=run_trial,
     mutants=(
@@ -249,4 +258,6 @@ CHECK = CheckSpec(
     ),
     timeout_s=60.0,
     hang_invariant=True,
+    concurrent=True,
+    schedule=SchedulePlan("random", timers="virtual"),
 )

@@ -45,12 +45,17 @@ from typing import Any
 import anyio
 
 from checks._netfault import Cut, Direction, Relayed, relayed
+from checks._settle import at_rest
 from checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from checks.common import canonical, first_differences, label, read_items, tally, trials_param
 from harness.ground.model import Counts, Trial
 
 # How long a held request stays in flight, and how long after a call ends its effect must
-# have settled (a second read then must agree with the first).
+# have settled (a second read then must agree with the first). On a lane without a server the
+# second read waits instead until the process is at rest (checks._settle: every task the call
+# started done, every thread idle), at most SETTLE_S: event-driven and exact there, since all
+# of the call's work is in this process; a server lane waits SETTLE_S of real time, as the
+# server may still be running a request the relay delivered late.
 HOLD_S = 0.1
 SETTLE_S = 0.15
 # The longest one faulted call may take (a reconnect included) before it counts as hung.
@@ -326,20 +331,26 @@ async def run_trial(ctx: TrialContext) -> Trial:
                     arg = batch(ctx.rng.randint(1, 3))
                 elif op == "read":
                     arg = ctx.rng.choice([None, 1, max(len(before), 1), len(before) + 2])
+                running = asyncio.all_tasks()
                 outcome = await call_under(fault, route, functools.partial(calls[op], arg))
                 after = await read_items(observer)
-                settled = after
+                settled, waited = after, f"{SETTLE_S}s later"
                 if "cancel" in kind:
-                    await anyio.sleep(SETTLE_S)
+                    if route is None:  # all of the call's work is in this process
+                        rest = await at_rest(running, SETTLE_S)
+                        waited = f"once {rest.describe()}"
+                    else:  # the server may still run the request: real time
+                        await anyio.sleep(SETTLE_S)
                     settled = await read_items(observer)
                 shown = f"({len(arg)} items)" if op == "add" else f"(limit={arg})" * (op == "read")
                 ctx.log(f"step {step}: {op}{shown} under [{fault.describe()}]: "
                         f"{outcome.describe()}{'' if outcome.fired else ' (fault did not fire)'}; "
-                        f"history {len(before)} -> {len(after)} items")
+                        f"history {len(before)} -> {len(after)} items"
+                        + (f"; read again {waited}" if "cancel" in kind else ""))
                 problem = judge_call(op, arg, before, after, outcome)
                 if problem is None and keys(settled) != keys(after):
                     problem = ("landed_after_return", f"{op} ended ({outcome.describe()}) with "
-                               f"{len(after)} items; {SETTLE_S}s later there were {len(settled)}")
+                               f"{len(after)} items; {waited} there were {len(settled)}")
                 if problem is None and op == "add" and keys(settled) == keys(before):
                     ctx.log(f"step {step}: the batch is absent; retry add_items once, no fault")
                     try:
