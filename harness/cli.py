@@ -277,9 +277,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal's number. A harness crash (an exception no command expects) exits 4 with one
     line and its traceback, never 1, which means "violated".
     """
-    from harness.ground import interrupts, scratch
+    from harness.ground import interrupts, owners, scratch
 
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    reaped = owners.reap()  # servers and folders of runs that died without cleaning up
+    if reaped:
+        print(owners.describe(reaped), file=sys.stderr)
     parser = build_parser()
     try:
         # A selection's own check (harness.selection) raises UsageError through argparse.
