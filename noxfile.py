@@ -16,6 +16,7 @@ ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
 from harness.ground.errors import UnknownNameError  # noqa: E402
 from harness.ground.family import Family, get_family  # noqa: E402  (standard library only)
+from harness.noxsteps import Step, run_steps  # noqa: E402  (standard library only)
 from harness.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
     DEFAULT_FAMILY,
     REPORT_REQUIREMENTS,
@@ -208,29 +209,33 @@ def bench(session: nox.Session) -> None:
     if error is not None:
         session.error(error)
     install(session, PINNED_SDK, report=True)
-    failed = []
-    only_install = installing_only(session)
-    for sdk in versions:
-        env = sdk_env(session, sdk)
-        if only_install:
-            continue
-        started = time.perf_counter()
-        # Exit 1 means violations were measured: findings about the SDK, not a bench failure.
-        command = [str(env / "bin" / "python"), "-m", "harness", "bench", "--sdk", sdk, *rest]
-        session.log(" ".join(command))
-        code = subprocess.run(command, cwd=ROOT, check=False).returncode
-        session.log(f"openai-agents {sdk}: bench took {time.perf_counter() - started:.1f}s")
-        if code not in (0, 1):
-            failed.append(f"{sdk} (exit {code})")
-        # Then the parity gate, as the explicit producer of results/parity/ and its history.
-        gate = [str(env / "bin" / "python"), "-m", "harness", "parity", "update"]
-        session.log(" ".join(gate))
-        code = subprocess.run(gate, cwd=ROOT, check=False).returncode
-        if code not in (0, 1):  # 1: divergences between backends, findings in the report
-            failed.append(f"{sdk} parity gate (exit {code})")
+    if installing_only(session):
+        for sdk in versions:
+            sdk_env(session, sdk)
+        return
+
+    def steps(sdk: str) -> list[Step]:
+        python = str(sdk_env(session, sdk) / "bin" / "python")
+        # The bench, then the parity gate, as the explicit producer of results/parity/ and its
+        # history; exit 1 of either is findings (violations, divergences), not a failure.
+        return [Step("bench", (python, "-m", "harness", "bench", "--sdk", sdk, *rest)),
+                Step("parity gate", (python, "-m", "harness", "parity", "update"))]
+
+    outcome = run_steps(versions, steps, lambda step: run_step(session, step))
+    if outcome.refusal is not None:  # nothing after a refused step: harness.noxsteps
+        session.error(outcome.refusal)
     session.run("python", "-m", "harness", "compare")
-    if failed:
-        session.error(bench_failed(failed))
+    if outcome.failed:
+        session.error(bench_failed(list(outcome.failed)))
+
+
+def run_step(session: nox.Session, step: Step) -> int:
+    """Run one step of the bench session in the project's folder; its exit code."""
+    session.log(" ".join(step.command))
+    started = time.perf_counter()
+    code = subprocess.run(step.command, cwd=ROOT, check=False).returncode
+    session.log(f"{step.label} took {time.perf_counter() - started:.1f}s (exit {code})")
+    return code
 
 
 def bench_failed(failed: list[str], family: str = DEFAULT_FAMILY) -> str:
@@ -286,23 +291,22 @@ def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
     if error is not None:
         session.error(error)
     install(session, PINNED_SDK, report=True)  # compare reads the results; draws the picture
-    failed = []
-    only_install = installing_only(session)
-    for version in versions:
-        env = sdk_env(session, version, family)
-        if only_install:
-            continue
-        started = time.perf_counter()
-        command = [str(env / "bin" / "python"), "-m", "harness", "--family", family.name,
-                   "bench", "--sdk", version, *rest]
-        session.log(" ".join(command))
-        code = subprocess.run(command, cwd=ROOT, check=False).returncode
-        session.log(f"{family.name} {version}: bench took {time.perf_counter() - started:.1f}s")
-        if code not in (0, 1):
-            failed.append(f"{version} (exit {code})")
+    if installing_only(session):
+        for version in versions:
+            sdk_env(session, version, family)
+        return
+
+    def steps(version: str) -> list[Step]:
+        python = str(sdk_env(session, version, family) / "bin" / "python")
+        return [Step("bench", (python, "-m", "harness", "--family", family.name, "bench",
+                               "--sdk", version, *rest))]
+
+    outcome = run_steps(versions, steps, lambda step: run_step(session, step), family.name)
+    if outcome.refusal is not None:  # nothing after a refused step: harness.noxsteps
+        session.error(outcome.refusal)
     session.run("python", "-m", "harness", "--family", family.name, "compare", *out_args(rest))
-    if failed:
-        session.error(bench_failed(failed, family.name))
+    if outcome.failed:
+        session.error(bench_failed(list(outcome.failed), family.name))
 
 
 @nox.session(python=BENCH_PYTHON)

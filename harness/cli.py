@@ -24,7 +24,11 @@ from harness.commands import (
 )
 from harness.ground.errors import BenchError
 from harness.ground.model import ExitCode
+from harness.selection import name_list, one_name
 from harness.survey_command import cmd_survey
+
+CHECKS = name_list("--checks", "check id", "ARIB-CONC-001,ARIB-POP-001")
+LANES = name_list("--lanes", "lane", "sqlite-file,redis-from-url")
 
 
 def _version_line() -> str:
@@ -72,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--sdk", help="expected version of the family's distribution here (for "
                                  "openai-agents, the SDK's version)")
-    p.add_argument("--lanes", help="comma-separated lanes (default: every real local lane)")
-    p.add_argument("--checks", help="comma-separated check ids (default: all)")
+    p.add_argument("--lanes", type=LANES, help="comma-separated lanes (default: every real "
+                                                "local lane)")
+    p.add_argument("--checks", type=CHECKS, help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=3, help="admission reruns per mutant")
     p.add_argument("--workers", type=int, help="cells (check, lane) measured at once, each in "
                                                  "its own child (default 2, at most the cores)")
@@ -106,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("admit", help="admit checks: each paired mutant killed or survived")
     common(p)
-    p.add_argument("check", nargs="*", help="check ids")
+    p.add_argument("check", nargs="*", type=one_name("admit", "check id", "ARIB-CONC-001"),
+                   help="check ids")
     p.add_argument("--all", action="store_true", help="admit every check")
     p.add_argument("--reruns", type=int, default=3)
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
@@ -119,8 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run one check on one lane (replays a violation)")
     common(p)
-    p.add_argument("--check", required=True)
-    p.add_argument("--lane", required=True)
+    p.add_argument("--check", required=True, type=one_name("--check", "check id",
+                                                            "ARIB-CONC-001"))
+    p.add_argument("--lane", required=True, type=one_name("--lane", "lane", "sqlite-file"))
     p.add_argument("--trial-seed", type=int, action="append", help="exact trial seed(s)")
     p.add_argument("--trial-index", type=int, default=0, metavar="N",
                    help="run the (first) trial as trial N, as a finding's replay command says "
@@ -138,9 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("survey", help="every check against every generated mutant of lanes")
     common(p)
-    p.add_argument("--lanes", help="comma-separated lanes, or all (default: reference + local "
-                                   "lanes); service lanes start their servers")
-    p.add_argument("--checks", help="comma-separated check ids (default: all)")
+    p.add_argument("--lanes", type=LANES, help="comma-separated lanes, or all (default: "
+                                                "reference + local lanes); service lanes start "
+                                                "their servers")
+    p.add_argument("--checks", type=CHECKS, help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=1, help=(
         "reruns per mutant (default 1); a pair violated in every rerun runs again until it "
         "has 3: killed only when all violated, else flaky"))
@@ -203,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "checks (its reference run per lane; --mutants: both "
                                         "on the survey's generated mutants)")
     common(p)
-    p.add_argument("--lanes", help="comma-separated checkpointer lanes (default: all)")
+    p.add_argument("--lanes", type=LANES, help="comma-separated checkpointer lanes (default: "
+                                                "all)")
     p.add_argument("--out", default="results", help="results folder: the newest bench result "
                    "of the version is read there, the tables go to OUT/official/")
     p.add_argument("--mutants", action="store_true", help="also judge the generated mutants "
@@ -223,8 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("probe", help="build each lane once and make the family's calls on it: "
                                      "whether this release takes them (LangGraph)")
-    p.add_argument("--lanes", help="comma-separated lanes (default: every lane, the "
-                                   "reference too)")
+    p.add_argument("--lanes", type=LANES, help="comma-separated lanes (default: every lane, "
+                                                "the reference too)")
     p.add_argument("--workers", type=int, default=2, help="probes at once (default 2)")
     p.add_argument("--json", help="also write the results as JSON to this file (- : stdout, "
                                   "instead of the lines)")
@@ -268,11 +277,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal's number. A harness crash (an exception no command expects) exits 4 with one
     line and its traceback, never 1, which means "violated".
     """
-    from harness.ground import interrupts, scratch
+    from harness.ground import interrupts, owners, scratch
 
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    reaped = owners.reap()  # servers and folders of runs that died without cleaning up
+    if reaped:
+        print(owners.describe(reaped), file=sys.stderr)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        # A selection's own check (harness.selection) raises UsageError through argparse.
+        args = parser.parse_args(argv)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
     try:
         with interrupts.stops_raise():
             try:

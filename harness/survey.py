@@ -46,6 +46,7 @@ from harness.execute import (
     fast_tmpdir,
     lane_claims,
 )
+from harness.ground import scratch
 from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
 from harness.ground.family import active_family
 from harness.ground.model import (
@@ -261,7 +262,8 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
                           run_seed=derive_seed(config.run_seed, "survey", rerun),
                           tmpdir=config.tmpdir, services=dict(config.services))
 
-    records = tempfile.mkdtemp(prefix="arib-coverage-")
+    # In the run's private folder: removed with it on every exit path (harness.ground.scratch).
+    records = tempfile.mkdtemp(prefix="arib-coverage-", dir=scratch.folder())
     try:
         _clean_phase(config, checks, [p for p in plans if p.error is None], options, records)
     finally:

@@ -28,7 +28,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.ground.errors import ServiceError
-from harness.ground.services import NotMeasured, ServiceManager, missing_python_driver, redis_probe
+from harness.ground.services import (
+    NotMeasured,
+    ServiceManager,
+    missing_python_driver,
+    redis_keys,
+    redis_probe,
+)
 from targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
 from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, redis_list_writer, sqlite_row_writer
 from targets.sdk import (
@@ -153,8 +159,17 @@ def _encrypted_rows(ctx: BuildContext) -> RowWriter:
 
 
 def redis_key_prefix(ctx: BuildContext) -> str:
-    """The Redis key prefix of this trial's store."""
-    return f"arib:{trial_tag(ctx)}"
+    """The Redis key prefix of this trial's store (under the run's id on a user's Redis:
+    harness.ground.services.redis_keys)."""
+    return redis_keys.key_prefix(trial_tag(ctx))
+
+
+async def _expire_on_users_redis(ctx: BuildContext, url: str) -> None:
+    """On a user's Redis (REDIS_URL), give the trial's keys an expiry as its store is disposed
+    (the run deletes them at its end); nothing on the harness's own server."""
+    if redis_keys.run_id() is not None:
+        with contextlib.suppress(Exception):  # disposal: the trial is over, not evidence
+            await redis_keys.expire_trial_keys(url, redis_key_prefix(ctx))
 
 
 def _redis_rows(ctx: BuildContext, url: str) -> RowWriter:
@@ -183,6 +198,7 @@ async def _build_redis_from_url(ctx: BuildContext) -> Handle:
 
     async def dispose() -> None:
         await _close_quietly(session)
+        await _expire_on_users_redis(ctx, url)
 
     return _handle(ctx, session, _build_redis_from_url, dispose, _redis_rows(ctx, url))
 
@@ -203,6 +219,7 @@ async def _build_redis_injected(ctx: BuildContext) -> Handle:
         await _close_quietly(session)  # documented no-op for an injected client
         with contextlib.suppress(Exception):
             await client.aclose()
+        await _expire_on_users_redis(ctx, url)
 
     return _handle(ctx, session, _build_redis_injected, dispose, _redis_rows(ctx, url))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground import scratch
+from harness.ground import owners, scratch
 from harness.ground.child import ChildStatus, Watchdog, run_jobs, run_one
 
 
@@ -256,7 +256,7 @@ def test_a_killed_child_leaves_no_temporary_files(private_tmp: Path) -> None:
     outcome = run_one(litter_then_hang, timeout_s=1.5)
     assert outcome.status is ChildStatus.TIMEOUT
     (run_folder,) = private_tmp.glob("arib-run-*")
-    assert list(run_folder.iterdir()) == []  # the killed child's folder went with it
+    assert [p.name for p in run_folder.iterdir()] == [owners.RECORD]  # the killed child's went
     scratch.cleanup()
     assert list(private_tmp.iterdir()) == []
 
@@ -297,7 +297,7 @@ def test_an_interrupted_run_kills_children_and_grandchildren(tmp_path: Path,
     assert started == [0]
     assert _gone(int(pid_file.read_text()))
     (run_folder,) = private_tmp.glob("arib-run-*")
-    assert list(run_folder.iterdir()) == []
+    assert [p.name for p in run_folder.iterdir()] == [owners.RECORD]  # only who owns it
 
 
 def _marks_then_delivers_early(path: str, early: bool) -> str:

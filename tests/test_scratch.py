@@ -7,7 +7,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from harness.ground import scratch
+from harness.ground import owners, scratch
 
 
 def test_one_private_folder_per_process_removed_at_cleanup(private_tmp: Path) -> None:
@@ -46,7 +46,15 @@ def test_a_forked_child_works_inside_and_leaves_its_parents_folder(private_tmp: 
     assert Path(private) == made / f"child-{pid}" and Path(name).parent == Path(private)
     assert made.is_dir() and Path(name).exists()
     scratch.remove_child(pid)
-    assert list(made.iterdir()) == []
+    assert [p.name for p in made.iterdir()] == [owners.RECORD]  # only who owns it
+
+
+def test_a_folder_records_its_owner_so_that_a_killed_run_is_reaped(private_tmp: Path) -> None:
+    made = scratch.folder()
+    record = owners.read(made)
+    assert record is not None
+    assert (record["pid"], record["start"]) == (os.getpid(), owners.start_time(os.getpid()))
+    assert owners.leftovers([str(private_tmp)]) == []  # its owner runs: not a leftover
 
 
 def test_parity_checks_report_folder_goes_with_the_run(private_tmp: Path, tmp_path: Path) -> None:

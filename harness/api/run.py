@@ -28,6 +28,7 @@ from harness.execute import RunOptions, child_finding, run_check
 from harness.ground.child import run_jobs
 from harness.ground.errors import ParameterError, UsageError
 from harness.ground.model import Finding
+from harness.selection import check_list
 from harness.warm import warm
 from targets.base import TargetSpec
 
@@ -40,7 +41,8 @@ DEFAULT_CHECKS = ("ARIB-CONC-001", "ARIB-ORDER-001", "ARIB-POP-001", "ARIB-CLEAR
 def select_checks(checks: Iterable[str] | str | None) -> tuple[CheckSpec, ...]:
     """The checks named (default: DEFAULT_CHECKS); an unknown id raises UnknownNameError."""
     if isinstance(checks, str):
-        checks = [c.strip() for c in checks.split(",") if c.strip()]
+        checks = [c.strip() for c in check_list("checks=", checks, "check id",
+                                                "'ARIB-CONC-001,ARIB-POP-001'").split(",")]
     ids = tuple(DEFAULT_CHECKS if checks is None else checks)
     if not ids:
         raise UsageError("checks=() names no check; name at least one (e.g. 'ARIB-CONC-001') "

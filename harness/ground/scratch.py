@@ -7,6 +7,8 @@ before it forks; a forked child calls ``enter_child()`` and then works only in i
 sub-folder (named by its pid) of those folders, which the parent removes with
 ``remove_child()`` once it has reaped the child, also when it killed it. A child never makes
 a top-level folder of its own, so a killed child leaves nothing behind once its parent is done.
+Each folder records its owner (harness.ground.owners): if the process dies without removing it
+(SIGKILL), its watcher removes it, or else the next command's start does.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from harness.ground import owners
 
 PREFIX = "arib-run-"
 # realpath of a base -> (this run's folder there, pid of the process that removes it)
@@ -40,6 +44,7 @@ def folder(base: str | None = None) -> Path:
     if found is not None and found[0].is_dir():
         return found[0]
     made = Path(tempfile.mkdtemp(prefix=PREFIX, dir=key))
+    owners.claim(made)  # reaped with what it holds if this process dies without cleaning up
     _FOLDERS[key] = (made, os.getpid())
     if os.getpid() not in _AT_EXIT:
         _AT_EXIT.append(os.getpid())

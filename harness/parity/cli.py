@@ -16,14 +16,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.selection import name_list
+
 
 def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
     parser.add_argument(
         "--lanes",
+        type=name_list("--lanes", "lane", "sqlite-file,redis-from-url@uvloop"),
         help="comma-separated targets or target@loop (default: every local lane); the "
         "reference lane reference@asyncio is always added",
     )
-    parser.add_argument("--loops", help="comma-separated event loops (default: asyncio,uvloop)")
+    parser.add_argument("--loops", type=name_list("--loops", "event loop", "asyncio,uvloop"),
+                        help="comma-separated event loops (default: asyncio,uvloop)")
     parser.add_argument("--budget-ms", type=float, help="elapsed and p95 budget (default 60000)")
     parser.add_argument(
         "--p95-min-samples", type=int, help="history samples before p95 is enforced (default 8)"

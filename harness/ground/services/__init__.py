@@ -7,16 +7,18 @@ there): the URL carries it, ``mask_url`` hides it wherever a URL is printed or s
 command line shows it. It waits until the server answers, records its version and which binary
 ran (harness.ground.binaries: the system's, else the one shipped in the locked environment), and
 stops it on exit -- also when the run fails or is stopped by SIGINT, SIGTERM or SIGHUP --
-leaving no process and no folder behind. ``REDIS_URL`` / ``POSTGRES_URL`` in the environment
-select an existing server instead; it is validated and probed, never started or stopped. A
-missing server binary or Python driver is reported as ``NotMeasured`` with its reason and fix;
-no fake ever stands in for a server.
+leaving no process and no folder behind (and when the run is killed with SIGKILL, its watcher
+or the next run's start does: harness.ground.owners). ``REDIS_URL`` / ``POSTGRES_URL`` in the
+environment select an existing server instead; it is validated and probed, never started or
+stopped. A missing server binary or Python driver is reported as ``NotMeasured`` with its
+reason and fix; no fake ever stands in for a server.
 
 Parts, one job each (everything is imported from here):
 
 - ``info``: ``ServiceInfo``, ``NotMeasured``, the service names and the Python drivers;
 - ``urls``: validating ``REDIS_URL`` / ``POSTGRES_URL`` and ``mask_url``;
 - ``redis_probe``: PING and INFO through redis-py;
+- ``redis_keys``: on a user's Redis, the run's key prefix, the keys' expiry and their removal;
 - ``pgclient``: ``postgres_query``, a fresh database per lane run and its drop;
 - ``launcher``: a server process in its private folder: spawn, readiness, stop;
 - ``redis_server`` and ``postgres_server``: how each server is started or probed;

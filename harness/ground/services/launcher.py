@@ -2,7 +2,9 @@
 
 The recipes of each server (harness.ground.services.redis_server, .postgres_server) say what to run;
 ``Launcher`` (the base of ``ServiceManager``) runs it in a fresh 0700 folder, polls it until
-it is ready, and stops it with its own signal, then SIGKILL to its process group.
+it is ready, and stops it with its own signal, then SIGKILL to its process group. The folder
+records the server (harness.ground.owners), so a run killed with SIGKILL does not leave it
+running: the run's watcher stops it and removes the folder.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.ground import owners
 from harness.ground.errors import ServiceError
 from harness.ground.services.info import HOST
 
@@ -87,6 +90,7 @@ class Launcher:
     def make_folder(self, prefix: str, base: str | None = None) -> Path:
         """A fresh private (0700) folder for one server, removed on stop or on failure."""
         root = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        owners.claim(root)  # the server dies with this process (harness.ground.owners)
         self._pending[root] = os.getpid()
         return root
 
@@ -116,6 +120,7 @@ class Launcher:
                     f"cannot run {argv[0]!r} for {name} on {HOST}:{port}: {exc}; fix: install "
                     f"the server or point ServiceManager(binaries=...) at a working one"
                 ) from exc
+        owners.add_server(root, process.pid, stop_signal)
         server = Server(name, argv[0], process, root, log, port, stop_signal)
         self._servers[name] = server
         self._pending.pop(root, None)

@@ -15,6 +15,7 @@ from typing import Any
 from harness.ground import binaries
 from harness.ground.binaries import ServerBinary
 from harness.ground.errors import ServiceError, UnknownNameError
+from harness.ground.services import redis_keys
 from harness.ground.services.info import (
     ENV_VARS,
     HOST,
@@ -60,6 +61,8 @@ class ServiceManager(Launcher):
         self._previous: dict[int, Any] = {}
         self._atexit = False
         self._in_signal = False
+        # On a user's Redis (REDIS_URL): (the run's key id, the URL, the pid that removes them).
+        self._redis_run: tuple[str, str, int] | None = None
 
     # -- context management -------------------------------------------------------------
 
@@ -172,6 +175,9 @@ class ServiceManager(Launcher):
         env_value = self._environ.get(ENV_VARS[name])
         if env_value:
             info = self._external(name, env_value)
+            if name == "redis":  # the user's server: the run's keys are its own, and go
+                self._redis_run = (redis_keys.begin_run(), info.url, os.getpid())
+                redis_keys.expire_leftovers(info.url)
         else:
             missing = self.availability(name)
             if missing is not None:
@@ -241,10 +247,22 @@ class ServiceManager(Launcher):
         for root, maker in list(self._pending.items()):
             if maker == me:
                 self.remove_folder(root)
+        self._end_redis_run()
         self._infos.clear()
         if self._atexit:
             atexit.unregister(self.stop_all)
             self._atexit = False
+
+    def _end_redis_run(self) -> None:
+        """Delete every key this run wrote on a user's Redis (see redis_keys)."""
+        if self._redis_run is None or self._redis_run[2] != os.getpid():
+            return
+        run, url, _ = self._redis_run
+        self._redis_run = None
+        if os.environ.get(redis_keys.RUN_ENV) == run:
+            del os.environ[redis_keys.RUN_ENV]
+        with contextlib.suppress(Exception):  # the server may be gone: the keys expire then
+            redis_keys.delete_run_keys(url, run)
 
     def processes(self) -> Iterator[tuple[str, int, Path]]:
         """(name, pid, folder) of every server this manager runs (for reports and tests)."""
