@@ -176,7 +176,10 @@ def clean_cells(source: Source, family: str, sdk: str) -> list[Entry]:
         targets = [str(r["target"]) for r in admission.get("results", ())
                    if r.get("kind") == "handwritten"]
         if targets:
-            lanes[str(admission["check_id"])] = max(set(targets), key=targets.count)
+            # the reference lane where the check has mutants there, else its most common
+            # lane (ties broken by name): a deterministic pick, never a set's order
+            lanes[str(admission["check_id"])] = min(
+                set(targets), key=lambda t: (not t.endswith("reference"), -targets.count(t), t))
     out = []
     for check in source.document.get("checks", ()):
         trials = int(check.get("params", {}).get("trials", 0))
