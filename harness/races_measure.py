@@ -176,8 +176,15 @@ def measure(plan: Plan, corpus: Sequence[Entry], out: Path,
             for rerun in range(plan.reruns):
                 seed = plan.seed + rerun
                 for side in (SIDES if rerun % 2 == 0 else SIDES[::-1]):
-                    answer = pair[side].ask({"check": entry.check_id, "lane": entry.lane,
-                                             "mutant": entry.mutant_id, "seed": seed})
+                    request = {"check": entry.check_id, "lane": entry.lane,
+                               "mutant": entry.mutant_id, "seed": seed}
+                    try:
+                        answer = pair[side].ask(request)
+                    except ResultsError as exc:  # the worker died: recorded, and a new one
+                        answer = {"status": "worker_died", "detail": str(exc)[:300]}
+                        pair[side] = workers[(side, entry.family)] = Worker(
+                            getattr(plan, side), entry.family,
+                            sorted({e.lane for e in wanted if e.family == entry.family}))
                     runs[side].append({"seed": seed, **answer})
             done[entry.key] = {"entry": entry.to_json(),
                                **{side: _side_result(runs[side]) for side in SIDES}}
