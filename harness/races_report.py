@@ -43,6 +43,8 @@ def summary(rows: Sequence[Mapping[str, Any]], reruns: int) -> dict[str, Any]:
     quarter = hardest_quarter(targets)
     out["hardest_quarter"] = {"entries": len(quarter), **{
         side: pooled_rate(quarter, side) for side in SIDES}}
+    out["unjudged_runs"] = {side: sum(len(r[side]["runs"]) - r[side]["judged_runs"]
+                                      for r in rows) for side in SIDES}
     out["clean_cells_violated"] = {side: sum(
         1 for r in rows if r["entry"]["kind"] == "clean_cell" and r[side]["violating_trials"])
         for side in SIDES}
@@ -95,6 +97,8 @@ def _summary_lines(title: str, s: Mapping[str, Any]) -> list[str]:
         f"{_ratio(q['before'], q['after'])}) | {_fmt(q['before'])} | {_fmt(q['after'])} |",
         f"| clean cells with a violation | {s['clean_cells_violated']['before']} | "
         f"{s['clean_cells_violated']['after']} |",
+        f"| runs not judged (check or mutant absent there, child crash, harness error) | "
+        f"{s['unjudged_runs']['before']} | {s['unjudged_runs']['after']} |",
         "",
     ]
 

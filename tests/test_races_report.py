@@ -48,6 +48,7 @@ def test_summary_counts_kills_medians_and_the_hardest_quarter() -> None:
     # the clean cell is left out of the quarter: 4 rows -> 1, the lowest rate before (e)
     assert s["hardest_quarter"] == {"entries": 1, "before": 0.0, "after": 0.5}
     assert s["clean_cells_violated"] == {"before": 0, "after": 1}
+    assert s["unjudged_runs"] == {"before": 0, "after": 0}
 
 
 def test_hardest_quarter_rounds_up_and_pooled_rate_sums_trials() -> None:
