@@ -199,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_parity_parser(sub)  # parity check / parity update
 
+    from harness.races_cli import add_parser as add_races_parser
+
+    add_races_parser(sub)  # races corpus / measure / report
+
     p = sub.add_parser("show", help="one mutant: its diff, lane, operator, survey status and "
                                     "the checks that killed it")
     p.add_argument("mutant", help="a mutant id (m-...) or a hand-written mutant's name")
