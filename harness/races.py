@@ -12,14 +12,17 @@ corpus is the project's own evidence and nothing is tuned to one mutant:
 - a **clean cell**: every check with trials >= 3, on the lane its admission runs it clean,
   at the version of the family's newest run file.
 
-``python -m harness races corpus --write`` writes ``results/races/corpus.json``.
+``python -m harness races corpus --write`` writes ``results/races/corpus.json``, selected from
+the results committed at HEAD (``--commit`` another), and names that commit.
 """
 
 from __future__ import annotations
 
 import enum
+import fnmatch
 import json
 import re
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,35 +193,75 @@ def clean_cells(source: Source, family: str, sdk: str) -> list[Entry]:
     return out
 
 
+_PATTERNS = (("run", "*.json"), ("baseline", "baselines/*.json"),
+             ("survey", "survey/*/*.json"))
+
+
+def _keep(role: str, document: Mapping[str, Any]) -> bool:
+    if role == "survey":
+        return document.get("kind") == "arib-survey"  # not the mutation-testing report beside
+    return document.get("kind") == RUN_KIND
+
+
+def _parsed(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ResultsError(f"{name!r} cannot be read as JSON ({exc}): the rule: the corpus is "
+                           f"read from intact result files; fix: restore it from git") from exc
+
+
 def load_sources(results: Path) -> list[Source]:
     """Every run file, baseline and survey file under ``results`` (sorted by path)."""
     sources = []
-    for role, pattern in (("run", "*.json"), ("baseline", "baselines/*.json"),
-                          ("survey", "survey/*/*.json")):
+    for role, pattern in _PATTERNS:
         for path in sorted(results.glob(pattern)):
-            try:
-                document = json.loads(path.read_text())
-            except (OSError, ValueError) as exc:
-                raise ResultsError(f"{str(path)!r} cannot be read as JSON ({exc}): the rule: the "
-                                   f"corpus is read from intact result files; fix: restore it "
-                                   f"from git") from exc
-            if role == "survey" and document.get("kind") != "arib-survey":
-                continue  # the mutation-testing report beside the lane files
-            if role != "survey" and document.get("kind") != RUN_KIND:
-                continue
-            sources.append(Source(str(path.relative_to(results.parent)), role, document))
+            document = _parsed(str(path), path.read_text())
+            if _keep(role, document):
+                sources.append(Source(str(path.relative_to(results.parent)), role, document))
     return sources
 
 
-def corpus_document(entries: Sequence[Entry]) -> dict[str, Any]:
-    """corpus.json: the selection rule, counts by kind and family, and the entries."""
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=False)
+    if done.returncode:
+        raise ResultsError(f"git {' '.join(args)!r} failed in {str(repo)!r}: "
+                           f"{done.stderr.strip()[:200]}; the rule: the corpus is selected from "
+                           f"committed results; fix: run it in a full clone of the repository")
+    return done.stdout
+
+
+def head_commit(repo: Path) -> str:
+    """The commit checked out in ``repo``."""
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+def load_committed_sources(repo: Path, commit: str, folder: str = "results") -> list[Source]:
+    """``load_sources`` of ``folder`` as committed at ``commit`` (read from git, not the
+    working tree): the corpus names that commit, so it can be selected again exactly, whatever
+    results were committed since."""
+    names = _git(repo, "ls-tree", "-r", "--name-only", commit, "--", folder).split("\n")
+    sources = []
+    for role, pattern in _PATTERNS:
+        for name in sorted(n for n in names if n and fnmatch.fnmatchcase(
+                n, f"{folder}/{pattern}") and n.count("/") == pattern.count("/") + 1):
+            document = _parsed(name, _git(repo, "show", f"{commit}:{name}"))
+            if _keep(role, document):
+                sources.append(Source(name, role, document))
+    return sources
+
+
+def corpus_document(entries: Sequence[Entry], selected_at: str | None = None) -> dict[str, Any]:
+    """corpus.json: the selection rule, the commit whose results it was selected from, counts
+    by kind and family, and the entries."""
     counts: dict[str, int] = {}
     for e in entries:
         label = (f"{e.kind.value}:{e.mutant_kind}" if e.mutant_kind else e.kind.value)
         counts[label] = counts.get(label, 0) + 1
         counts[f"family:{e.family}"] = counts.get(f"family:{e.family}", 0) + 1
     return {"kind": CORPUS_KIND, "schema_version": 1,
-            "rule": (__doc__ or "").split("\n\n")[1].strip(),
+            "rule": (__doc__ or "").split("\n\n")[1].strip(), "selected_at": selected_at,
             "size": len(entries), "counts": dict(sorted(counts.items())),
             "entries": [e.to_json() for e in entries]}
 
@@ -237,9 +280,11 @@ def read_corpus(path: Path) -> list[Entry]:
     return [Entry.from_json(e) for e in document["entries"]]
 
 
-def write_corpus(results: Path, out: Path) -> tuple[Path, dict[str, Any]]:
-    """Select the corpus from ``results`` and write it to ``out``/corpus.json."""
-    document = corpus_document(select(load_sources(results)))
+def write_corpus(repo: Path, out: Path, commit: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Select the corpus from the results committed at ``commit`` (default: HEAD) of ``repo``
+    and write it to ``out``/corpus.json."""
+    commit = _git(repo, "rev-parse", "--verify", f"{commit or 'HEAD'}^{{commit}}").strip()
+    document = corpus_document(select(load_committed_sources(repo, commit)), commit)
     path = out / "corpus.json"
     atomic_write_text(path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
     return path, document

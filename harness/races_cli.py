@@ -18,7 +18,8 @@ def add_parser(sub: Any) -> None:
                                          "before and after")
     inner = races.add_subparsers(dest="races_command", required=True)
     p = inner.add_parser("corpus", help="select the corpus from the committed results")
-    p.add_argument("--results", default="results", help="results folder to read")
+    p.add_argument("--commit", help="select from the results committed at this commit "
+                   "(default: HEAD; the working tree's uncommitted results are not read)")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="folder of corpus.json")
     p.add_argument("--write", action="store_true", help="write corpus.json (else print counts)")
     p.set_defaults(func=cmd_corpus)
@@ -42,13 +43,21 @@ def add_parser(sub: Any) -> None:
 
 def cmd_corpus(args: argparse.Namespace) -> int:
     """Select the corpus; with --write, write corpus.json."""
-    from harness.races import corpus_document, load_sources, select, write_corpus
+    from harness.races import (
+        corpus_document,
+        head_commit,
+        load_committed_sources,
+        select,
+        write_corpus,
+    )
 
+    repo = Path.cwd()
     if args.write:
-        path, document = write_corpus(Path(args.results), Path(args.out))
-        print(f"wrote {path}")
+        path, document = write_corpus(repo, Path(args.out), args.commit)
+        print(f"wrote {path} (the results committed at {document['selected_at']})")
     else:
-        document = corpus_document(select(load_sources(Path(args.results))))
+        commit = args.commit or head_commit(repo)
+        document = corpus_document(select(load_committed_sources(repo, commit)), commit)
     print(f"{document['size']} entries: {json.dumps(document['counts'])}")
     return 0
 

@@ -4,6 +4,7 @@ the committed corpus is what the tool selects from the committed results."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from harness.races import (
     EntryKind,
     Source,
     corpus_document,
+    head_commit,
+    load_committed_sources,
     load_sources,
     read_corpus,
     sampled_reason,
@@ -105,5 +108,27 @@ def test_read_corpus_refuses_another_kind(tmp_path: Path) -> None:
 
 
 def test_committed_corpus_is_what_the_tool_selects_from_committed_results() -> None:
+    # Selected again from the results committed at the commit it names, read from git: the
+    # results committed since (new runs, accepted baselines) do not make it stale.
     committed = json.loads((ROOT / "results" / "races" / "corpus.json").read_text())
-    assert committed == corpus_document(select(load_sources(ROOT / "results")))
+    at = committed["selected_at"]
+    assert committed == corpus_document(select(load_committed_sources(ROOT, at)), at)
+
+
+def test_committed_sources_are_the_working_tree_sources_at_head(tmp_path: Path) -> None:
+    # The same documents whether read from git at a commit or from that commit's checkout.
+    repo = tmp_path / "repo"
+    (repo / "results" / "baselines").mkdir(parents=True)
+    run = {"kind": "arib-bench-run", "findings": []}
+    (repo / "results" / "a.json").write_text(json.dumps(run))
+    (repo / "results" / "baselines" / "b.json").write_text(json.dumps(run))
+    (repo / "results" / "other.json").write_text(json.dumps({"kind": "something-else"}))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run([*git, *args], check=True)
+    head = head_commit(repo)
+    from_git = load_committed_sources(repo, head)
+    from_tree = load_sources(repo / "results")
+    assert [(s.path, s.role, s.document) for s in from_git] == \
+        [(s.path, s.role, s.document) for s in from_tree]
+    assert [s.role for s in from_git] == ["run", "baseline"]
