@@ -149,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diffs", type=int, default=20, help="survivor diffs to print per lane")
     p.add_argument("--write", action="store_true", help="write JSON under results/survey/")
     p.add_argument("--out", help="folder for --write")
+    p.add_argument("--partial", action="store_true",
+                   help="with --write: merge a survey of fewer lanes or checks than the "
+                        "folder holds into it lane by lane (default: it is written beside, "
+                        "in OUT/partial/<stamp>/, marked partial)")
     p.add_argument("--html", help="also write the mutation-testing-elements HTML report here")
     p.add_argument("--json", metavar="PATH", help="write every lane's survey as one JSON "
                                                   "document to PATH; '-' for stdout, where it "
