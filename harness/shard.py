@@ -26,7 +26,7 @@ from harness.ground.errors import UsageError
 # Options that do not change what a shard measures: where its outputs go, how it talks to
 # people, and the shard itself. Everything else is in the fingerprint.
 NOT_FINGERPRINTED = frozenset({"shard", "out", "json", "html", "write", "quiet", "diffs",
-                               "func", "partial"})
+                               "func", "partial", "verify_sample", "verify_cache"})
 
 
 @dataclass(frozen=True)

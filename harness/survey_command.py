@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.commands import parse_params, select_checks, shard_writes
+from harness.commands import parse_params, select_checks, shard_writes, verdict_cache
 from harness.ground.model import ExitCode
 
 
@@ -78,7 +78,6 @@ def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
 
 def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
-    from harness.cache import AdmissionCache
     from harness.equivalence_cache import equivalence_cache
     from harness.execute import sdk_version
     from harness.generation_cache import generation_cache
@@ -127,7 +126,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
             lanes=prepared.lanes, checks=checks, reruns=args.reruns, params=params,
             timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
             workers=args.workers or os.cpu_count() or 1,
-            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            cache=(cache := verdict_cache(args)),
             services=prepared.services, survivors=entries,
             survivors_source=str(waivers) if waivers.is_file() else None, shard=split,
             first_kill=not args.every_check,
@@ -138,6 +137,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     print(f"all lanes: {clean_totals(surveys)}")
     print(f"all lanes: {kept.describe()}")
     print(f"all lanes: {same.describe()}")
+    print(f"all lanes: {cache.describe()}")
     _survey_outputs(args, surveys, config, machine)
     print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s"
@@ -153,6 +153,12 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
     for line in lines:
         print(f"gate: {line.describe()}")
+    if fail_under:
+        results = sum(len(s.results) for s in surveys)
+        cached = sum(1 for s in surveys for r in s.results if r.cached)
+        print(f"gate: rests on {results} pair result(s), {cached} of them from the verdict "
+              f"cache ({cache.counts['verified']} cache hit(s) re-judged, "
+              f"{len(cache.disagreements)} disagreed)")
     judged = sum(s.scores().covered for s in surveys if not s.error)
     if errors or not judged:
         print("error: " + ("; ".join(f"{lane}: {why}" for lane, why in errors.items())
