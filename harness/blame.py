@@ -5,7 +5,7 @@ for the verdict; only the harness's own misuse is an ``error``. A check judges t
 it expects itself; one that escapes its body is judged here, the same way for every check:
 
 - raised by the backend: a frame of code that is neither the project's harness (``checks/``,
-  ``harness/``) nor the standard library, anyio or sniffio follows the last frame of the
+  ``harness/``, the folder of the check's own code) nor the standard library, anyio or sniffio follows the last frame of the
   harness in the traceback (the backend, its drivers, a mutant, our reference in
   ``targets/``): evidence, a violated trial in mode ``backend_raised``;
 - the harness's: raised in the harness's code or in a library it called itself (``json``,
@@ -43,21 +43,35 @@ def _harness_libraries() -> tuple[str, ...]:
 LIBRARIES = _harness_libraries()
 
 
-def _ours(filename: str) -> bool:
-    return filename.startswith(HARNESS)
+def check_folder(run_trial: object) -> tuple[str, ...]:
+    """The folder of a check's code (a plugin family keeps its checks outside ``checks/``):
+    harness code too."""
+    import inspect
+
+    try:
+        source = inspect.getsourcefile(run_trial)  # type: ignore[arg-type]
+    except TypeError:
+        return ()
+    return (str(Path(source).resolve().parent) + "/",) if source else ()
+
+
+def _ours(filename: str, extra: tuple[str, ...]) -> bool:
+    return filename.startswith(HARNESS + extra) or (
+        bool(extra) and str(Path(filename).resolve()).startswith(extra))
 
 
 def _library(filename: str) -> bool:
     return filename.startswith("<") or str(Path(filename).resolve()).startswith(LIBRARIES)
 
 
-def backend_raised(exc: BaseException) -> str | None:
+def backend_raised(exc: BaseException, checks: tuple[str, ...] = ()) -> str | None:
     """Where the backend raised ``exc`` (``file:line in function``), when it did; None when
-    the exception is the harness's (see the module docstring)."""
+    the exception is the harness's (see the module docstring). ``checks``: more folders of
+    harness code (the check's own, ``check_folder``)."""
     from harness.probe import rejected_call
 
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [i for i, frame in enumerate(frames) if _ours(frame.filename)]
+    ours = [i for i, frame in enumerate(frames) if _ours(frame.filename, checks)]
     if not ours:
         return None  # not raised through a check body: nothing to judge here
     if any(f.name in _BUILDING and f.filename.endswith("checks/base.py") for f in frames):
@@ -66,7 +80,7 @@ def backend_raised(exc: BaseException) -> str | None:
     if not after:
         return None
     files = {str(Path(f.filename).resolve()) for f in after}
-    if rejected_call(exc, files, HARNESS) is not None:
+    if rejected_call(exc, files, HARNESS + checks) is not None:
         return None
     last = after[-1]
     return f"{Path(last.filename).name}:{last.lineno} in {last.name}"

@@ -31,7 +31,7 @@ import anyio
 
 from checks.base import CheckSpec, NotApplicable, TrialContext, describe
 from harness.blame import MODE as BLAME_MODE
-from harness.blame import backend_raised
+from harness.blame import backend_raised, check_folder
 from harness.ground import scratch
 from harness.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
 from harness.ground.family import active_family
@@ -355,7 +355,7 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             except _Unscheduled as exc:
                 return error_finding(check, target, opts, str(exc), None, elapsed(), seeds)
             except Exception as exc:  # noqa: BLE001 - judged: the backend's, or harness error
-                where = backend_raised(exc)
+                where = backend_raised(exc, check_folder(check.run_trial))
                 if where is None:
                     return error_finding(
                         check, target, opts,
