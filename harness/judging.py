@@ -299,13 +299,15 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
             while group.remaining and sum(1 for p in group.now
                                           if p.slot not in results) < group.size:
                 pair = group.remaining.pop(0)
-                group.now.append(pair)
                 hit, state = how.cache.lookup(pair.key, pair.check.hang_invariant)
                 if state in (Lookup.UNREADABLE, Lookup.CONTRADICTED):
                     unreadable.add(pair.slot)
                 if hit is not None and how.cache.sampled(pair.key):
                     verifying[pair.slot] = hit.status  # judged again, then compared
                     hit = None
+                    if not pair.store:  # no clean run timed it (the cache answered its cell):
+                        pair = dataclasses.replace(pair, clean_s=pair.check.timeout_s)
+                group.now.append(pair)
                 if hit is not None:
                     results[pair.slot] = dataclasses.replace(hit, cached=True)
                     progress.total -= how.reruns
