@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from harness.ground.family import active_family
 from harness.ground.model import Cell
 from harness.noxsupport import bench_command
 from harness.results import atomic_write_text, folder_lock, read_results, run_glob
-from harness.run_coverage import coverage_of
+from harness.run_coverage import RunCoverage, coverage_of
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,8 @@ def merge(previous: Mapping[str, Any] | None, document: Mapping[str, Any],
     merged = json.loads(json.dumps(document))
     merged["findings"] = sorted([*kept, *document["findings"]],
                                 key=Cell.of)
+    if coverage.partial and previous is not None:
+        merged.update(_record_beside(previous, merged, coverage))
     merged["accepted"] = {
         "run": source,
         "run_id": document.get("run_id"),
@@ -145,6 +147,43 @@ def merge(previous: Mapping[str, Any] | None, document: Mapping[str, Any],
             (previous.get("accepted") or {}).get("run") or previous.get("started")),
     }
     return merged
+
+
+def _by(key: str, previous: Sequence[Mapping[str, Any]], run: Sequence[Mapping[str, Any]],
+        selected: Collection[str]) -> list[Mapping[str, Any]]:
+    """The run's entries, and the previous ones (keyed by ``key``) of what it did not select."""
+    return [*(e for e in previous if e[key] not in selected), *run]
+
+
+def _record_beside(previous: Mapping[str, Any], merged: Mapping[str, Any],
+                   coverage: RunCoverage) -> dict[str, Any]:
+    """What a partial run's baseline records of its checks and lanes: the run's record of what
+    it selected, the previous baseline's of the rest, whose cells it keeps. Without this the
+    baseline would say that only the run's checks were checks (or admitted) on its version,
+    and its cells of every other check would look unaccounted for."""
+    before = coverage_of(previous)
+    checks, lanes = set(coverage.checks_selected), set(coverage.lanes_selected)
+
+    def union(old: Sequence[str], new: Sequence[str], drop: Collection[str]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*(x for x in old if x not in drop), *new]))
+
+    whole = RunCoverage(
+        lanes_selected=union(before.lanes_selected, coverage.lanes_selected, ()),
+        lanes_measured=union(before.lanes_measured, coverage.lanes_measured, lanes),
+        checks_selected=union(before.checks_selected, coverage.checks_selected, ()),
+        checks_admitted=union(before.checks_admitted, coverage.checks_admitted, checks),
+        every_lane=before.every_lane or coverage.every_lane,
+        every_check=before.every_check or coverage.every_check,
+        complete=before.complete,  # the cells an interruption left out are the kept ones
+        lanes_not_measured={**{k: v for k, v in before.lanes_not_measured.items()
+                               if k not in lanes}, **coverage.lanes_not_measured},
+        checks_not_measured={**{k: v for k, v in before.checks_not_measured.items()
+                                if k not in checks}, **coverage.checks_not_measured},
+    )
+    return {"coverage": whole.to_json(),
+            "checks": _by("id", previous.get("checks", ()), merged.get("checks", ()), checks),
+            "admission": _by("check_id", previous.get("admission", ()),
+                             merged.get("admission", ()), checks)}
 
 
 def refuse_partial(run: Path, partial: bool = False) -> dict[str, Any]:

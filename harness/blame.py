@@ -5,9 +5,10 @@ for the verdict; only the harness's own misuse is an ``error``. A check judges t
 it expects itself; one that escapes its body is judged here, the same way for every check:
 
 - raised by the backend: a frame of code that is neither the project's harness (``checks/``,
-  ``harness/``, the folder of the check's own code) nor the standard library, anyio or sniffio follows the last frame of the
-  harness in the traceback (the backend, its drivers, a mutant, our reference in
-  ``targets/``): evidence, a violated trial in mode ``backend_raised``;
+  ``harness/``, the folder of the check's own code) nor the standard library, anyio or
+  sniffio follows the last frame of the harness in the traceback (the backend, its drivers,
+  a mutant, our reference in ``targets/``): evidence, a violated trial in mode
+  ``backend_raised``;
 - the harness's: raised in the harness's code or in a library it called itself (``json``,
   anyio), or a call the backend refused as made (``harness.probe.rejected_call``: arguments
   that do not bind, a method it lacks), or raised while the trial built an instance (a target

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from checks.registry import get_check
-from harness.baseline import accept, baseline_path, latest_run, merge, newest_whole_runs
+from harness.baseline import (
+    accept,
+    baseline_gaps,
+    baseline_path,
+    latest_run,
+    merge,
+    newest_whole_runs,
+)
 from harness.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
 from harness.cache import AdmissionCache
 from harness.cli import main
@@ -137,6 +144,32 @@ def test_accept_of_a_partial_run_with_no_baseline_says_it_creates_one(no_redis_r
     again = accept(no_redis_run.json_path, tmp_path, partial=True)
     assert not again.created and "created" not in again.describe()
     assert read_results(again.path)["accepted"]["created"] is False
+
+
+def test_a_partial_accept_keeps_the_record_of_the_checks_it_did_not_run(no_redis_run):
+    # A whole baseline of REPLAY and CONC-001; a run of REPLAY alone is accepted into it. The
+    # merged baseline still records CONC-001 as a check admitted there (its definition and
+    # admission row too), so its kept cells stay accounted for and it stays whole.
+    run = no_redis_run.document
+    old = with_cells(run, ("ARIB-CONC-001", "sqlite-file"))
+    conc = {**copy.deepcopy(run["checks"][0]), "id": "ARIB-CONC-001"}
+    old["checks"] = [*run["checks"], conc]
+    old["admission"] = [*run["admission"],
+                        {**copy.deepcopy(run["admission"][0]), "check_id": "ARIB-CONC-001"}]
+    old["coverage"] = {**run["coverage"], "checks_selected": [REPLAY, "ARIB-CONC-001"],
+                       "checks_admitted": [REPLAY, "ARIB-CONC-001"], "every_check": True}
+    merged = merge(old, run, "x.json")
+    coverage = coverage_of(merged)
+    assert set(coverage.checks_admitted) == {REPLAY, "ARIB-CONC-001"}
+    assert coverage.every_check and coverage.lanes_measured == ("sqlite-file",)
+    assert [c["id"] for c in merged["checks"]] == ["ARIB-CONC-001", REPLAY]
+    assert [a["check_id"] for a in merged["admission"]] == ["ARIB-CONC-001", REPLAY]
+    assert baseline_gaps(merged, None, merged["checks"]) == []
+    # Before, the merged baseline recorded the run's checks only: CONC-001 "was no check".
+    alone = {**merged, "checks": run["checks"], "coverage": run["coverage"]}
+    assert any("ARIB-CONC-001 was no check" in line
+               for line in baseline_gaps(alone, None, merged["checks"]))
+    validate(merged)
 
 
 def test_accept_of_a_whole_run_keeps_unmeasured_lanes_and_drops_what_no_longer_exists(
