@@ -8,7 +8,8 @@ it expects itself; one that escapes its body is judged here, the same way for ev
   ``harness/``, the folder of the check's own code) nor the standard library, anyio or
   sniffio follows the last frame of the harness in the traceback (the backend, its drivers,
   a mutant, our reference in ``targets/``): evidence, a violated trial in mode
-  ``backend_raised``;
+  ``backend_raised``; an exception group (a task group's) is the backend's when each of its
+  exceptions is;
 - the harness's: raised in the harness's code or in a library it called itself (``json``,
   anyio), or a call the backend refused as made (``harness.probe.rejected_call``: arguments
   that do not bind, a method it lacks), or raised while the trial built an instance (a target
@@ -71,6 +72,11 @@ def backend_raised(exc: BaseException, checks: tuple[str, ...] = ()) -> str | No
     harness code (the check's own, ``check_folder``)."""
     from harness.probe import rejected_call
 
+    group = getattr(exc, "exceptions", None)  # an exception group of a check's task group
+    if isinstance(group, (list, tuple)) and group and all(
+            isinstance(e, BaseException) for e in group):
+        found = [backend_raised(e, checks) for e in group]  # each raised in a task of ours
+        return None if None in found else found[0]
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [i for i, frame in enumerate(frames) if _ours(frame.filename, checks)]
     if not ours:

@@ -108,3 +108,18 @@ def test_a_call_the_backend_refused_as_made_is_the_harness_misuse(
     # the callee failed on the argument it was given (refused as made): the harness's call
     assert backend_raised(_harness_runs("backend_fails(None)", backend_fails=backend_fails)) \
         is None
+
+
+def test_a_task_group_of_backend_exceptions_is_the_backends(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("harness.blame.HARNESS", ("/x/harness/",))
+    import sys
+
+    if sys.version_info >= (3, 11):
+        group = ExceptionGroup  # noqa: F821 - a builtin from 3.11 on
+    else:  # anyio's backport on 3.10
+        from exceptiongroup import ExceptionGroup as group
+    backend = _caught(_raise_from_backend)
+    own = _harness_runs("raise KeyError('x')")
+    assert backend_raised(group("tasks", [backend])) is not None
+    assert backend_raised(group("tasks", [backend, own])) is None
