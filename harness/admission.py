@@ -286,7 +286,18 @@ def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell,
 
 
 def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admission, ...]:
-    """Admit each check or say why not; raises GateError when a sanity gate fails."""
+    """Admit each check or say why not; raises GateError when a sanity gate fails. When a
+    re-judged sample of the verdict cache's hits disagrees with its entries, the store is
+    discarded for the run and every check is admitted again from nothing (harness.cache)."""
+    admissions = _admit_once(checks, config)
+    if config.cache.disagreements and not config.cache.discarded:
+        config.cache.discard()
+        admissions = _admit_once(checks, config)
+    return admissions
+
+
+def _admit_once(checks: Sequence[CheckSpec], config: AdmissionConfig
+                ) -> tuple[Admission, ...]:
     started = time.perf_counter()
     pairs: dict[str, list[MutantSpec]] = {}
     problems: dict[str, tuple[str, ...]] = {}

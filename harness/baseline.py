@@ -91,9 +91,18 @@ class Accepted:
     updated: int  # cells the run measured, now the accepted verdicts
     kept: int  # cells of the previous baseline the run did not measure, kept as they were
     removed: int  # cells of the previous baseline the run should have measured and has not
+    created: bool = False  # there was no baseline of the version: this one is new
+    partial: bool = False  # the run was partial (a subset of lanes or checks, or interrupted)
 
     def describe(self) -> str:
-        """One line: the baseline's path and its cells updated, kept and removed."""
+        """One line: the baseline's path and its cells updated, kept and removed; or that it
+        was created, and from a partial run with only the cells that run measured."""
+        if self.created:
+            return (f"{self.path}: created, there was no baseline of this version: "
+                    f"{self.updated} cell(s) from the run"
+                    + (", and only those: the run is partial, so every cell it did not "
+                       "measure has no baseline until a run of it is accepted"
+                       if self.partial else ""))
         return (f"{self.path}: {self.updated} cell(s) from the run, {self.kept} kept from the "
                 f"previous baseline (not measured in this run), {self.removed} removed")
 
@@ -133,6 +142,7 @@ def merge(previous: Mapping[str, Any] | None, document: Mapping[str, Any],
         "updated": len(run),
         "kept": len(kept),
         "removed": removed,
+        "created": previous is None,
         "kept_from": None if previous is None else (
             (previous.get("accepted") or {}).get("run") or previous.get("started")),
     }
@@ -204,7 +214,8 @@ def accept(run: Path, out_dir: Path, partial: bool = False) -> Accepted:
         merged = merge(previous, document, run.name)
         atomic_write_text(target, json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
     done = merged["accepted"]
-    return Accepted(target, done["updated"], done["kept"], done["removed"])
+    return Accepted(target, done["updated"], done["kept"], done["removed"],
+                    created=previous is None, partial=bool(done["partial"]))
 
 
 # What of a check's definition decides whether it is admitted and what it finds: a baseline

@@ -67,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
         p.add_argument("--quiet", action="store_true", help="no progress lines")
 
+    def verify(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--verify-sample", type=float, default=3.0, metavar="PCT",
+                       help="re-judge this percent of the verdict cache's hits, a sample "
+                            "seeded by --seed (default 3); one disagreement discards the "
+                            "cache for the run and judges everything again")
+        p.add_argument("--verify-cache", action="store_true",
+                       help="re-judge every hit of the verdict cache (--verify-sample 100)")
+
     def shard(p: argparse.ArgumentParser, units: str) -> None:
         p.add_argument("--shard", metavar="K/N", help=(
             f"run only shard K of N: {units} split deterministically, balanced by recorded "
@@ -86,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results", help="results folder (default results/)")
     p.add_argument("--no-cache", action="store_true",
                    help="ignore the caches (verdicts, generated mutants)")
+    verify(p)
     p.add_argument("--accept", action="store_true",
                    help="accept this run as the version's baseline (regression gate)")
     p.add_argument("--partial", action="store_true",
@@ -118,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
     p.add_argument("--no-cache", action="store_true",
                    help="ignore the caches (verdicts, generated mutants)")
+    verify(p)
     p.add_argument("--json", metavar="PATH", help="also write the admissions as one JSON "
                                                   "document (what `merge` combines)")
     shard(p, "checks")
@@ -157,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diffs", type=int, default=20, help="survivor diffs to print per lane")
     p.add_argument("--write", action="store_true", help="write JSON under results/survey/")
     p.add_argument("--out", help="folder for --write")
+    p.add_argument("--partial", action="store_true",
+                   help="with --write: merge a survey of fewer lanes or checks than the "
+                        "folder holds into it lane by lane (default: it is written beside, "
+                        "in OUT/partial/<stamp>/, marked partial)")
     p.add_argument("--html", help="also write the mutation-testing-elements HTML report here")
     p.add_argument("--json", metavar="PATH", help="write every lane's survey as one JSON "
                                                   "document to PATH; '-' for stdout, where it "
@@ -165,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="ignore the caches (verdicts, clean runs, generated mutants, "
                         "equivalence classes)")
+    verify(p)
     p.add_argument("--every-check", action="store_true",
                    help="run every check that reaches a mutant, also after one killed it "
                         "(default: a mutant stops at its first kill, the others are not_run)")

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +98,33 @@ def shard_writes(args: argparse.Namespace, writes: bool, option: str, fix: str) 
                          f"what each shard writes; fix: add {fix}")
 
 
+def verdict_cache(args: argparse.Namespace) -> Any:
+    """The verdict cache the options ask for: none (--no-cache), or the shared store with
+    its sampled re-judging (--verify-sample PCT, default 3; --verify-cache: every hit)."""
+    from harness.cache import AdmissionCache
+
+    if args.no_cache:
+        return AdmissionCache(None)
+    pct = 100.0 if args.verify_cache else args.verify_sample
+    if not 0.0 <= pct <= 100.0:
+        raise UsageError(f"--verify-sample {pct!r} is not a share of hits: the rule: a percent "
+                         f"from 0 to 100; fix: e.g. --verify-sample 3, or --verify-cache")
+    return AdmissionCache(verify=pct / 100.0, seed=args.seed)
+
+
+def cache_basis(document: Mapping[str, Any]) -> str:
+    """One line: how many of the admission results a bench's gate rests on came from the
+    verdict cache."""
+    results = [r for a in document.get("admission", ()) for r in a.get("results", ())]
+    cached = sum(1 for r in results if r.get("cached"))
+    return (f"the gate rests on {len(document.get('findings', ()))} finding(s) measured now "
+            f"and on admissions of {len(results)} pair result(s), {cached} of them from the "
+            f"verdict cache")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
     from harness.bench import BenchConfig, default_workers, run_bench
-    from harness.cache import AdmissionCache
     from harness.execute import sdk_version
     from harness.generation_cache import generation_cache
     from harness.ground.services import ServiceManager
@@ -133,14 +156,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "
                          f"baseline: the rule: a baseline is a whole run; fix: drop --accept, "
                          f"`merge` the shards, then `python -m harness accept MERGED.json`")
+    cache = verdict_cache(args)
     with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
             lanes=lanes, checks=checks, run_seed=args.seed, reruns=args.reruns,
-            workers=workers, params=params, loop=loop, out_dir=out,
-            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            workers=workers, params=params, loop=loop, out_dir=out, cache=cache,
             quiet=args.quiet, manager=manager, shard=split,
         ))
     print(kept.describe())
+    print(cache.describe())
     print(f"wrote {outcome.json_path} and {outcome.report_path}")
     written = (outcome.json_path, outcome.report_path)
     tally: dict[str, int] = {}
@@ -173,6 +197,7 @@ def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
     from harness.noxsupport import harness_command
 
     sdk = document["sdk"]["version"]
+    print(f"regression gate: {cache_basis(document)}")
     result = regressions(document, out)
     if result is None:
         print(f"no accepted baseline for {document['sdk']['name']} {sdk} yet; accept this "
@@ -233,7 +258,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_admit(args: argparse.Namespace) -> int:
     """`python -m harness admit`: run checks against their paired mutants and print admissions."""
     from harness.admission import AdmissionConfig, admit
-    from harness.cache import AdmissionCache
     from harness.execute import sdk_version
     from harness.generation_cache import generation_cache
     from harness.ground.services import ServiceManager
@@ -256,10 +280,10 @@ def cmd_admit(args: argparse.Namespace) -> int:
     with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
         admissions = admit(checks, AdmissionConfig(
             reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
-            workers=args.workers or os.cpu_count() or 1,
-            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            workers=args.workers or os.cpu_count() or 1, cache=(cache := verdict_cache(args)),
             services=services_for_checks(checks, manager),
         ))
+    print(cache.describe())
     all_in = True
     for a in admissions:
         print(f"{a.check_id}: {'ADMITTED' if a.admitted else 'NOT ADMITTED'} "

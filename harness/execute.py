@@ -29,7 +29,9 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, NotApplicable, TrialContext
+from checks.base import CheckSpec, NotApplicable, TrialContext, describe
+from harness.blame import MODE as BLAME_MODE
+from harness.blame import backend_raised, check_folder
 from harness.ground import scratch
 from harness.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
 from harness.ground.family import active_family
@@ -352,11 +354,19 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
                     modes={SCHEDULE_MISMATCH: 1})
             except _Unscheduled as exc:
                 return error_finding(check, target, opts, str(exc), None, elapsed(), seeds)
-            except Exception as exc:  # noqa: BLE001 - a check body that escapes: harness error
-                return error_finding(
-                    check, target, opts,
-                    f"trial {index} (seed {seed}) raised out of the check: {exc!r}",
-                    traceback.format_exc(), elapsed(), seeds)
+            except Exception as exc:  # noqa: BLE001 - judged: the backend's, or harness error
+                where = backend_raised(exc, check_folder(check.run_trial))
+                if where is None:
+                    return error_finding(
+                        check, target, opts,
+                        f"trial {index} (seed {seed}) raised out of the check: {exc!r}",
+                        traceback.format_exc(), elapsed(), seeds)
+                # The backend's exception is evidence (harness.blame): a violated trial.
+                trials.append(Trial(index, seed, True, Counts(errors=1), mode=BLAME_MODE,
+                                    sample=f"the backend raised {describe(exc)} at {where}, "
+                                           f"out of the check's calls", ops=tuple(ctx.ops)))
+                if opts.stop_on_violation:
+                    break
             finally:
                 sys.setswitchinterval(old_interval)
                 with anyio.CancelScope(shield=True):

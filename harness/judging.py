@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checks.base import CheckSpec
-from harness.cache import AdmissionCache, Lookup
+from harness.cache import AdmissionCache, Lookup, proof_of
 from harness.execute import (
     RUN_STALL_AFTER_SHARE,
     RunOptions,
@@ -276,6 +276,7 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
     unreadable: set[Slot] = set()
     executions: dict[Slot, int] = {}
     found: dict[Slot, dict[int, Finding]] = {}  # by rerun: the order they ran in varies
+    verifying: dict[Slot, MutantStatus] = {}  # sampled hits judged again: their cached status
     progress = Progress(f"{how.kind} mutants", len(pairs) * how.reruns, quiet=how.quiet)
     started = time.perf_counter()
     runs = 0
@@ -298,10 +299,15 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
             while group.remaining and sum(1 for p in group.now
                                           if p.slot not in results) < group.size:
                 pair = group.remaining.pop(0)
-                group.now.append(pair)
-                hit, state = how.cache.lookup(pair.key)
-                if state is Lookup.UNREADABLE:
+                hit, state = how.cache.lookup(pair.key, pair.check.hang_invariant)
+                if state in (Lookup.UNREADABLE, Lookup.CONTRADICTED):
                     unreadable.add(pair.slot)
+                if hit is not None and how.cache.sampled(pair.key):
+                    verifying[pair.slot] = hit.status  # judged again, then compared
+                    hit = None
+                    if not pair.store:  # no clean run timed it (the cache answered its cell):
+                        pair = dataclasses.replace(pair, clean_s=pair.check.timeout_s)
+                group.now.append(pair)
                 if hit is not None:
                     results[pair.slot] = dataclasses.replace(hit, cached=True)
                     progress.total -= how.reruns
@@ -362,6 +368,9 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
                 reruns = [f for _, f in sorted(found[p.slot].items())]
                 results[p.slot] = _result(p, reruns, how, share)
                 executions[p.slot] = len(reruns)
+                if p.slot in verifying:
+                    how.cache.checked(f"{p.check.id} on {p.mutant.id}@{p.lane.name}",
+                                      verifying[p.slot], results[p.slot].status)
         return queued([(p, r, group) for p, r in next_runs(group)]) if goes_on(group) else []
 
     first = queued([(p, r, g) for g in groups for p, r in next_runs(g)])
@@ -394,5 +403,5 @@ def _result(pair: Pair, findings: Sequence[Finding], how: Judging, share: float
         None if status is MutantStatus.KILLED else mutant.diff(),
         share * len(findings) if how.wall_share else sum(f.duration_s for f in findings))
     if pair.store and status in how.cache_statuses:
-        how.cache.put(pair.key, result)
+        how.cache.put(pair.key, result, proof_of(findings), pair.check.hang_invariant)
     return result

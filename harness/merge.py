@@ -70,9 +70,9 @@ def check_compatible(manifests: Sequence[Mapping[str, Any]], names: Sequence[str
         raise UsageError("merge needs shard outputs: pass every shard's folder")
     first, name0 = manifests[0], names[0]
     for m, name in zip(manifests[1:], names[1:], strict=True):
+        _check_identity(first["shard"], name0, m["shard"], name)
         for what, a, b in (("command", first["command"], m["command"]),
                            ("n", first["shard"]["n"], m["shard"]["n"]),
-                           ("commit", first["shard"]["commit"], m["shard"]["commit"]),
                            ("recorded durations", first["shard"]["durations"],
                             m["shard"]["durations"])):
             if a != b:
@@ -98,6 +98,24 @@ def check_compatible(manifests: Sequence[Mapping[str, Any]], names: Sequence[str
         raise UsageError(f"{what} (got {', '.join(f'{k}/{n}' for k in sorted(ks))}): the "
                          f"rule: merge takes each of the {n} shards exactly once; fix: pass "
                          f"every shard's output once")
+
+
+# What a shard measured (harness.shard.measured_identity), with the name a refusal gives it.
+IDENTITY = (("family", "family"), ("version", "version of the family's distribution"),
+            ("lock", "lock hash"), ("commit", "harness commit"))
+
+
+def _check_identity(first: Mapping[str, Any], name0: str, shard: Mapping[str, Any],
+                    name: str) -> None:
+    """Refuse a shard that measured another family, version, lock or harness commit."""
+    for key, what in IDENTITY:
+        a, b = first.get(key), shard.get(key)
+        if a != b:
+            raise UsageError(f"shard {name!r} has {what} {b!r} but {name0!r} has {a!r}: the "
+                             f"rule: merged shards measured the same family version, installed "
+                             f"from the same lock, with the same harness commit; fix: run "
+                             f"shard {shard.get('spec', '?')} again in the environment of "
+                             f"{name0!r} (`nox -s bench` installs it from the lock)")
 
 
 def _merge_coverage(docs: Sequence[Mapping[str, Any]], outcomes: Sequence[Mapping[str, Any]]

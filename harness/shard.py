@@ -26,7 +26,7 @@ from harness.ground.errors import UsageError
 # Options that do not change what a shard measures: where its outputs go, how it talks to
 # people, and the shard itself. Everything else is in the fingerprint.
 NOT_FINGERPRINTED = frozenset({"shard", "out", "json", "html", "write", "quiet", "diffs",
-                               "func"})
+                               "func", "partial", "verify_sample", "verify_cache"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,8 @@ class Split:
     args: Mapping[str, Any]
     commit: str
     durations: Mapping[str, float] = field(default_factory=dict)  # recorded, by unit id
+    # What was measured: the family, its distribution's installed version and the lock hash.
+    identity: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> str:
@@ -97,7 +99,8 @@ class Split:
         """The shard's record: its spec, fingerprint, arguments, commit and durations digest."""
         return {"spec": str(self.spec), "k": self.spec.k, "n": self.spec.n,
                 "fingerprint": self.fingerprint, "arguments": dict(self.args),
-                "commit": self.commit, "durations": _digest(dict(self.durations))}
+                "commit": self.commit, "durations": _digest(dict(self.durations)),
+                **dict(self.identity)}
 
 
 def make_split(args: argparse.Namespace, durations: Mapping[str, float] | None = None
@@ -108,7 +111,18 @@ def make_split(args: argparse.Namespace, durations: Mapping[str, float] | None =
     if getattr(args, "shard", None) is None:
         return None
     return Split(ShardSpec.parse(args.shard), arguments(args), harness_commit(),
-                 dict(durations or {}))
+                 dict(durations or {}), measured_identity())
+
+
+def measured_identity() -> dict[str, str]:
+    """What a shard measured, which every shard of one merge must share: the family, the
+    installed version of its distribution and the hash of the lock it was installed from."""
+    from harness.execute import sdk_version
+    from harness.ground.family import active_family
+    from harness.results import lock_hash
+
+    version = sdk_version()
+    return {"family": active_family().name, "version": version, "lock": lock_hash(version)}
 
 
 def survey_durations(folder: Path) -> dict[str, float]:

@@ -251,7 +251,17 @@ def _hint(lane: TargetSpec, mutant: MutantSpec) -> str:
 
 
 def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
-    """Run the survey; see the module docstring for its steps."""
+    """Run the survey; see the module docstring for its steps. When a re-judged sample of
+    the verdict cache's hits disagrees with its entries, the store is discarded for the run
+    and the survey runs again, judging everything (``harness.cache``)."""
+    surveys = _survey_once(config)
+    if config.cache.disagreements and not config.cache.discarded:
+        config.cache.discard()
+        surveys = _survey_once(config)
+    return surveys
+
+
+def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
     plans = [_prepare(lane) for lane in config.lanes]
     if config.shard is not None:

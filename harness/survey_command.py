@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.commands import parse_params, select_checks, shard_writes
+from harness.commands import parse_params, select_checks, shard_writes, verdict_cache
 from harness.ground.model import ExitCode
 
 
@@ -30,16 +30,32 @@ def cmd_survey(args: argparse.Namespace) -> int:
 
 def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine: Any) -> None:
     """Write what the survey's options ask for: the lane files and the mutation report
-    (``--write``), one JSON document (``--json``), the HTML kill matrix (``--html``)."""
+    (``--write``; beside the folder, or merged into it with ``--partial``, when the survey
+    measured less than the folder holds), one JSON document (``--json``), the HTML kill
+    matrix (``--html``)."""
     from harness.execute import sdk_version
     from harness.ground.family import active_family
+    from harness.partial_write import write_lanes
     from harness.results import atomic_write_text
-    from harness.survey_report import survey_mutation_report, survey_set, write_survey
+    from harness.survey_report import lane_documents, survey_mutation_report, survey_set
 
     out = Path(args.out or f"results/survey/{active_family().stem(sdk_version())}")
+    report = survey_mutation_report(surveys) if args.write or args.html else None
     if args.write:
-        for path in write_survey(surveys, out, config):
-            print(f"wrote {path}")
+        assert report is not None
+        written = write_lanes(out, lane_documents(surveys, config), report,
+                              merge=args.partial)
+        for path in written.paths:
+            print(f"wrote {path}" + (" (mutation-testing-report-schema v2, one file per lane)"
+                                     if path.name == "mutation-report.json" else ""))
+        for line in written.lines:
+            print(line)
+        if config.shard is not None:
+            from harness.merge import write_manifest
+
+            manifest = _survey_manifest(surveys, config)
+            where = written.paths[0].parent
+            print(f"wrote {write_manifest(where, 'survey', config.shard, manifest)}")
     if args.json:
         text = json.dumps(survey_set(surveys, config), indent=1, ensure_ascii=False) + "\n"
         if args.json == "-":
@@ -48,21 +64,10 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
         else:
             atomic_write_text(Path(args.json), text)
             print(f"wrote {args.json}")
-    if args.write and config.shard is not None:
-        from harness.merge import write_manifest
+    if args.html and report is not None:
+        from harness.mutation_html import write_html
 
-        manifest = _survey_manifest(surveys, config)
-        print(f"wrote {write_manifest(out, 'survey', config.shard, manifest)}")
-    if args.write or args.html:
-        report = survey_mutation_report(surveys)
-        if args.write:
-            path = out / "mutation-report.json"
-            atomic_write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-            print(f"wrote {path} (mutation-testing-report-schema v2, one file per lane)")
-        if args.html:
-            from harness.mutation_html import write_html
-
-            print(f"wrote {write_html(report, Path(args.html))}")
+        print(f"wrote {write_html(report, Path(args.html))}")
 
 
 def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
@@ -73,7 +78,6 @@ def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
 
 def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
-    from harness.cache import AdmissionCache
     from harness.equivalence_cache import equivalence_cache
     from harness.execute import sdk_version
     from harness.generation_cache import generation_cache
@@ -102,6 +106,12 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
         check_out_dir(Path(args.html))
         fetch_viewer()
     shard_writes(args, args.write, "--write", "--write --out DIR (one DIR per shard)")
+    if args.partial and not args.write:
+        from harness.ground.errors import UsageError
+
+        raise UsageError("--partial without --write: the rule: --partial says how --write "
+                         "merges a survey of fewer lanes or checks into its folder; fix: add "
+                         "--write, or drop --partial")
     split = make_split(args, survey_durations(Path(  # read only when sharded
         f"results/survey/{family.stem(sdk_version())}")) if args.shard else None)
     started = time.perf_counter()
@@ -116,7 +126,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
             lanes=prepared.lanes, checks=checks, reruns=args.reruns, params=params,
             timeout_s=args.timeout, run_seed=args.seed, quiet=args.quiet,
             workers=args.workers or os.cpu_count() or 1,
-            cache=AdmissionCache(None) if args.no_cache else AdmissionCache(),
+            cache=(cache := verdict_cache(args)),
             services=prepared.services, survivors=entries,
             survivors_source=str(waivers) if waivers.is_file() else None, shard=split,
             first_kill=not args.every_check,
@@ -127,6 +137,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     print(f"all lanes: {clean_totals(surveys)}")
     print(f"all lanes: {kept.describe()}")
     print(f"all lanes: {same.describe()}")
+    print(f"all lanes: {cache.describe()}")
     _survey_outputs(args, surveys, config, machine)
     print(f"surveyed {sum(len(s.outcomes) for s in surveys)} mutants on {len(surveys)} lanes "
           f"in {time.perf_counter() - started:.1f}s"
@@ -142,6 +153,12 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     lines = gate({s.lane: s.scores() for s in surveys if not s.error}, errors, fail_under)
     for line in lines:
         print(f"gate: {line.describe()}")
+    if fail_under:
+        results = sum(len(s.results) for s in surveys)
+        cached = sum(1 for s in surveys for r in s.results if r.cached)
+        print(f"gate: rests on {results} pair result(s), {cached} of them from the verdict "
+              f"cache ({cache.counts['verified']} cache hit(s) re-judged, "
+              f"{len(cache.disagreements)} disagreed)")
     judged = sum(s.scores().covered for s in surveys if not s.error)
     if errors or not judged:
         print("error: " + ("; ".join(f"{lane}: {why}" for lane, why in errors.items())

@@ -134,6 +134,18 @@ def test_accept_refuses_a_partial_run_then_updates_only_its_cells(no_redis_run, 
     assert new["accepted"]["partial"] is True and new["accepted"]["updated"] == 1
 
 
+def test_accept_of_a_partial_run_with_no_baseline_says_it_creates_one(no_redis_run, tmp_path):
+    done = accept(no_redis_run.json_path, tmp_path, partial=True)
+    assert done.created and done.partial
+    line = done.describe()
+    assert "created, there was no baseline of this version: 1 cell(s) from the run" in line
+    assert "only those: the run is partial" in line
+    assert read_results(done.path)["accepted"]["created"] is True
+    again = accept(no_redis_run.json_path, tmp_path, partial=True)
+    assert not again.created and "created" not in again.describe()
+    assert read_results(again.path)["accepted"]["created"] is False
+
+
 def test_a_partial_accept_keeps_the_record_of_the_checks_it_did_not_run(no_redis_run):
     # A whole baseline of REPLAY and CONC-001; a run of REPLAY alone is accepted into it. The
     # merged baseline still records CONC-001 as a check admitted there (its definition and

@@ -65,14 +65,50 @@ def test_shards_with_other_arguments_are_refused_naming_the_difference() -> None
         check_compatible([_manifest(1, seed=0), _manifest(2, seed=1)], ["a", "b"])
 
 
-@pytest.mark.parametrize(("key", "value", "what"), [
-    ("commit", "other", "commit 'other'"), ("durations", "e", "recorded durations 'e'")])
-def test_shards_of_another_commit_or_durations_are_refused(key: str, value: str,
-                                                            what: str) -> None:
+def test_shards_of_other_durations_are_refused() -> None:
     other = _manifest(2)
-    other["shard"][key] = value
-    with pytest.raises(UsageError, match=rf"shard 'b' has {what} but 'a' has"):
+    other["shard"]["durations"] = "e"
+    with pytest.raises(UsageError, match=r"shard 'b' has recorded durations 'e' but 'a' has"):
         check_compatible([_manifest(1), other], ["a", "b"])
+
+
+@pytest.mark.parametrize(("key", "what"), [
+    ("family", "family"), ("version", "version of the family's distribution"),
+    ("lock", "lock hash"), ("commit", "harness commit")])
+def test_a_shard_that_measured_something_else_is_refused_naming_it(key: str,
+                                                                   what: str) -> None:
+    first, other = _manifest(1), _manifest(2)
+    first["shard"].update(family="f", version="1.0", lock="l1")
+    other["shard"].update(family="f", version="1.0", lock="l1")
+    other["shard"][key] = "other"
+    with pytest.raises(UsageError) as caught:
+        check_compatible([first, other], ["a", "b"])
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"shard 'b' has {what} 'other' but 'a' has ")
+    assert "the rule: merged shards measured the same family version" in message
+    assert "fix: run shard 2/2 again in the environment of 'a'" in message
+
+
+def test_merge_refuses_a_shard_of_another_version_with_exit_2(tmp_path: Path) -> None:
+    """Two toy shards, the second made on version 0.2 of the toy distribution: exit 2, one
+    line naming both versions, and nothing written."""
+    from tests.test_family import install_entry_point
+
+    for k, version in ((1, "0.1"), (2, "0.2")):
+        env = install_entry_point(tmp_path / f"v{version}", "toy-notes", "arib_toy:FAMILY")
+        (env / "arib_toy-0.1.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: arib-toy\nVersion: {version}\n")
+        run = harness(env, "survey", "--quiet", "--no-cache", "--write", "--out",
+                      str(tmp_path / f"s{k}"), "--shard", f"{k}/2")
+        assert run.returncode == 0, run.stdout + run.stderr
+    merged = harness(tmp_path / "v0.1", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"),
+                     "--out", str(tmp_path / "merged"))
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    errors = merged.stderr.strip().splitlines()
+    assert len(errors) == 1 and "has version of the family's distribution '0.2'" in errors[0]
+    assert "'0.1'" in errors[0], errors
+    assert not (tmp_path / "merged").exists() or not any((tmp_path / "merged").iterdir())
 
 
 def test_a_folder_without_a_manifest_is_refused(tmp_path: Path) -> None:

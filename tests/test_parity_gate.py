@@ -102,6 +102,26 @@ def test_update_writes_results_and_appends_the_history(tmp_path: Path) -> None:
     validate(second)
 
 
+def test_an_update_of_fewer_lanes_goes_beside_the_report_it_would_shrink(
+    tmp_path: Path,
+) -> None:
+    whole, base = update(options(tmp_path, lanes="sqlite-memory,sqlite-file"))
+    before = (base / "report.json").read_text()
+    one, where = update(options(tmp_path))
+    assert (base / "report.json").read_text() == before  # the report shrank by nothing
+    assert where.parent == base / "partial" and where != base
+    assert one["partial"]["of"] == str(base / "report.json")
+    assert "without 1 of its lanes (sqlite-file@asyncio)" in one["partial"]["reason"]
+    assert json.loads((where / "report.json").read_text()) == one
+    assert (where / "lanes" / "sqlite-memory@asyncio.json").is_file()
+    validate(one)
+    fewer_cases, _ = update(options(tmp_path, lanes="sqlite-memory,sqlite-file", cases=0))
+    assert "1 of its 1 generated cases" in fewer_cases["partial"]["reason"]
+    again, same = update(options(tmp_path, lanes="sqlite-memory,sqlite-file"))
+    assert same == base and "partial" not in again  # a whole run replaces it as before
+    assert len(whole["lanes"]) == len(again["lanes"]) == 3
+
+
 def test_reuse_needs_the_same_commit_and_reused_runs_stay_out_of_history(
     tmp_path: Path, clean_commit: list[str]
 ) -> None:

@@ -356,7 +356,8 @@ def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
 
 def test_an_unchanged_pair_is_served_from_the_cache(tmp_path: Path) -> None:
     config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
-                          quiet=True, cache=AdmissionCache(tmp_path / "cache"))
+                          quiet=True,  # verify=0: no hit re-judged, every one served
+                          cache=AdmissionCache(tmp_path / "cache", verify=0.0))
     (first,) = survey(config)
     (second,) = survey(config)
     kept = [r for r in first.results if r.status in (S.KILLED, S.SURVIVED, S.TIMEOUT)]
@@ -459,7 +460,8 @@ def test_clean_runs_are_reused_while_what_they_executed_is_unchanged(
     import harness.clean_cache
 
     config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
-                          quiet=True, cache=AdmissionCache(tmp_path / "cache"))
+                          quiet=True,  # verify=0: no hit re-judged, every one served
+                          cache=AdmissionCache(tmp_path / "cache", verify=0.0))
     (first,) = survey(config)
     (second,) = survey(config)
     assert first.clean[CHECK].judgeable and not first.clean[CHECK].reused

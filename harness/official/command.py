@@ -55,8 +55,20 @@ def _require_suite() -> None:
 
 
 def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> list[Path]:
+    """Write the table's JSON and Markdown to ``folder``, or beside it, marked partial, when
+    the table there measured more (more lanes or checks): never over it."""
+    from harness.partial_write import beside, document_shrink, read_document
     from harness.results import atomic_write_text
 
+    lacks = document_shrink(read_document(folder / f"{stem}.json"), document)
+    if lacks is not None:
+        where = beside(folder)
+        document = {**document, "partial": {"of": str(folder / f"{stem}.json"),
+                                            "reason": lacks}}
+        print(f"partial run ({lacks}): written beside {folder / stem}.json, to {where}, "
+              f"marked partial; {folder / stem}.json is unchanged (run every lane to "
+              f"replace it)")
+        folder = where
     paths = [folder / f"{stem}.json", folder / f"{stem}.md"]
     atomic_write_text(paths[0], json.dumps(document, indent=1, ensure_ascii=False) + "\n")
     atomic_write_text(paths[1], markdown)

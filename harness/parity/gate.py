@@ -71,6 +71,7 @@ from harness.parity.runner import (
     now_iso,
     run_lanes,
 )
+from harness.partial_write import beside, document_shrink, read_document
 from mutants.base import MutantSpec
 
 if TYPE_CHECKING:
@@ -288,12 +289,15 @@ def _dump(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _write_run(run: GateRun, folder: Path, *, fresh_only: bool) -> None:
+def _write_run(run: GateRun, folder: Path, *, fresh_only: bool,
+               partial: Mapping[str, str] | None = None) -> None:
     for lane in run.lane_reports:
         if fresh_only and lane.reused:
             continue
         _results.atomic_write_text(lane_report_path(folder, lane.lane), _dump(lane.to_json()))
     document = run.report.to_json()
+    if partial is not None:
+        document["partial"] = dict(partial)
     _results.validate(document, SCHEMA)
     _results.atomic_write_text(folder / "report.json", _dump(document))
 
@@ -350,8 +354,19 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
             )
             appended = True
     run = GateRun(replace(run.report, history_appended=appended), run.lane_reports)
-    _write_run(run, base, fresh_only=True)
     document = run.report.to_json()
+    # A run of fewer lanes, workflows or cases never replaces the report that has more: its
+    # report and lane reports go beside it, marked partial (harness.partial_write).
+    lacks = document_shrink(read_document(base / "report.json"), document)
+    where, partial = base, None
+    if lacks is not None:
+        where = beside(base)
+        partial = {"of": str(base / "report.json"), "reason": lacks}
+        document["partial"] = partial
+        print(f"partial run ({lacks}): written beside {base / 'report.json'}, to {where}, "
+              f"marked partial; {base / 'report.json'} is unchanged (run every lane and "
+              f"case to replace it)")
+    _write_run(run, where, fresh_only=True, partial=partial)
     if out is not None:
         _results.atomic_write_text(out, _dump(document))
-    return document, base
+    return document, where
