@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 # (a path suffix of the code's file, its function name) of frames where a thread waits for
@@ -61,12 +61,13 @@ def thread_at_rest(frame: types.FrameType) -> bool:
     return False
 
 
-def busy_threads(own: int | None = None) -> list[str]:
-    """The other threads not at rest, each as 'file:function:line'."""
+def busy_threads(own: int | None = None, foreign: Collection[int] = ()) -> list[str]:
+    """The other threads not at rest, each as 'file:function:line' (``foreign``: idents of
+    threads that are none of the backend's, e.g. a test runner's own, left out)."""
     me = threading.get_ident() if own is None else own
     return [f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_code.co_name}:{f.f_lineno}"
             for ident, f in sys._current_frames().items()  # noqa: SLF001 - the only way
-            if ident != me and not thread_at_rest(f)]
+            if ident != me and ident not in foreign and not thread_at_rest(f)]
 
 
 def pending_tasks(before: Iterable[asyncio.Task[object]]) -> list[asyncio.Task[object]]:
@@ -76,21 +77,24 @@ def pending_tasks(before: Iterable[asyncio.Task[object]]) -> list[asyncio.Task[o
     return [t for t in asyncio.all_tasks() if t is not me and t not in known and not t.done()]
 
 
-async def at_rest(before: Iterable[asyncio.Task[object]], cap_s: float) -> Settle:
+async def at_rest(before: Iterable[asyncio.Task[object]], cap_s: float,
+                  foreign: Collection[int] = ()) -> Settle:
     """Wait until every task started since ``before`` is done, the loop has nothing ready and
-    every other thread is at rest, at most ``cap_s`` seconds."""
+    every other thread is at rest, at most ``cap_s`` seconds. ``foreign`` threads are left out:
+    a check's trial runs in a forked child whose only threads are its backend's and the
+    harness's, but a test of this module runs beside its runner's (pytest-xdist's channel)."""
     known = set(before)
     loop = asyncio.get_running_loop()
     started = time.monotonic()
     while True:
         tasks = pending_tasks(known)
-        threads = busy_threads()
+        threads = busy_threads(foreign=foreign)
         ready = len(getattr(loop, "_ready", ()))  # callbacks posted back (asyncio's loop)
         if not tasks and not threads and not ready:
             # Twice in a row, a loop turn apart: a completion posted between the two looks
             # is run, and whatever it starts is seen.
             await asyncio.sleep(0)
-            if (not pending_tasks(known) and not busy_threads()
+            if (not pending_tasks(known) and not busy_threads(foreign=foreign)
                     and not len(getattr(loop, "_ready", ()))):
                 return Settle(True, time.monotonic() - started)
         waited = time.monotonic() - started

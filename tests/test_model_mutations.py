@@ -230,12 +230,13 @@ def test_options_run_admission_on_the_fast_tmpdir(conc, monkeypatch):
 def test_options_resolve_params_seed_and_early_stop(conc):
     config = cfg(run_seed=5, params={"ARIB-CONC-001": {"writers": 3}})
     opts = _options(conc, config, 2, True)
-    assert opts.params == {"writers": 3, "appends": 25, "trials": 3}
+    trials = next(p.default for p in conc.params if p.name == "trials")
+    assert opts.params == {"writers": 3, "appends": 25, "trials": trials}
     assert opts.run_seed == derive_seed(5, "admission", 2)
     assert opts.run_seed != derive_seed(5, "admission", 1)
     assert opts.stop_on_violation is True
     assert _options(conc, cfg(), 0, False).stop_on_violation is False
-    assert _options(conc, cfg(), 0, False).params == {"writers": 8, "appends": 25, "trials": 3}
+    assert _options(conc, cfg(), 0, False).params == {"writers": 8, "appends": 25, "trials": trials}
 
 
 def test_options_pass_the_service_urls_on(conc):
