@@ -137,15 +137,20 @@ def test_run_uses_the_server_named_by_redis_url(capsys, monkeypatch):
     with ServiceManager(environ={}) as manager:
         own = manager.start("redis")
         monkeypatch.setenv("REDIS_URL", own.url)
+        client = redis.Redis.from_url(own.url)
+        written = int(client.info("stats")["total_commands_processed"])
         code, out, _ = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane",
                            "redis-from-url", "--trial-seed", "4081505203659206518")
-        client = redis.Redis.from_url(own.url)
+        stats = client.info("commandstats")
+        written = int(client.info("stats")["total_commands_processed"]) - written
         keys = client.keys("arib:*")
         client.close()
     finding = json.loads(out)
     assert code == 1 and finding["verdict"] == "violated"
     assert finding["service_version"] == own.version
-    assert keys  # the trial's store is on the server REDIS_URL names
+    # The trial's store was on the server REDIS_URL names (its commands reached it) ...
+    assert written > 10 and any(name.startswith("cmdstat_") for name in stats)
+    assert keys == []  # ... and the run removed its keys from a user's server at its end
 
 
 def test_a_malformed_survivors_file_stops_the_survey_naming_the_line(capsys, tmp_path,

@@ -187,21 +187,24 @@ def test_a_bench_killed_with_sigkill_leaves_no_server_port_or_folder(watcher, tm
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while True:  # until both servers run
+        servers, workers, ports = [], [], []
+        # Until both servers run, PostgreSQL with its workers and each listening: a server's
+        # record is written when it is started, before it has forked its workers or listens.
+        while time.monotonic() < deadline and bench.poll() is None:
             made = _recorded(bench.pid)
             servers = [s for record in made.values() for s in record["servers"]]
-            if len(servers) == 2 or time.monotonic() > deadline or bench.poll() is not None:
+            workers = [int(p) for s in servers for p in subprocess.run(
+                ["ps", "-o", "pid=", "--ppid", str(s["pid"])], capture_output=True,
+                text=True, check=False).stdout.split()]  # PostgreSQL's
+            ports = [int(line.split()[3].rsplit(":", 1)[1]) for line in subprocess.run(
+                ["ss", "-ltnpH"], capture_output=True, text=True, check=False).stdout.splitlines()
+                if any(f"pid={s['pid']}," in line for s in servers)]
+            if len(servers) == 2 and workers and len(ports) == 2:
                 break
             time.sleep(0.05)
         assert len(servers) == 2, made
         assert any(f.name.startswith("arib-run-") for f in made)
-        workers = [int(p) for s in servers for p in subprocess.run(
-            ["ps", "-o", "pid=", "--ppid", str(s["pid"])], capture_output=True,
-            text=True, check=False).stdout.split()]  # PostgreSQL's
         assert workers
-        ports = [int(line.split()[3].rsplit(":", 1)[1]) for line in subprocess.run(
-            ["ss", "-ltnpH"], capture_output=True, text=True, check=False).stdout.splitlines()
-            if any(f"pid={s['pid']}," in line for s in servers)]
         assert len(ports) == 2 and all(_listening(port) for port in ports)
         if watcher == "killed too":  # nothing but the next start can reap it then
             watcher_pid = _watcher_of(bench.pid)
