@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,11 +15,27 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
-sys.path.insert(0, str(ROOT))
-from harness.ground.errors import UnknownNameError  # noqa: E402
-from harness.ground.family import Family, get_family  # noqa: E402  (standard library only)
-from harness.noxsteps import Step, run_steps  # noqa: E402  (standard library only)
-from harness.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
+
+
+def _source_package() -> None:
+    """This checkout's code as the package ``arib`` in nox's own Python, mapped as the wheel
+    maps it (harness/ is ``arib``, checks/ ``arib.checks`` ...): the modules the sessions
+    import below are standard library only."""
+    for name, folder in (("arib", "harness"), ("arib.checks", "checks"),
+                         ("arib.mutants", "mutants"), ("arib.targets", "targets")):
+        spec = importlib.util.spec_from_file_location(
+            name, ROOT / folder / "__init__.py", submodule_search_locations=[str(ROOT / folder)])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+_source_package()
+from arib.ground.errors import UnknownNameError  # noqa: E402
+from arib.ground.family import Family, get_family  # noqa: E402  (standard library only)
+from arib.noxsteps import Step, run_steps  # noqa: E402  (standard library only)
+from arib.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
     DEFAULT_FAMILY,
     REPORT_REQUIREMENTS,
     bench_command,
@@ -97,7 +115,7 @@ def selftest(session: nox.Session) -> None:
     # admission's workers use what is left; its output is shown once pytest is done.
     python = str(Path(session.bin) / "python")
     with tempfile.TemporaryFile("w+") as log:
-        admission = subprocess.Popen([python, "-m", "harness", "admit", "--all", "--quiet"],
+        admission = subprocess.Popen([python, "-m", "arib", "admit", "--all", "--quiet"],
                                      cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
             # The LangGraph family's tests need its own locked environment: `nox -s langgraph`.
@@ -127,7 +145,7 @@ def langgraph(session: nox.Session) -> None:
     for label in locked_versions(LOCKS / "langgraph", family.name):
         sdk_env(session, label, family)
     session.run("pytest", "tests/langgraph", *session.posargs)
-    session.run("python", "-m", "harness", "--family", "langgraph", "admit", "--all", "--quiet")
+    session.run("python", "-m", "arib", "--family", "langgraph", "admit", "--all", "--quiet")
 
 
 @nox.session(python=BENCH_PYTHON)
@@ -218,13 +236,13 @@ def bench(session: nox.Session) -> None:
         python = str(sdk_env(session, sdk) / "bin" / "python")
         # The bench, then the parity gate, as the explicit producer of results/parity/ and its
         # history; exit 1 of either is findings (violations, divergences), not a failure.
-        return [Step("bench", (python, "-m", "harness", "bench", "--sdk", sdk, *rest)),
-                Step("parity gate", (python, "-m", "harness", "parity", "update"))]
+        return [Step("bench", (python, "-m", "arib", "bench", "--sdk", sdk, *rest)),
+                Step("parity gate", (python, "-m", "arib", "parity", "update"))]
 
     outcome = run_steps(versions, steps, lambda step: run_step(session, step))
-    if outcome.refusal is not None:  # nothing after a refused step: harness.noxsteps
+    if outcome.refusal is not None:  # nothing after a refused step: arib.noxsteps
         session.error(outcome.refusal)
-    session.run("python", "-m", "harness", "compare")
+    session.run("python", "-m", "arib", "compare")
     if outcome.failed:
         session.error(bench_failed(list(outcome.failed)))
 
@@ -276,7 +294,7 @@ def known_family(session: nox.Session, name: str) -> Family:
 
 def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
     """The bench of a family other than openai-agents: each version in its own environment
-    (`python -m harness --family NAME bench --sdk LABEL`), then its cross-version report."""
+    (`python -m arib --family NAME bench --sdk LABEL`), then its cross-version report."""
     lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
     # A family without a list here: `all` is every version it has a lock file of.
     default, every = FAMILY_VERSIONS.get(family.name,
@@ -298,13 +316,13 @@ def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
 
     def steps(version: str) -> list[Step]:
         python = str(sdk_env(session, version, family) / "bin" / "python")
-        return [Step("bench", (python, "-m", "harness", "--family", family.name, "bench",
+        return [Step("bench", (python, "-m", "arib", "--family", family.name, "bench",
                                "--sdk", version, *rest))]
 
     outcome = run_steps(versions, steps, lambda step: run_step(session, step), family.name)
-    if outcome.refusal is not None:  # nothing after a refused step: harness.noxsteps
+    if outcome.refusal is not None:  # nothing after a refused step: arib.noxsteps
         session.error(outcome.refusal)
-    session.run("python", "-m", "harness", "--family", family.name, "compare", *out_args(rest))
+    session.run("python", "-m", "arib", "--family", family.name, "compare", *out_args(rest))
     if outcome.failed:
         session.error(bench_failed(list(outcome.failed), family.name))
 
@@ -316,7 +334,7 @@ def parity(session: nox.Session) -> None:
     args = list(session.posargs) or ["check"]
     if args[0] not in ("check", "update"):
         args = ["check", *args]
-    session.run("python", "-m", "harness", "parity", *args)
+    session.run("python", "-m", "arib", "parity", *args)
 
 
 # The survey's gate (issue 11): a covered score of at least 90 % on each local lane and 80 %
@@ -331,7 +349,7 @@ def survey(session: nox.Session) -> None:
     """Survey the checks against generated mutants (`-- --lanes all`: all lanes); write results/."""
     install(session, PINNED_SDK)
     gate = [] if any(a.startswith("--fail-under") for a in session.posargs) else SURVEY_GATE
-    session.run("python", "-m", "harness", "survey", "--write", "--diffs", "5", *gate,
+    session.run("python", "-m", "arib", "survey", "--write", "--diffs", "5", *gate,
                 *session.posargs)
 
 
@@ -386,18 +404,35 @@ def lint(session: nox.Session) -> None:
     install(session, PINNED_SDK)
     session.install("ruff", "mypy")
     session.run("ruff", "check", ".")
-    session.run("mypy", "checks", "mutants", "targets", "harness")
+    session.run("mypy", "-p", "arib", env={"MYPYPATH": str(mypy_tree())})
+
+
+def mypy_tree() -> Path:
+    """build/mypy/arib: the package as the wheel lays it out, made of links to this checkout's
+    folders. mypy follows no import hook, so the editable install's mapping (harness/ is
+    ``arib``) is invisible to it; through these links it checks every module by its name."""
+    tree = ROOT / "build" / "mypy"
+    package = tree / "arib"
+    if package.exists():
+        shutil.rmtree(package)
+    package.mkdir(parents=True)
+    for entry in (ROOT / "harness").iterdir():
+        if entry.name != "__pycache__":
+            (package / entry.name).symlink_to(entry)
+    for part in ("checks", "mutants", "targets"):
+        (package / part).symlink_to(ROOT / part)
+    return tree
 
 
 @nox.session(python=BENCH_PYTHON)
 def mutmut_self(session: nox.Session) -> None:
     """Run mutmut 3.8.1 on the harness core from build/mutmut-staging; fail under the threshold."""
     install(session, PINNED_SDK)
-    session.run("python", "-m", "harness.selfmutation", "--quiet", *session.posargs)
+    session.run("python", "-m", "arib.selfmutation", "--quiet", *session.posargs)
 
 
 @nox.session(python=BENCH_PYTHON)
 def throughput(session: nox.Session) -> None:
     """Measure admission throughput side by side with mutmut 3.8.1; write results/throughput/."""
     install(session, PINNED_SDK)
-    session.run("python", "-m", "harness.throughput", "--write", *session.posargs)
+    session.run("python", "-m", "arib.throughput", "--write", *session.posargs)

@@ -1,5 +1,5 @@
 """Starting a trial's racing actors, under its scheduler when the check is concurrent
-(``CheckSpec.concurrent``; harness.ground.schedule): the task groups, thread races and
+(``CheckSpec.concurrent``; arib.ground.schedule): the task groups, thread races and
 hand-offs the checks share. Outside a scheduled trial each helper does what a plain task
 group, worker thread or ``anyio.to_thread`` does."""
 
@@ -16,8 +16,8 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from harness.ground.schedule import active, as_actor, current_actor, point, start_thread_actor
-from harness.ground.schedule.scheduler import describe_actor
+from arib.ground.schedule import active, as_actor, current_actor, point, start_thread_actor
+from arib.ground.schedule.scheduler import describe_actor
 
 T = TypeVar("T")
 

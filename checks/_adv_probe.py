@@ -1,4 +1,4 @@
-"""Driving and judging a session's advanced API against ``checks._adv_model.Model``.
+"""Driving and judging a session's advanced API against ``arib.checks._adv_model.Model``.
 
 ``Recorder`` runs every call through ``ctx.log`` (so a violation replays in order), turns an
 exception into evidence, and compares what the session reports with the model: items of a
@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from checks._adv_model import Figures, Model
-from checks.base import NotApplicable, TrialContext, describe
-from checks.common import canonical, first_differences, label, tally
-from harness.ground.model import Counts, Trial
+from arib.checks._adv_model import Figures, Model
+from arib.checks.base import NotApplicable, TrialContext, describe
+from arib.checks.common import canonical, first_differences, label, tally
+from arib.ground.model import Counts, Trial
 
 # The advanced API a check needs on the runtime object, else it abstains.
 BRANCH_API = ("create_branch_from_turn", "create_branch_from_content", "switch_to_branch",

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from checks._adv_model import MAIN, Catalogue, Entry, Figures, Model
-from checks._adv_probe import (
+from arib.checks._adv_model import MAIN, Catalogue, Entry, Figures, Model
+from arib.checks._adv_probe import (
     FAILED,
     Recorder,
     check_items,
@@ -29,9 +29,9 @@ from checks._adv_probe import (
     require,
     run_result,
 )
-from checks.base import TrialContext, describe
-from checks.iso_001 import open_peer
-from targets.base import Handle
+from arib.checks.base import TrialContext, describe
+from arib.checks.iso_001 import open_peer
+from arib.targets.base import Handle
 
 TOOLS = ("lookup", "ns", "weather")
 PEER_ONLY = "peer-only"

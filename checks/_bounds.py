@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from checks.base import TrialContext
+from arib.checks.base import TrialContext
 
 HANG_CAP_S = 5.0
 HANG_SHARE = 0.5

@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 
-from checks._problems import Problems
-from checks.base import NotApplicable, TrialContext, describe
-from harness.ground.model import Trial
+from arib.checks._problems import Problems
+from arib.checks.base import NotApplicable, TrialContext, describe
+from arib.ground.model import Trial
 
 CALL_TIMEOUT_S = 10.0
 

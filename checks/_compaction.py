@@ -35,9 +35,9 @@ from typing import Any
 
 import anyio
 
-from checks.base import NotApplicable, Param, TrialContext, describe
-from checks.common import canonical, label, read_items
-from harness.ground.model import Counts, Trial
+from arib.checks.base import NotApplicable, Param, TrialContext, describe
+from arib.checks.common import canonical, label, read_items
+from arib.ground.model import Counts, Trial
 
 COMPACTION_MODULE = "agents.memory.openai_responses_compaction_session"
 # Stores documented as able to replace a bounded suffix (by exact class), see the docstring.

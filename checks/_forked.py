@@ -31,8 +31,8 @@ from typing import Any
 
 import anyio
 
-from harness.ground import interrupts
-from harness.ground.child import die_with_parent, quiet_fork
+from arib.ground import interrupts
+from arib.ground.child import die_with_parent, quiet_fork
 
 Body = Callable[["Channel"], Awaitable[None]]
 

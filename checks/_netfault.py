@@ -40,10 +40,10 @@ import anyio
 import anyio.abc
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from targets.base import Handle
+from arib.targets.base import Handle
 
 if TYPE_CHECKING:
-    from checks.base import TrialContext
+    from arib.checks.base import TrialContext
 
 HOST = "127.0.0.1"
 CHUNK = 1 << 16

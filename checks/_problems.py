@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checks.common import label
-from harness.ground.model import Counts, Trial
+from arib.checks.common import label
+from arib.ground.model import Counts, Trial
 
 if TYPE_CHECKING:
-    from checks.base import TrialContext
+    from arib.checks.base import TrialContext
 
 # (mode, text) of one problem a trial found
 Problem = tuple[str, str]

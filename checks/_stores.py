@@ -2,7 +2,7 @@
 
 A check whose fault needs a second instance on the same store (a fresh reader, a peer session
 id, a reopen) or a second process abstains where the store cannot offer it, with the reason
-found on the object (``targets.base.Handle`` states the rule): it never reads a new, empty
+found on the object (``arib.targets.base.Handle`` states the rule): it never reads a new, empty
 store and reports the difference as lost items.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from targets.base import Handle, NotApplicable
+from arib.targets.base import Handle, NotApplicable
 
 if TYPE_CHECKING:
-    from checks.base import TrialContext
+    from arib.checks.base import TrialContext
 
 PEER_SUFFIX = "-peer"
 

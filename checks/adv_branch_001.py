@@ -1,8 +1,8 @@
 """ARIB-BRANCH-001: conversation branches are copies that never leak into each other.
 
 What agent code relies on when it rewinds a conversation (AdvancedSQLiteSession's documented
-branch API), judged against ``checks._adv_model.Model`` on a store a peer session already
-uses (``checks._adv_world``; same branch name ``alt``, more turns, a branch ``peer-only``):
+branch API), judged against ``arib.checks._adv_model.Model`` on a store a peer session already
+uses (``arib.checks._adv_world``; same branch name ``alt``, more turns, a branch ``peer-only``):
 
 1. the session writes, clears, and writes k turns on ``main`` (some turns in two add_items
    calls, with tool calls and outputs); every limit edge of get_items is read;
@@ -34,9 +34,16 @@ question.
 
 from __future__ import annotations
 
-from checks._adv_model import MAIN, Catalogue, Model
-from checks._adv_probe import BRANCH_API, FAILED, SDK_TYPES, Recorder, check_items, check_listing
-from checks._adv_world import (
+from arib.checks._adv_model import MAIN, Catalogue, Model
+from arib.checks._adv_probe import (
+    BRANCH_API,
+    FAILED,
+    SDK_TYPES,
+    Recorder,
+    check_items,
+    check_listing,
+)
+from arib.checks._adv_world import (
     PEER_ONLY,
     TOOLS,
     check_peer,
@@ -45,9 +52,9 @@ from checks._adv_world import (
     reopen,
     write_turn,
 )
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

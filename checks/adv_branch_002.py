@@ -28,8 +28,8 @@ from typing import Any
 
 import anyio
 
-from checks._adv_model import MAIN, Catalogue, Entry, Figures, Model
-from checks._adv_probe import (
+from arib.checks._adv_model import MAIN, Catalogue, Entry, Figures, Model
+from arib.checks._adv_probe import (
     BRANCH_API,
     FAILED,
     SDK_TYPES,
@@ -41,10 +41,10 @@ from checks._adv_probe import (
     require,
     run_result,
 )
-from checks._adv_world import TOOLS, reopen, write_turn
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import label, trials_param
-from harness.ground.model import Trial
+from arib.checks._adv_world import TOOLS, reopen, write_turn
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import label, trials_param
+from arib.ground.model import Trial
 
 Start = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[None]]
 SIDE = "side"

@@ -14,12 +14,12 @@ away and back, writes on one of them, and deletes both; ``main`` always holds tu
 
 from __future__ import annotations
 
-from checks._adv_model import MAIN, Catalogue, Model
-from checks._adv_probe import BRANCH_API, FAILED, Recorder, check_items, check_listing, require
-from checks._adv_world import TOOLS, write_turn
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from harness.ground.model import Trial
+from arib.checks._adv_model import MAIN, Catalogue, Model
+from arib.checks._adv_probe import BRANCH_API, FAILED, Recorder, check_items, check_listing, require
+from arib.checks._adv_world import TOOLS, write_turn
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

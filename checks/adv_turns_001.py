@@ -9,7 +9,7 @@ text (SQLite ``LIKE`` semantics: ASCII letters without regard to case, and ``%``
 ``\\`` matched literally).
 
 Three long-lived instances of the session (and a peer session whose user messages contain
-every search term, ``checks._adv_world``) write turns concurrently, released from one
+every search term, ``arib.checks._adv_world``) write turns concurrently, released from one
 barrier, each turn as one or two add_items calls; user messages carry text that is hard to
 search (mixed case, ``%``, ``_``, backslashes, quotes, tabs and newlines, accents, CJK, an
 emoji, a list of content parts, a message longer than the preview). Whatever order the
@@ -27,8 +27,8 @@ from typing import Any
 
 import anyio
 
-from checks._adv_model import MAIN, Catalogue, Entry, Model
-from checks._adv_probe import (
+from arib.checks._adv_model import MAIN, Catalogue, Entry, Model
+from arib.checks._adv_probe import (
     BRANCH_API,
     FAILED,
     SDK_TYPES,
@@ -38,10 +38,10 @@ from checks._adv_probe import (
     check_search,
     check_turns,
 )
-from checks._adv_world import TOOLS, check_peer, fill_peer, open_peer_first, reopen
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext
-from checks.common import canonical, label, read_items, trials_param
-from harness.ground.model import Trial
+from arib.checks._adv_world import TOOLS, check_peer, fill_peer, open_peer_first, reopen
+from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import canonical, label, read_items, trials_param
+from arib.ground.model import Trial
 
 TERMS = ("hello world", "WORLD", "100%", "%", "_", "e_c", "\\temp", '"hi"', "café", "CAFÉ",
          "日本", "🚀", "parts text", "long long", "\n", "\t", "role", "answer")

@@ -1,9 +1,9 @@
 """ARIB-USAGE-001: usage is reported for exactly the turns it was stored for, and adds up.
 
 Agent code calls ``store_run_usage(result)`` after each run and reads cost back per turn, per
-branch and per session. Judged against ``checks._adv_model.Model`` (run results built offline
+branch and per session. Judged against ``arib.checks._adv_model.Model`` (run results built offline
 with the SDK's own ``Usage`` and ``RunContextWrapper``), on a store a peer session already
-uses with usage on the same branch names and turn numbers (``checks._adv_world``):
+uses with usage on the same branch names and turn numbers (``arib.checks._adv_world``):
 
 1. usage stored before any turn, and a run without usage, record nothing;
 2. after a clear, k turns on ``main``, usage stored after most of them: every turn reports
@@ -24,8 +24,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from checks._adv_model import MAIN, Catalogue, Figures, Model
-from checks._adv_probe import (
+from arib.checks._adv_model import MAIN, Catalogue, Figures, Model
+from arib.checks._adv_probe import (
     BRANCH_API,
     FAILED,
     SDK_TYPES,
@@ -38,7 +38,7 @@ from checks._adv_probe import (
     usage_row,
     usage_rows,
 )
-from checks._adv_world import (
+from arib.checks._adv_world import (
     TOOLS,
     check_peer,
     fill_peer,
@@ -47,9 +47,9 @@ from checks._adv_world import (
     store_usage,
     write_turn,
 )
-from checks.base import CheckSpec, Param, Selector, TrialContext, race
-from checks.common import trials_param
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, race
+from arib.checks.common import trials_param
+from arib.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

@@ -10,12 +10,12 @@ count each once, named as the SDK names it elsewhere: a function by its name, an
 
 from __future__ import annotations
 
-from checks._adv_model import MAIN, Catalogue, Entry, Model
-from checks._adv_probe import USAGE_API, Recorder, check_tools, require
-from checks._adv_world import write_turn
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from harness.ground.model import Trial
+from arib.checks._adv_model import MAIN, Catalogue, Entry, Model
+from arib.checks._adv_probe import USAGE_API, Recorder, check_tools, require
+from arib.checks._adv_world import write_turn
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.ground.model import Trial
 
 HOSTED = ("computer_call", "file_search_call", "web_search_call", "code_interpreter_call",
           "image_generation_call")

@@ -13,8 +13,8 @@ exactly the first turn's.
 
 from __future__ import annotations
 
-from checks._adv_model import MAIN, Catalogue, Figures, Model
-from checks._adv_probe import (
+from arib.checks._adv_model import MAIN, Catalogue, Figures, Model
+from arib.checks._adv_probe import (
     FAILED,
     SDK_TYPES,
     USAGE_API,
@@ -23,10 +23,10 @@ from checks._adv_probe import (
     require,
     run_result,
 )
-from checks._adv_world import reopen, store_usage, write_turn
-from checks.base import CheckSpec, Selector, TrialContext, describe
-from checks.common import trials_param
-from harness.ground.model import Trial
+from arib.checks._adv_world import reopen, store_usage, write_turn
+from arib.checks.base import CheckSpec, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

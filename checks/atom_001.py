@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 # Stands for an item of an acknowledged write whose stored form the backend chose (it
 # stringified the unencodable value): it matches any item at its position.

@@ -9,17 +9,17 @@ from typing import Any
 
 import anyio
 
-from checks._actors import actors as actors  # re-exported: checks start actors with it
-from checks._actors import thread_actors
-from checks._actors import thread_point as thread_point  # re-exported
-from checks._actors import to_thread as to_thread  # re-exported
-from harness.ground.errors import ParameterError
-from harness.ground.model import Trial
-from harness.ground.schedule import SchedulePlan as SchedulePlan  # re-exported
-from harness.ground.schedule import active, adopt
-from harness.ground.selector import Selector as Selector  # re-exported: checks name it
-from targets.base import BuildContext, Handle, TargetSpec, close_session
-from targets.base import NotApplicable as NotApplicable  # re-exported: trials raise it
+from arib.checks._actors import actors as actors  # re-exported: checks start actors with it
+from arib.checks._actors import thread_actors
+from arib.checks._actors import thread_point as thread_point  # re-exported
+from arib.checks._actors import to_thread as to_thread  # re-exported
+from arib.ground.errors import ParameterError
+from arib.ground.model import Trial
+from arib.ground.schedule import SchedulePlan as SchedulePlan  # re-exported
+from arib.ground.schedule import active, adopt
+from arib.ground.selector import Selector as Selector  # re-exported: checks name it
+from arib.targets.base import BuildContext, Handle, TargetSpec, close_session
+from arib.targets.base import NotApplicable as NotApplicable  # re-exported: trials raise it
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class TrialContext:
     params: Mapping[str, int]
     # When (on time.monotonic()) the harness ends this run. A check whose invariant includes
     # "every call returns" waits for calls at most until shortly before it, and reports a hang
-    # as its own finding (checks._bounds.hang_bound); None: no limit known (a test's context).
+    # as its own finding (arib.checks._bounds.hang_bound); None: no limit known (a test's context).
     deadline: float | None = None
     rng: random.Random = field(init=False)
     ops: list[str] = field(default_factory=list)
@@ -217,7 +217,7 @@ async def race(calls: list[Callable[[], Awaitable[Any]]]) -> list[BaseException 
 
 async def race_threads(calls: list[Callable[[], Any]], abandon: bool = False
                        ) -> list[BaseException | None]:
-    """Run sync calls as thread actors (``checks._actors.thread_actors``): scheduled in a
+    """Run sync calls as thread actors (``arib.checks._actors.thread_actors``): scheduled in a
     concurrent check, else released together by a threading barrier. ``abandon``: a caller
     cancelled while a thread still runs gives up on it at once (a hung backend call is then
     evidence the caller reports, not a hang of its own)."""

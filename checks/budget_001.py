@@ -28,10 +28,10 @@ from typing import Any
 
 import anyio
 
-from checks._problems import Problem, labels, problems_trial
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._problems import Problem, labels, problems_trial
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-BUDGET-001"
 # A read of at most a few dozen small items takes milliseconds; one that has not returned

@@ -27,12 +27,12 @@ from typing import Any
 
 import anyio
 
-from checks._stores import require_shared_store
-from checks._suspend import at_suspension, cancel_current
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Counts, Trial
-from targets.base import BuildContext, Handle
+from arib.checks._stores import require_shared_store
+from arib.checks._suspend import at_suspension, cancel_current
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Counts, Trial
+from arib.targets.base import BuildContext, Handle
 
 CHECK_ID = "ARIB-CANCEL-001"
 OP_TIMEOUT_S = 5.0

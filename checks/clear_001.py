@@ -33,7 +33,7 @@ from typing import Any
 
 import anyio.lowlevel
 
-from checks.base import (
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
@@ -43,8 +43,8 @@ from checks.base import (
     actors,
     describe,
 )
-from checks.common import canonical, judged_trial, label, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.common import canonical, judged_trial, label, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 
 @dataclass(frozen=True)

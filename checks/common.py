@@ -8,11 +8,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.ground.family import active_family, get_family
-from harness.ground.model import Counts, Trial
+from arib.ground.family import active_family, get_family
+from arib.ground.model import Counts, Trial
 
 if TYPE_CHECKING:
-    from checks.base import Param, TrialContext
+    from arib.checks.base import Param, TrialContext
 
 
 class Judgement(Protocol):
@@ -38,7 +38,7 @@ class Judgement(Protocol):
 def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:
     """The trial ``judge()`` decides; a read that gave a value that is not a JSON item (the
     judge raises TypeError or ValueError on it) is a violation of its own, ``not_an_item``."""
-    from checks.base import describe
+    from arib.checks.base import describe
 
     try:
         verdict = judge()
@@ -51,7 +51,7 @@ def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:
 
 
 # The fewest trials a side with which the regression gate's Fisher test can judge a complete
-# flip (harness.significance.flip_trials()): a check whose race is seen at a rate (a backend's
+# flip (arib.significance.flip_trials()): a check whose race is seen at a rate (a backend's
 # thread, a server's timing) runs at least this many, or a chance flip of its few trials would
 # gate the bench (the README's rule: "the fix is more trials (4 a side)").
 RATE_TRIALS = 4
@@ -59,7 +59,7 @@ RATE_TRIALS = 4
 
 def trials_param(default: int, help: str = "independent trials, each on a fresh store") -> Param:
     """The ``trials`` parameter every check has."""
-    from checks.base import Param
+    from arib.checks.base import Param
 
     return Param("trials", default, 1, 1000, help)
 

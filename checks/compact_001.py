@@ -1,7 +1,7 @@
 """ARIB-COMPACT-001: an automatic compaction replaces exactly the range it compacted.
 
 An agent wraps the lane's store in ``OpenAIResponsesCompactionSession`` and runs one turn
-through the Runner (scripted model, stand-in compact client: see checks._compaction). Each
+through the Runner (scripted model, stand-in compact client: see arib.checks._compaction). Each
 trial, on a fresh store with its seed:
 
 1. a peer session id (``X-peer``) and the session ``X`` write interleaved: the peer's items
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks._compaction import (
+from arib.checks._compaction import (
     MODES,
     PRELOAD,
     TURN,
@@ -50,12 +50,12 @@ from checks._compaction import (
     turn_model,
     view,
 )
-from checks._stores import reader_of
-from checks.atom_001 import Unencodable
-from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
-from checks.common import read_items, tally, trials_param
-from checks.iso_001 import PEER_SUFFIX, open_peer
-from harness.ground.model import Counts, Trial
+from arib.checks._stores import reader_of
+from arib.checks.atom_001 import Unencodable
+from arib.checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
+from arib.checks.common import read_items, tally, trials_param
+from arib.checks.iso_001 import PEER_SUFFIX, open_peer
+from arib.ground.model import Counts, Trial
 
 # Trial i runs fault CYCLE[(i // 2) % len] (lanes without a terminal close skip that one);
 # even trials send the whole history, odd ones a seeded SessionSettings.limit window.

@@ -1,6 +1,6 @@
 """ARIB-COMPACT-002: a reader never sees a compaction half done.
 
-While an agent turn appends its items and the wrapper compacts (see checks._compaction),
+While an agent turn appends its items and the wrapper compacts (see arib.checks._compaction),
 readers on other instances of the same store keep reading the session (full reads and
 seeded limit reads), as a dashboard, a second worker or a resumed run would. Every read must
 be a state the history passes through when each step is atomic: the stored history before
@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from checks._compaction import (
+from arib.checks._compaction import (
     MODES,
     PRELOAD,
     TURN,
@@ -42,10 +42,10 @@ from checks._compaction import (
     turn_model,
     view,
 )
-from checks._stores import reader_of
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._stores import reader_of
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 
 def replaced_suffix(stored: Sequence[Any], final: Sequence[Any], output: Sequence[Any]) -> bool:

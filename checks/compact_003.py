@@ -5,7 +5,7 @@ calls made through the wrapper: another instance on the same store and session i
 worker serving the same conversation) keeps writing. Each trial (fresh store, seed):
 
 1. X's stored conversation is seeded; an agent turn runs through the compaction wrapper (see
-   checks._compaction) with the whole history sent (even trials) or a seeded
+   arib.checks._compaction) with the whole history sent (even trials) or a seeded
    ``SessionSettings.limit`` window (odd trials), and a seeded ``compaction_mode``;
 2. while the compact request is in flight, another instance of the store, as X, does one
    operation (by trial, in turn): appends a batch, pops the newest item, or clears the session;
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from checks._compaction import (
+from arib.checks._compaction import (
     MODES,
     PRELOAD,
     TURN,
@@ -47,10 +47,10 @@ from checks._compaction import (
     turn_model,
     view,
 )
-from checks._stores import reader_of
-from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
-from checks.common import canonical, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._stores import reader_of
+from arib.checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 OPS = ("append", "pop", "clear")
 

@@ -16,7 +16,7 @@ halves: expired data is really removed, and nothing else is. Each trial (fresh s
    expired; the sixth of every eight writes the peer's first row, X's expired rows and X's
    live conversation in three successive clock seconds (stores order by a one-second
    ``created_at``);
-3. one agent turn through the compaction wrapper (see checks._compaction), whole history or a
+3. one agent turn through the compaction wrapper (see arib.checks._compaction), whole history or a
    seeded limit window, seeded mode, encryption inside or outside the wrapper;
 4. judged on X's raw rows (each labelled expired, live or unauthenticated) and decrypted view:
    the rows kept before the compact output are one contiguous run of the old rows; what was
@@ -41,7 +41,7 @@ from typing import Any
 
 import anyio
 
-from checks._compaction import (
+from arib.checks._compaction import (
     MODES,
     OWN_KEY,
     PRELOAD,
@@ -66,11 +66,11 @@ from checks._compaction import (
     turn_model,
     view,
 )
-from checks._stores import reader_of
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from checks.iso_001 import open_peer
-from harness.ground.model import Counts, Trial
+from arib.checks._stores import reader_of
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.checks.iso_001 import open_peer
+from arib.ground.model import Counts, Trial
 
 ENCRYPT_MODULE = "agents.extensions.memory.encrypt_session"
 PEER_PREFIX = "0peer-"

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from checks._compaction import (
+from arib.checks._compaction import (
     OWN_KEY,
     PRELOAD,
     TURN_TIMEOUT_S,
@@ -43,11 +43,11 @@ from checks._compaction import (
     turn_model,
     view,
 )
-from checks._compaction import Expectation as Expected
-from checks._stores import reader_of
-from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
-from checks.common import tally, trials_param
-from harness.ground.model import Trial
+from arib.checks._compaction import Expectation as Expected
+from arib.checks._stores import reader_of
+from arib.checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
+from arib.checks.common import tally, trials_param
+from arib.ground.model import Trial
 
 
 class AtCount:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks.base import (
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
@@ -12,8 +12,8 @@ from checks.base import (
     actors,
     describe,
 )
-from checks.common import first_differences, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.common import first_differences, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

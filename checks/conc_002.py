@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks.base import (
+from arib.checks.base import (
     CheckSpec,
     Param,
     SchedulePlan,
@@ -12,8 +12,8 @@ from checks.base import (
     race,
     race_close,
 )
-from checks.common import trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.common import trials_param
+from arib.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

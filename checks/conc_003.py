@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from checks.base import CheckSpec, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.base import CheckSpec, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 MODES = ("loud_refusal", "silent_drop", "silent_commit", "raise_but_committed")
 OPS = ("add", "add([])", "pop", "clear")

@@ -8,7 +8,7 @@ JSON entries and keep looking for a valid item"; a limit counts valid items), an
 ``EncryptedSession`` documents that plaintext records are skipped; ``RedisSession`` skips list
 elements that are not JSON or not UTF-8 in reads, pops and limits. The rows are written by the
 lane's adapter through a connection of its own (``Handle.write_undecodable``, see
-``targets.rows``); a lane whose adapter cannot reach the store besides the session abstains.
+``arib.targets.rows``); a lane whose adapter cannot reach the store besides the session abstains.
 
 A trial, on a fresh store with a seeded plan:
 
@@ -33,10 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks._stores import PEER_SUFFIX, open_peer
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._stores import PEER_SUFFIX, open_peer
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-CORRUPT-001"
 

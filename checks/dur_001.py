@@ -20,11 +20,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from checks import _forked
-from checks._stores import process_local_store
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks import _forked
+from arib.checks._stores import process_local_store
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 READY_TIMEOUT_S = 20.0
 ACK_TIMEOUT_S = 20.0

@@ -15,9 +15,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 Item = dict[str, Any]
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import anyio
 
-from checks._stores import PEER_SUFFIX, open_peer, require_shared_store
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._stores import PEER_SUFFIX, open_peer, require_shared_store
+from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 
 @dataclasses.dataclass

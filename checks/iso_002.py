@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks._stores import open_peer, require_shared_store
-from checks.base import CheckSpec, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._stores import open_peer, require_shared_store
+from arib.checks.base import CheckSpec, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 SUFFIX = ":counter"
 

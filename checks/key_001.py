@@ -29,10 +29,10 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from checks._problems import Problem, labels, problems_trial
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._problems import Problem, labels, problems_trial
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-KEY-001"
 # Another fixed, public test key (32 bytes, urlsafe base64, as Fernet keys are): not a secret.

@@ -36,9 +36,9 @@ from typing import Any
 
 import anyio
 
-from checks._stores import PEER_SUFFIX, open_peer
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import (
+from arib.checks._stores import PEER_SUFFIX, open_peer
+from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import (
     canonical,
     first_differences,
     judged_trial,
@@ -47,8 +47,8 @@ from checks.common import (
     tally,
     trials_param,
 )
-from harness.ground.model import Counts, Trial
-from targets.base import Handle
+from arib.ground.model import Counts, Trial
+from arib.targets.base import Handle
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ at once with "database is locked" while another connection holds a RESERVED lock
 backend must retry it (SQLiteSession and AsyncSQLiteSession do, until their busy timeout).
 
 A trial learns which file under its root the backend stores in (a scout instance on a scratch
-root, its connections read by ``checks._sqlite_faults.SqliteWatch``; a store that is not a
+root, its connections read by ``arib.checks._sqlite_faults.SqliteWatch``; a store that is not a
 SQLite file, in memory or on a server, makes the check abstain: no other connection can lock
 it). Then another connection, in a thread of its own, creates that file in rollback-journal
 mode and holds its write lock (``BEGIN IMMEDIATE``) for ``hold_ms``, while a session is opened
@@ -29,10 +29,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from checks._sqlite_faults import SqliteWatch
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, first_differences, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._sqlite_faults import SqliteWatch
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, first_differences, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-LOCK-001"
 

@@ -23,9 +23,13 @@ from typing import Any
 
 import anyio
 
-from checks import _forked
-from checks._stores import process_local_store, require_cross_process_store, require_shared_store
-from checks.base import (
+from arib.checks import _forked
+from arib.checks._stores import (
+    process_local_store,
+    require_cross_process_store,
+    require_shared_store,
+)
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     NotApplicable,
@@ -34,9 +38,9 @@ from checks.base import (
     TrialContext,
     describe,
 )
-from checks.common import first_differences, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
-from targets.base import Handle
+from arib.checks.common import first_differences, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
+from arib.targets.base import Handle
 
 CHECK_ID = "ARIB-MULTI-001"
 READY_TIMEOUT_S = 20.0

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checks.base import (
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
@@ -29,7 +29,7 @@ from checks.base import (
     actors,
     describe,
 )
-from checks.common import (
+from arib.checks.common import (
     canonical,
     first_differences,
     judged_trial,
@@ -38,7 +38,7 @@ from checks.common import (
     tally,
     trials_param,
 )
-from harness.ground.model import Counts, Trial
+from arib.ground.model import Counts, Trial
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from typing import Any
 
 import anyio
 
-from checks.base import (
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
@@ -47,8 +47,8 @@ from checks.base import (
     actors,
     describe,
 )
-from checks.common import canonical, first_differences, label, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.common import canonical, first_differences, label, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 SECOND_MARGIN_S = 0.02  # past the second boundary, so the second batch is in the next second
 

@@ -19,10 +19,10 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from checks.base import CheckSpec
-from harness.ground.errors import CheckDefinitionError, UnknownNameError
-from harness.ground.family import active_family
-from harness.ground.schedule import ScheduleError
+from arib.checks.base import CheckSpec
+from arib.ground.errors import CheckDefinitionError, UnknownNameError
+from arib.ground.family import active_family
+from arib.ground.schedule import ScheduleError
 
 INFRASTRUCTURE = {"base", "common", "registry"}
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")

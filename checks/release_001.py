@@ -34,11 +34,11 @@ from typing import Any
 
 import anyio
 
-from checks._calls import ProblemLog, Stop
-from checks._suspend import at_suspension, cancel_current
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Trial
+from arib.checks._calls import ProblemLog, Stop
+from arib.checks._suspend import at_suspension, cancel_current
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-RELEASE-001"
 OP_TIMEOUT_S = 10.0

@@ -1,7 +1,7 @@
 """ARIB-RETRY-001: a "database is locked" inside a write leaves it all or nothing, the session
 usable, and, where the backend retries such errors, never reaches the caller.
 
-The fault is SQLite's own error at the driver boundary (``checks._sqlite_faults``): from the
+The fault is SQLite's own error at the driver boundary (``arib.checks._sqlite_faults``): from the
 k-th statement of one ``add_items``, ``pop_item`` or ``clear_session`` call, every connection to
 the trial's store file raises ``sqlite3.OperationalError("database is locked")``, as SQLite does
 when another connection or process holds the database past the busy timeout, in three modes:
@@ -36,11 +36,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from checks._problems import Problems
-from checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, trials_param
-from harness.ground.model import Trial
+from arib.checks._problems import Problems
+from arib.checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, trials_param
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-RETRY-001"
 OPS = ("add", "pop", "clear")

@@ -35,9 +35,17 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from checks.base import Barrier, CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, first_differences, label, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.base import (
+    Barrier,
+    CheckSpec,
+    NotApplicable,
+    Param,
+    Selector,
+    TrialContext,
+    describe,
+)
+from arib.checks.common import canonical, first_differences, label, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 KINDS = ("add", "pop", "read")
 
@@ -214,7 +222,7 @@ CHECK = CheckSpec(
         "redis_close_pulls_the_client",
     ),
     generated=(
-        # The reference drains through its FIFO instance lock (targets.reference_advanced),
+        # The reference drains through its FIFO instance lock (arib.targets.reference_advanced),
         # so its close() without its own lock is not a drain defect; a close that returns
         # at once without closing is.
         Selector("reference", "ReferenceSession.close", "early_return"),

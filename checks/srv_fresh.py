@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe, race
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe, race
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 FIRST_CALLS: tuple[str, ...] = ("pop_item()", "clear_session()", "get_items()",
                                 "get_items(limit=2)")

@@ -21,7 +21,7 @@ The fault is real and lands inside the call, repeatedly: every operation under e
 kind, in seeded order, at a point drawn among the request/reply chunks (or checkpoints) that
 an unfaulted call of the same kind takes, counted at the start of the trial. On a server
 lane (Redis, PostgreSQL) the instance reaches its server through a relay of our own
-(``checks._netfault.CutProxy``) that cuts the connection at the k-th request chunk (the
+(``arib.checks._netfault.CutProxy``) that cuts the connection at the k-th request chunk (the
 server never sees it) or the k-th reply chunk (the server did the work, the reply is lost),
 or holds the k-th request in flight while the caller's timeout cancels the call; a redis-py
 client gets a pool of one connection (``max_connections=1``), so a connection a fault leaves
@@ -44,15 +44,15 @@ from typing import Any
 
 import anyio
 
-from checks._netfault import Cut, Direction, Relayed, relayed
-from checks._settle import at_rest
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, first_differences, label, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._netfault import Cut, Direction, Relayed, relayed
+from arib.checks._settle import at_rest
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, first_differences, label, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 # How long a held request stays in flight, and how long after a call ends its effect must
 # have settled (a second read then must agree with the first). On a lane without a server the
-# second read waits instead until the process is at rest (checks._settle: every task the call
+# second read waits instead until the process is at rest (arib.checks._settle: every task the call
 # started done, every thread idle), at most SETTLE_S: event-driven and exact there, since all
 # of the call's work is in this process; a server lane waits SETTLE_S of real time, as the
 # server may still be running a request the relay delivered late.

@@ -13,7 +13,7 @@ after close. Invariant, per trial:
   close is documented as a no-op (RedisSession with an injected client) still answers True.
 
 The outage is real: on a server lane the instance reaches its server through a relay of our
-own (``checks._netfault.CutProxy``) that cuts every connection and closes each new one while
+own (``arib.checks._netfault.CutProxy``) that cuts every connection and closes each new one while
 the server is "down"; on a file lane (the reference) the store's file is moved away from its
 path and back. A lane whose session offers no ``ping()`` abstains (verified on the object).
 """
@@ -29,10 +29,10 @@ from typing import Any
 
 import anyio
 
-from checks._netfault import CutProxy, relayed
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._netfault import CutProxy, relayed
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 # The longest a ping may take to answer, live or down, before it counts as hung.
 PING_DEADLINE_S = 5.0

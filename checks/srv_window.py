@@ -28,10 +28,10 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, trials_param
-from checks.iso_001 import PEER_SUFFIX, open_peer
-from harness.ground.model import Counts, Trial
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, trials_param
+from arib.checks.iso_001 import PEER_SUFFIX, open_peer
+from arib.ground.model import Counts, Trial
 
 
 def edge_limits(history_len: int, last_batch: int) -> list[int | None]:

@@ -31,10 +31,10 @@ from typing import Any
 
 import anyio
 
-from checks._calls import CALL_TIMEOUT_S, ProblemLog, Stop
-from checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
-from checks.common import canonical, read_items, trials_param
-from harness.ground.model import Trial
+from arib.checks._calls import CALL_TIMEOUT_S, ProblemLog, Stop
+from arib.checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
+from arib.checks.common import canonical, read_items, trials_param
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-TABLES-001"
 

@@ -37,10 +37,10 @@ from typing import Any
 
 import anyio
 
-from checks._problems import Problems
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import canonical, label, read_items, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks._problems import Problems
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import canonical, label, read_items, trials_param
+from arib.ground.model import Counts, Trial
 
 CHECK_ID = "ARIB-TTL-001"
 # A read counts as "before the ttl" only if it ended this long before the ttl passed since the

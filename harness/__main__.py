@@ -1,7 +1,7 @@
-"""``python -m harness``: see harness.cli."""
+"""``python -m arib``: see arib.cli."""
 
 import sys
 
-from harness.cli import main
+from arib.cli import main
 
 sys.exit(main())

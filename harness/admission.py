@@ -13,7 +13,7 @@ Per check, in forked children, ``reruns`` times each:
 4. every judgeable paired mutant comes out as its expected verdict (``violated``, or for a
    claim mutant ``not_applicable`` / ``error``) in every rerun: ``killed``; and at least one
    hand-written and one generated mutant are killed on this version.
-Steps 1-3 run first; the mutants are judged (``harness.judging.judge_mutants``, the survey's
+Steps 1-3 run first; the mutants are judged (``arib.judging.judge_mutants``, the survey's
 pipeline too) only once both gates passed for every check. A gate failure raises GateError
 naming the gate; everything else is reported, never raised.
 """
@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from checks.base import CheckSpec
-from harness.cache import AdmissionCache
-from harness.execute import (
+from arib.cache import AdmissionCache
+from arib.checks.base import CheckSpec
+from arib.execute import (
     RUN_STALL_AFTER_SHARE,
     RunOptions,
     child_finding,
@@ -37,10 +37,10 @@ from harness.execute import (
     run_check,
     sdk_version,
 )
-from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
-from harness.ground.errors import GateError
-from harness.ground.family import active_family
-from harness.ground.model import (
+from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
+from arib.ground.errors import GateError
+from arib.ground.family import active_family
+from arib.ground.model import (
     Admission,
     Cell,
     CleanBase,
@@ -51,7 +51,7 @@ from harness.ground.model import (
     MutantStatus,
     Verdict,
 )
-from harness.judging import (
+from arib.judging import (
     TIME_RULE,
     Judged,
     Judging,
@@ -61,13 +61,13 @@ from harness.judging import (
     evidence,
     judge_mutants,
 )
-from harness.keys import verdict_key
-from harness.progress import Progress
-from harness.warm import warm
-from mutants.base import MutantSpec
-from mutants.registry import forced_broken, get_mutant
-from targets.base import TargetSpec
-from targets.registry import get_target
+from arib.keys import verdict_key
+from arib.mutants.base import MutantSpec
+from arib.mutants.registry import forced_broken, get_mutant
+from arib.progress import Progress
+from arib.targets.base import TargetSpec
+from arib.targets.registry import get_target
+from arib.warm import warm
 
 # A gate's or a clean base's child is killed this long after the check's own timeout.
 GRACE_S = 15.0
@@ -100,11 +100,11 @@ class AdmissionConfig:
     cache: AdmissionCache = field(default_factory=AdmissionCache)
     quiet: bool = False
     generated: bool = True
-    # Service URLs (see harness.lanes.services_for_checks) for paired mutants of server lanes;
+    # Service URLs (see arib.lanes.services_for_checks) for paired mutants of server lanes;
     # without one, such a mutant's clean base cannot be built and it is not judgeable.
     services: Mapping[str, str] = field(default_factory=dict)
     # Called once in the parent while the gates' last runs compute (the bench imports its
-    # lanes' backends then: harness.warm).
+    # lanes' backends then: arib.warm).
     while_waiting: Callable[[], None] | None = None
 
 
@@ -119,7 +119,7 @@ class _Job:
 
 def _options(check: CheckSpec, config: AdmissionConfig, rerun: int, early: bool
              ) -> RunOptions:
-    """A gate's or a clean base's options (a mutant's: ``harness.judging.Judging``)."""
+    """A gate's or a clean base's options (a mutant's: ``arib.judging.Judging``)."""
     return RunOptions(
         params=check.resolve_params(config.params.get(check.id)),
         run_seed=derive_seed(config.run_seed, "admission", rerun),
@@ -145,7 +145,7 @@ def paired_mutants(check: CheckSpec, config: AdmissionConfig) -> tuple[list[Muta
     pairs = [get_mutant(name) for name in check.mutants]
     problems: tuple[str, ...] = ()
     if config.generated:
-        from mutants.pool import generated_for_selectors
+        from arib.mutants.pool import generated_for_selectors
 
         generated, problems = generated_for_selectors(check.generated, sdk_version())
         pairs.extend(generated)
@@ -288,7 +288,7 @@ def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell,
 def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admission, ...]:
     """Admit each check or say why not; raises GateError when a sanity gate fails. When a
     re-judged sample of the verdict cache's hits disagrees with its entries, the store is
-    discarded for the run and every check is admitted again from nothing (harness.cache)."""
+    discarded for the run and every check is admitted again from nothing (arib.cache)."""
     admissions = _admit_once(checks, config)
     if config.cache.disagreements and not config.cache.discarded:
         config.cache.discard()
@@ -358,7 +358,7 @@ def _reasons(check: CheckSpec, mutants: Sequence[MutantSpec], problems: Sequence
         reasons.append("paired with no hand-written mutant")
     if config.generated and MutantKind.GENERATED not in kinds:
         reasons.append("paired with no generated mutant: add generated=(Selector(...),) "
-                       "naming mutants it must kill (see `python -m harness survey`)")
+                       "naming mutants it must kill (see `python -m arib survey`)")
     for res in results:
         if res.judgeable and res.status not in (MutantStatus.KILLED, MutantStatus.EQUIVALENT):
             name = get_name(res.mutant_id, mutants)

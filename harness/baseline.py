@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.compare import GateResult, cells, gate, version_key
-from harness.ground.errors import ResultsError, UsageError
-from harness.ground.family import active_family
-from harness.ground.model import Cell
-from harness.noxsupport import bench_command
-from harness.results import atomic_write_text, folder_lock, read_results, run_glob
-from harness.run_coverage import RunCoverage, coverage_of
+from arib.compare import GateResult, cells, gate, version_key
+from arib.ground.errors import ResultsError, UsageError
+from arib.ground.family import active_family
+from arib.ground.model import Cell
+from arib.noxsupport import bench_command
+from arib.results import atomic_write_text, folder_lock, read_results, run_glob
+from arib.run_coverage import RunCoverage, coverage_of
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def refuse_partial(run: Path, partial: bool = False) -> dict[str, Any]:
         raise UsageError(
             f"{str(run)!r} is a partial run ({'; '.join(coverage.partial_reasons())}): "
             f"accepting it would stand for the whole baseline of {document['sdk']['name']} {sdk}; "
-            f"accept only the cells it measured with `python -m harness accept --partial "
+            f"accept only the cells it measured with `python -m arib accept --partial "
             f"{run}`, or accept a whole run (`{bench_command(sdk, active_family().name)}`)")
     return document
 
@@ -281,7 +281,7 @@ def committed_gaps(baseline_file: Path, results: Path) -> list[str]:
     """``baseline_gaps`` of a committed baseline of the active family, against the newest
     whole run of its version in ``results`` and the family's checks as the code defines them
     now; the last line gives the fix when there is a gap."""
-    from checks.registry import load_checks
+    from arib.checks.registry import load_checks
 
     baseline = read_results(baseline_file)
     version = baseline["sdk"]["version"]

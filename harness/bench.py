@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checks.base import CheckSpec
-from harness.admission import GRACE_S, AdmissionConfig, admit
-from harness.cache import AdmissionCache
-from harness.execute import (
+from arib.admission import GRACE_S, AdmissionConfig, admit
+from arib.cache import AdmissionCache
+from arib.checks.base import CheckSpec
+from arib.execute import (
     RUN_STALL_AFTER_SHARE,
     RunOptions,
     child_finding,
@@ -24,14 +24,14 @@ from harness.execute import (
     run_check,
     sdk_version,
 )
-from harness.ground.child import ChildOutcome, run_jobs
-from harness.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
-from harness.ground.proctime import first_fork_s, forget_first_fork, process_age_s
-from harness.ground.services import ServiceManager
-from harness.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
-from harness.progress import Progress
-from harness.report import render_markdown
-from harness.results import (
+from arib.ground.child import ChildOutcome, run_jobs
+from arib.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
+from arib.ground.proctime import first_fork_s, forget_first_fork, process_age_s
+from arib.ground.services import ServiceManager
+from arib.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
+from arib.progress import Progress
+from arib.report import render_markdown
+from arib.results import (
     atomic_write_text,
     new_run_id,
     run_document,
@@ -39,10 +39,10 @@ from harness.results import (
     validate,
     writable_folder,
 )
-from harness.run_coverage import RunCoverage, known_selection, not_admitted
-from harness.shard import Split, run_durations
-from harness.warm import warm, warm_all
-from targets.base import TargetSpec
+from arib.run_coverage import RunCoverage, known_selection, not_admitted
+from arib.shard import Split, run_durations
+from arib.targets.base import TargetSpec
+from arib.warm import warm, warm_all
 
 RESULTS_DIR = Path("results")
 

@@ -11,7 +11,7 @@ it expects itself; one that escapes its body is judged here, the same way for ev
   ``backend_raised``; an exception group (a task group's) is the backend's when each of its
   exceptions is;
 - the harness's: raised in the harness's code or in a library it called itself (``json``,
-  anyio), or a call the backend refused as made (``harness.probe.rejected_call``: arguments
+  anyio), or a call the backend refused as made (``arib.probe.rejected_call``: arguments
   that do not bind, a method it lacks), or raised while the trial built an instance (a target
   that could not be built is an ``error``, as before).
 """
@@ -22,8 +22,12 @@ import sysconfig
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-HARNESS = tuple(str(ROOT / folder) + "/" for folder in ("checks", "harness"))
+from arib.ground.package import folder, harness_folders
+
+# The harness's own code; in a wheel these folders hold the targets' and mutants' too, which
+# are the backends' side.
+HARNESS = harness_folders()
+NOT_HARNESS = (folder("targets"), folder("mutants"))
 MODE = "backend_raised"
 # The trial's building of instances (checks/base.py TrialContext): a failure there is a target
 # that could not be built, an error, as DESIGN keeps it.
@@ -58,7 +62,7 @@ def check_folder(run_trial: object) -> tuple[str, ...]:
 
 
 def _ours(filename: str, extra: tuple[str, ...]) -> bool:
-    return filename.startswith(HARNESS + extra) or (
+    return (filename.startswith(HARNESS + extra) and not filename.startswith(NOT_HARNESS)) or (
         bool(extra) and str(Path(filename).resolve()).startswith(extra))
 
 
@@ -70,7 +74,7 @@ def backend_raised(exc: BaseException, checks: tuple[str, ...] = ()) -> str | No
     """Where the backend raised ``exc`` (``file:line in function``), when it did; None when
     the exception is the harness's (see the module docstring). ``checks``: more folders of
     harness code (the check's own, ``check_folder``)."""
-    from harness.probe import rejected_call
+    from arib.probe import rejected_call
 
     group = getattr(exc, "exceptions", None)  # an exception group of a check's task group
     if isinstance(group, (list, tuple)) and group and all(

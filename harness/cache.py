@@ -22,9 +22,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.ground.model import MutantResult, MutantStatus, Verdict, mutant_status
-from harness.ground.sources import module_source
-from harness.results import atomic_write_text
+from arib.ground.model import MutantResult, MutantStatus, Verdict, mutant_status
+from arib.ground.sources import module_source
+from arib.results import atomic_write_text
 
 DEFAULT_DIR = Path(os.environ.get("ARIB_CACHE_DIR", ".arib-cache"))
 
@@ -38,7 +38,7 @@ def source_hash(*modules: str) -> str:
     """
     digest = hashlib.sha256()
     for name in modules:
-        try:  # read without importing: a key never imports a backend (harness.ground.sources)
+        try:  # read without importing: a key never imports a backend (arib.ground.sources)
             digest.update(module_source(name).encode())
         except (OSError, SyntaxError, UnicodeDecodeError) as exc:
             digest.update(f"<{name}: {exc!r}>".encode())

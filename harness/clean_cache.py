@@ -2,12 +2,12 @@
 when everything they executed is unchanged.
 
 Before a survey judges a lane's mutants it runs every check on the clean lane, three times,
-with the line recorder (``harness.coverage``): whether the check may judge there, its time, the
+with the line recorder (``arib.coverage``): whether the check may judge there, its time, the
 lines it reaches and what it executed in installed distributions. On the next run, or the next
 SDK version, most of that is the same. An entry is keyed like a verdict (``clean_key``: the
 check's source, the lane's configuration and module, the seed, reruns and time rule) but not
 on the installed code, which only the runs themselves find; the entry names what they executed
-(``harness.inputs.named_inputs``), and a lookup reuses it only when every one of those
+(``arib.inputs.named_inputs``), and a lookup reuses it only when every one of those
 functions, module bodies and distribution versions is the same in this installation
 (``inputs_unchanged``), as ccache's direct mode checks the headers a compile read before it
 reuses the object. Otherwise the check runs clean again, and its new runs are kept.
@@ -19,7 +19,7 @@ not make it judgeable for good; every survey measures it again, as before there 
 One that abstained runs again too (it decides from the lane's claims, verified before the
 recorder starts, and a new version may add the method it looked for; it costs milliseconds).
 
-Limit, the one the verdict keys have (``harness.inputs``): a lookup checks the code the stored
+Limit, the one the verdict keys have (``arib.inputs``): a lookup checks the code the stored
 runs executed. Code they did not execute, that the unchanged code would now reach through
 something only import-time code set (a module no executed function belongs to), is not seen.
 """
@@ -33,11 +33,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.cache import Lookup
-from harness.coverage import from_ranges, to_ranges
-from harness.ground.model import CleanBase, Verdict
-from harness.inputs import Installation, inputs_unchanged
-from harness.results import atomic_write_text
+from arib.cache import Lookup
+from arib.coverage import from_ranges, to_ranges
+from arib.ground.model import CleanBase, Verdict
+from arib.inputs import Installation, inputs_unchanged
+from arib.results import atomic_write_text
 
 
 @dataclass(frozen=True)

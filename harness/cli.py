@@ -1,4 +1,4 @@
-"""The command line: ``python -m harness {bench,admit,run,survey,parity,list,...} ...``."""
+"""The command line: ``python -m arib {bench,admit,run,survey,parity,list,...} ...``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from harness.commands import (
+from arib.commands import (
     cmd_accept,
     cmd_admit,
     cmd_bench,
@@ -22,10 +22,10 @@ from harness.commands import (
     cmd_scaffold,
     cmd_show,
 )
-from harness.ground.errors import BenchError
-from harness.ground.model import ExitCode
-from harness.selection import name_list, one_name
-from harness.survey_command import cmd_survey
+from arib.ground.errors import BenchError
+from arib.ground.model import ExitCode
+from arib.selection import name_list, one_name
+from arib.survey_command import cmd_survey
 
 CHECKS = name_list("--checks", "check id", "ARIB-CONC-001,ARIB-POP-001")
 LANES = name_list("--lanes", "lane", "sqlite-file,redis-from-url")
@@ -36,7 +36,7 @@ def _version_line() -> str:
     import platform
     from importlib import metadata
 
-    from harness.ground.family import known_families
+    from arib.ground.family import known_families
 
     try:
         version = metadata.version("agent-integrity-bench")
@@ -47,13 +47,13 @@ def _version_line() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m harness``.
+    """The argument parser of ``python -m arib``.
 
     Long because it declares every subcommand and its options in one place, a flat run of
     ``add_argument`` calls with no logic to split out: the whole command line reads top to
     bottom here.
     """
-    parser = argparse.ArgumentParser(prog="python -m harness", description=(
+    parser = argparse.ArgumentParser(prog="python -m arib", description=(
         "Mutation-first integrity bench for agent session backends."))
     parser.add_argument("--version", action="version", version=_version_line())
     parser.add_argument("--family", default=None, help=(
@@ -210,11 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", help="project root (default: here)")
     p.set_defaults(func=cmd_scaffold)
 
-    from harness.parity.cli import add_parser as add_parity_parser
+    from arib.parity.cli import add_parser as add_parity_parser
 
     add_parity_parser(sub)  # parity check / parity update
 
-    from harness.races_cli import add_parser as add_races_parser
+    from arib.races_cli import add_parser as add_races_parser
 
     add_races_parser(sub)  # races corpus / measure / report
 
@@ -276,14 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _official(args: argparse.Namespace) -> int:
     """``official``: the LangGraph family's command (imported only when it runs)."""
-    from harness.official.command import cmd_official
+    from arib.official.command import cmd_official
 
     return cmd_official(args)
 
 
 def _probe(args: argparse.Namespace) -> int:
     """``probe`` (imported only when it runs)."""
-    from harness.probe import cmd_probe
+    from arib.probe import cmd_probe
 
     return cmd_probe(args)
 
@@ -291,12 +291,12 @@ def _probe(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run a command, turning misuse into one clear line and an exit code.
 
-    SIGINT, SIGTERM and SIGHUP stop a command the same way (harness.ground.interrupts): what was
+    SIGINT, SIGTERM and SIGHUP stop a command the same way (arib.ground.interrupts): what was
     measured is written, children and servers are stopped, and the exit status is 128 + the
     signal's number. A harness crash (an exception no command expects) exits 4 with one
     line and its traceback, never 1, which means "violated".
     """
-    from harness.ground import interrupts, owners, scratch
+    from arib.ground import interrupts, owners, scratch
 
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     reaped = owners.reap()  # servers and folders of runs that died without cleaning up
@@ -304,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(owners.describe(reaped), file=sys.stderr)
     parser = build_parser()
     try:
-        # A selection's own check (harness.selection) raises UsageError through argparse.
+        # A selection's own check (arib.selection) raises UsageError through argparse.
         args = parser.parse_args(argv)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with interrupts.stops_raise():
             try:
                 if args.family is not None:
-                    from harness.ground.family import use_family
+                    from arib.ground.family import use_family
 
                     use_family(args.family)
                 return int(args.func(args))

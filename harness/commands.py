@@ -1,5 +1,5 @@
-"""The command handlers of ``python -m harness``: one ``cmd_*`` per subcommand, and the
-checks of their arguments (harness.cli builds the parser and runs them)."""
+"""The command handlers of ``python -m arib``: one ``cmd_*`` per subcommand, and the
+checks of their arguments (arib.cli builds the parser and runs them)."""
 from __future__ import annotations
 
 import argparse
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import ParameterError, UsageError
-from harness.ground.model import ExitCode, MutantStatus, Verdict
+from arib.ground.errors import ParameterError, UsageError
+from arib.ground.model import ExitCode, MutantStatus, Verdict
 
 KNOWN_LOOPS = ("asyncio", "uvloop")
 
@@ -42,7 +42,7 @@ def parse_params(values: Sequence[str]) -> dict[str, dict[str, int]]:
 def select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type: ignore[no-untyped-def]
     """The checks ``--checks`` names (all by default), after validating ``--param`` values;
     only the checks named (and those ``--param`` names) are imported."""
-    from checks.registry import get_check, load_checks
+    from arib.checks.registry import get_check, load_checks
 
     chosen = load_checks() if not ids else tuple(get_check(i.strip()) for i in ids.split(","))
     for check_id, values in params.items():
@@ -51,9 +51,9 @@ def select_checks(ids: str | None, params: dict[str, dict[str, int]]):  # type: 
 
 
 def _expect_sdk(requested: str | None) -> None:
-    from harness.execute import sdk_version
-    from harness.ground.family import active_family
-    from harness.noxsupport import bench_command, unlocked_version_error
+    from arib.execute import sdk_version
+    from arib.ground.family import active_family
+    from arib.noxsupport import bench_command, unlocked_version_error
 
     if requested is None:
         return
@@ -88,7 +88,7 @@ def _at_least(value: int, least: int, option: str, why: str) -> int:
 
 def shard_writes(args: argparse.Namespace, writes: bool, option: str, fix: str) -> None:
     """Refuse a malformed --shard, and a shard that would write nothing to merge."""
-    from harness.shard import ShardSpec
+    from arib.shard import ShardSpec
 
     if args.shard is None:
         return
@@ -101,7 +101,7 @@ def shard_writes(args: argparse.Namespace, writes: bool, option: str, fix: str) 
 def verdict_cache(args: argparse.Namespace) -> Any:
     """The verdict cache the options ask for: none (--no-cache), or the shared store with
     its sampled re-judging (--verify-sample PCT, default 3; --verify-cache: every hit)."""
-    from harness.cache import AdmissionCache
+    from arib.cache import AdmissionCache
 
     if args.no_cache:
         return AdmissionCache(None)
@@ -123,16 +123,16 @@ def cache_basis(document: Mapping[str, Any]) -> str:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """`python -m harness bench`: admit, measure, write results and apply the regression gate."""
-    from harness.bench import BenchConfig, default_workers, run_bench
-    from harness.execute import sdk_version
-    from harness.generation_cache import generation_cache
-    from harness.ground.services import ServiceManager
-    from harness.results import writable_folder
-    from harness.run_coverage import known_selection
-    from harness.shard import make_split, run_durations
-    from harness.summary import append_job_summary
-    from targets.registry import parse_lanes
+    """`python -m arib bench`: admit, measure, write results and apply the regression gate."""
+    from arib.bench import BenchConfig, default_workers, run_bench
+    from arib.execute import sdk_version
+    from arib.generation_cache import generation_cache
+    from arib.ground.services import ServiceManager
+    from arib.results import writable_folder
+    from arib.run_coverage import known_selection
+    from arib.shard import make_split, run_durations
+    from arib.summary import append_job_summary
+    from arib.targets.registry import parse_lanes
 
     _expect_sdk(args.sdk)
     _at_least(args.reruns, 1, "--reruns", "admission needs every paired mutant killed in at "
@@ -155,7 +155,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if split is not None and args.accept:
         raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "
                          f"baseline: the rule: a baseline is a whole run; fix: drop --accept, "
-                         f"`merge` the shards, then `python -m harness accept MERGED.json`")
+                         f"`merge` the shards, then `python -m arib accept MERGED.json`")
     cache = verdict_cache(args)
     with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
         outcome = run_bench(BenchConfig(
@@ -177,10 +177,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"{missing['name']}: {missing['reason']}")
     if split is not None:
         print(f"shard {split.spec}: the regression gate applies to the merged run "
-              f"(`python -m harness merge`, then `python -m harness compare` or `accept`)")
+              f"(`python -m arib merge`, then `python -m arib compare` or `accept`)")
         return int(outcome.code)
     if args.accept:
-        from harness.baseline import accept
+        from arib.baseline import accept
 
         accepted = accept(outcome.json_path, out, args.partial)
         print(f"accepted as the baseline: {accepted.describe()}")
@@ -192,9 +192,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
     """Compare a run's measured cells with its version's baseline; exit 3 naming changes."""
-    from harness.baseline import regressions
-    from harness.compare import render_gate
-    from harness.noxsupport import harness_command
+    from arib.baseline import regressions
+    from arib.compare import render_gate
+    from arib.noxsupport import harness_command
 
     sdk = document["sdk"]["version"]
     print(f"regression gate: {cache_basis(document)}")
@@ -214,8 +214,8 @@ def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    """`python -m harness accept`: make result files (or a version's latest run) the baseline."""
-    from harness.baseline import accept, latest_run, refuse_partial
+    """`python -m arib accept`: make result files (or a version's latest run) the baseline."""
+    from arib.baseline import accept, latest_run, refuse_partial
 
     out = Path(args.out)
     versions = [v.strip() for v in args.sdk.split(",") if v.strip()] if args.sdk else []
@@ -230,12 +230,12 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """`python -m harness compare`: write the cross-version report of whole runs."""
-    from harness.baseline import newest_whole_runs
-    from harness.compare import load_runs, write_cross_version
-    from harness.ground.family import DEFAULT as DEFAULT_FAMILY
-    from harness.ground.family import active_family
-    from harness.noxsupport import bench_command
+    """`python -m arib compare`: write the cross-version report of whole runs."""
+    from arib.baseline import newest_whole_runs
+    from arib.compare import load_runs, write_cross_version
+    from arib.ground.family import DEFAULT as DEFAULT_FAMILY
+    from arib.ground.family import active_family
+    from arib.noxsupport import bench_command
 
     out = Path(args.out)
     if args.result:
@@ -256,13 +256,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_admit(args: argparse.Namespace) -> int:
-    """`python -m harness admit`: run checks against their paired mutants and print admissions."""
-    from harness.admission import AdmissionConfig, admit
-    from harness.execute import sdk_version
-    from harness.generation_cache import generation_cache
-    from harness.ground.services import ServiceManager
-    from harness.lanes import services_for_checks
-    from harness.shard import make_split, run_durations
+    """`python -m arib admit`: run checks against their paired mutants and print admissions."""
+    from arib.admission import AdmissionConfig, admit
+    from arib.execute import sdk_version
+    from arib.generation_cache import generation_cache
+    from arib.ground.services import ServiceManager
+    from arib.lanes import services_for_checks
+    from arib.shard import make_split, run_durations
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -303,8 +303,8 @@ def cmd_admit(args: argparse.Namespace) -> int:
           f"{time.perf_counter() - started:.1f}s"
           + (f" (shard {split.spec}: {len(checks)} of {len(every)} checks)" if split else ""))
     if args.json:
-        from harness.merge import admission_document
-        from harness.results import atomic_write_text
+        from arib.merge import admission_document
+        from arib.results import atomic_write_text
 
         doc = admission_document([c.id for c in every], admissions, split)
         atomic_write_text(Path(args.json), json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
@@ -314,9 +314,9 @@ def cmd_admit(args: argparse.Namespace) -> int:
 
 def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The check, lane, mutant and options of ``run``; refuses what does not fit together."""
-    from harness.execute import RunOptions
-    from harness.show import find_mutant
-    from targets.registry import get_target
+    from arib.execute import RunOptions
+    from arib.show import find_mutant
+    from arib.targets.registry import get_target
 
     params = parse_params(args.param)
     (check,) = select_checks(args.check, params)
@@ -348,8 +348,8 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _run_in_child(check, lane, opts, mutant):  # type: ignore[no-untyped-def]
     """``run``'s child: NotMeasured when the lane's backend is absent from this installation
     (found here, so that the parent forks at once and imports no backend), else the finding."""
-    from harness.execute import run_check
-    from harness.lanes import absent_backend
+    from arib.execute import run_check
+    from arib.lanes import absent_backend
 
     return absent_backend(lane) or run_check(check, lane, opts, mutant)
 
@@ -367,7 +367,7 @@ def _trial_index(args: argparse.Namespace) -> int:
 def _replayed_schedule(args: argparse.Namespace, check: Any) -> Any:
     """The parsed ``--schedule`` of ``run``, refused (exit 2, one line) when it does not
     parse or cannot apply: a check that starts no actors, or not exactly one trial seed."""
-    from harness.ground.schedule import make, parse_argument
+    from arib.ground.schedule import make, parse_argument
 
     if args.schedule is None:
         return None
@@ -387,11 +387,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run one check on one lane (a replay), with the servers the lane needs."""
     import dataclasses
 
-    from harness.execute import SCHEDULE_MISMATCH
-    from harness.ground.child import ChildStatus, run_one
-    from harness.ground.model import exit_code
-    from harness.ground.services import NotMeasured, ServiceManager
-    from harness.lanes import prepare_lanes
+    from arib.execute import SCHEDULE_MISMATCH
+    from arib.ground.child import ChildStatus, run_one
+    from arib.ground.model import exit_code
+    from arib.ground.services import NotMeasured, ServiceManager
+    from arib.lanes import prepare_lanes
 
     check, lane, mutant, opts = _run_selection(args)
     repeat = args.repeat or 1
@@ -454,9 +454,9 @@ def reproduction(findings: Sequence[Any]) -> str:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    """`python -m harness merge`: combine shard outputs into what one unsharded run writes."""
-    from harness.merge import merge_outputs
-    from harness.results import writable_folder
+    """`python -m arib merge`: combine shard outputs into what one unsharded run writes."""
+    from arib.merge import merge_outputs
+    from arib.results import writable_folder
 
     out = writable_folder(Path(args.out))
     written, lines, code = merge_outputs([Path(p) for p in args.shards], out)
@@ -468,26 +468,26 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_html(args: argparse.Namespace) -> int:
     """The HTML kill matrix from a mutation-report JSON that ``survey --write`` wrote."""
-    from harness.mutation_html import write_html_from_file
+    from arib.mutation_html import write_html_from_file
 
     print(f"wrote {write_html_from_file(Path(args.report), Path(args.out))}")
     return 0
 
 
 def cmd_scaffold(args: argparse.Namespace) -> int:
-    """`python -m harness scaffold`: write a new check and its paired mutant from templates."""
-    from harness.scaffold import scaffold
+    """`python -m arib scaffold`: write a new check and its paired mutant from templates."""
+    from arib.scaffold import scaffold
 
     check_path, mutant_path = scaffold(args.check_id, args.lane, Path(args.root))
     print(f"wrote {check_path} and {mutant_path}")
-    print(f"next: fill in the TODOs, then `python -m harness admit {args.check_id}` until "
+    print(f"next: fill in the TODOs, then `python -m arib admit {args.check_id}` until "
           f"every paired mutant is killed")
     return 0
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    """`python -m harness docs`: regenerate the README's table of invariants."""
-    from harness.docs import update_readme
+    """`python -m arib docs`: regenerate the README's table of invariants."""
+    from arib.docs import update_readme
 
     changed = update_readme(Path(args.readme))
     print(f"{args.readme}: {'table of invariants regenerated' if changed else 'up to date'}")
@@ -495,10 +495,10 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """`python -m harness list`: print the checks, lanes and hand-written mutants."""
-    from checks.registry import load_checks
-    from mutants.registry import handwritten_mutants
-    from targets.registry import family_lanes
+    """`python -m arib list`: print the checks, lanes and hand-written mutants."""
+    from arib.checks.registry import load_checks
+    from arib.mutants.registry import handwritten_mutants
+    from arib.targets.registry import family_lanes
 
     print("checks:")
     for c in load_checks():
@@ -514,9 +514,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """`python -m harness report`: regenerate the Markdown report of a result file."""
-    from harness.report import render_markdown
-    from harness.results import atomic_write_text, read_results
+    """`python -m arib report`: regenerate the Markdown report of a result file."""
+    from arib.report import render_markdown
+    from arib.results import atomic_write_text, read_results
 
     path = Path(args.result)
     document = read_results(path)
@@ -527,9 +527,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """`python -m harness show ID`: one mutant's diff, lane, operator, status and killers."""
-    from harness.show import default_survey_dir, describe, find_mutant
-    from targets.registry import family_lanes
+    """`python -m arib show ID`: one mutant's diff, lane, operator, status and killers."""
+    from arib.show import default_survey_dir, describe, find_mutant
+    from arib.targets.registry import family_lanes
 
     lanes = [args.lane] if args.lane else [t.name for t in family_lanes()]
     mutant = find_mutant(args.mutant, lanes)

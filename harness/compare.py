@@ -9,15 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import noxsupport
-from harness.evidence import grouped, lane_list, mask
-from harness.gate_rule import Judgement, judge
-from harness.ground.family import active_family
-from harness.ground.model import Cell
-from harness.heatmap import LEGEND, heatmap_svg, unavailable
-from harness.results import atomic_write_text, read_results
-from harness.run_coverage import coverage_of
-from harness.significance import ALPHA
+from arib import noxsupport
+from arib.evidence import grouped, lane_list, mask
+from arib.gate_rule import Judgement, judge
+from arib.ground.family import active_family
+from arib.ground.model import Cell
+from arib.heatmap import LEGEND, heatmap_svg, unavailable
+from arib.results import atomic_write_text, read_results
+from arib.run_coverage import coverage_of
+from arib.significance import ALPHA
 
 
 class ChangeKind(str, enum.Enum):
@@ -44,7 +44,7 @@ class CellChange:
     before: Mapping[str, Any] | None
     after: Mapping[str, Any] | None
     # for a held or violated cell whose verdict or violating trials changed: how the rule of
-    # harness.gate_rule judged it (exactly, or by Fisher's exact test on the two rates)
+    # arib.gate_rule judged it (exactly, or by Fisher's exact test on the two rates)
     judgement: Judgement | None = None
 
     @property
@@ -56,7 +56,7 @@ class CellChange:
     def gates(self) -> bool:
         """Whether this change fails the regression gate: a cell new or gone, a verdict that
         moved to or from an error or an abstention, or a change of violating trials that the
-        rule of harness.gate_rule finds real. Item counts and modes alone never gate."""
+        rule of arib.gate_rule finds real. Item counts and modes alone never gate."""
         if self.kind in (ChangeKind.NEW, ChangeKind.GONE):
             return True
         if self.judgement is not None:
@@ -124,7 +124,7 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
               scope: Callable[[Cell], bool] | None = None) -> list[CellChange]:
     """Every cell whose verdict, violating trials or counts differ, plus new and gone cells;
     a held or violated cell whose verdict or violating trials changed carries its judgement
-    (harness.gate_rule: exact, or by rate).
+    (arib.gate_rule: exact, or by rate).
 
     With ``scope``, only the cells it accepts are compared (the cells both runs measured).
     """
@@ -346,7 +346,7 @@ def cross_version_markdown(documents: Sequence[Mapping[str, Any]],
     docs = sorted(documents, key=lambda d: version_key(d["sdk"]["version"]))
     family = docs[0]["sdk"]["name"] if docs else "openai-agents"
     lines = [f"# Integrity bench across {family} versions", "",
-             "Generated from the result files by `python -m harness compare`; do not edit.", "",
+             "Generated from the result files by `python -m arib compare`; do not edit.", "",
              "Sources: " + ", ".join(f"`{d.get('_path', '?')}`" for d in docs), ""]
     if picture is not None:
         lines += [f"![lanes x invariants across {family} versions: {LEGEND}]({picture})",

@@ -16,7 +16,7 @@ with it. The tests compare this recorder with coverage.py on the same code.
 
 **Mapping.** A generated mutant changes one site node of the original module (its
 ``original`` snippet), located the way the mutation report locates it
-(``harness.mutation_report.site_span``). Its lines are the executable lines of the innermost
+(``arib.mutation_report.site_span``). Its lines are the executable lines of the innermost
 statement that holds the site: when that statement runs, the site is reached, and the other
 way round. A pure insertion (``early_return``) maps to the statement it lands before. A
 mutant that cannot be mapped (no statement holds it, no executable line) maps to ``None``
@@ -36,15 +36,15 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
-from checks.base import CheckSpec
-from harness.execute import RunOptions, claims_beforehand, run_check
-from harness.ground.child import before_result, in_child
-from harness.ground.errors import BenchError
-from harness.ground.model import Finding
-from harness.inputs import Executed, installed_file, loaded_extensions
-from harness.mutation_report import SourceText, changed_span, site_span
-from mutants.base import MutantSpec
-from targets.base import TargetSpec
+from arib.checks.base import CheckSpec
+from arib.execute import RunOptions, claims_beforehand, run_check
+from arib.ground.child import before_result, in_child
+from arib.ground.errors import BenchError
+from arib.ground.model import Finding
+from arib.inputs import Executed, installed_file, loaded_extensions
+from arib.mutants.base import MutantSpec
+from arib.mutation_report import SourceText, changed_span, site_span
+from arib.targets.base import TargetSpec
 
 TOOL_NAME = "arib-coverage"
 

@@ -1,13 +1,13 @@
 """Equivalence classes kept across runs: one entry per module source and set of mutants.
 
 A survey compares the compiled unit of every mutant with the original's and with every other
-mutant's (``mutants.equivalence.classify``): one compile of the whole mutated module per
+mutant's (``arib.mutants.equivalence.classify``): one compile of the whole mutated module per
 mutant, about 9 s over every lane of one SDK version, again on every run. What it finds
 depends only on:
 
 - the module's source text (its SHA-256);
 - each mutant's id, qualified name and mutated source (their SHA-256);
-- the classifier's own source (``mutants.equivalence``);
+- the classifier's own source (``arib.mutants.equivalence``);
 - the Python that compiles (its version, implementation and bytecode magic number).
 
 An entry is keyed on all of them and holds the equivalent and duplicate mutants found. The
@@ -29,11 +29,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cache import DEFAULT_DIR, Lookup, cache_key, source_hash
-from harness.ground.model import MutantStatus
-from harness.results import atomic_write_text
-from mutants.base import MutantSpec
-from mutants.equivalence import Equivalence, classify
+from arib.cache import DEFAULT_DIR, Lookup, cache_key, source_hash
+from arib.ground.model import MutantStatus
+from arib.mutants.base import MutantSpec
+from arib.mutants.equivalence import Equivalence, classify
+from arib.results import atomic_write_text
 
 FORMAT = 1
 _FOUND = (MutantStatus.EQUIVALENT, MutantStatus.DUPLICATE)
@@ -49,7 +49,7 @@ def equivalence_key(original: str, mutants: Sequence[MutantSpec]) -> str:
     named = sorted([m.id, m.qualname, _sha(m.source)] for m in mutants if m.source is not None)
     return cache_key(kind="equivalence", format=FORMAT, source=_sha(original),
                      mutants=_sha(json.dumps(named)),
-                     classifier=source_hash("mutants.equivalence"),
+                     classifier=source_hash("arib.mutants.equivalence"),
                      python=list(sys.version_info[:3]), implementation=sys.implementation.name,
                      magic=importlib.util.MAGIC_NUMBER.hex())
 
@@ -86,7 +86,7 @@ class EquivalenceStore:
 
     def classify(self, original: str, mutants: Sequence[MutantSpec],
                  filename: str = "<module>") -> dict[str, Equivalence]:
-        """``mutants.equivalence.classify``, from the entry kept for these inputs where one
+        """``arib.mutants.equivalence.classify``, from the entry kept for these inputs where one
         loads, else computed and kept."""
         key = equivalence_key(original, mutants) if self.root is not None else ""
         found, state = self._load(key, mutants)

@@ -1,6 +1,6 @@
 """Runs one check on one target, in this process, and turns what happened into a Finding.
 
-Meant to be called inside a child process (see harness.ground.child): a mutant is installed first,
+Meant to be called inside a child process (see arib.ground.child): a mutant is installed first,
 then every trial runs on a fresh temporary root with its own seed. An exception escaping a
 check body, a target that cannot be built, a false claim or a timeout becomes an ``error``
 finding with its traceback; nothing here raises because of a backend.
@@ -29,16 +29,16 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, NotApplicable, TrialContext, describe
-from harness.blame import MODE as BLAME_MODE
-from harness.blame import backend_raised, check_folder
-from harness.ground import scratch
-from harness.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
-from harness.ground.family import active_family
-from harness.ground.model import Counts, Finding, Trial, Verdict
-from harness.ground.schedule import Schedule, ScheduleError, Scheduler, TrialPlanner, activated
-from mutants.base import MutantSpec
-from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
+from arib.blame import MODE as BLAME_MODE
+from arib.blame import backend_raised, check_folder
+from arib.checks.base import CheckSpec, NotApplicable, TrialContext, describe
+from arib.ground import scratch
+from arib.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
+from arib.ground.family import active_family
+from arib.ground.model import Counts, Finding, Trial, Verdict
+from arib.ground.schedule import Schedule, ScheduleError, Scheduler, TrialPlanner, activated
+from arib.mutants.base import MutantSpec
+from arib.targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 
 SWITCH_INTERVAL_S = 1e-5
 # A trial still running this long after its timeout did not respond to cancellation (a worker
@@ -71,7 +71,7 @@ def fast_tmpdir() -> str | None:
 
     A check with ``on_disk`` (the durability checks) works on the default temporary folder
     (a real disk) there too, as the bench does for every check. Only the base:
-    ``run_check`` works in this run's private folder under it (harness.ground.scratch).
+    ``run_check`` works in this run's private folder under it (arib.ground.scratch).
     """
     return scratch.fast_base()
 
@@ -117,7 +117,7 @@ def replay_command(
 ) -> str:
     """The command that reruns exactly one trial with this seed (as trial ``index``, and
     with this schedule)."""
-    words = ["python", "-m", "harness", "run", "--check", check.id, "--lane", target.name,
+    words = ["python", "-m", "arib", "run", "--check", check.id, "--lane", target.name,
              "--trial-seed", str(seed)]
     if index:
         words += ["--trial-index", str(index)]
@@ -361,7 +361,7 @@ async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,
                         check, target, opts,
                         f"trial {index} (seed {seed}) raised out of the check: {exc!r}",
                         traceback.format_exc(), elapsed(), seeds)
-                # The backend's exception is evidence (harness.blame): a violated trial.
+                # The backend's exception is evidence (arib.blame): a violated trial.
                 trials.append(Trial(index, seed, True, Counts(errors=1), mode=BLAME_MODE,
                                     sample=f"the backend raised {describe(exc)} at {where}, "
                                            f"out of the check's calls", ops=tuple(ctx.ops)))
@@ -393,8 +393,8 @@ def _scheduled(check: CheckSpec, planner: TrialPlanner, sched: Scheduler, trial:
         raise _Unscheduled(
             f"check {check.id!r} is declared concurrent (CheckSpec.concurrent) but its {where} "
             f"started no actor through the scheduler: its race ran unseen, uncontrolled; start "
-            f"the racing calls with checks.base.actors(), race() or race_threads(), or declare "
-            f"it not concurrent")
+            f"the racing calls with arib.checks.base.actors(), race() or race_threads(), or "
+            f"declare it not concurrent")
     planner.done(sched)
     return dataclasses.replace(trial, schedule=sched.record().to_json())
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.significance import RateTest, fisher_exact, flip_trials, format_p
+from arib.significance import RateTest, fisher_exact, flip_trials, format_p
 
 RATED = ("held", "violated")  # the verdicts whose violating trials measure a rate
 

@@ -5,8 +5,9 @@ at every node, each mutated function rendered and compiled), and every survey, a
 bench does it again for each module its lanes use, although the result depends only on:
 
 - the module's installed source text (its SHA-256) and the class mutated;
-- the generator's own source (``mutants.generate``, ``mutants.operators``, ``mutants.swap``,
-  ``mutants.base``, ``mutants.report``: operators, rendering, ids, the in-place swap);
+- the generator's own source (``arib.mutants.generate``, ``arib.mutants.operators``,
+  ``arib.mutants.swap``, ``arib.mutants.base``, ``arib.mutants.report``: operators, rendering,
+  ids, the in-place swap);
 - the libcst version and the Python version (what compiles is dropped otherwise).
 
 An entry is keyed on all of them and holds the report as JSON (each mutated source stored as
@@ -30,17 +31,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.cache import DEFAULT_DIR, Lookup, cache_key, source_hash
-from harness.ground.model import MutantKind
-from harness.results import atomic_write_text
-from mutants.base import MutantSpec
-from mutants.pool import use_store
-from mutants.report import GenerationReport
-from mutants.swap import UnitSwap
+from arib.cache import DEFAULT_DIR, Lookup, cache_key, source_hash
+from arib.ground.model import MutantKind
+from arib.mutants.base import MutantSpec
+from arib.mutants.pool import use_store
+from arib.mutants.report import GenerationReport
+from arib.mutants.swap import UnitSwap
+from arib.results import atomic_write_text
 
 FORMAT = 1
-GENERATOR = ("mutants.generate", "mutants.operators", "mutants.swap", "mutants.base",
-             "mutants.report")
+GENERATOR = ("arib.mutants.generate", "arib.mutants.operators", "arib.mutants.swap",
+             "arib.mutants.base", "arib.mutants.report")
 
 
 def generation_key(module: str, backend: str, source: str) -> str:

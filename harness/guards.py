@@ -30,7 +30,7 @@ from pathlib import Path
 
 import anyio
 
-from targets.base import BuildContext, FixedGuard, TargetSpec
+from arib.targets.base import BuildContext, FixedGuard, TargetSpec
 
 
 def normalize(expr: str) -> str:

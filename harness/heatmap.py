@@ -1,7 +1,7 @@
 """The cross-version heat map: lanes x invariants, one panel per SDK version, as SVG.
 
 matplotlib is optional (the ``report`` extra); it is imported only to draw, so that
-``python -m harness compare`` still writes the Markdown without it and says why there is no
+``python -m arib compare`` still writes the Markdown without it and says why there is no
 picture. The same documents give the same bytes: a fixed font, size and hash salt, no date.
 """
 
@@ -11,8 +11,8 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.ground.model import Cell
-from harness.noxsupport import REPORT_REQUIREMENTS
+from arib.ground.model import Cell
+from arib.noxsupport import REPORT_REQUIREMENTS
 
 # category -> colour, in the legend's order.
 COLOURS = {

@@ -1,6 +1,6 @@
 """What a check's clean run executed outside this project, named as inputs of a cache key.
 
-The survey's recorder (``harness.coverage``) writes, besides the lines of the lane's module,
+The survey's recorder (``arib.coverage``) writes, besides the lines of the lane's module,
 ``code LINE FILE`` for every function of an installed distribution (a file under a
 ``site-packages`` folder) the first time it starts, and after the check ``ext FILE`` for every
 loaded extension module of one and then ``end``. ``Executed`` is what those lines say;

@@ -5,9 +5,9 @@ mutant there? Each caller runs its own clean phase (admission with its sanity ga
 survey with coverage) and builds each cell's ``CleanBase`` with ``clean_base``; from there
 ``judge_mutants`` does the rest the same way for both:
 
-1. a pair whose verdicts are in the cache (``harness.keys.verdict_key``) is not run; an
+1. a pair whose verdicts are in the cache (``arib.keys.verdict_key``) is not run; an
    entry that fails to load is judged again and counted;
-2. the others run ``reruns`` times each, in forked children, in ``mutants.pool.schedule``
+2. the others run ``reruns`` times each, in forked children, in ``arib.mutants.pool.schedule``
    order, each under a time limit scaled from its clean run (``mutant_timeout``); a pair whose
    every rerun violated runs again until it has ``kill_reruns`` (a kill must repeat);
 3. a child that delivered no finding becomes an error finding (``child_finding``);
@@ -32,17 +32,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checks.base import CheckSpec
-from harness.cache import AdmissionCache, Lookup, proof_of
-from harness.execute import (
+from arib.cache import AdmissionCache, Lookup, proof_of
+from arib.checks.base import CheckSpec
+from arib.execute import (
     RUN_STALL_AFTER_SHARE,
     RunOptions,
     child_finding,
     derive_seed,
     run_check,
 )
-from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
-from harness.ground.model import (
+from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
+from arib.ground.model import (
     CleanBase,
     Finding,
     MutantKey,
@@ -51,11 +51,11 @@ from harness.ground.model import (
     Verdict,
     mutant_status,
 )
-from harness.progress import Progress
-from harness.warm import warm_all
-from mutants.base import MutantSpec
-from mutants.pool import schedule
-from targets.base import TargetSpec
+from arib.mutants.base import MutantSpec
+from arib.mutants.pool import schedule
+from arib.progress import Progress
+from arib.targets.base import TargetSpec
+from arib.warm import warm_all
 
 # A mutant may take TIMEOUT_FACTOR times its clean run (at least MIN_MUTANT_TIMEOUT_S) before
 # it is a timeout: a mutant that only slows the backend down must not cost a full minute.
@@ -155,7 +155,7 @@ class Pair:
     mutant: MutantSpec
     expected: Verdict  # the verdict a kill gives in every rerun
     clean_s: float  # the longest clean run of the check on the lane
-    key: str  # its verdict cache key (harness.keys.verdict_key)
+    key: str  # its verdict cache key (arib.keys.verdict_key)
     store: bool = True  # False: judged, never cached (e.g. its clean base was not run)
 
     @property

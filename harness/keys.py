@@ -16,14 +16,14 @@ import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
-from checks.base import CheckSpec
-from harness.cache import cache_key, source_hash
-from harness.execute import python_version, sdk_version
-from harness.ground.family import active_family, get_family
-from harness.ground.sources import module_source
-from harness.inputs import changed_function_hash, function_source_hash
-from mutants.base import MutantSpec
-from targets.base import TargetSpec
+from arib.cache import cache_key, source_hash
+from arib.checks.base import CheckSpec
+from arib.execute import python_version, sdk_version
+from arib.ground.family import active_family, get_family
+from arib.ground.sources import module_source
+from arib.inputs import changed_function_hash, function_source_hash
+from arib.mutants.base import MutantSpec
+from arib.targets.base import TargetSpec
 
 
 def _modules(package: str, helpers_only: bool) -> tuple[str, ...]:
@@ -77,13 +77,13 @@ def check_source(check: CheckSpec) -> str:
     """The hash of what a check's verdicts are computed by: its module, the checks' base and
     common code, the runner and the family's shared check helpers."""
     helpers, _ = family_sources(active_family().name)
-    return source_hash(check.module, "checks.base", "checks.common", "harness.execute",
+    return source_hash(check.module, "arib.checks.base", "arib.checks.common", "arib.execute",
                        *helpers)
 
 
 def clean_key(check: CheckSpec, lane: TargetSpec, *, module_digest: str, reruns: int,
               seed: int, params: Mapping[str, int], limit: str, **extra: Any) -> str:
-    """The key of ``check``'s clean reruns on ``lane`` (``harness.clean_cache``): the check's
+    """The key of ``check``'s clean reruns on ``lane`` (``arib.clean_cache``): the check's
     source, the lane's configuration, the source of the lane's module (``module_digest``: the
     recorded lines are its line numbers), the reruns, seed, parameters and time-limit rule,
     and the source of the recorder and of the rule that names inputs.
@@ -95,7 +95,7 @@ def clean_key(check: CheckSpec, lane: TargetSpec, *, module_digest: str, reruns:
                      limit=limit, target=source_hash(*targets), lane_config=lane.to_json(),
                      module=module_digest, **extra,
                      # what records the lines and names the inputs the entry keeps
-                     recorder=source_hash("harness.coverage", "harness.inputs"))
+                     recorder=source_hash("arib.coverage", "arib.inputs"))
 
 
 def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, reruns: int,
@@ -105,7 +105,7 @@ def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, r
     """The key of ``check``'s verdicts on ``mutant`` on ``lane``: every source that can change
     them and the run's reruns, seed, parameters and time-limit rule.
 
-    With ``executed`` (``harness.inputs.named_inputs`` of what the check's clean runs
+    With ``executed`` (``arib.inputs.named_inputs`` of what the check's clean runs
     executed) and ``lane_spec``, the installed code is named by what ran: the SDK's executed
     functions by source, the other distributions by version, the mutant by its function, the
     lane by its configuration. Such a key is the same on every SDK version where all of that

@@ -6,11 +6,11 @@ import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from checks.base import CheckSpec
-from harness.ground.errors import ServiceError
-from harness.ground.family import active_family, plugin_lanes
-from harness.ground.services import NotMeasured, ServiceManager
-from targets.base import TargetSpec
+from arib.checks.base import CheckSpec
+from arib.ground.errors import ServiceError
+from arib.ground.family import active_family, plugin_lanes
+from arib.ground.services import NotMeasured, ServiceManager
+from arib.targets.base import TargetSpec
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager, *,
                   backends: bool = True, probe: bool = True) -> PreparedLanes:
     """Start each needed service once; a lane whose server or driver is missing is listed,
     and so (with ``probe``, where the family has a probe) is a lane whose probe failed: the
-    cause is its not-measured reason, and the other lanes go on (``harness.probe``).
+    cause is its not-measured reason, and the other lanes go on (``arib.probe``).
     ``backends`` False leaves the test that the lane's backend module exists (which imports
     it, the SDK with it) to the run's own child (``absent_backend``)."""
     family = active_family()
@@ -50,8 +50,8 @@ def prepare_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager, *,
                 continue
         ready.append(lane)
     if probe and family.probe:
-        from harness.execute import fast_tmpdir, sdk_version
-        from harness.probe import probe_lanes
+        from arib.execute import fast_tmpdir, sdk_version
+        from arib.probe import probe_lanes
 
         probed = probe_lanes(ready, manager.services, tmpdir=fast_tmpdir())
         failed = {name: result for name, result in probed.items() if not result.measurable}
@@ -75,8 +75,8 @@ def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager) ->
     A service that cannot start is left out: the mutants of its lanes are then reported as not
     judgeable (their clean base cannot be built), never silently dropped.
     """
-    from mutants.registry import get_mutant
-    from targets.registry import get_target
+    from arib.mutants.registry import get_mutant
+    from arib.targets.registry import get_target
 
     names = {get_mutant(m).target for c in checks for m in c.mutants}
     names |= {s.target for c in checks for s in c.generated}
@@ -87,7 +87,7 @@ def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager) ->
 
 def absent_backend(lane: TargetSpec) -> NotMeasured | None:
     """NotMeasured when the installed SDK version has no such backend module or class."""
-    from harness.execute import sdk_version
+    from arib.execute import sdk_version
 
     try:
         module = importlib.import_module(lane.module)

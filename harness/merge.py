@@ -1,4 +1,4 @@
-"""``python -m harness merge``: shard outputs combined into the document one run gives.
+"""``python -m arib merge``: shard outputs combined into the document one run gives.
 
 A survey shard (``survey --shard k/n --write --out DIR``) leaves in ``DIR`` its lane files,
 its ``mutation-report.json`` and ``shard.json``, the manifest: the spec, the fingerprint of
@@ -16,15 +16,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.coverage import from_ranges, to_ranges
-from harness.ground.errors import UsageError
-from harness.ground.model import ExitCode, MutantStatus, Verdict
-from harness.mutation_report import report_document, validate_mutation_report
-from harness.results import atomic_write_text
-from harness.shard import Split
-from harness.survey_lane import status_under
-from harness.survey_scores import Scores
-from harness.survivors import Category, Entry, disagreements
+from arib.coverage import from_ranges, to_ranges
+from arib.ground.errors import UsageError
+from arib.ground.model import ExitCode, MutantStatus, Verdict
+from arib.mutation_report import report_document, validate_mutation_report
+from arib.results import atomic_write_text
+from arib.shard import Split
+from arib.survey_lane import status_under
+from arib.survey_scores import Scores
+from arib.survivors import Category, Entry, disagreements
 
 MANIFEST = "shard.json"
 S = MutantStatus
@@ -100,7 +100,7 @@ def check_compatible(manifests: Sequence[Mapping[str, Any]], names: Sequence[str
                          f"every shard's output once")
 
 
-# What a shard measured (harness.shard.measured_identity), with the name a refusal gives it.
+# What a shard measured (arib.shard.measured_identity), with the name a refusal gives it.
 IDENTITY = (("family", "family"), ("version", "version of the family's distribution"),
             ("lock", "lock hash"), ("commit", "harness commit"))
 
@@ -214,7 +214,7 @@ def merge_reports(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def merge_survey(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str], int]:
     """Merge survey shard folders into ``out``: the written paths, the lines to print and
     the exit code the unsharded survey would give (its score gate applied)."""
-    from harness.survey_scores import gate, parse_fail_under
+    from arib.survey_scores import gate, parse_fail_under
 
     shards = load_shards(paths)
     manifests = [m for _, m in shards]
@@ -267,8 +267,8 @@ def merge_survey(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str
 def admission_document(checks: Sequence[str], admissions: Sequence[Any],
                        split: Split | None) -> dict[str, Any]:
     """What ``admit --json`` writes: every admission, the checks asked for, the shard."""
-    from harness.execute import sdk_version
-    from harness.ground.family import active_family
+    from arib.execute import sdk_version
+    from arib.ground.family import active_family
 
     return {"kind": "arib-admission", "command": "admit",
             "sdk": {"name": active_family().name, "version": sdk_version()},
@@ -308,9 +308,9 @@ def merge_bench(paths: Sequence[Path], out: Path) -> tuple[list[Path], list[str]
     """Merge ``bench --shard k/n`` result files into one run's JSON and Markdown in ``out``."""
     import datetime as dt
 
-    from harness.ground.model import merge_verdicts, verdict_exit_code
-    from harness.report import render_markdown
-    from harness.results import new_run_id, run_stem, validate
+    from arib.ground.model import merge_verdicts, verdict_exit_code
+    from arib.report import render_markdown
+    from arib.results import new_run_id, run_stem, validate
 
     docs = [d for _, d in load_shards(paths)]
     first = docs[0]

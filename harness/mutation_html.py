@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import ResultsError
-from harness.mutation_report import validate_mutation_report
-from harness.results import atomic_write_text
+from arib.ground.errors import ResultsError
+from arib.mutation_report import validate_mutation_report
+from arib.results import atomic_write_text
 
 VIEWER_PACKAGE = "mutation-testing-elements"
 VIEWER_VERSION = "3.9.0"
@@ -172,7 +172,7 @@ def render_page(report: Mapping[str, Any], bundle: str = BUNDLE_NAME) -> str:
 
 def check_out_dir(out_dir: Path) -> None:
     """Refuse an ``out_dir`` that is a file or cannot be created or written (UsageError)."""
-    from harness.ground.errors import UsageError
+    from arib.ground.errors import UsageError
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ RuntimeError; ``no_coverage`` -> NoCoverage; ``equivalent``, ``duplicate``,
 ``not_applicable`` and ``not_judgeable`` -> Ignored, with the reason (the author's waiver,
 the mutant it duplicates, the claim that rules it out, the clean verdicts).
 
-The survey builds its own document (``harness.survey_report``) from ``mutant_entry``,
+The survey builds its own document (``arib.survey_report``) from ``mutant_entry``,
 ``file_entry`` and ``report_document``, with one file per lane and module.
 
 Locations: a generated mutant is located at its ``original`` snippet inside the text of its
@@ -39,15 +39,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.ground.errors import ResultsError
-from harness.ground.family import active_family
-from harness.ground.model import MutantKind, MutantResult, MutantStatus
-from harness.results import load_schema
-from mutants.base import MutantSpec
-from mutants.hook import installed_source
+from arib.ground.errors import ResultsError
+from arib.ground.family import active_family
+from arib.ground.model import MutantKind, MutantResult, MutantStatus
+from arib.ground.package import checkout_name
+from arib.mutants.base import MutantSpec
+from arib.mutants.hook import installed_source
+from arib.results import load_schema
 
 if TYPE_CHECKING:
-    from checks.base import CheckSpec
+    from arib.checks.base import CheckSpec
 
 SCHEMA_FILE = "mutation-testing-report-schema.json"
 SCHEMA_VERSION = "2"
@@ -77,8 +78,9 @@ Span = tuple[int, int]
 
 
 def module_path(module: str, origin: str | None = None) -> str:
-    """The report path of a module: its dotted name as a relative file path."""
-    base = module.replace(".", "/")
+    """The report path of a module: its dotted name as a relative file path (the project's
+    own modules as the checkout lays them out: ``checks/conc_001.py``)."""
+    base = checkout_name(module).replace(".", "/")
     if origin is not None and Path(origin).name == "__init__.py":
         return f"{base}/__init__.py"
     return f"{base}.py"
@@ -304,7 +306,7 @@ def _check_line(source: str) -> int:
 def _test_files(check_ids: Sequence[str], checks: Sequence[CheckSpec] | None) -> dict[
         str, Any]:
     if checks is None:
-        from checks.registry import load_checks
+        from arib.checks.registry import load_checks
 
         checks = load_checks()
     by_id = {c.id: c for c in checks}
@@ -367,7 +369,7 @@ def to_mutation_report(
             raise ResultsError(
                 f"mutant {result.mutant_id!r} (check {result.check_id}) has a result but no "
                 f"MutantSpec; pass every paired mutant in `mutants` (hand-written ones from "
-                f"mutants.registry, generated ones from mutants.generate)"
+                f"arib.mutants.registry, generated ones from arib.mutants.generate)"
             )
         by_mutant.setdefault(result.mutant_id, []).append(result)
     files: dict[str, tuple[str, SourceText, list[dict[str, Any]]]] = {}
@@ -442,5 +444,5 @@ def validate_mutation_report(doc: Mapping[str, Any]) -> None:
     if problems:
         raise ResultsError(
             f"mutation report fails {SCHEMA_FILE}: {'; '.join(problems)}; regenerate it with "
-            f"harness.mutation_report.to_mutation_report rather than editing it"
+            f"arib.mutation_report.to_mutation_report rather than editing it"
         )

@@ -160,9 +160,9 @@ def bench_command(version: str | None = None, family: str = DEFAULT_FAMILY) -> s
 
 
 def harness_command(args: str, family: str = DEFAULT_FAMILY) -> str:
-    """``python -m harness ARGS``, naming ``--family`` when it is not openai-agents."""
+    """``python -m arib ARGS``, naming ``--family`` when it is not openai-agents."""
     flag = "" if family == DEFAULT_FAMILY else f"--family {family} "
-    return f"python -m harness {flag}{args}"
+    return f"python -m arib {flag}{args}"
 
 
 def component_versions(version: str,

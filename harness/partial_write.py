@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.results import atomic_write_text, new_run_id
+from arib.results import atomic_write_text, new_run_id
 
 PARTIAL_DIR = "partial"
 REPORT = "mutation-report.json"
@@ -110,7 +110,7 @@ def _merged_report(folder: Path, fresh: Mapping[str, Any], replaced: frozenset[s
                    ) -> dict[str, Any]:
     """The folder's mutation report with the files of ``replaced`` lanes taken from
     ``fresh``: the other lanes' files are kept as they are."""
-    from harness.mutation_report import report_document, validate_mutation_report
+    from arib.mutation_report import report_document, validate_mutation_report
 
     try:
         old = json.loads((folder / REPORT).read_text(encoding="utf-8"))

@@ -36,14 +36,12 @@ from typing import Any
 
 import anyio
 
-from harness.ground import scratch
-from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
-from harness.ground.family import Family, active_family
-from targets.base import BuildContext, NotApplicable, TargetSpec
+from arib.ground import scratch
+from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
+from arib.ground.family import Family, active_family
+from arib.ground.package import checkout_root, folder, own_folders
+from arib.targets.base import BuildContext, NotApplicable, TargetSpec
 
-ROOT = Path(__file__).resolve().parent.parent
-# The project's own code: what the harness calls with.
-OWN = tuple(str(ROOT / folder) + "/" for folder in ("checks", "targets", "harness", "mutants"))
 # A probe answers in well under a second; past this it is a hang of the release (or ours).
 PROBE_TIMEOUT_S = 30.0
 # What Python raises when a call's arguments do not bind to the callee's signature.
@@ -136,7 +134,7 @@ def _argument_of(frame: Any, exc: BaseException) -> bool:
     return any(f"'{type(value).__name__}'" in str(exc) for value in given)
 
 
-def rejected_call(exc: BaseException, files: Iterable[str], own: Sequence[str] = OWN
+def rejected_call(exc: BaseException, files: Iterable[str], own: Sequence[str] | None = None
                   ) -> str | None:
     """Where the harness made a call that the release refused, or None.
 
@@ -151,7 +149,8 @@ def rejected_call(exc: BaseException, files: Iterable[str], own: Sequence[str] =
     release = frozenset(files)
     tb = list(traceback.walk_tb(exc.__traceback__))
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [i for i, frame in enumerate(frames) if frame.filename.startswith(tuple(own))]
+    mine = own_folders() if own is None else tuple(own)
+    ours = [i for i, frame in enumerate(frames) if frame.filename.startswith(mine)]
     if not ours:
         return None
     last = frames[ours[-1]]
@@ -178,7 +177,8 @@ def rejected_call(exc: BaseException, files: Iterable[str], own: Sequence[str] =
 
 def _relative(filename: str) -> str:
     path = Path(filename)
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else filename
+    root = checkout_root() or Path(folder()).parent
+    return str(path.relative_to(root)) if path.is_relative_to(root) else filename
 
 
 def _ended(lane: TargetSpec, steps: Sequence[str], exc: BaseException, started: float,
@@ -269,8 +269,8 @@ def probe_gates(checks: Sequence[Any], services: Mapping[str, str], *, workers: 
     """Each check once (one trial) on the lane that gates it (its ``reference``, else the
     family's reference), each in a forked child: the checks whose clean reference run would
     fail admission's first sanity gate on this release, and stop every bench of it there."""
-    from harness.execute import RunOptions, child_finding, run_check
-    from targets.registry import get_target
+    from arib.execute import RunOptions, child_finding, run_check
+    from arib.targets.registry import get_target
 
     family = active_family()
     lanes = [get_target(c.reference) if c.reference else family.resolve("reference")
@@ -307,7 +307,7 @@ def describe(result: ProbeResult) -> str:
 
 
 def cmd_probe(args: Any) -> int:
-    """``python -m harness --family NAME probe``: every lane's probe (the reference's too) on
+    """``python -m arib --family NAME probe``: every lane's probe (the reference's too) on
     the installed release, one line each (``--json PATH``, ``-`` for stdout, writes them as
     one document); with ``--gates``, every check once on the lane that gates it. Exit 0 when
     every lane that can run here took every call (and no gate would stop the bench), 4 when a
@@ -315,14 +315,14 @@ def cmd_probe(args: Any) -> int:
     probe."""
     import json
 
-    from checks.registry import load_checks
-    from harness.execute import fast_tmpdir, sdk_version
-    from harness.ground.errors import UsageError
-    from harness.ground.model import ExitCode
-    from harness.ground.services import ServiceManager
-    from harness.lanes import prepare_lanes
-    from harness.results import atomic_write_text
-    from targets.registry import family_lanes, parse_lanes
+    from arib.checks.registry import load_checks
+    from arib.execute import fast_tmpdir, sdk_version
+    from arib.ground.errors import UsageError
+    from arib.ground.model import ExitCode
+    from arib.ground.services import ServiceManager
+    from arib.lanes import prepare_lanes
+    from arib.results import atomic_write_text
+    from arib.targets.registry import family_lanes, parse_lanes
 
     family = active_family()
     if not family.probe:

@@ -1,7 +1,7 @@
 """pytest plugin (entry point ``pytest11``): each invariant as its own test of your store.
 
 ```python
-@pytest.mark.arib(my_store)            # a harness.api.lane, or a bare factory
+@pytest.mark.arib(my_store)            # an arib.api.lane, or a bare factory
 def test_my_store(arib_report):
     '''One item per check: test_my_store[ARIB-CONC-001], ...; fails with the report.'''
 ```
@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the marker (so --strict-markers accepts it)."""
     config.addinivalue_line(
         "markers", f"{MARKER}(factory, checks=None, params=None, seed=0, trials=None): judge "
-        "the store the factory makes, one test item per invariant (harness.api.validate)")
+        "the store the factory makes, one test item per invariant (arib.api.validate)")
 
 
 def _marker(node: Any) -> pytest.Mark:
@@ -50,7 +50,7 @@ def _marker(node: Any) -> pytest.Mark:
 
 
 def _check_ids(config: pytest.Config, mark: pytest.Mark) -> list[str]:
-    from harness.api.run import select_checks
+    from arib.api.run import select_checks
 
     chosen = config.getoption("--arib-checks") or mark.kwargs.get("checks")
     return [check.id for check in select_checks(chosen)]
@@ -66,7 +66,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"{metafunc.definition.nodeid} is marked @pytest.mark.{MARKER} but takes no "
             f"'arib_report' argument; add it: def {metafunc.function.__name__}(arib_report)")
     ids = _check_ids(metafunc.config, mark)
-    from harness.api.run import select_checks
+    from arib.api.run import select_checks
 
     # keyed by a check the marker itself runs (--arib-checks may narrow the run further)
     own = {check.id for check in select_checks(mark.kwargs.get("checks"))}
@@ -90,8 +90,8 @@ def arib_check() -> str:
 
 @pytest.fixture
 def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
-    """The harness.api.Report of this item's check on the marker's factory."""
-    from harness.api import validate
+    """The arib.api.Report of this item's check on the marker's factory."""
+    from arib.api import validate
 
     mark = _marker(request.node)
     options = {k: v for k, v in mark.kwargs.items() if k != "checks"}

@@ -12,7 +12,7 @@ corpus is the project's own evidence and nothing is tuned to one mutant:
 - a **clean cell**: every check with trials >= 3, on the lane its admission runs it clean,
   at the version of the family's newest run file.
 
-``python -m harness races corpus --write`` writes ``results/races/corpus.json``, selected from
+``python -m arib races corpus --write`` writes ``results/races/corpus.json``, selected from
 the results committed at HEAD (``--commit`` another), and names that commit.
 """
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import ResultsError
-from harness.results import atomic_write_text
+from arib.ground.errors import ResultsError
+from arib.results import atomic_write_text
 
 CORPUS_KIND = "arib-race-corpus"
 RUN_KIND = "arib-bench-run"
@@ -272,11 +272,11 @@ def read_corpus(path: Path) -> list[Entry]:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{str(path)!r} is not a readable corpus ({exc}): the rule: measure "
-                           f"and report read the corpus the tool wrote; fix: python -m harness "
+                           f"and report read the corpus the tool wrote; fix: python -m arib "
                            f"races corpus --write") from exc
     if document.get("kind") != CORPUS_KIND:
         raise ResultsError(f"{str(path)!r} is of kind {document.get('kind')!r}, not "
-                           f"{CORPUS_KIND!r}: fix: python -m harness races corpus --write")
+                           f"{CORPUS_KIND!r}: fix: python -m arib races corpus --write")
     return [Entry.from_json(e) for e in document["entries"]]
 
 

@@ -1,4 +1,4 @@
-"""``python -m harness races {corpus,measure,report}``: the race corpus and its measurement."""
+"""``python -m arib races {corpus,measure,report}``: the race corpus and its measurement."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import UsageError
+from arib.ground.errors import UsageError
 
 DEFAULT_OUT = Path("results/races")
 
@@ -43,7 +43,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_corpus(args: argparse.Namespace) -> int:
     """Select the corpus; with --write, write corpus.json."""
-    from harness.races import (
+    from arib.races import (
         corpus_document,
         head_commit,
         load_committed_sources,
@@ -64,8 +64,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 def cmd_measure(args: argparse.Namespace) -> int:
     """Measure the corpus (or a seeded sample of it) before and after."""
-    from harness.races import read_corpus
-    from harness.races_measure import Plan, measure
+    from arib.races import read_corpus
+    from arib.races_measure import Plan, measure
 
     if args.reruns < 1 or (args.sample is not None and args.sample < 1):
         raise UsageError(f"--reruns {args.reruns!r} / --sample {args.sample!r}: the rule: at "
@@ -80,15 +80,15 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write measurement.md and print its summary."""
-    from harness.races_measure import load_measurement
-    from harness.races_report import render
-    from harness.results import atomic_write_text
+    from arib.races_measure import load_measurement
+    from arib.races_report import render
+    from arib.results import atomic_write_text
 
     out = Path(args.out)
     document = load_measurement(out / "measurement.json")
     if document is None:
         raise UsageError(f"{str(out / 'measurement.json')!r} does not exist: the rule: report "
-                         f"what was measured; fix: python -m harness races measure --before ...")
+                         f"what was measured; fix: python -m arib races measure --before ...")
     text = render(document)
     atomic_write_text(out / "measurement.md", text)
     print(text.split("\n## Entries")[0])

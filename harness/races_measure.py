@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from harness.ground.errors import ResultsError, UsageError
-from harness.races import Entry
-from harness.results import atomic_write_text
+from arib.ground.errors import ResultsError, UsageError
+from arib.races import Entry
+from arib.results import atomic_write_text
 
 MEASUREMENT_KIND = "arib-race-measurement"
 SIDES = ("before", "after")
@@ -89,7 +89,7 @@ class Worker:
         line = stdout.readline()
         if not line:
             raise ResultsError(f"the races worker ended (exit {self.process.poll()!r}) on "
-                               f"{dict(request)!r}: fix: run that entry with python -m harness "
+                               f"{dict(request)!r}: fix: run that entry with python -m arib "
                                f"run to see why")
         answer: dict[str, Any] = json.loads(line)
         return answer
@@ -152,7 +152,7 @@ def measure(plan: Plan, corpus: Sequence[Entry], out: Path,
     started, clock = datetime.datetime.now(datetime.timezone.utc), time.monotonic()
     workers: dict[tuple[str, str], Worker] = {}
     chunk: dict[str, Any] = {"started": started.isoformat(timespec="seconds"), "measured": 0,
-                             "command": " ".join(["python", "-m", "harness", *sys.argv[1:]])}
+                             "command": " ".join(["python", "-m", "arib", *sys.argv[1:]])}
     wanted = [by_key[k] for k in plan.entries] if plan.entries else list(corpus)
     try:
         for family in sorted({e.family for e in wanted}):

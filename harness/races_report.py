@@ -113,7 +113,7 @@ def render(document: Mapping[str, Any]) -> str:
     lines = [
         "# Race corpus: measured before and after",
         "",
-        "Written by `python -m harness races report` from measurement.json (never by hand).",
+        "Written by `python -m arib races report` from measurement.json (never by hand).",
         "",
         f"- before: `{sides['before']['path']}` at {sides['before']['commit']}; after: "
         f"`{sides['after']['path']}` at {sides['after']['commit']}; versions "

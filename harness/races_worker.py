@@ -1,9 +1,9 @@
 """The measuring worker of ``races measure``: runs inside one checkout's environment.
 
-Started by ``harness.races_measure`` with the Python of a checkout's environment, its working
+Started by ``arib.races_measure`` with the Python of a checkout's environment, its working
 folder that checkout, and this file run by path: it imports only the standard library and the
 ``harness`` of the checkout it measures (the current one or an older one), through the command
-line's own ``run`` selection, so that both sides run a check exactly as ``python -m harness
+line's own ``run`` selection, so that both sides run a check exactly as ``python -m arib
 run`` would. Protocol: one JSON request per line on stdin, one JSON answer per line on the
 original stdout (the harness's own prints go to stderr).
 
@@ -14,6 +14,7 @@ run seed, in a forked child, and answers the verdict and the verdict of every tr
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import os
@@ -23,9 +24,24 @@ from pathlib import Path
 from typing import Any
 
 
+def _import(name: str) -> Any:
+    """The module ``arib.<...>``; in a checkout from before the one import root (the "before"
+    side of a measurement), the same module under its old name (``harness.<...>``,
+    ``checks.<...>``, ...)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != "arib":
+            raise
+    old = name.removeprefix("arib.")
+    if not old.startswith(("checks", "mutants", "targets")):
+        old = f"harness.{old}"
+    return importlib.import_module(old)
+
+
 def _job(check: Any, lane: Any, opts: Any, mutant: Any, flags_path: str) -> Any:
     """In the child: run the check with ``summarize`` wrapped to write each trial's verdict."""
-    import harness.execute as execute
+    execute = _import("arib.execute")
 
     original = execute.summarize
 
@@ -35,17 +51,17 @@ def _job(check: Any, lane: Any, opts: Any, mutant: Any, flags_path: str) -> Any:
         return original(check, target, opts, trials, *rest, **kw)
 
     execute.summarize = recording  # type: ignore[assignment]
-    from harness.lanes import absent_backend
-
-    return absent_backend(lane) or execute.run_check(check, lane, opts, mutant)
+    absent = _import("arib.lanes").absent_backend(lane)
+    return absent or execute.run_check(check, lane, opts, mutant)
 
 
 def _measure(request: dict[str, Any], services: Any) -> dict[str, Any]:
     import dataclasses
 
-    from harness.cli import build_parser
-    from harness.commands import _run_selection
-    from harness.ground.child import ChildStatus, run_one
+    build_parser = _import("arib.cli").build_parser
+    _run_selection = _import("arib.commands")._run_selection
+    child = _import("arib.ground.child")
+    ChildStatus, run_one = child.ChildStatus, child.run_one  # noqa: N806 - the module's names
 
     argv = ["run", "--check", request["check"], "--lane", request["lane"],
             "--seed", str(request["seed"])]
@@ -79,11 +95,12 @@ def main() -> int:
     answer_to = sys.stdout
     sys.stdout = sys.stderr
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
-    from harness.ground import scratch
-    from harness.ground.family import active_family, use_family
-    from harness.ground.services import ServiceManager
-    from harness.lanes import prepare_lanes
-    from targets.registry import get_target
+    scratch = _import("arib.ground.scratch")
+    family = _import("arib.ground.family")
+    active_family, use_family = family.active_family, family.use_family
+    ServiceManager = _import("arib.ground.services").ServiceManager  # noqa: N806
+    prepare_lanes = _import("arib.lanes").prepare_lanes
+    get_target = _import("arib.targets.registry").get_target
 
     services: Any = {}
     with ServiceManager() as manager:

@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.evidence import evidence_key, grouped, lane_list
-from harness.ground.model import Cell
-from harness.seed import SEED_CELLS, SEED_FAMILY, SEED_NOTES, SEED_SDK
+from arib.evidence import evidence_key, grouped, lane_list
+from arib.ground.model import Cell
+from arib.seed import SEED_CELLS, SEED_FAMILY, SEED_NOTES, SEED_SDK
 
 SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",
           "error": "**ERROR**"}
@@ -190,7 +190,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     lines = [
         f"# Integrity bench: {doc['sdk']['name']} {sdk}",
         "",
-        "Generated from the JSON result by `python -m harness report`; do not edit by hand.",
+        "Generated from the JSON result by `python -m arib report`; do not edit by hand.",
         "",
         f"- started {doc['started']}, {doc['duration_s']:.1f} s; harness commit "
         f"`{doc['harness_commit']}`; lock `{doc['lock_hash'][:16]}`",

@@ -19,9 +19,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import ResultsError, UsageError
-from harness.ground.family import active_family
-from harness.ground.model import Admission, Finding
+from arib.ground.errors import ResultsError, UsageError
+from arib.ground.family import active_family
+from arib.ground.model import Admission, Finding
+from arib.ground.package import checkout_root, version
 
 SCHEMA_VERSION = 1
 LOCK_NAME = ".arib.lock"
@@ -110,7 +111,9 @@ def new_run_id() -> str:
 
 def harness_commit() -> str:
     """The git commit of the harness, with '-dirty' when the work tree has changes."""
-    root = Path(__file__).resolve().parent.parent
+    root = checkout_root()
+    if root is None:  # an installed wheel: never the commit of the folder the user is in
+        return f"installed {version()}"
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, check=True).stdout.strip()
@@ -216,7 +219,7 @@ def read_results(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict) or document.get("kind") != "arib-bench-run":
         raise ResultsError(
             f"{str(path)!r} is not a bench result (kind {document.get('kind')!r} "
-            f"if a dict); pass a file written by `python -m harness bench`"
+            f"if a dict); pass a file written by `python -m arib bench`"
             if isinstance(document, dict)
             else f"{str(path)!r} is not a bench result; pass a file written by the bench"
         )

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.model import Cell
+from arib.ground.model import Cell
 
 NOT_SELECTED_LANE = "lane not selected in this run (--lanes)"
 NOT_SELECTED_CHECK = "check not selected in this run (--checks)"
@@ -104,8 +104,8 @@ class RunCoverage:
 
 def known_selection() -> tuple[frozenset[str], frozenset[str]]:
     """Every lane a default bench run selects and every check id the harness has."""
-    from checks.registry import check_ids
-    from targets.registry import real_lanes
+    from arib.checks.registry import check_ids
+    from arib.targets.registry import real_lanes
 
     return frozenset(t.name for t in real_lanes()), check_ids()
 

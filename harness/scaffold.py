@@ -5,24 +5,24 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from checks.registry import ID_RULE, load_checks
-from harness.ground.errors import UsageError
-from targets.registry import get_target
+from arib.checks.registry import ID_RULE, load_checks
+from arib.ground.errors import UsageError
+from arib.targets.registry import get_target
 
 CHECK_TEMPLATE = '''"""{check_id}: TODO the invariant in one sentence."""
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:
     handle = await ctx.open()
     session = handle.session
     ctx.log("TODO: the operations of the fault, in order")
-    # Inject the fault (checks.base.race / race_threads release calls together), catch what
+    # Inject the fault (arib.checks.base.race / race_threads release calls together), catch what
     # the backend raises, then judge the invariant into counts and a mode.
     del session
     raise NotImplementedError("{check_id}: write the fault and the judgement")
@@ -37,7 +37,7 @@ CHECK = CheckSpec(
     run_trial=run_trial,
     mutants=("{mutant_name}",),
     # Narrow on purpose: one generated mutant (the method the first mutant breaks); widen it
-    # once the check kills it (`python -m harness survey --lanes {lane}` lists the rest).
+    # once the check kills it (`python -m arib survey --lanes {lane}` lists the rest).
     generated=(Selector("{lane}", "{backend}.add_items", "early_return"),),
 )
 '''
@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
 MODULE = "{module}"
 

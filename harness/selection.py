@@ -6,14 +6,14 @@ with an empty element (``--checks A,,B``, a trailing comma), is a mistake (a var
 expanded to nothing, a typo), and a run that then measured every check or lane would spend its
 time on what nobody asked for and present it as what was asked. Each function here is an
 argparse ``type``: it returns the value unchanged or raises ``UsageError`` (one line: the value,
-the rule, the fix; exit 2), which passes through argparse to ``harness.cli.main``.
+the rule, the fix; exit 2), which passes through argparse to ``arib.cli.main``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.ground.errors import UsageError
+from arib.ground.errors import UsageError
 
 
 def empty_element(text: str) -> int | None:

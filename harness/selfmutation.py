@@ -7,7 +7,7 @@ runs there. Only ``harness/ground/model.py`` and the pure functions of ``harness
 and ``harness/judging.py`` are mutated; the other packages are copied unmutated so that the
 staged tests import nothing from the work tree.
 
-``python -m harness.selfmutation`` prints the score, every surviving mutant with its
+``python -m arib.selfmutation`` prints the score, every surviving mutant with its
 ``mutmut show`` diff, and exits 1 when the score is under the threshold (4 when mutmut could
 not run at all).
 """
@@ -28,12 +28,16 @@ from pathlib import Path
 
 import libcst as cst
 
-from harness.ground.interrupts import run_in_group
+from arib.ground.interrupts import run_in_group
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STAGING = ROOT / "build" / "mutmut-staging"
-PACKAGES = ("harness",)
-MUTATED = ("harness/ground/model.py", "harness/admission.py", "harness/judging.py")
+# The staged package: the checkout's folders laid out as the wheel lays them (harness/ is
+# ``arib``, checks/ ``arib/checks`` ...), so the staged copy is what the tests import.
+PACKAGES = ("arib",)
+LAYOUT = {"harness": "arib", "checks": "arib/checks", "mutants": "arib/mutants",
+          "targets": "arib/targets"}
+MUTATED = ("arib/ground/model.py", "arib/admission.py", "arib/judging.py")
 TESTS = (
     "tests/__init__.py",
     "tests/conftest.py",
@@ -43,7 +47,7 @@ TESTS = (
 )
 # Functions of a mutated file left unmutated in the staged copy, with the reason.
 NOT_MUTATED: Mapping[str, Mapping[str, str]] = {
-    "harness/admission.py": {
+    "arib/admission.py": {
         "admit": "forks a child per job and runs real checks (seconds per test); "
                  "covered by tests/test_admission.py, too slow to rerun per mutant",
         "_execute": "runs a whole check in-process on a real backend",
@@ -53,7 +57,7 @@ NOT_MUTATED: Mapping[str, Mapping[str, str]] = {
                         "a part of ``admit`` (split out of it, not mutated before either); "
                         "covered by tests/test_admission.py"),
     },
-    "harness/judging.py": {
+    "arib/judging.py": {
         "judge_mutants": "forks a child per mutant run; covered by tests/test_judging.py and "
                          "tests/test_admission.py, too slow to rerun per mutant",
         "_run": "runs a whole check in-process on a real backend",
@@ -162,8 +166,8 @@ def stage(staging: Path) -> None:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, staging / package, ignore=ignore)
+    for folder, staged in LAYOUT.items():
+        shutil.copytree(ROOT / folder, staging / staged, ignore=ignore)
     for test in TESTS:
         (staging / test).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / test, staging / test)
@@ -223,7 +227,7 @@ def show(staging: Path, name: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Stage, run mutmut, print the score and the survivors; 1 under the threshold."""
-    parser = argparse.ArgumentParser(prog="python -m harness.selfmutation",
+    parser = argparse.ArgumentParser(prog="python -m arib.selfmutation",
                                      description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--staging", type=Path, default=DEFAULT_STAGING)
     parser.add_argument("--threshold", type=float, default=THRESHOLD,

@@ -6,7 +6,7 @@ recorded duration counts as the median of the known ones, or 1 s when none is kn
 by a stable hash of the unit's id, and hands each unit to the least loaded shard (ties to the
 lowest index). It reads no clock and no random source: every shard, given the same arguments,
 the same units and the same recorded durations, computes the same split, and together the
-shards cover every unit exactly once. ``harness.merge`` refuses shards whose arguments,
+shards cover every unit exactly once. ``arib.merge`` refuses shards whose arguments,
 commit, durations or ``n`` differ.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import UsageError
+from arib.ground.errors import UsageError
 
 # Options that do not change what a shard measures: where its outputs go, how it talks to
 # people, and the shard itself. Everything else is in the fingerprint.
@@ -106,7 +106,7 @@ class Split:
 def make_split(args: argparse.Namespace, durations: Mapping[str, float] | None = None
                ) -> Split | None:
     """The split asked for by ``args.shard``, or None when the command is not sharded."""
-    from harness.results import harness_commit
+    from arib.results import harness_commit
 
     if getattr(args, "shard", None) is None:
         return None
@@ -117,9 +117,9 @@ def make_split(args: argparse.Namespace, durations: Mapping[str, float] | None =
 def measured_identity() -> dict[str, str]:
     """What a shard measured, which every shard of one merge must share: the family, the
     installed version of its distribution and the hash of the lock it was installed from."""
-    from harness.execute import sdk_version
-    from harness.ground.family import active_family
-    from harness.results import lock_hash
+    from arib.execute import sdk_version
+    from arib.ground.family import active_family
+    from arib.results import lock_hash
 
     version = sdk_version()
     return {"family": active_family().name, "version": version, "lock": lock_hash(version)}
@@ -144,7 +144,7 @@ def survey_durations(folder: Path) -> dict[str, float]:
 def run_durations(folder: Path, version: str, command: str) -> dict[str, float]:
     """Seconds recorded in the newest bench run of ``version`` in ``folder``: per check's
     admission (``command`` 'admit') or per ``check@lane`` cell ('bench'); empty if none."""
-    from harness.results import run_glob
+    from arib.results import run_glob
 
     for path in sorted(folder.glob(run_glob(version)), reverse=True)[:1]:
         try:

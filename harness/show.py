@@ -1,4 +1,4 @@
-"""``python -m harness show MUTANT_ID``: one mutant's diff, lane, operator, status and killers.
+"""``python -m arib show MUTANT_ID``: one mutant's diff, lane, operator, status and killers.
 
 A hand-written mutant is found by name or id; a generated one by id among the pools of the
 active family's lanes (generated now from the installed source, as the survey does). Its
@@ -13,17 +13,17 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.execute import sdk_version
-from harness.ground.errors import UnknownNameError
-from harness.ground.family import active_family
-from harness.ground.model import MutantKind
-from mutants.base import MutantSpec
+from arib.execute import sdk_version
+from arib.ground.errors import UnknownNameError
+from arib.ground.family import active_family
+from arib.ground.model import MutantKind
+from arib.mutants.base import MutantSpec
 
 
 def find_mutant(key: str, lanes: Sequence[str]) -> MutantSpec:
     """A hand-written mutant by name or id, else a generated one by id on ``lanes``."""
-    from mutants.pool import find_generated
-    from mutants.registry import get_mutant
+    from arib.mutants.pool import find_generated
+    from arib.mutants.registry import get_mutant
 
     try:
         return get_mutant(key)
@@ -33,7 +33,7 @@ def find_mutant(key: str, lanes: Sequence[str]) -> MutantSpec:
         raise UnknownNameError(
             f"unknown mutant {key!r}: no hand-written mutant has that name or id, and no lane "
             f"of {', '.join(lanes)} generates it from the installed source; the ids are listed "
-            f"by `python -m harness list` (hand-written) and `python -m harness survey` "
+            f"by `python -m arib list` (hand-written) and `python -m arib survey` "
             f"(generated)")
     return found
 
@@ -52,7 +52,7 @@ def survey_record(mutant: MutantSpec, folder: Path) -> dict | None:
 def describe(mutant: MutantSpec, survey_dir: Path) -> str:
     """What ``show`` prints: the mutant, its diff, its survey status and the checks that
     killed it, or why there is no status."""
-    from checks.registry import load_checks
+    from arib.checks.registry import load_checks
 
     paired = [c.id for c in load_checks() if mutant.name in c.mutants or mutant.id in c.mutants]
     lines = [f"{mutant.id} ({mutant.kind.value})",
@@ -68,7 +68,7 @@ def describe(mutant: MutantSpec, survey_dir: Path) -> str:
                      "harness admit CHECK`); the survey judges generated mutants only")
     elif record is None:
         lines.append(f"  status:   not surveyed (no entry in {survey_dir}/{mutant.target}.json; "
-                     f"run `python -m harness survey --lanes {mutant.target} --write`)")
+                     f"run `python -m arib survey --lanes {mutant.target} --write`)")
     else:
         killers = sorted(c for c, s in record.get("checks", {}).items() if s == "killed")
         lines.append(f"  status:   {record['status']} in {record['_path']}")

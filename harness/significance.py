@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.ground.errors import UsageError
+from arib.ground.errors import UsageError
 
 # The regression gate's significance level: a change of a racy cell's rate gates when its
 # p-value is below it. 0.05 because the gate must still see a regression at the trial counts

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.baseline import regressions
-from harness.compare import passed
-from harness.ground.model import ExitCode
-from harness.run_coverage import coverage_of
+from arib.baseline import regressions
+from arib.compare import passed
+from arib.ground.model import ExitCode
+from arib.run_coverage import coverage_of
 
 VERDICTS = ("held", "violated", "not_applicable", "error")
 MEANING = {ExitCode.OK: "every cell held or does not apply",
@@ -35,7 +35,7 @@ def _gate_lines(document: Mapping[str, Any], out: Path, accepted: str | None) ->
     result = regressions(document, out)
     if result is None:
         return [f"- regression gate: not run; no accepted baseline for {sdk} yet "
-                f"(`python -m harness accept --sdk {sdk}`)"]
+                f"(`python -m arib accept --sdk {sdk}`)"]
     failing = [c for c in result.changes if c.gates]
     not_compared = sum(map(len, result.not_compared.values()))
     skipped = f"; {not_compared} cell(s) not measured, so not compared" if not_compared else ""

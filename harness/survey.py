@@ -3,20 +3,20 @@
 The map of what the suite cannot see yet. Per lane:
 
 1. the mutants are generated from the installed module; the compiler sorts out the
-   equivalent and duplicate ones (``mutants.equivalence``), and the lane's verified claims
+   equivalent and duplicate ones (``arib.mutants.equivalence``), and the lane's verified claims
    the ones that can never fire there (``not_applicable``);
 2. each check's clean base runs ``max(3, reruns)`` times, each in a forked child that
-   records which lines of the module it executes (``harness.coverage``); a check that is
+   records which lines of the module it executes (``arib.coverage``); a check that is
    not ``held`` in every rerun is not judgeable there;
 3. each remaining mutant runs only under the judgeable checks that reach its lines, ``reruns``
-   times each (``harness.judging.judge_mutants``, admission's pipeline too); a mutant no
+   times each (``arib.judging.judge_mutants``, admission's pipeline too); a mutant no
    check reaches is ``no_coverage`` and is not run. The check that killed it last time (a
    hint kept beside the cache) runs first, then the checks that killed most of the lane's
    mutants, and the mutant stops at its first kill (``first_kill``; the other checks are
    ``not_run`` there). A pair's cache key names what the check's clean runs executed
-   (``harness.inputs``), so a pair whose inputs did not change is reused across SDK versions;
+   (``arib.inputs``), so a pair whose inputs did not change is reused across SDK versions;
    a pair whose inputs cannot be named gets a key bound to the SDK's version;
-4. statuses and scores follow ``harness.survey_scores``; the survivors file's ``equivalent``
+4. statuses and scores follow ``arib.survey_scores``; the survivors file's ``equivalent``
    entries are applied, and every report lists the file's entries.
 """
 
@@ -33,12 +33,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.base import CheckSpec
-from harness.cache import AdmissionCache, cache_key
-from harness.clean_cache import CleanCache, CleanEntry, Reuse
-from harness.coverage import ModuleLines, covered_run, read_record
-from harness.equivalence_cache import classified
-from harness.execute import (
+from arib.cache import AdmissionCache, cache_key
+from arib.checks.base import CheckSpec
+from arib.clean_cache import CleanCache, CleanEntry, Reuse
+from arib.coverage import ModuleLines, covered_run, read_record
+from arib.equivalence_cache import classified
+from arib.execute import (
     RUN_STALL_AFTER_SHARE,
     RunOptions,
     child_finding,
@@ -46,10 +46,10 @@ from harness.execute import (
     fast_tmpdir,
     lane_claims,
 )
-from harness.ground import scratch
-from harness.ground.child import ChildOutcome, ChildStatus, run_jobs
-from harness.ground.family import active_family
-from harness.ground.model import (
+from arib.ground import scratch
+from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
+from arib.ground.family import active_family
+from arib.ground.model import (
     Cell,
     CleanBase,
     Finding,
@@ -58,9 +58,9 @@ from harness.ground.model import (
     MutantStatus,
     Verdict,
 )
-from harness.guards import Excluded, excluded_lines, executed_excluded, lane_guards
-from harness.inputs import Executed, merge_executed, named_inputs
-from harness.judging import (
+from arib.guards import Excluded, excluded_lines, executed_excluded, lane_guards
+from arib.inputs import Executed, merge_executed, named_inputs
+from arib.judging import (
     KILL_RERUNS,
     TIME_RULE,
     Judged,
@@ -70,19 +70,19 @@ from harness.judging import (
     clean_reruns,
     judge_mutants,
 )
-from harness.keys import clean_key, mutant_source, verdict_key
-from harness.progress import Progress
-from harness.shard import Split
-from harness.survey_lane import LaneSurvey, MutantOutcome
-from harness.survey_scores import lane_status
-from harness.survivors import Category, Entry, by_lane
-from harness.warm import warm_all
-from mutants.base import MutantSpec
-from mutants.equivalence import Equivalence
-from mutants.operators import OPERATORS
-from mutants.pool import generated_for_lane
-from mutants.report import GenerationReport
-from targets.base import TargetSpec
+from arib.keys import clean_key, mutant_source, verdict_key
+from arib.mutants.base import MutantSpec
+from arib.mutants.equivalence import Equivalence
+from arib.mutants.operators import OPERATORS
+from arib.mutants.pool import generated_for_lane
+from arib.mutants.report import GenerationReport
+from arib.progress import Progress
+from arib.shard import Split
+from arib.survey_lane import LaneSurvey, MutantOutcome
+from arib.survey_scores import lane_status
+from arib.survivors import Category, Entry, by_lane
+from arib.targets.base import TargetSpec
+from arib.warm import warm_all
 
 # The version of the survey's rules and of its lane files (recorded in each file as "engine").
 SURVEY_ENGINE = 2
@@ -110,7 +110,7 @@ class SurveyConfig:
     survivors_source: str | None = None  # the file the entries come from
     shard: Split | None = None  # run only this shard's (lane, mutant) units
     first_kill: bool = True  # stop a mutant at its first kill (False: every check reaching it)
-    # a pair is killed only when it violated in this many reruns at least (harness.judging)
+    # a pair is killed only when it violated in this many reruns at least (arib.judging)
     kill_reruns: int = KILL_RERUNS
 
     def to_json(self) -> dict[str, Any]:
@@ -152,13 +152,13 @@ class _Plan:
     # per check: what each clean rerun executed in installed distributions (None: unknown)
     executed: dict[str, list[Executed | None]] = field(default_factory=dict)
     # per check: its named inputs once known, kept from a reused clean base
-    # (harness.clean_cache) or named once from this survey's clean reruns
+    # (arib.clean_cache) or named once from this survey's clean reruns
     named: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     module_digest: str = ""  # of the lane module's source
     reuse: dict[Reuse, int] = field(default_factory=lambda: dict.fromkeys(Reuse, 0))
 
     def inputs(self, check_id: str) -> Mapping[str, Any] | None:
-        """The named inputs of ``check_id`` on this lane (``harness.inputs``), or None."""
+        """The named inputs of ``check_id`` on this lane (``arib.inputs``), or None."""
         if check_id in self.named:
             return self.named[check_id]
         runs = self.executed.get(check_id)
@@ -253,7 +253,7 @@ def _hint(lane: TargetSpec, mutant: MutantSpec) -> str:
 def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     """Run the survey; see the module docstring for its steps. When a re-judged sample of
     the verdict cache's hits disagrees with its entries, the store is discarded for the run
-    and the survey runs again, judging everything (``harness.cache``)."""
+    and the survey runs again, judging everything (``arib.cache``)."""
     surveys = _survey_once(config)
     if config.cache.disagreements and not config.cache.discarded:
         config.cache.discard()
@@ -272,7 +272,7 @@ def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
                           run_seed=derive_seed(config.run_seed, "survey", rerun),
                           tmpdir=config.tmpdir, services=dict(config.services))
 
-    # In the run's private folder: removed with it on every exit path (harness.ground.scratch).
+    # In the run's private folder: removed with it on every exit path (arib.ground.scratch).
     records = tempfile.mkdtemp(prefix="arib-coverage-", dir=scratch.folder())
     try:
         _clean_phase(config, checks, [p for p in plans if p.error is None], options, records)

@@ -1,4 +1,4 @@
-"""``python -m harness survey``: the survey command, its outputs and its shard manifest."""
+"""``python -m arib survey``: the survey command, its outputs and its shard manifest."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.commands import parse_params, select_checks, shard_writes, verdict_cache
-from harness.ground.model import ExitCode
+from arib.commands import parse_params, select_checks, shard_writes, verdict_cache
+from arib.ground.model import ExitCode
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
-    """`python -m harness survey`: run the mutant survey, write it, apply the score gate.
+    """`python -m arib survey`: run the mutant survey, write it, apply the score gate.
 
     With ``--json -`` the survey's JSON is the only thing on stdout (for machines); every
     line for people goes to stderr.
@@ -33,11 +33,11 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
     (``--write``; beside the folder, or merged into it with ``--partial``, when the survey
     measured less than the folder holds), one JSON document (``--json``), the HTML kill
     matrix (``--html``)."""
-    from harness.execute import sdk_version
-    from harness.ground.family import active_family
-    from harness.partial_write import write_lanes
-    from harness.results import atomic_write_text
-    from harness.survey_report import lane_documents, survey_mutation_report, survey_set
+    from arib.execute import sdk_version
+    from arib.ground.family import active_family
+    from arib.partial_write import write_lanes
+    from arib.results import atomic_write_text
+    from arib.survey_report import lane_documents, survey_mutation_report, survey_set
 
     out = Path(args.out or f"results/survey/{active_family().stem(sdk_version())}")
     report = survey_mutation_report(surveys) if args.write or args.html else None
@@ -51,7 +51,7 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
         for line in written.lines:
             print(line)
         if config.shard is not None:
-            from harness.merge import write_manifest
+            from arib.merge import write_manifest
 
             manifest = _survey_manifest(surveys, config)
             where = written.paths[0].parent
@@ -65,7 +65,7 @@ def _survey_outputs(args: argparse.Namespace, surveys: Any, config: Any, machine
             atomic_write_text(Path(args.json), text)
             print(f"wrote {args.json}")
     if args.html and report is not None:
-        from harness.mutation_html import write_html
+        from arib.mutation_html import write_html
 
         print(f"wrote {write_html(report, Path(args.html))}")
 
@@ -78,18 +78,18 @@ def _survey_manifest(surveys: Any, config: Any) -> dict[str, Any]:
 
 def _survey(args: argparse.Namespace, machine: Any) -> int:
     """The survey command; ``machine`` receives ``--json -`` output."""
-    from harness.equivalence_cache import equivalence_cache
-    from harness.execute import sdk_version
-    from harness.generation_cache import generation_cache
-    from harness.ground.family import active_family
-    from harness.ground.services import ServiceManager
-    from harness.lanes import prepare_lanes
-    from harness.shard import make_split, survey_durations
-    from harness.survey import SurveyConfig, survey
-    from harness.survey_report import clean_totals, render_text, run_totals
-    from harness.survey_scores import gate, parse_fail_under
-    from harness.survivors import load_survivors, survivors_path
-    from targets.registry import family_lanes, parse_lanes
+    from arib.equivalence_cache import equivalence_cache
+    from arib.execute import sdk_version
+    from arib.generation_cache import generation_cache
+    from arib.ground.family import active_family
+    from arib.ground.services import ServiceManager
+    from arib.lanes import prepare_lanes
+    from arib.shard import make_split, survey_durations
+    from arib.survey import SurveyConfig, survey
+    from arib.survey_report import clean_totals, render_text, run_totals
+    from arib.survey_scores import gate, parse_fail_under
+    from arib.survivors import load_survivors, survivors_path
+    from arib.targets.registry import family_lanes, parse_lanes
 
     family = active_family()
     params = parse_params(args.param)
@@ -101,13 +101,13 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
     lanes = (family_lanes() if args.lanes == "all" else parse_lanes(args.lanes)
              if args.lanes else (family.resolve("reference"), *family.resolve("survey_lanes")))
     if args.html:  # fail in seconds, not after the survey, when the viewer cannot be had
-        from harness.mutation_html import check_out_dir, fetch_viewer
+        from arib.mutation_html import check_out_dir, fetch_viewer
 
         check_out_dir(Path(args.html))
         fetch_viewer()
     shard_writes(args, args.write, "--write", "--write --out DIR (one DIR per shard)")
     if args.partial and not args.write:
-        from harness.ground.errors import UsageError
+        from arib.ground.errors import UsageError
 
         raise UsageError("--partial without --write: the rule: --partial says how --write "
                          "merges a survey of fewer lanes or checks into its folder; fix: add "
@@ -144,7 +144,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
           + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
     errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
     if split is not None:
-        print(f"shard {split.spec}: the score gate is applied by `python -m harness merge`")
+        print(f"shard {split.spec}: the score gate is applied by `python -m arib merge`")
         if missing:  # this machine's split covers fewer lanes than the other shards' may
             print(f"error: shard {split.spec} could not measure "
                   f"{', '.join(m.name for m in missing)}; every shard must measure every "

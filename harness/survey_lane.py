@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.coverage import to_ranges
-from harness.ground.model import CleanBase, MutantResult, MutantStatus
-from harness.survey_scores import LANE_WIDE, Scores
-from harness.survivors import UNKILLED as UNKILLED_VALUES
-from harness.survivors import Entry, disagreements
-from mutants.base import MutantSpec
+from arib.coverage import to_ranges
+from arib.ground.model import CleanBase, MutantResult, MutantStatus
+from arib.mutants.base import MutantSpec
+from arib.survey_scores import LANE_WIDE, Scores
+from arib.survivors import UNKILLED as UNKILLED_VALUES
+from arib.survivors import Entry, disagreements
 
 S = MutantStatus
 # Statuses of a mutant that the suite does not kill, and that the survivors file must list.

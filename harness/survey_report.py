@@ -3,10 +3,10 @@
 The mutation-testing-report document keys each file by lane and module
 (``sqlite-file/agents/memory/sqlite_session.py``) and each mutant id by lane
 (``m-5f3f4d26671a@sqlite-file``): lanes built on one module are never merged. A mutant's
-schema status is its status on the lane (``harness.mutation_report.STATUS_MAP``); its
+schema status is its status on the lane (``arib.mutation_report.STATUS_MAP``); its
 ``coveredBy`` lists the checks whose clean runs execute its lines, ``killedBy`` its killers.
 The viewer counts a Timeout as detected; the survey's own scores never do (see
-``harness.survey_scores``).
+``arib.survey_scores``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.coverage import to_ranges
-from harness.execute import python_version, sdk_version
-from harness.ground.model import MutantKey, MutantStatus
-from harness.mutation_report import (
+from arib.coverage import to_ranges
+from arib.execute import python_version, sdk_version
+from arib.ground.model import MutantKey, MutantStatus
+from arib.mutation_report import (
     STATUS_MAP,
     SourceText,
     file_entry,
@@ -29,9 +29,9 @@ from harness.mutation_report import (
     report_document,
     validate_mutation_report,
 )
-from harness.results import atomic_write_text, environment, harness_commit
-from harness.survey import SURVEY_ENGINE, SurveyConfig
-from harness.survey_lane import LaneSurvey, MutantOutcome
+from arib.results import atomic_write_text, environment, harness_commit
+from arib.survey import SURVEY_ENGINE, SurveyConfig
+from arib.survey_lane import LaneSurvey, MutantOutcome
 
 S = MutantStatus
 # The viewer's colour bands: green from the local lanes' gate, red below the service lanes'.
@@ -138,7 +138,7 @@ def run_totals(runs: Sequence[Mapping[str, int]]) -> str:
 
 
 def clean_totals(surveys: Sequence[LaneSurvey]) -> str:
-    """One line: how many clean bases were reused (``harness.clean_cache``) or run, and the
+    """One line: how many clean bases were reused (``arib.clean_cache``) or run, and the
     kept entries that could not be used (lanes in error left out)."""
     surveys = [s for s in surveys if not s.error]
     bases = [base for s in surveys for base in s.clean.values()]

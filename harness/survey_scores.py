@@ -3,7 +3,7 @@
 How each number is computed (the README's survey section says the same):
 
 - A pair (check, mutant) on a lane is ``killed``, ``survived``, ``flaky``, ``timeout`` or
-  ``error`` when it was run (``harness.ground.model.mutant_status`` over the reruns); it is
+  ``error`` when it was run (``arib.ground.model.mutant_status`` over the reruns); it is
   ``no_coverage`` when the check's clean runs never executed the mutant's lines, and
   ``not_judgeable`` when the check's clean base was not ``held`` in every rerun, and
   ``not_run`` when another check had already killed the mutant there (the survey stops a
@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.errors import UsageError
-from harness.ground.model import MutantStatus
+from arib.ground.errors import UsageError
+from arib.ground.model import MutantStatus
 
 S = MutantStatus
 # The order statuses are listed in, everywhere.

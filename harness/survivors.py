@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import BenchError
-from harness.ground.family import active_family
-from harness.ground.model import MutantKey
+from arib.ground.errors import BenchError
+from arib.ground.family import active_family
+from arib.ground.model import MutantKey
+from arib.ground.package import data_path
 
-ROOT = Path(__file__).resolve().parent.parent
-SURVIVORS_DIR = ROOT / "mutants" / "survivors"
+SURVIVORS_DIR = data_path("arib.mutants", "survivors")
 _ID = re.compile(r"m-[0-9a-f]{12}")
 
 

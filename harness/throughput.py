@@ -6,8 +6,8 @@ trial, the same temporary folder (``fast_tmpdir()``, as admission uses), and the
 of parallel workers (the machine's cores). A third row shows ours under mutmut's timeout
 rule, 15 x (clean run + 1 s), instead of the check's fixed timeout:
 
-- ours: the libcst mutants of ``mutants.generate.generate(SQLITE_FILE)``, each judged by
-  ``harness.execute.run_check`` in a forked child of ``harness.ground.child.run_jobs``; a clean
+- ours: the libcst mutants of ``arib.mutants.generate.generate(SQLITE_FILE)``, each judged by
+  ``arib.execute.run_check`` in a forked child of ``arib.ground.child.run_jobs``; a clean
   run of the unmutated backend goes first in the same batch;
 - mutmut: a temporary project (deleted after the run, never committed) holding a copy of the
   installed module as ``sqlite_session_copy.py`` (relative imports made absolute) and one
@@ -16,7 +16,7 @@ rule, 15 x (clean run + 1 s), instead of the check's fixed timeout:
 
 The mutant sets differ (mutmut's operators are not ours); both counts are reported. The wall
 time of each tool is end to end: from the module's source to every verdict. Run with
-``python -m harness.throughput [--write]``; ``--write`` stores the figures in
+``python -m arib.throughput [--write]``; ``--write`` stores the figures in
 ``results/throughput/<date>.json``.
 """
 
@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.ground import scratch
-from harness.ground.interrupts import run_in_group
-from harness.results import atomic_write_text, environment, harness_commit
+from arib.ground import scratch
+from arib.ground.interrupts import run_in_group
+from arib.results import atomic_write_text, environment, harness_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "results" / "throughput"
@@ -55,7 +55,7 @@ CHECK_ID = "ARIB-CONC-001"
 PARAMS = {"writers": 4, "appends": 10, "trials": 1}
 RERUNS = 1
 TARGET_RATIO = 3.0  # issue 15: admission throughput at least 3x mutmut 3.8.1
-from harness.admission import GRACE_S  # noqa: E402 - the same child grace as admission
+from arib.admission import GRACE_S  # noqa: E402 - the same child grace as admission
 
 MUTMUT_MULTIPLIER = 15.0  # mutmut 3.8.1 defaults: timeout_multiplier and timeout_constant
 MUTMUT_CONSTANT_S = 1.0
@@ -69,10 +69,10 @@ import json
 import os
 
 import {copy}
-from checks.conc_001 import CHECK
-from harness.execute import RunOptions, fast_tmpdir, run_check
-from harness.ground.model import Verdict
-from targets.sdk import SQLITE_FILE, _file_builder
+from arib.checks.conc_001 import CHECK
+from arib.execute import RunOptions, fast_tmpdir, run_check
+from arib.ground.model import Verdict
+from arib.targets.sdk import SQLITE_FILE, _file_builder
 
 PARAMS = {params}
 
@@ -133,14 +133,14 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     ``timeout_rule`` "check" scales each mutant's time limit from the clean run, as admission
     does; "mutmut" uses mutmut's rule instead: 15 x (clean duration + 1 s).
     """
-    from checks.conc_001 import CHECK
-    from harness.execute import RunOptions, fast_tmpdir, run_check
-    from harness.ground.child import ChildStatus, run_jobs
-    from harness.ground.model import Verdict
-    from harness.judging import MUTANT_GRACE_S, mutant_timeout
-    from mutants.generate import generate
-    from mutants.pool import schedule
-    from targets.sdk import SQLITE_FILE
+    from arib.checks.conc_001 import CHECK
+    from arib.execute import RunOptions, fast_tmpdir, run_check
+    from arib.ground.child import ChildStatus, run_jobs
+    from arib.ground.model import Verdict
+    from arib.judging import MUTANT_GRACE_S, mutant_timeout
+    from arib.mutants.generate import generate
+    from arib.mutants.pool import schedule
+    from arib.targets.sdk import SQLITE_FILE
 
     # The harness imports its dependencies once, in the parent, before it forks (the SDK's
     # import alone takes seconds); the clock starts after that, at generation.
@@ -155,7 +155,7 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     clean_job = functools.partial(run_check, check, SQLITE_FILE, opts, None)
     judging = time.perf_counter()
     # Both rules run the clean backend first: admission scales a mutant's time limit from
-    # the clean run (harness.judging.mutant_timeout); mutmut uses 15 x (clean + 1 s).
+    # the clean run (arib.judging.mutant_timeout); mutmut uses 15 x (clean + 1 s).
     (clean,) = run_jobs([clean_job], workers=1, timeout_s=check.timeout_s + GRACE_S)
     clean_s = clean.value.duration_s if clean.status is ChildStatus.OK else check.timeout_s
     if timeout_rule == "mutmut":
@@ -311,8 +311,8 @@ def table(runs: Sequence[ToolRun]) -> str:
 
 def runner_settings() -> dict[str, Any]:
     """The settings of our runner that shape its throughput, recorded with the figures."""
-    from harness import execute, judging
-    from harness.ground import child
+    from arib import execute, judging
+    from arib.ground import child
 
     return {
         "mutant_time_limit": f"{judging.TIMEOUT_FACTOR:g} x clean run, at least "
@@ -322,7 +322,7 @@ def runner_settings() -> dict[str, Any]:
         "stalled_child": f"under {child.STALL_MAX_CPU_SHARE:.0%} CPU for "
                          f"{child.STALL_WINDOW_S:g} s, after {child.STALL_AFTER_SHARE:.0%} of "
                          f"its limit; up to {child.STALLED_PER_WORKER} per worker",
-        "order": "operators that may hang first (mutants.operators.hang_prone_first)",
+        "order": "operators that may hang first (arib.mutants.operators.hang_prone_first)",
         "claims": "verified once, on the clean run",
     }
 
@@ -354,7 +354,7 @@ def document(runs: Sequence[ToolRun], workers: int, load: tuple[float, ...]) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the tools one after the other, print the table and the ratios; 0 unless one failed."""
-    parser = argparse.ArgumentParser(prog="python -m harness.throughput",
+    parser = argparse.ArgumentParser(prog="python -m arib.throughput",
                                      description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--write", action="store_true",

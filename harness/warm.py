@@ -13,8 +13,8 @@ import importlib
 import sys
 from collections.abc import Iterable
 
-from checks.base import CheckSpec
-from targets.base import TargetSpec
+from arib.checks.base import CheckSpec
+from arib.targets.base import TargetSpec
 
 _FAILED: set[str] = set()  # could not be imported in this process: the child says why
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
 ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
 

@@ -8,9 +8,9 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 SQLITE = "agents.memory.sqlite_session"
 T = TypeVar("T")
 

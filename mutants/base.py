@@ -6,20 +6,26 @@ import difflib
 import hashlib
 import importlib
 import inspect
+import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.model import MutantKey, MutantKind, Verdict
-from mutants.swap import UnitSwap
-from targets.base import Claims
+from arib.ground.model import MutantKey, MutantKind, Verdict
+from arib.mutants.swap import UnitSwap
+from arib.targets.base import Claims
+
+_ROOT_PREFIX = re.compile(r"\barib\.")
 
 
 def mutant_id(module: str, qualname: str, operator: str, original: str, replacement: str) -> str:
-    """Stable id: a hash of where the change is and what it is, not of line numbers."""
+    """Stable id: a hash of where the change is and what it is, not of line numbers. The
+    project's modules are named relative to the import root, in the module and in the code
+    (``targets.reference``, not ``arib.targets.reference``), so ids outlive the root's name."""
+    fields = (module, qualname, operator, original, replacement)
     digest = hashlib.sha256(
-        "\x1f".join((module, qualname, operator, original, replacement)).encode()
+        "\x1f".join(_ROOT_PREFIX.sub("", field) for field in fields).encode()
     ).hexdigest()
     return f"m-{digest[:12]}"
 
@@ -49,7 +55,7 @@ class MutantSpec:
     # Why no run can tell this mutant from the original, when none can (it must survive).
     equivalent: str | None = None
     # A generated mutant that changes one function's body only: installed by swapping that
-    # function's code in place (mutants.swap), which is much cheaper than the whole module.
+    # function's code in place (arib.mutants.swap), which is much cheaper than the whole module.
     swap: UnitSwap | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -62,7 +68,7 @@ class MutantSpec:
         if self.patch is not None:
             self.patch()
         if self.source is not None:
-            from mutants.hook import serve_mutated_function, serve_mutated_module
+            from arib.mutants.hook import serve_mutated_function, serve_mutated_module
 
             if self.swap is None or not serve_mutated_function(self.module, self.source,
                                                                 self.swap):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 SQLITE = "agents.memory.sqlite_session"
 ADVANCED = "agents.extensions.memory.advanced_sqlite_session"
 

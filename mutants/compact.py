@@ -7,14 +7,14 @@ import json
 import sqlite3
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 
 
 def _snapshot_with(swap_sql: str | None, conditional: bool = True, split: bool = False) -> Any:
     """A reference ``_get_compaction_snapshot`` whose swap is given as its defect varies."""
-    from targets.reference_compaction import ReferenceSnapshot
+    from arib.targets.reference_compaction import ReferenceSnapshot
 
     async def snapshot(self: Any, limit: int, *, prune_prefix: Any = None) -> Any:
         sid = self.session_id
@@ -124,13 +124,13 @@ def reference_compaction_swap_in_two_steps() -> None:
 
 @handwritten(
     target="reference",
-    module="targets.reference_compaction",
+    module="arib.targets.reference_compaction",
     qualname="_prune_oldest",
     defect="a reclaim that ignores the expiry test: every row older than the replaced range "
     "is deleted, live items and unreadable envelopes included",
 )
 def reference_compaction_prunes_live_rows() -> None:
-    import targets.reference_compaction as module
+    import arib.targets.reference_compaction as module
 
     def prune_everything(conn: sqlite3.Connection, session_id: str, before: int,
                          prune: Any) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mutants.base import handwritten, load_class
-from mutants.pop import claim_tail
+from arib.mutants.base import handwritten, load_class
+from arib.mutants.pop import claim_tail
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 SQLITE = "agents.memory.sqlite_session"
 ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
 

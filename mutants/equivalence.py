@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
-from harness.ground.model import MutantStatus
-from mutants.base import MutantSpec
+from arib.ground.model import MutantStatus
+from arib.mutants.base import MutantSpec
 
 # CO_OPTIMIZED | CO_NEWLOCALS: set on function code, not on module or class-body code.
 _FUNCTION_FLAGS = 0x1 | 0x2

@@ -7,9 +7,9 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 SQLITE = "agents.memory.sqlite_session"
 ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
 ADVANCED = "agents.extensions.memory.advanced_sqlite_session"

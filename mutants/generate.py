@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from harness.ground.errors import MutantDefinitionError, UnknownNameError
-from harness.ground.model import MutantKind
-from mutants.base import MutantSpec, mutant_id
-from mutants.hook import installed_source
-from mutants.operators import OPERATORS, Operator, Replacement
-from mutants.report import GenerationReport as GenerationReport  # re-exported
-from mutants.report import select as select  # re-exported
-from mutants.swap import UnitSwap, import_lines, unit_swap
+from arib.ground.errors import MutantDefinitionError, UnknownNameError
+from arib.ground.model import MutantKind
+from arib.mutants.base import MutantSpec, mutant_id
+from arib.mutants.hook import installed_source
+from arib.mutants.operators import OPERATORS, Operator, Replacement
+from arib.mutants.report import GenerationReport as GenerationReport  # re-exported
+from arib.mutants.report import select as select  # re-exported
+from arib.mutants.swap import UnitSwap, import_lines, unit_swap
 
 if TYPE_CHECKING:
-    from targets.base import TargetSpec
+    from arib.targets.base import TargetSpec
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def _import_time_names(module: cst.Module) -> frozenset[str]:
     function bodies (decorators and defaults included), then what the bodies of the
     module's functions of those names refer to, and so on. A function called while the
     module is imported cannot be swapped in place: its old code already ran there
-    (``mutants.swap``)."""
+    (``arib.mutants.swap``)."""
     names: set[str] = set(_CLASS_CREATION)
     bodies: dict[str, set[str]] = {}
 
@@ -336,7 +336,7 @@ def generate_from_source(
                         renderer.check(wrapped, filename)
                         new_text = renderer.unit_text(wrapped, in_class)
                         new_source = source[:offset] + new_text + source[offset + len(text):]
-                        # Only a changed body can be swapped in place (see mutants.swap).
+                        # Only a changed body can be swapped in place (see arib.mutants.swap).
                         if (isinstance(new_unit, cst.FunctionDef)
                                 and unit.name.value not in import_time
                                 and unit.deep_equals(new_unit.with_changes(body=unit.body))):

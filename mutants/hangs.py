@@ -1,6 +1,6 @@
 """The order mutant runs are started in: the ones that may hang first.
 
-Apart from ``mutants.operators`` (which imports libcst, a third of a second), so that a run
+Apart from ``arib.mutants.operators`` (which imports libcst, a third of a second), so that a run
 whose generated mutants all come from the generation cache orders them without importing it.
 """
 

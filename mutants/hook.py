@@ -32,9 +32,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from harness.ground.errors import MutantDefinitionError
-from harness.ground.sources import module_path
-from mutants.swap import UnitSwap, swap_in
+from arib.ground.errors import MutantDefinitionError
+from arib.ground.sources import module_path
+from arib.mutants.swap import UnitSwap, swap_in
 
 
 class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -202,7 +202,7 @@ def _remember_lines(finder: MutantFinder) -> None:
 
 def installed_source(module: str) -> tuple[str, str]:
     """The path and text of the installed module ``module`` (read only, never written; found
-    without importing it or its packages: harness.ground.sources)."""
+    without importing it or its packages: arib.ground.sources)."""
     path = module_path(module)
     if path is None:
         raise MutantDefinitionError(
@@ -231,7 +231,7 @@ def edited_source(module: str, original: str, replacement: str) -> str:
 def serve_mutated_function(module_name: str, source: str, swap: UnitSwap) -> bool:
     """Make the imported ``module_name`` run the one function ``swap`` changed (``source`` is
     the whole mutated module); False, changing nothing, where only re-executing the module
-    is exact (see ``mutants.swap``). A later fresh import of the module gets ``source``."""
+    is exact (see ``arib.mutants.swap``). A later fresh import of the module gets ``source``."""
     if module_name not in sys.modules:
         return False
     path = _real_path(module_name)

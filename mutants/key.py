@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 ENCRYPT = "agents.extensions.memory.encrypt_session"
 
 
@@ -18,7 +18,7 @@ ENCRYPT = "agents.extensions.memory.encrypt_session"
     "way down to the newest row it can read",
 )
 def reference_pop_drops_unauthenticated_rows() -> None:
-    from targets import reference
+    from arib.targets import reference
 
     cls = load_class(REF, "ReferenceSession")
 

@@ -4,7 +4,7 @@ Each operator is one small function ``(node) -> list of replacements``: it retur
 list when ``node`` is not one of its sites, and one replacement per mutant otherwise (most
 sites give one; ``insert_conflict`` gives two). A replacement is a new node, or for a
 statement ``cst.RemovalSentinel.REMOVE`` / a ``cst.FlattenSentinel`` of statements. The
-generator (``mutants.generate``) walks the backend class, asks every operator about every
+generator (``arib.mutants.generate``) walks the backend class, asks every operator about every
 node and splices each replacement into its own copy of the module source.
 
 Every operator is registered once, in ``OPERATORS``, with the defect it models.
@@ -20,8 +20,8 @@ from typing import TypeVar
 import libcst as cst
 import libcst.matchers as m
 
-from mutants.hangs import HANG_PRONE
-from mutants.hangs import hang_prone_first as hang_prone_first  # re-exported
+from arib.mutants.hangs import HANG_PRONE
+from arib.mutants.hangs import hang_prone_first as hang_prone_first  # re-exported
 
 T = TypeVar("T")
 
@@ -439,7 +439,7 @@ class Operator:
 
     @property
     def may_hang(self) -> bool:
-        """Whether its mutants tend to block until their time limit (``mutants.hangs``)."""
+        """Whether its mutants tend to block until their time limit (``arib.mutants.hangs``)."""
         return self.name in HANG_PRONE
 
     @property

@@ -8,21 +8,21 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from harness.ground.errors import MutantDefinitionError
-from harness.ground.model import MutantKey
-from harness.ground.selector import Selector
-from mutants.base import MutantSpec
-from mutants.hangs import hang_prone_first
-from mutants.hook import installed_source, prepare
-from mutants.report import GenerationReport, select
-from targets.base import TargetSpec
-from targets.registry import get_target
+from arib.ground.errors import MutantDefinitionError
+from arib.ground.model import MutantKey
+from arib.ground.selector import Selector
+from arib.mutants.base import MutantSpec
+from arib.mutants.hangs import hang_prone_first
+from arib.mutants.hook import installed_source, prepare
+from arib.mutants.report import GenerationReport, select
+from arib.targets.base import TargetSpec
+from arib.targets.registry import get_target
 
 J = TypeVar("J")
 
 
 class Store(Protocol):
-    """Where generated reports are kept across runs (``harness.generation_cache``)."""
+    """Where generated reports are kept across runs (``arib.generation_cache``)."""
 
     def load(self, module: str, backend: str, source: str) -> GenerationReport | None:
         """The kept report of class ``backend`` in ``module`` (text ``source``), or None."""
@@ -73,7 +73,7 @@ def _generate(target: TargetSpec) -> GenerationReport:
     kept = store.load(target.module, target.backend, source) if store is not None else None
     if kept is not None:
         return kept
-    from mutants.generate import generate_from_source  # libcst: only when generating
+    from arib.mutants.generate import generate_from_source  # libcst: only when generating
 
     report = generate_from_source(source, target.module, target.name, target.backend)
     if store is not None:

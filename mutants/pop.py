@@ -8,9 +8,9 @@ from typing import Any
 
 import anyio
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 SQLITE = "agents.memory.sqlite_session"
 ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
 

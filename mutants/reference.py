@@ -7,11 +7,11 @@ from typing import Any
 
 import anyio
 
-from harness.ground.model import Verdict
-from mutants.base import handwritten, load_class
-from targets.base import Claims
+from arib.ground.model import Verdict
+from arib.mutants.base import handwritten, load_class
+from arib.targets.base import Claims
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 
 
 @handwritten(

@@ -8,9 +8,9 @@ import functools
 import importlib
 import pkgutil
 
-from harness.ground.errors import MutantDefinitionError, UnknownNameError
-from harness.ground.family import active_family
-from mutants.base import DEFINED_IN, FORCED, HANDWRITTEN, MutantSpec
+from arib.ground.errors import MutantDefinitionError, UnknownNameError
+from arib.ground.family import active_family
+from arib.mutants.base import DEFINED_IN, FORCED, HANDWRITTEN, MutantSpec
 
 # Modules of the mutants package that hold machinery, not hand-written mutants.
 MACHINERY = {"base", "registry", "generate", "operators", "hook", "pool", "report", "hangs"}

@@ -7,9 +7,9 @@ import asyncio
 import sqlite3
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 ASYNC_SQLITE = "agents.extensions.memory.async_sqlite_session"
 
 # Connections a mutant drops without closing: kept referenced, or CPython would close them.

@@ -1,7 +1,7 @@
 """What mutant generation produced, and the selection of generated mutants by a Selector.
 
-Kept apart from ``mutants.generate`` (which imports libcst, a third of a second): a run whose
-generated mutants all come from the generation cache (harness.generation_cache) reads and
+Kept apart from ``arib.mutants.generate`` (which imports libcst, a third of a second): a run whose
+generated mutants all come from the generation cache (arib.generation_cache) reads and
 selects them without importing libcst.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from harness.ground.errors import MutantDefinitionError
-from harness.ground.selector import Selector
-from mutants.base import MutantSpec
+from arib.ground.errors import MutantDefinitionError
+from arib.ground.selector import Selector
+from arib.mutants.base import MutantSpec
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
 SQLALCHEMY = "agents.extensions.memory.sqlalchemy_session"
 

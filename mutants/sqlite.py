@@ -7,7 +7,7 @@ import sqlite3
 import time
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
 SQLITE = "agents.memory.sqlite_session"
 ADVANCED = "agents.extensions.memory.advanced_sqlite_session"

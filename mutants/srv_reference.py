@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 
 
 @handwritten(

@@ -2,7 +2,7 @@
 
 A generated mutant changes the body of one function (a method of the backend class, or a
 module-level helper it calls) and nothing else of its module. Re-executing the whole
-mutated module in the child (``mutants.hook.serve_mutated_module``) compiles every line of
+mutated module in the child (``arib.mutants.hook.serve_mutated_module``) compiles every line of
 it and imports again every module built on it; this swaps the changed function's
 ``__code__`` instead, on the very function object the module, the class, its subclasses and
 every importer already hold, so they all run the mutated body.

@@ -7,10 +7,10 @@ from __future__ import annotations
 import importlib
 import sqlite3
 
-from mutants.base import handwritten
+from arib.mutants.base import handwritten
 
-REF = "targets.reference"
-TABLES = "targets.reference_tables"
+REF = "arib.targets.reference"
+TABLES = "arib.targets.reference_tables"
 
 
 def _install(claim: object) -> None:

@@ -6,9 +6,9 @@ import sqlite3
 import time
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REF = "targets.reference"
+REF = "arib.targets.reference"
 REDIS = "agents.extensions.memory.redis_session"
 
 

@@ -43,7 +43,7 @@ class Claims:
 class FixedGuard:
     """A condition of the backend's code that the lane's construction fixes for the life of
     every instance it builds (``self._is_memory_db`` is True for ``SQLiteSession(":memory:")``):
-    the branches it rules out can never run there (see harness.guards)."""
+    the branches it rules out can never run there (see arib.guards)."""
 
     expr: str  # as the backend module writes it, in terms of ``self``
     value: bool
@@ -60,7 +60,7 @@ class NotApplicable(Exception):
     The message names what was found on the object (e.g. a store that lives in process
     memory, which no other process can reopen); the finding is ``not_applicable``. Raised by
     a trial, or by a builder or ``Handle.reopen()`` asked for a second instance on a store
-    that no second instance can open (re-exported by ``checks.base``).
+    that no second instance can open (re-exported by ``arib.checks.base``).
     """
 
 
@@ -87,7 +87,7 @@ class Handle:
     private_store: str | None = None
     # Stores the n-th kind of row this session cannot decode, as another writer would leave
     # it (bypassing the session), and says what it stored; None where the adapter has no
-    # way to reach the store besides the session (see targets.rows).
+    # way to reach the store besides the session (see arib.targets.rows).
     write_undecodable: Callable[[int], Awaitable[str]] | None = None
 
 
@@ -122,7 +122,7 @@ class TargetSpec:
     # The longest the backend itself waits before it gives up on a lock held by another
     # connection, in seconds (SQLite's busy timeout is 5 s by default in sqlite3, aiosqlite
     # and SQLAlchemy's pysqlite/aiosqlite dialects); 0 when it has no finite wait. A mutant's
-    # time limit leaves room for it (harness.admission.mutant_timeout), so a lock a mutant
+    # time limit leaves room for it (arib.admission.mutant_timeout), so a lock a mutant
     # leaves held ends in "database is locked" (evidence), not in a timeout.
     waits_s: float = 0.0
     # The constructor keywords this lane's builder passes on from ``BuildContext.options``,

@@ -38,14 +38,14 @@ from typing import Any, TypeVar
 
 import anyio
 
-from targets.base import BuildContext, Claims, Handle, TargetSpec
-from targets.reference_advanced import with_branches
-from targets.reference_compaction import CompactionSnapshotMixin
-from targets.reference_options import OPTION_DOCS, UNREADABLE, StoreOptionsMixin
-from targets.reference_ping import PingMixin
-from targets.reference_tables import DEFAULT_PAIR, TABLE_OPTION_DOCS, claim_tables
-from targets.reference_ttl import TTL_SCHEMA, TtlMixin
-from targets.rows import sqlite_row_writer
+from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
+from arib.targets.reference_advanced import with_branches
+from arib.targets.reference_compaction import CompactionSnapshotMixin
+from arib.targets.reference_options import OPTION_DOCS, UNREADABLE, StoreOptionsMixin
+from arib.targets.reference_ping import PingMixin
+from arib.targets.reference_tables import DEFAULT_PAIR, TABLE_OPTION_DOCS, claim_tables
+from arib.targets.reference_ttl import TTL_SCHEMA, TtlMixin
+from arib.targets.rows import sqlite_row_writer
 
 T = TypeVar("T")
 
@@ -119,10 +119,10 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin, Tt
     """A session that keeps every invariant of the bench; see the module docstring.
 
     Compaction (ARIB-COMPACT-*): the snapshot protocol comes from the mixin, see
-    targets.reference_compaction. The constructor options ``encryption_key`` and
-    ``max_scan_items``: see targets.reference_options; ``ttl`` (seconds, ARIB-TTL-001):
-    targets.reference_ttl; ``create_tables``, ``sessions_table`` and ``messages_table`` (the
-    table pair a store belongs to, ARIB-TABLES-001): targets.reference_tables.
+    arib.targets.reference_compaction. The constructor options ``encryption_key`` and
+    ``max_scan_items``: see arib.targets.reference_options; ``ttl`` (seconds, ARIB-TTL-001):
+    arib.targets.reference_ttl; ``create_tables``, ``sessions_table`` and ``messages_table`` (the
+    table pair a store belongs to, ARIB-TABLES-001): arib.targets.reference_tables.
     """
 
     def __init__(self, session_id: str, db_path: str | Path, ttl: float | None = None, *,
@@ -268,7 +268,7 @@ class ReferenceSession(PingMixin, CompactionSnapshotMixin, StoreOptionsMixin, Tt
 
 
 async def _build(ctx: BuildContext) -> Handle:
-    from targets import reference  # looked up now: a mutant may have replaced the class
+    from arib.targets import reference  # looked up now: a mutant may have replaced the class
 
     session = reference.ReferenceSession(ctx.session_id, ctx.root / "reference.db",
                                          **ctx.options)
@@ -292,15 +292,15 @@ async def _build(ctx: BuildContext) -> Handle:
 REFERENCE = TargetSpec(
     name="reference",
     backend="ReferenceSession",
-    module="targets.reference",
+    module="arib.targets.reference",
     claims=Claims(has_close=True, close_is_async=True, retries_lock_errors=True,
-                  retry_note="targets.reference: a transaction that meets a lock is retried "
+                  retry_note="arib.targets.reference: a transaction that meets a lock is retried "
                              "for up to BUSY_DEADLINE_S"),
     build=_build,
-    description="the bench's own reference store: keeps every invariant (see targets.reference)",
+    description="the bench's own reference store: keeps every invariant (see targets/reference.py)",
     reference=True,
     waits_s=BUSY_DEADLINE_S,  # it retries a busy database for this long, then raises
     options={**OPTION_DOCS, **TABLE_OPTION_DOCS,
-             "ttl": "targets.reference_ttl: seconds until a session's history expires, "
+             "ttl": "arib.targets.reference_ttl: seconds until a session's history expires, "
                     "restarted by each add_items; None: never"},
 )

@@ -15,7 +15,7 @@ The model, kept simple on purpose:
   instance has its own current branch, ``main`` when opened. A branch id, once used, is never
   used again in the session (``main`` is always taken).
 - Turns, anchors, message types and tool names are computed from the items on every read
-  (``targets.reference_turns``), so they cannot drift from the items.
+  (``arib.targets.reference_turns``), so they cannot drift from the items.
 - Usage is stored per (branch, turn) with the turn's anchor (the row of its first item) at
   the time it was stored; it is reported only while that anchor is still the first item of
   that turn, so a turn emptied by pops, a deleted branch or a clear stops being reported.
@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from targets import reference_turns as turns
+from arib.targets import reference_turns as turns
 
 T = TypeVar("T")
 MAIN = "main"

@@ -36,9 +36,9 @@ T = TypeVar("T")
 UNREADABLE = object()  # what open_body returns for a row this instance cannot read
 
 OPTION_DOCS = {
-    "encryption_key": "targets.reference_options: rows are sealed with an HMAC under the "
+    "encryption_key": "arib.targets.reference_options: rows are sealed with an HMAC under the "
                       "key; rows another key sealed are skipped by reads and left by pops",
-    "max_scan_items": "targets.reference_options: a positive per-read row budget; a read "
+    "max_scan_items": "arib.targets.reference_options: a positive per-read row budget; a read "
                       "that needs more rows raises RuntimeError",
 }
 

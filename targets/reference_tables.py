@@ -27,11 +27,11 @@ CLAIM_SCHEMA = ("CREATE TABLE IF NOT EXISTS table_claim (only INTEGER PRIMARY KE
                 "CHECK (only = 1), sessions_table TEXT NOT NULL, messages_table TEXT NOT NULL)")
 
 TABLE_OPTION_DOCS = {
-    "create_tables": "targets.reference_tables: may claim an unclaimed store for its table "
+    "create_tables": "arib.targets.reference_tables: may claim an unclaimed store for its table "
                      "pair (default True); without it an unclaimed store is refused",
-    "sessions_table": "targets.reference_tables: the sessions table of the pair the store "
+    "sessions_table": "arib.targets.reference_tables: the sessions table of the pair the store "
                       "must belong to",
-    "messages_table": "targets.reference_tables: the messages table of the pair the store "
+    "messages_table": "arib.targets.reference_tables: the messages table of the pair the store "
                       "must belong to",
 }
 

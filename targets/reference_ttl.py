@@ -13,7 +13,7 @@ the same contract for its own store, kept simple:
 - The clock is the wall clock (``time.time()``), which every instance and process shares.
 
 The expiry covers the protocol history (the ``items`` table); the advanced API's branches and
-usage (targets.reference_advanced) keep no ttl. A read that finds its session expired deletes
+usage (arib.targets.reference_advanced) keep no ttl. A read that finds its session expired deletes
 inside its (deferred) transaction; a lock held by another connection makes that a busy error,
 which ``ReferenceSession._transact`` retries like any other.
 """

@@ -1,17 +1,17 @@
 """The table of every lane the bench knows, and lookup by name with a clear error.
 
 ``ALL_TARGETS`` are openai-agents' lanes; ``family_lanes()`` and the lookups below serve the
-active family (harness.ground.family), whose ``lanes`` field names its own table.
+active family (arib.ground.family), whose ``lanes`` field names its own table.
 """
 
 from __future__ import annotations
 
-from harness.ground.errors import UnknownNameError
-from harness.ground.family import active_family, plugin_lanes
-from targets.base import TargetSpec
-from targets.reference import REFERENCE
-from targets.sdk import LOCAL_TARGETS
-from targets.services import SERVICE_TARGETS
+from arib.ground.errors import UnknownNameError
+from arib.ground.family import active_family, plugin_lanes
+from arib.targets.base import TargetSpec
+from arib.targets.reference import REFERENCE
+from arib.targets.sdk import LOCAL_TARGETS
+from arib.targets.services import SERVICE_TARGETS
 
 REAL_TARGETS: tuple[TargetSpec, ...] = (*LOCAL_TARGETS, *SERVICE_TARGETS)
 ALL_TARGETS: tuple[TargetSpec, ...] = (REFERENCE, *REAL_TARGETS)
@@ -19,7 +19,7 @@ ALL_TARGETS: tuple[TargetSpec, ...] = (REFERENCE, *REAL_TARGETS)
 
 def family_lanes() -> tuple[TargetSpec, ...]:
     """Every lane of the active family, its reference first, then the lanes installed
-    packages add (harness.ground.family.plugin_lanes)."""
+    packages add (arib.ground.family.plugin_lanes)."""
     family = active_family()
     own = tuple(family.resolve("lanes"))
     return (*own, *plugin_lanes(family.name, frozenset(t.name for t in own)).loaded)

@@ -1,7 +1,7 @@
 """Adapters for the openai-agents backends that need a server or an extra package.
 
 Redis and PostgreSQL lanes read their server URL from ``ctx.services`` (filled from
-``harness.ground.services.ServiceManager.services``); every trial gets its own store on that server
+``arib.ground.services.ServiceManager.services``); every trial gets its own store on that server
 (a Redis key prefix, or a pair of PostgreSQL tables, derived from the trial's root), and
 ``reopen()`` opens a fresh instance on the same store. The encrypted lanes need no server,
 only ``cryptography``. MongoDB and Dapr are listed as not measured, with the reason.
@@ -27,17 +27,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.ground.errors import ServiceError
-from harness.ground.services import (
+from arib.ground.errors import ServiceError
+from arib.ground.services import (
     NotMeasured,
     ServiceManager,
     missing_python_driver,
     redis_keys,
     redis_probe,
 )
-from targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
-from targets.rows import NOT_JSON, PLAINTEXT, RowWriter, redis_list_writer, sqlite_row_writer
-from targets.sdk import (
+from arib.targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
+from arib.targets.rows import NOT_JSON, PLAINTEXT, RowWriter, redis_list_writer, sqlite_row_writer
+from arib.targets.sdk import (
     SQLALCHEMY_RETRY_NOTE,
     SQLALCHEMY_SQLITE_DRIVER,
     SQLITE_BUSY_TIMEOUT_S,
@@ -55,7 +55,7 @@ ENCRYPTION_TTL_S = 3600
 # Distinguishes this process's stores from those of earlier runs on an external server.
 _RUN_TOKEN = secrets.token_hex(4)
 # The stores under the encrypted lanes are SQLite files: SQLiteSession's connections and
-# SQLAlchemySession's set a 5 s busy timeout (see targets.sdk.SQLITE_BUSY_TIMEOUT_S). Redis
+# SQLAlchemySession's set a 5 s busy timeout (see arib.targets.sdk.SQLITE_BUSY_TIMEOUT_S). Redis
 # commands never wait for a lock, and PostgreSQL waits for a row lock without limit
 # (lock_timeout = 0 by default, and the SDK sets no lock_timeout or command_timeout), so
 # those lanes have no finite wait: a transaction a mutant leaves open hangs the next writer
@@ -78,7 +78,7 @@ def _service_url(ctx: BuildContext, service: str, lane: str) -> str:
         raise ServiceError(
             f"target {lane!r} needs the {service!r} service but BuildContext.services has no "
             f"{service!r} URL (has {sorted(ctx.services)!r}); fix: start it with "
-            f"harness.ground.services.ServiceManager().start({service!r}) and pass manager.services"
+            f"arib.ground.services.ServiceManager().start({service!r}) and pass manager.services"
         )
     return url
 
@@ -160,7 +160,7 @@ def _encrypted_rows(ctx: BuildContext) -> RowWriter:
 
 def redis_key_prefix(ctx: BuildContext) -> str:
     """The Redis key prefix of this trial's store (under the run's id on a user's Redis:
-    harness.ground.services.redis_keys)."""
+    arib.ground.services.redis_keys)."""
     return redis_keys.key_prefix(trial_tag(ctx))
 
 

@@ -6,14 +6,14 @@ from collections.abc import Mapping
 
 import pytest
 
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.model import Finding, Verdict
-from harness.ground.services import ServiceManager
-from mutants.registry import forced_broken, get_mutant
-from targets.base import TargetSpec
-from targets.reference import REFERENCE
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.model import Finding, Verdict
+from arib.ground.services import ServiceManager
+from arib.mutants.registry import forced_broken, get_mutant
+from arib.targets.base import TargetSpec
+from arib.targets.reference import REFERENCE
 
 
 def run_small(check_id: str, params: Mapping[str, int], mutant: str | None = None,

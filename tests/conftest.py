@@ -43,7 +43,7 @@ def _stop_signals_not_ignored():
 @pytest.fixture
 def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The temporary folder of this test (what $TMPDIR would be); the run's folders go at end."""
-    from harness.ground import scratch
+    from arib.ground import scratch
 
     base = tmp_path / "tmp"
     base.mkdir()
@@ -55,7 +55,7 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 @pytest.fixture(scope="module")
 def redis_services() -> Iterator[Mapping[str, str]]:
     """The service URLs of one throwaway redis-server per test module (none if it cannot run)."""
-    from harness.ground.services import ServiceManager
+    from arib.ground.services import ServiceManager
     from tests.checkrun import HAVE_REDIS
 
     with ServiceManager(environ={}) as manager:

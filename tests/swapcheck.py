@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import types
 
-from mutants.generate import generate
-from targets.base import TargetSpec
+from arib.mutants.generate import generate
+from arib.targets.base import TargetSpec
 
 
 def same_code(a: types.CodeType, b: types.CodeType) -> bool:

@@ -6,13 +6,13 @@ import dataclasses
 
 import pytest
 
-from checks.base import Selector
-from checks.registry import get_check
-from harness.admission import AdmissionConfig, admit
-from harness.cache import AdmissionCache
-from harness.ground.errors import GateError
-from harness.ground.model import MutantKind, MutantStatus, Trial
-from targets.base import NotApplicable
+from arib.admission import AdmissionConfig, admit
+from arib.cache import AdmissionCache
+from arib.checks.base import Selector
+from arib.checks.registry import get_check
+from arib.ground.errors import GateError
+from arib.ground.model import MutantKind, MutantStatus, Trial
+from arib.targets.base import NotApplicable
 
 
 def config(tmp_path, **kw) -> AdmissionConfig:
@@ -100,7 +100,7 @@ def test_cache_serves_unchanged_pairs(tmp_path):
 
 def _roles_run(monkeypatch) -> list[list[str]]:
     """The roles of the clean-phase jobs of each admit() call, recorded in the parent."""
-    import harness.admission as admission
+    import arib.admission as admission
 
     runs: list[list[str]] = []
     real = admission.run_jobs
@@ -162,7 +162,7 @@ def test_broken_clean_base_makes_a_kill_meaningless(tmp_path):
 
 
 def test_a_clean_base_violated_in_one_rerun_only_is_not_judgeable(tmp_path):
-    from harness.execute import derive_seed
+    from arib.execute import derive_seed
 
     base = small_conc_003()
     last = derive_seed(0, "admission", 2)  # the run seed of the third rerun
@@ -219,7 +219,7 @@ def test_selector_matching_nothing_is_named_and_the_run_goes_on(tmp_path):
 
 
 def test_a_selector_of_code_another_sdk_version_lacks_pairs_nothing_there():
-    from mutants.pool import SELECTORS_SDK, generated_for_selectors
+    from arib.mutants.pool import SELECTORS_SDK, generated_for_selectors
 
     check = dataclasses.replace(
         get_check("ARIB-REPLAY-001"),

@@ -1,13 +1,13 @@
-"""harness.api: validate() on a user's own stores, the report, and bad input."""
+"""arib.api: validate() on a user's own stores, the report, and bad input."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from harness.api import DEFAULT_CHECKS, Lane, Report, avalidate, lane, validate
-from harness.ground.errors import ParameterError, UnknownNameError, UsageError
-from harness.ground.model import Counts, Finding, Verdict
+from arib.api import DEFAULT_CHECKS, Lane, Report, avalidate, lane, validate
+from arib.ground.errors import ParameterError, UnknownNameError, UsageError
+from arib.ground.model import Counts, Finding, Verdict
 from tests.userstore import faulty
 from tests.userstore.stores import json_store, racy_store
 

@@ -37,7 +37,7 @@ def test_readme_example_store_fails_when_made_racy():
         "        items = before + items\n")
     source = source.split("report = validate(")[0]
     exec(compile(source, str(README), "exec"), namespace)
-    from harness.api import validate
+    from arib.api import validate
 
     report = validate(namespace["my_store"], checks=["ARIB-CONC-001"],  # type: ignore[arg-type]
                       params={"ARIB-CONC-001": {"writers": 4, "appends": 5}})

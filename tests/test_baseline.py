@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.registry import get_check
-from harness.baseline import (
+from arib.baseline import (
     accept,
     baseline_gaps,
     baseline_path,
@@ -21,23 +20,24 @@ from harness.baseline import (
     merge,
     newest_whole_runs,
 )
-from harness.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
-from harness.cache import AdmissionCache
-from harness.cli import main
-from harness.compare import ChangeKind, gate
-from harness.ground.errors import UsageError
-from harness.ground.model import Cell
-from harness.ground.services import ServiceManager
-from harness.results import atomic_write_text, folder_lock, read_results, validate
-from harness.run_coverage import (
+from arib.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
+from arib.cache import AdmissionCache
+from arib.checks.registry import get_check
+from arib.cli import main
+from arib.compare import ChangeKind, gate
+from arib.ground.errors import UsageError
+from arib.ground.model import Cell
+from arib.ground.services import ServiceManager
+from arib.results import atomic_write_text, folder_lock, read_results, validate
+from arib.run_coverage import (
     INTERRUPTED,
     NOT_SELECTED_CHECK,
     NOT_SELECTED_LANE,
     coverage_of,
     known_selection,
 )
-from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
-from targets.services import REDIS_FROM_URL
+from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
+from arib.targets.services import REDIS_FROM_URL
 
 ROOT = Path(__file__).parent.parent
 LEGACY = ROOT / "results" / "2026-11-29-openai-agents-0.24.0.json"
@@ -317,14 +317,14 @@ def test_a_committed_baseline_is_whole(path: Path) -> None:
     version (in the run it was accepted from and in the newest run committed), and was
     accepted with today's definition of every check: else the bench of a fresh clone gates
     on cells `new`. (The LangGraph family's: tests/langgraph/test_baselines.py.)"""
-    from harness.baseline import committed_gaps
+    from arib.baseline import committed_gaps
 
     problems = committed_gaps(path, ROOT_DIR / "results")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
 
 
 def test_a_baseline_lacking_an_admitted_check_s_cells_is_not_whole() -> None:
-    from harness.baseline import baseline_gaps
+    from arib.baseline import baseline_gaps
 
     def run(admitted: list[str], findings: list[tuple[str, str]],
             checks: list[dict[str, object]]) -> dict[str, object]:

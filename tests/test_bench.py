@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checks.registry import get_check
-from harness.bench import LaneRun, longest_first, run_bench
-from harness.execute import RunOptions, sdk_version
-from harness.ground.proctime import process_age_s
-from harness.results import read_results
-from targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
+from arib.bench import LaneRun, longest_first, run_bench
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, sdk_version
+from arib.ground.proctime import process_age_s
+from arib.results import read_results
+from arib.targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.test_baseline import REPLAY, small_config
 
 

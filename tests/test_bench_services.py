@@ -10,12 +10,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from checks.registry import get_check
-from harness.bench import BenchConfig, run_bench
-from harness.cache import AdmissionCache
-from harness.ground.services import ServiceManager
-from targets.sdk import SQLITE_FILE
-from targets.services import REDIS_FROM_URL, SQLALCHEMY_POSTGRES
+from arib.bench import BenchConfig, run_bench
+from arib.cache import AdmissionCache
+from arib.checks.registry import get_check
+from arib.ground.services import ServiceManager
+from arib.targets.sdk import SQLITE_FILE
+from arib.targets.services import REDIS_FROM_URL, SQLALCHEMY_POSTGRES
 
 HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
 HAVE_POSTGRES = (ServiceManager(environ={}).availability("postgres") is None

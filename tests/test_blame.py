@@ -1,4 +1,4 @@
-"""harness.blame: a backend's exception inside a check is evidence, for every check.
+"""arib.blame: a backend's exception inside a check is evidence, for every check.
 
 Every check of the family, by name, runs on the reference lane whose reads, writes, pops and
 clears start raising ValueError after a few calls: the finding is a verdict (violated, or an
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from checks.registry import get_check, load_checks
-from harness.blame import MODE, backend_raised
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.model import Finding, Verdict
-from targets.reference import REFERENCE, ReferenceSession
+from arib.blame import MODE, backend_raised
+from arib.checks.registry import get_check, load_checks
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.model import Finding, Verdict
+from arib.targets.reference import REFERENCE, ReferenceSession
 
 FAILURE = "the backend failed to decode a row"
 METHODS = ("get_items", "add_items", "pop_item", "clear_session")
@@ -86,7 +86,7 @@ def _harness_runs(source: str, **names: Any) -> BaseException:
 
 def test_an_exception_the_harness_raises_itself_is_not_the_backends(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("harness.blame.HARNESS", ("/x/harness/",))
+    monkeypatch.setattr("arib.blame.HARNESS", ("/x/harness/",))
     where = backend_raised(_caught(_raise_from_backend))
     assert where is not None and where.startswith("test_blame.py:") and MODE == "backend_raised"
     assert backend_raised(_harness_runs("raise KeyError('x')")) is None
@@ -96,7 +96,7 @@ def test_an_exception_the_harness_raises_itself_is_not_the_backends(
 
 def test_a_call_the_backend_refused_as_made_is_the_harness_misuse(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("harness.blame.HARNESS", ("/x/harness/",))
+    monkeypatch.setattr("arib.blame.HARNESS", ("/x/harness/",))
 
     def backend(limit: int) -> None:
         del limit
@@ -112,7 +112,7 @@ def test_a_call_the_backend_refused_as_made_is_the_harness_misuse(
 
 def test_a_task_group_of_backend_exceptions_is_the_backends(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("harness.blame.HARNESS", ("/x/harness/",))
+    monkeypatch.setattr("arib.blame.HARNESS", ("/x/harness/",))
     import sys
 
     if sys.version_info >= (3, 11):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import AdmissionCache, Lookup, contradiction
-from harness.ground.model import MutantKind, MutantResult, MutantStatus, Verdict
+from arib.cache import AdmissionCache, Lookup, contradiction
+from arib.ground.model import MutantKind, MutantResult, MutantStatus, Verdict
 
 
 def result() -> MutantResult:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from checks.atom_001 import ANY, compare
-from checks.common import canonical
-from harness.ground.model import Verdict
-from targets.registry import get_target
+from arib.checks.atom_001 import ANY, compare
+from arib.checks.common import canonical
+from arib.ground.model import Verdict
+from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL = {"trials": 2, "steps": 16}

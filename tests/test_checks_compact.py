@@ -9,19 +9,19 @@ from typing import Any
 import anyio
 import pytest
 
-from checks import _compaction as shared
-from checks.base import NotApplicable
-from checks.common import canonical
-from checks.compact_002 import replaced_suffix
-from checks.compact_003 import allowed_finals
-from checks.compact_004 import encrypted_view, expected_compaction, reclaim_problem
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.model import Verdict
-from mutants.registry import forced_broken, get_mutant
-from targets.reference import REFERENCE
-from targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
+from arib.checks import _compaction as shared
+from arib.checks.base import NotApplicable
+from arib.checks.common import canonical
+from arib.checks.compact_002 import replaced_suffix
+from arib.checks.compact_003 import allowed_finals
+from arib.checks.compact_004 import encrypted_view, expected_compaction, reclaim_problem
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.model import Verdict
+from arib.mutants.registry import forced_broken, get_mutant
+from arib.targets.reference import REFERENCE
+from arib.targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.checkrun import run_small
 
 SMALL: dict[str, dict[str, int]] = {
@@ -99,7 +99,7 @@ def test_abstains_when_the_sdk_predates_the_suffix_contract(
 
 
 def test_ttl_check_abstains_without_encrypted_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    import checks.compact_004 as c4
+    import arib.checks.compact_004 as c4
 
     monkeypatch.setattr(c4, "ENCRYPT_MODULE", "agents.extensions.memory.no_such_module")
 

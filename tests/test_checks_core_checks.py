@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from checks._problems import Problems
-from checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
-from checks.base import TrialContext
-from checks.corrupt_001 import Ledger, plan_rows
-from checks.limit_001 import Edge, edge_problem, judge_limit
-from checks.retry_001 import judge_call
-from harness.ground.model import Verdict
-from targets.base import BuildContext
-from targets.reference import REFERENCE
-from targets.registry import get_target
+from arib.checks._problems import Problems
+from arib.checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
+from arib.checks.base import TrialContext
+from arib.checks.corrupt_001 import Ledger, plan_rows
+from arib.checks.limit_001 import Edge, edge_problem, judge_limit
+from arib.checks.retry_001 import judge_call
+from arib.ground.model import Verdict
+from arib.targets.base import BuildContext
+from arib.targets.reference import REFERENCE
+from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {

@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness.ground.model import Verdict
-from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
-from targets.registry import REAL_TARGETS, get_target
-from targets.sdk import MEMORY_OWNER_FILE, SQLALCHEMY_SQLITE_MEMORY, SQLITE_MEMORY
+from arib.ground.model import Verdict
+from arib.targets.base import BuildContext, Handle, NotApplicable, TargetSpec
+from arib.targets.registry import REAL_TARGETS, get_target
+from arib.targets.sdk import MEMORY_OWNER_FILE, SQLALCHEMY_SQLITE_MEMORY, SQLITE_MEMORY
 from tests.checkrun import run_small
 
 LOCAL = ("reference", "sqlite-file", "async-sqlite-file", "advanced-sqlite-file",
@@ -154,7 +154,7 @@ def test_every_check_judges_or_abstains_on_a_memory_lane(lane: str) -> None:
     CANCEL-001, in some trials) and a cancelled call after which the pool replaces that
     connection, and with it the whole store (NET-001, read as ``store_unreadable``). A read
     of the wrong store (a new, empty database) would show as lost items anywhere else."""
-    from checks.registry import load_checks
+    from arib.checks.registry import load_checks
 
     shared = {"ARIB-ORDER-001", "ARIB-CLEAR-001", "ARIB-CANCEL-001", "ARIB-NET-001"}
     for check in load_checks():

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from checks.common import canonical
-from checks.conc_003 import MODES, OPS, outcome_mode, trial_mode
-from checks.fidelity_001 import shapes
-from harness.ground.model import Finding, Verdict
+from arib.checks.common import canonical
+from arib.checks.conc_003 import MODES, OPS, outcome_mode, trial_mode
+from arib.checks.fidelity_001 import shapes
+from arib.ground.model import Finding, Verdict
 from tests.checkrun import run_small
 
 SMALL = {

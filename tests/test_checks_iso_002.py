@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from harness.ground.model import Verdict
-from targets.registry import get_target
+from arib.ground.model import Verdict
+from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, on_redis, run_small
 
 SMALL = {"trials": 2}

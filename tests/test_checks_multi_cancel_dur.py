@@ -13,15 +13,15 @@ from typing import Any
 import anyio
 import pytest
 
-from checks import _forked
-from checks.cancel_001 import _cancelled_call
-from checks.dur_001 import _judge, process_local_store
-from checks.registry import get_check
-from harness.ground.model import Finding, Verdict
-from mutants.registry import get_mutant
-from targets.base import BuildContext, Handle, TargetSpec
-from targets.reference import REFERENCE
-from targets.sdk import SQLITE_FILE
+from arib.checks import _forked
+from arib.checks.cancel_001 import _cancelled_call
+from arib.checks.dur_001 import _judge, process_local_store
+from arib.checks.registry import get_check
+from arib.ground.model import Finding, Verdict
+from arib.mutants.registry import get_mutant
+from arib.targets.base import BuildContext, Handle, TargetSpec
+from arib.targets.reference import REFERENCE
+from arib.targets.sdk import SQLITE_FILE
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {

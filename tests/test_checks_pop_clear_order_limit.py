@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from checks.clear_001 import Call, judge_clear, serial_order_problem, split_batches
-from checks.limit_001 import Stamp, Window, judge_limit, window_problem
-from checks.order_001 import Append, judge_order
-from checks.pop_001 import judge_pops
-from checks.registry import get_check
-from harness.ground.model import Counts
-from mutants.registry import get_mutant
+from arib.checks.clear_001 import Call, judge_clear, serial_order_problem, split_batches
+from arib.checks.limit_001 import Stamp, Window, judge_limit, window_problem
+from arib.checks.order_001 import Append, judge_order
+from arib.checks.pop_001 import judge_pops
+from arib.checks.registry import get_check
+from arib.ground.model import Counts
+from arib.mutants.registry import get_mutant
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates
 
 SMALL: dict[str, dict[str, int]] = {

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from checks.release_001 import is_store_error, open_files
-from harness.ground.model import Verdict
-from targets.registry import get_target
+from arib.checks.release_001 import is_store_error, open_files
+from arib.ground.model import Verdict
+from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL = {"trials": 1, "points": 3}

@@ -15,19 +15,19 @@ import anyio
 import anyio.abc
 import pytest
 
-from checks._netfault import Cut, Direction, cut_proxy, with_query
-from checks.registry import get_check
-from checks.srv_drain import Call, judge_drain
-from checks.srv_fresh import answer_problem
-from checks.srv_net import Fault, Outcome, judge_call
-from checks.srv_window import edge_limits, window_problem
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.model import Finding, Verdict
-from harness.ground.services import ServiceManager
-from mutants.registry import get_mutant
-from targets.base import TargetSpec
-from targets.registry import get_target
+from arib.checks._netfault import Cut, Direction, cut_proxy, with_query
+from arib.checks.registry import get_check
+from arib.checks.srv_drain import Call, judge_drain
+from arib.checks.srv_fresh import answer_problem
+from arib.checks.srv_net import Fault, Outcome, judge_call
+from arib.checks.srv_window import edge_limits, window_problem
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.model import Finding, Verdict
+from arib.ground.services import ServiceManager
+from arib.mutants.registry import get_mutant
+from arib.targets.base import TargetSpec
+from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {

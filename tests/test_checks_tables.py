@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground.model import Verdict
-from targets.reference import ReferenceSession
-from targets.registry import get_target
+from arib.ground.model import Verdict
+from arib.targets.reference import ReferenceSession
+from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL = {"trials": 1}

@@ -15,14 +15,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.model import Finding, Verdict
-from mutants.registry import forced_broken
-from targets.base import BuildContext
-from targets.reference import REFERENCE, ReferenceSession
-from targets.registry import get_target
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.model import Finding, Verdict
+from arib.mutants.registry import forced_broken
+from arib.targets.base import BuildContext
+from arib.targets.reference import REFERENCE, ReferenceSession
+from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, on_redis, run_small
 
 SMALL: dict[str, dict[str, int]] = {

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground import owners, scratch
-from harness.ground.child import ChildStatus, Watchdog, run_jobs, run_one
+from arib.ground import owners, scratch
+from arib.ground.child import ChildStatus, Watchdog, run_jobs, run_one
 
 
 def test_value_comes_back():
@@ -165,7 +165,7 @@ def _state(pid: int) -> str:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_runnable_tells_a_computing_process_from_a_sleeping_one():
-    from harness.ground.child import _runnable
+    from arib.ground.child import _runnable
 
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
@@ -301,7 +301,7 @@ def test_an_interrupted_run_kills_children_and_grandchildren(tmp_path: Path,
 
 
 def _marks_then_delivers_early(path: str, early: bool) -> str:
-    from harness.ground.child import before_result, finish_early
+    from arib.ground.child import before_result, finish_early
 
     before_result(lambda: Path(path).write_text("marked"))
     if early:

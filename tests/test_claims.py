@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.model import Verdict
-from targets.base import Claims, verify_claims
-from targets.reference import REFERENCE
-from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, run_check
+from arib.ground.model import Verdict
+from arib.targets.base import Claims, verify_claims
+from arib.targets.reference import REFERENCE
+from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 
 
 class WithSyncClose:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.clean_cache import CleanCache, CleanEntry, Reuse, keepable
-from harness.ground.model import CleanBase, Verdict
-from harness.inputs import Installation
+from arib.clean_cache import CleanCache, CleanEntry, Reuse, keepable
+from arib.ground.model import CleanBase, Verdict
+from arib.inputs import Installation
 
 H, V, NA = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE
 INPUTS = {"functions": {}, "distributions": {"anyio": "4.0"}}

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-import checks.registry
-from harness.bench import run_bench
-from harness.cli import main
-from harness.commands import parse_params
-from harness.ground.errors import ParameterError
-from harness.ground.services import ServiceManager
+import arib.checks.registry
+from arib.bench import run_bench
+from arib.cli import main
+from arib.commands import parse_params
+from arib.ground.errors import ParameterError
+from arib.ground.services import ServiceManager
 
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
                    for name in ("redis", "postgres"))
@@ -85,10 +85,10 @@ def test_run_refuses_a_param_of_another_check(capsys):
 
 
 def test_run_without_a_server_is_not_measured_exit_4(capsys, monkeypatch):
-    import harness.ground.binaries
+    import arib.ground.binaries
 
     monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.setattr(harness.ground.binaries, "find", lambda *args, **kwargs: None)
+    monkeypatch.setattr(arib.ground.binaries, "find", lambda *args, **kwargs: None)
     code, out, err = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane",
                          "redis-from-url", "--trial-seed", "1")
     assert code == 4 and out == ""
@@ -155,12 +155,12 @@ def test_run_uses_the_server_named_by_redis_url(capsys, monkeypatch):
 
 def test_a_malformed_survivors_file_stops_the_survey_naming_the_line(capsys, tmp_path,
                                                                     monkeypatch):
-    import harness.survivors
-    from harness.execute import sdk_version
+    import arib.survivors
+    from arib.execute import sdk_version
 
     (tmp_path / f"openai-agents-{sdk_version()}.txt").write_text(
         "# header\nsqlite-file m-5f3f4d26671a maybe a reason\n")
-    monkeypatch.setattr(harness.survivors, "SURVIVORS_DIR", tmp_path)
+    monkeypatch.setattr(arib.survivors, "SURVIVORS_DIR", tmp_path)
     code, _, err = run(capsys, "survey", "--lanes", "reference")
     assert code == 2
     assert "line 2" in err and "unknown category 'maybe'" in err
@@ -169,13 +169,13 @@ def test_a_malformed_survivors_file_stops_the_survey_naming_the_line(capsys, tmp
 
 def canned(statuses, error=None):
     """A surveyed reference lane whose mutants got ``statuses`` (no child runs)."""
-    from harness.survey_lane import LaneSurvey, MutantOutcome
-    from mutants.pool import generated_for_lane
+    from arib.mutants.pool import generated_for_lane
+    from arib.survey_lane import LaneSurvey, MutantOutcome
 
     pool = generated_for_lane("reference").mutants
     outcomes = tuple(MutantOutcome(m, s, "canned", None, {})
                      for m, s in zip(pool[:len(statuses)], statuses, strict=True))
-    return LaneSurvey("reference", "targets.reference", "", outcomes, 0, {}, {}, frozenset(),
+    return LaneSurvey("reference", "arib.targets.reference", "", outcomes, 0, {}, {}, frozenset(),
                       (), {}, error)
 
 
@@ -187,11 +187,11 @@ def canned(statuses, error=None):
     (["no_coverage"] * 3, [], 4, "the survey judged no mutant"),
 ])
 def test_survey_exit_codes(capsys, monkeypatch, statuses, gate, code, needle):
-    import harness.survey
-    from harness.ground.model import MutantStatus
+    import arib.survey
+    from arib.ground.model import MutantStatus
 
     lane = canned([MutantStatus(s) for s in statuses])
-    monkeypatch.setattr(harness.survey, "survey", lambda config: (lane,))
+    monkeypatch.setattr(arib.survey, "survey", lambda config: (lane,))
     argv = ["survey", "--lanes", "reference", "--quiet"]
     for value in gate:
         argv += ["--fail-under", value]
@@ -201,11 +201,11 @@ def test_survey_exit_codes(capsys, monkeypatch, statuses, gate, code, needle):
 
 
 def test_a_lane_in_error_fails_the_survey(capsys, monkeypatch):
-    import harness.survey
-    from harness.ground.model import MutantStatus
+    import arib.survey
+    from arib.ground.model import MutantStatus
 
     bad = canned([MutantStatus.ERROR] * 2, error="coverage of ARIB-CONC-001 failed: test")
-    monkeypatch.setattr(harness.survey, "survey", lambda config: (bad,))
+    monkeypatch.setattr(arib.survey, "survey", lambda config: (bad,))
     code, out, err = run(capsys, "survey", "--lanes", "reference", "--fail-under", "0")
     assert code == 4
     assert "ERROR: not surveyed: coverage of ARIB-CONC-001 failed: test" in out
@@ -233,7 +233,7 @@ def test_unusable_out_is_refused_before_anything_is_measured(capsys, tmp_path, m
     (tmp_path / "a-file").write_text("not a folder")
     out = make_out(tmp_path)
     measured = []
-    monkeypatch.setattr("harness.bench.admit", lambda *a, **k: measured.append(a) or ())
+    monkeypatch.setattr("arib.bench.admit", lambda *a, **k: measured.append(a) or ())
     code, _, err = run(capsys, *QUICK, "--out", str(out))
     assert code == 2 and measured == []
     assert f"--out {str(out)!r} is not a writable folder" in err
@@ -252,8 +252,8 @@ def test_a_check_module_that_cannot_be_imported_is_a_usage_error(capsys, tmp_pat
     (package / "oops_001.py").write_text('CHECK = CheckSpec(id="ARIB-OOPS-001",\n')
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("load_checks", "declared_ids"):
-        monkeypatch.setattr(checks.registry, name,
-                            functools.partial(getattr(checks.registry, name), "brokenchecks"))
+        monkeypatch.setattr(arib.checks.registry, name,
+                            functools.partial(getattr(arib.checks.registry, name), "brokenchecks"))
     code, _, err = run(capsys, "bench", "--lanes", "sqlite-file", "--quiet", *selection,
                        "--out", str(tmp_path / "r"))
     assert code == 2
@@ -267,7 +267,7 @@ def test_a_harness_crash_exits_4_with_one_line_and_the_traceback(capsys, monkeyp
     def crash(*_args, **_kwargs):
         raise RuntimeError("registry exploded")
 
-    monkeypatch.setattr(checks.registry, "load_checks", crash)
+    monkeypatch.setattr(arib.checks.registry, "load_checks", crash)
     code, _, err = run(capsys, "list")
     assert code == 4
     first, *rest = err.strip().splitlines()
@@ -286,7 +286,7 @@ def test_interrupted_bench_says_what_was_written(capsys, tmp_path, monkeypatch):
 
         return run_bench(dataclasses.replace(config, on_lane_start=stop))
 
-    monkeypatch.setattr("harness.bench.run_bench", interrupted_at_second_lane)
+    monkeypatch.setattr("arib.bench.run_bench", interrupted_at_second_lane)
     # One cell at a time: the first lane's cell is measured before the second one starts.
     code, _, err = run(capsys, *QUICK, "--workers", "1", "--out", str(tmp_path))
     assert code == 130
@@ -299,7 +299,7 @@ def test_interrupted_before_any_result_says_nothing_was_written(capsys, tmp_path
     def interrupt(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("harness.bench.admit", interrupt)
+    monkeypatch.setattr("arib.bench.admit", interrupt)
     code, _, err = run(capsys, *QUICK, "--out", str(tmp_path))
     assert code == 130 and err.startswith("interrupted")
     assert err.strip().endswith("nothing was written") and len(err.strip().splitlines()) == 1
@@ -317,7 +317,7 @@ def test_version_names_the_tool_and_its_families(capsys) -> None:
 @pytest.mark.parametrize("cores, workers", [(1, 1), (2, 2), (8, 2), (None, 1)])
 def test_the_bench_measures_two_cells_at_once_never_more_than_the_cores(
         capsys, monkeypatch, cores, workers) -> None:
-    from harness.bench import default_workers
+    from arib.bench import default_workers
 
     monkeypatch.setattr("os.cpu_count", lambda: cores)
     assert default_workers() == workers
@@ -327,7 +327,7 @@ def test_the_bench_measures_two_cells_at_once_never_more_than_the_cores(
         asked.append(config.workers)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("harness.bench.run_bench", record)
+    monkeypatch.setattr("arib.bench.run_bench", record)
     assert run(capsys, *QUICK)[0] == 130
     assert run(capsys, *QUICK, "--workers", "1")[0] == 130
     assert asked == [workers, 1]

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from harness.cli import main
-from harness.compare import (
+from arib.cli import main
+from arib.compare import (
     ChangeKind,
     cross_version_markdown,
     diff_runs,
@@ -16,8 +16,8 @@ from harness.compare import (
     load_runs,
     render_gate,
 )
-from harness.report import render_markdown
-from harness.summary import append_job_summary, job_summary
+from arib.report import render_markdown
+from arib.summary import append_job_summary, job_summary
 
 SMALL = ["bench", "--lanes", "sqlite-file", "--checks", "ARIB-REPLAY-001",
          "--param", "ARIB-REPLAY-001.trials=1", "--reruns", "1", "--quiet"]
@@ -66,7 +66,7 @@ def test_changed_cell_fails_with_exit_3_naming_it(run_dir, capsys):
     assert main([*SMALL, "--out", str(run_dir)]) == 3
     err = capsys.readouterr().err
     assert "ARIB-REPLAY-001 on sqlite-file" in err and "verdict" in err
-    assert "python -m harness accept --sdk" in err
+    assert "python -m arib accept --sdk" in err
 
 
 def test_diff_kinds(run_dir):
@@ -326,7 +326,7 @@ def test_a_cell_violated_in_another_way_is_a_mode_change(run_dir, tmp_path):
 
 
 def summary_of(doc):
-    from harness.compare import summary
+    from arib.compare import summary
 
     return summary(doc["findings"][0])
 

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from harness.coverage import (
+from arib.coverage import (
     ModuleLines,
     executable_lines,
     from_ranges,
@@ -22,7 +22,7 @@ from harness.coverage import (
     recording,
     to_ranges,
 )
-from mutants.generate import generate_from_source
+from arib.mutants.generate import generate_from_source
 
 WORKLOAD = '''\
 import asyncio
@@ -251,8 +251,8 @@ def test_a_change_inside_a_multiline_string_maps_to_its_statement(mapped) -> Non
 
 
 def test_a_change_outside_any_statement_is_unmapped() -> None:
-    from harness.ground.model import MutantKind
-    from mutants.base import MutantSpec
+    from arib.ground.model import MutantKind
+    from arib.mutants.base import MutantSpec
 
     source = "# a comment only\nx = 1\n"
     spec = MutantSpec("m-000000000000", MutantKind.GENERATED, "lane", "mod", "nothing",
@@ -263,7 +263,7 @@ def test_a_change_outside_any_statement_is_unmapped() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring needs Python 3.12+")
 def test_a_busy_monitoring_tool_id_is_named(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from harness.coverage import CoverageError
+    from arib.coverage import CoverageError
 
     monitoring = sys.monitoring
     taken = []
@@ -303,11 +303,11 @@ def test_installed_functions_that_start_are_recorded_by_file_and_first_line(
 
 def test_a_clean_run_in_a_child_ends_its_record_also_when_it_delivers_early(
         tmp_path: Path) -> None:
-    from checks.registry import get_check
-    from harness.coverage import covered_run
-    from harness.execute import RunOptions
-    from harness.ground.child import ChildStatus, run_jobs
-    from targets.reference import REFERENCE
+    from arib.checks.registry import get_check
+    from arib.coverage import covered_run
+    from arib.execute import RunOptions
+    from arib.ground.child import ChildStatus, run_jobs
+    from arib.targets.reference import REFERENCE
 
     check = get_check("ARIB-CONC-001")
     opts = RunOptions(params=check.resolve_params({"writers": 2, "appends": 2, "trials": 1}))
@@ -325,18 +325,18 @@ def test_a_clean_run_in_a_child_ends_its_record_also_when_it_delivers_early(
 def test_what_only_the_claims_probe_runs_is_not_counted_as_reached(
         workload: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Mutant runs skip the claims probe; the coverage run must not credit its lines either.
-    import harness.execute
-    from checks.registry import get_check
-    from harness.coverage import covered_run
-    from harness.execute import RunOptions
-    from harness.ground.child import ChildStatus, run_jobs
-    from targets.reference import REFERENCE
+    import arib.execute
+    from arib.checks.registry import get_check
+    from arib.coverage import covered_run
+    from arib.execute import RunOptions
+    from arib.ground.child import ChildStatus, run_jobs
+    from arib.targets.reference import REFERENCE
 
     async def probe(*args: object, **kwargs: object) -> None:
         workload.never(1)  # stands for code only the probe reaches
         return None
 
-    monkeypatch.setattr(harness.execute, "probe_claims", probe)
+    monkeypatch.setattr(arib.execute, "probe_claims", probe)
     check = get_check("ARIB-CONC-001")
     opts = RunOptions(params=check.resolve_params({"writers": 2, "appends": 2, "trials": 1}))
     record = tmp_path / "record"

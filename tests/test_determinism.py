@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from checks.registry import load_checks
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from targets.reference import REFERENCE
+from arib.checks.registry import load_checks
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.targets.reference import REFERENCE
 
 
 def signatures(run_seed: int):

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from checks.registry import load_checks
-from harness.docs import BEGIN, END, render_readme
-from harness.ground.errors import UsageError
+from arib.checks.registry import load_checks
+from arib.docs import BEGIN, END, render_readme
+from arib.ground.errors import UsageError
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_readme_table_is_current():
     text = README.read_text()
-    assert render_readme(text, load_checks()) == text, "run `python -m harness docs`"
+    assert render_readme(text, load_checks()) == text, "run `python -m arib docs`"
 
 
 def test_every_check_is_in_the_table():
@@ -31,8 +31,8 @@ def test_missing_markers_are_named():
 
 
 def test_every_operator_is_in_the_table():
-    from harness.docs import OPS_BEGIN, OPS_END
-    from mutants.operators import OPERATORS
+    from arib.docs import OPS_BEGIN, OPS_END
+    from arib.mutants.operators import OPERATORS
 
     block = README.read_text().split(OPS_BEGIN, 1)[1].split(OPS_END, 1)[0]
     for name, op in OPERATORS.items():

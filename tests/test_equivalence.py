@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.ground.model import MutantKind, MutantStatus
-from mutants.base import MutantSpec, mutant_id
-from mutants.equivalence import classify, shape, unit_codes, unit_name
+from arib.ground.model import MutantKind, MutantStatus
+from arib.mutants.base import MutantSpec, mutant_id
+from arib.mutants.equivalence import classify, shape, unit_codes, unit_name
 
 ORIGINAL = '''\
 from __future__ import annotations

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from checks.base import CheckSpec, Param
-from checks.registry import get_check
-from harness.execute import RunOptions, child_finding, derive_seed, run_check
-from harness.ground.child import ChildOutcome, ChildStatus
-from harness.ground.model import Counts, Finding, Trial, Verdict
-from mutants.registry import get_mutant
-from targets.reference import REFERENCE
-from targets.sdk import SQLITE_FILE
+from arib.checks.base import CheckSpec, Param
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, child_finding, derive_seed, run_check
+from arib.ground.child import ChildOutcome, ChildStatus
+from arib.ground.model import Counts, Finding, Trial, Verdict
+from arib.mutants.registry import get_mutant
+from arib.targets.reference import REFERENCE
+from arib.targets.sdk import SQLITE_FILE
 
 
 def small(check_id: str, **params: int) -> tuple[CheckSpec, RunOptions]:
@@ -84,7 +84,7 @@ def test_replay_seed_reproduces_the_trial():
 
 def test_mutant_installed_in_process_breaks_reference():
     # In-process install is only for this test; the harness installs mutants in children.
-    from harness.ground.child import run_one
+    from arib.ground.child import run_one
 
     check, opts = small("ARIB-CONC-002", trials=2)
     mutant = get_mutant("reference_racy_close")
@@ -104,7 +104,7 @@ def test_a_trial_that_ignores_cancellation_is_reported_by_the_watchdog():
 
     import anyio
 
-    from harness.ground.child import run_one
+    from arib.ground.child import run_one
 
     async def blocked(ctx):
         # A worker thread that cannot be cancelled, like a write waiting on a database lock.
@@ -121,7 +121,7 @@ def test_a_trial_that_ignores_cancellation_is_reported_by_the_watchdog():
 
 
 def test_claims_are_skipped_only_when_already_verified_and_never_for_a_claim_mutant():
-    from targets.base import Claims
+    from arib.targets.base import Claims
 
     check, opts = small("ARIB-CONC-002", trials=1)
     lying = SQLITE_FILE.with_claims(Claims(has_close=False))
@@ -184,8 +184,8 @@ def test_every_failed_child_status_is_covered_and_long_details_are_cut_for_the_b
 @pytest.mark.parametrize("on_disk", [False, True])
 def test_a_durability_check_works_on_the_real_disk_even_where_runs_use_tmpfs(
         on_disk: bool, tmp_path: Path) -> None:
-    from harness.ground import scratch
-    from harness.ground.child import run_one
+    from arib.ground import scratch
+    from arib.ground.child import run_one
 
     fast = tmp_path / "fast"  # stands for /dev/shm
     fast.mkdir()

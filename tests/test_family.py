@@ -2,7 +2,7 @@
 
 The toy family (tests/toyfamily/arib_toy) is found the way an installed package would be: a
 ``.dist-info`` folder with an ``arib.families`` entry point on the path. admit, bench and
-survey then run on it through ``python -m harness --family toy-notes`` with no change to
+survey then run on it through ``python -m arib --family toy-notes`` with no change to
 harness/.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground import family as family_mod
-from harness.ground.errors import PluginError, UnknownNameError
-from harness.ground.family import Family, active_family, get_family
+from arib.ground import family as family_mod
+from arib.ground.errors import PluginError, UnknownNameError
+from arib.ground.family import Family, active_family, get_family
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "tests" / "toyfamily"
@@ -36,7 +36,7 @@ def install_entry_point(folder: Path, name: str, ref: str, dist: str = "arib-toy
 def harness(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TOY), str(tmp), str(ROOT)])}
     env.pop("ARIB_FAMILY", None)
-    return subprocess.run([sys.executable, "-m", "harness", "--family", "toy-notes", *args],
+    return subprocess.run([sys.executable, "-m", "arib", "--family", "toy-notes", *args],
                           cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -71,7 +71,7 @@ def test_an_unknown_family_names_the_known_ones() -> None:
 
 @pytest.mark.parametrize(("name", "ref", "message"), [
     ("broken", "no_such_module_xyz:FAMILY", r"family 'broken'.*no_such_module_xyz.*uninstall"),
-    ("wrong", "os:sep", r"'wrong'.*harness.ground.family.Family"),
+    ("wrong", "os:sep", r"'wrong'.*arib.ground.family.Family"),
 ])
 def test_a_bad_entry_point_is_named_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  name: str, ref: str, message: str) -> None:
@@ -87,7 +87,7 @@ def test_a_bad_entry_point_is_named_with_the_fix(tmp_path: Path, monkeypatch: py
 
 def test_an_unknown_family_on_the_command_line_exits_2(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "harness", "--family", "nope", "list"],
+    done = subprocess.run([sys.executable, "-m", "arib", "--family", "nope", "list"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "unknown family 'nope'" in done.stderr

@@ -15,22 +15,22 @@ import agents.memory.sqlite_session
 import libcst as cst
 import pytest
 
-from checks.base import Selector
-from harness.generation_cache import same
-from harness.ground.child import ChildStatus, run_jobs
-from harness.ground.errors import MutantDefinitionError, UnknownNameError
-from harness.ground.model import MutantKind
-from mutants.base import MutantSpec, mutant_id
-from mutants.generate import (
+from arib.checks.base import Selector
+from arib.generation_cache import same
+from arib.ground.child import ChildStatus, run_jobs
+from arib.ground.errors import MutantDefinitionError, UnknownNameError
+from arib.ground.model import MutantKind
+from arib.mutants.base import MutantSpec, mutant_id
+from arib.mutants.generate import (
     GenerationReport,
     generate,
     generate_from_source,
     installed_source,
     select,
 )
-from mutants.operators import OPERATORS, Operator
-from mutants.pool import generated_for_lane, retarget
-from targets.sdk import SQLITE_FILE, SQLITE_MEMORY, SQLITE_MODULE
+from arib.mutants.operators import OPERATORS, Operator
+from arib.mutants.pool import generated_for_lane, retarget
+from arib.targets.sdk import SQLITE_FILE, SQLITE_MEMORY, SQLITE_MODULE
 
 # Every operator the brief requires, with whether SQLiteSession 0.24.0 has a site for it.
 EXPECTED_IN_SQLITE = {
@@ -273,7 +273,7 @@ def _no_leftover_finder() -> Iterator[None]:
 def test_prepare_scans_dependents_once_for_every_child(report: GenerationReport,
                                                        tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from mutants import hook
+    from arib.mutants import hook
 
     scans: list[str] = []
     real_scan = hook._scan_dependents
@@ -290,3 +290,15 @@ def test_prepare_scans_dependents_once_for_every_child(report: GenerationReport,
     assert outcome.status is ChildStatus.OK, outcome.detail
     roundtrip, child_scans = outcome.value
     assert roundtrip["items"] == [] and child_scans == [SQLITE_MODULE]  # no scan in the child
+
+
+def test_an_id_names_the_projects_modules_relative_to_the_import_root() -> None:
+    # ids made before the import root was ``arib`` (results, baselines, survivors) still match
+    old = mutant_id("targets.reference", "ReferenceSession.pop_item", "handwritten", "f",
+                    "def f():\n    from targets.reference import X\n")
+    new = mutant_id("arib.targets.reference", "ReferenceSession.pop_item", "handwritten", "f",
+                    "def f():\n    from arib.targets.reference import X\n")
+    assert old == new == "m-" + hashlib.sha256("\x1f".join((
+        "targets.reference", "ReferenceSession.pop_item", "handwritten", "f",
+        "def f():\n    from targets.reference import X\n")).encode()).hexdigest()[:12]
+    assert mutant_id("agents.x", "q", "o", "a", "b") != mutant_id("agents.y", "q", "o", "a", "b")

@@ -1,4 +1,4 @@
-"""Generated mutants kept across runs (harness.generation_cache): a kept report loads back
+"""Generated mutants kept across runs (arib.generation_cache): a kept report loads back
 equal, swaps included; an entry that fails to load is generated again and counted; a changed
 module source is another key; nothing is kept without a cache folder."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.generation_cache import (
+from arib.generation_cache import (
     GenerationStore,
     _splice,
     _unsplice,
@@ -19,11 +19,11 @@ from harness.generation_cache import (
     generation_key,
     same,
 )
-from harness.ground.model import MutantKind
-from mutants import pool
-from mutants.generate import GenerationReport, generate
-from mutants.hook import installed_source
-from targets.sdk import SQLITE_FILE, SQLITE_MEMORY
+from arib.ground.model import MutantKind
+from arib.mutants import pool
+from arib.mutants.generate import GenerationReport, generate
+from arib.mutants.hook import installed_source
+from arib.targets.sdk import SQLITE_FILE, SQLITE_MEMORY
 
 MODULE, BACKEND = SQLITE_FILE.module, SQLITE_FILE.backend
 

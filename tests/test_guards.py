@@ -1,4 +1,4 @@
-"""harness.guards: which lines a lane's fixed guards rule out, and how a false guard shows."""
+"""arib.guards: which lines a lane's fixed guards rule out, and how a false guard shows."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.guards import excluded_lines, executed_excluded, guard_problem, normalize
-from targets.base import FixedGuard
-from targets.registry import get_target
+from arib.guards import excluded_lines, executed_excluded, guard_problem, normalize
+from arib.targets.base import FixedGuard
+from arib.targets.registry import get_target
 
 MEMORY = FixedGuard("self._memory", True, "built on ':memory:'")
 NO_LOCK = FixedGuard("self._lock_path is not None", False, "no file lock")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground.interrupts import Interrupted, exit_status, received, stops_raise
-from harness.ground.services import ServiceManager
+from arib.ground.interrupts import Interrupted, exit_status, received, stops_raise
+from arib.ground.services import ServiceManager
 
 REPO = Path(__file__).resolve().parents[1]
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
@@ -130,7 +130,7 @@ def test_a_stopped_bench_writes_what_it_measured_and_leaves_nothing(
     env.pop("REDIS_URL", None)
     env.pop("POSTGRES_URL", None)
     bench = subprocess.Popen(
-        [sys.executable, "-m", "harness", "bench", "--lanes", "redis-from-url,sqlalchemy-postgres",
+        [sys.executable, "-m", "arib", "bench", "--lanes", "redis-from-url,sqlalchemy-postgres",
          "--checks", "ARIB-REPLAY-001", "--param", "ARIB-REPLAY-001.trials=40",
          "--reruns", "1", "--out", str(out)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -183,7 +183,7 @@ def test_a_stopped_bench_writes_what_it_measured_and_leaves_nothing(
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 def test_a_tool_run_in_its_own_group_dies_whole_when_the_run_is_stopped(tmp_path):
-    from harness.ground.interrupts import run_in_group
+    from arib.ground.interrupts import run_in_group
 
     pidfile = tmp_path / "grandchild.pid"
     script = f"sleep 60 & echo $! > {pidfile}; wait"
@@ -211,7 +211,7 @@ def test_a_stop_while_the_tool_starts_still_kills_its_group(tmp_path, monkeypatc
     # it is held until the group can be killed, then delivered.
     import subprocess
 
-    from harness.ground import interrupts
+    from arib.ground import interrupts
 
     pidfile = tmp_path / "grandchild.pid"
     real = subprocess.Popen
@@ -248,8 +248,8 @@ def _alive(pid: int) -> bool:
 def test_a_stop_whose_exception_was_dropped_still_ends_the_scheduling_loop():
     # A signal handled inside an at-fork hook has its exception dropped ("Exception
     # ignored"); the runner's loop asks again between steps, so the stop still ends the run.
-    from harness.ground import interrupts
-    from harness.ground.child import run_jobs
+    from arib.ground import interrupts
+    from arib.ground.child import run_jobs
 
     with stops_raise():
         interrupts._received.append(int(signal.SIGTERM))  # received, its exception lost
@@ -261,7 +261,7 @@ def test_a_stop_whose_exception_was_dropped_still_ends_the_scheduling_loop():
 
 
 def test_alarm_after_ends_a_call_that_blocks_the_main_thread():
-    from harness.ground.interrupts import Overdue, alarm_after
+    from arib.ground.interrupts import Overdue, alarm_after
 
     started = time.monotonic()
     with pytest.raises(Overdue, match="no answer in 0.2 s"):

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from checks.registry import get_check, validate_module
-from harness.cache import AdmissionCache
-from harness.execute import derive_seed
-from harness.ground.child import ChildOutcome, ChildStatus
-from harness.ground.model import CleanBase, MutantKey, MutantStatus, Verdict
-from harness.judging import (
+from arib.cache import AdmissionCache
+from arib.checks.registry import get_check, validate_module
+from arib.execute import derive_seed
+from arib.ground.child import ChildOutcome, ChildStatus
+from arib.ground.model import CleanBase, MutantKey, MutantStatus, Verdict
+from arib.judging import (
     Judged,
     Judging,
     Pair,
@@ -24,8 +24,8 @@ from harness.judging import (
     judge_mutants,
     mutant_timeout,
 )
-from mutants.registry import get_mutant
-from targets.reference import REFERENCE
+from arib.mutants.registry import get_mutant
+from arib.targets.reference import REFERENCE
 from tests.test_model_mutations import full_finding
 
 S, V = MutantStatus, Verdict.VIOLATED
@@ -33,7 +33,7 @@ S, V = MutantStatus, Verdict.VIOLATED
 
 @pytest.fixture()
 def conc():
-    return validate_module(importlib.import_module("checks.conc_001"))
+    return validate_module(importlib.import_module("arib.checks.conc_001"))
 
 
 def how(cache: AdmissionCache | None = None, **kw: Any) -> Judging:
@@ -189,7 +189,7 @@ def test_a_mutant_stops_at_its_first_kill_and_an_unreadable_entry_is_judged_agai
 
 
 def test_executions_are_split_by_what_they_did():
-    from harness.ground.model import MutantKind, MutantResult
+    from arib.ground.model import MutantKind, MutantResult
 
     def result(check: str, mutant: str, status: MutantStatus) -> MutantResult:
         return MutantResult(check, mutant, MutantKind.GENERATED, "lane", "d", status, ())
@@ -218,7 +218,7 @@ def test_executions_are_split_by_what_they_did():
 
 
 def test_a_check_that_names_its_gate_lane_is_gated_there():
-    from harness.admission import _reference
+    from arib.admission import _reference
 
     named = dataclasses.replace(get_check("ARIB-CONC-001"), reference="sqlite-file")
     assert _reference(named).name == "sqlite-file"
@@ -228,9 +228,9 @@ def test_a_check_that_names_its_gate_lane_is_gated_there():
 def _first_runs_only(marker: Any, check_id: str = "ARIB-TEST-FLAKY") -> Any:
     """A check violated in the first run that reaches it and held after (a marker file, shared
     by the forked runs, remembers): a kill that does not repeat."""
-    from checks.base import CheckSpec
-    from checks.common import trials_param
-    from harness.ground.model import Counts, Trial
+    from arib.checks.base import CheckSpec
+    from arib.checks.common import trials_param
+    from arib.ground.model import Counts, Trial
 
     async def run_trial(ctx: Any) -> Trial:
         first = not marker.exists()

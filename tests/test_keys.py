@@ -1,12 +1,12 @@
-"""harness.keys: admission and the survey key a verdict with one recipe, apart by kind."""
+"""arib.keys: admission and the survey key a verdict with one recipe, apart by kind."""
 
 from __future__ import annotations
 
 import pytest
 
-import harness.keys as keys
-from checks.registry import get_check
-from mutants.registry import get_mutant
+import arib.keys as keys
+from arib.checks.registry import get_check
+from arib.mutants.registry import get_mutant
 
 PARAMS = {"writers": 2}
 
@@ -23,9 +23,10 @@ def test_one_recipe_two_stores() -> None:
     assert key("survey", engine=2) != key("survey", engine=3)
 
 
-@pytest.mark.parametrize("module", ["checks.conc_001", "checks.base", "checks.common",
-                                    "harness.execute", "checks._problems", "targets.sdk",
-                                    "targets.reference"])
+@pytest.mark.parametrize("module", ["arib.checks.conc_001", "arib.checks.base",
+                                    "arib.checks.common",
+                                    "arib.execute", "arib.checks._problems", "arib.targets.sdk",
+                                    "arib.targets.reference"])
 def test_both_kinds_follow_every_source(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
     before = {kind: key(kind) for kind in ("admission", "survey")}
     monkeypatch.setattr(keys, "source_hash", lambda *mods: "|".join(
@@ -38,9 +39,9 @@ def test_both_kinds_follow_every_source(monkeypatch: pytest.MonkeyPatch, module:
 
 def test_every_check_helper_and_target_module_is_listed() -> None:
     helpers, targets = keys.family_sources("openai-agents")
-    assert "checks._calls" in helpers and "checks._problems" in helpers
-    assert "targets.reference_tables" in targets
-    assert "targets.sdk" in targets
+    assert "arib.checks._calls" in helpers and "arib.checks._problems" in helpers
+    assert "arib.targets.reference_tables" in targets
+    assert "arib.targets.sdk" in targets
 
 
 # -- keys that name what the check executed (the survey's) --------------------------------
@@ -51,7 +52,7 @@ EXECUTED = {"functions": {"agents/memory/store.py": {"<module>": "m1", "Store.ad
 
 def named_key(executed: object = EXECUTED, mutant: str = "reference_lost_update",
               lane: object = None) -> str:
-    from targets.reference import REFERENCE
+    from arib.targets.reference import REFERENCE
 
     return keys.verdict_key("survey", get_check("ARIB-CONC-001"), "reference",
                             get_mutant(mutant), reruns=1, seed=0, params=PARAMS, limit="rule",
@@ -81,7 +82,7 @@ def test_a_named_key_changes_with_anything_that_ran(change: object) -> None:
 def test_a_named_key_follows_the_lane_configuration_and_the_mutant() -> None:
     import dataclasses
 
-    from targets.reference import REFERENCE
+    from arib.targets.reference import REFERENCE
 
     assert named_key(lane=dataclasses.replace(REFERENCE, waits_s=REFERENCE.waits_s + 1)) != (
         named_key())
@@ -92,8 +93,8 @@ def test_a_generated_mutant_is_named_by_its_function_before_and_after(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
-    from harness.ground.model import MutantKind
-    from mutants.base import MutantSpec
+    from arib.ground.model import MutantKind
+    from arib.mutants.base import MutantSpec
 
     module = "class Store:\n    def add(self, x):\n        return x + 1\n\n" \
              "    def pop(self):\n        return None\n"
@@ -114,10 +115,10 @@ def test_a_generated_mutant_is_named_by_its_function_before_and_after(
     assert keys.mutant_source(handwritten) == {"override": handwritten.replacement}
 
 
-# -- clean runs' keys (harness.clean_cache) -----------------------------------------------
+# -- clean runs' keys (arib.clean_cache) -----------------------------------------------
 
 def clean_key(lane: object = None, **changes: object) -> str:
-    from targets.reference import REFERENCE
+    from arib.targets.reference import REFERENCE
 
     parts: dict[str, object] = dict(module_digest="d1", reruns=3, seed=0, params=PARAMS,
                                     limit="10 s")
@@ -129,7 +130,7 @@ def test_a_clean_key_names_no_sdk_version_only_what_the_entry_cannot_name_itself
         monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
-    from targets.reference import REFERENCE
+    from arib.targets.reference import REFERENCE
 
     monkeypatch.setattr(keys, "sdk_version", lambda: "0.23.1")
     before = clean_key()
@@ -146,5 +147,5 @@ def test_a_clean_key_names_no_sdk_version_only_what_the_entry_cannot_name_itself
     monkeypatch.undo()
     assert clean_key() == before
     monkeypatch.setattr(keys, "source_hash", lambda *mods: "|".join(
-        m + ("*" if m == "checks.conc_001" else "") for m in mods))
+        m + ("*" if m == "arib.checks.conc_001" else "") for m in mods))
     assert clean_key() != before  # the check's source

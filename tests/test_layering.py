@@ -6,10 +6,13 @@ harness: the result and key types, the errors, the forked runner and the service
 - checks/, mutants/ and targets/ import from harness/ only the ground floor;
 - the ground floor imports nothing of checks/, mutants/, targets/ or the rest of harness/;
 - mutants/ does not import checks/ (a check names its mutants; a mutant knows no check);
-- harness/__init__.py imports nothing (importing the ground floor runs it first).
+- harness/__init__.py (the package ``arib``) imports nothing of the project when it runs
+  (importing the ground floor runs it first): its facade's names load on first use.
 
-Every import counts: at module level, inside a function, under ``if TYPE_CHECKING``, and
-``importlib.import_module("...")`` called with a literal name.
+The import root is ``arib``: harness/ is the package itself, checks/, mutants/ and targets/ its
+subpackages (pyproject's package-dir). Every import counts: at module level, inside a
+function, under ``if TYPE_CHECKING``, and ``importlib.import_module("...")`` called with a
+literal name; in harness/__init__.py, only what runs on import.
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("checks", "mutants", "targets", "harness")
 LEAVES = ("checks", "mutants", "targets")
-GROUND = "harness.ground"
+GROUND = "arib.ground"
 
 
 def module_name(root: Path, path: Path) -> str:
-    """``harness/ground/model.py`` -> ``harness.ground.model``; a package is its folder."""
+    """``harness/ground/model.py`` -> ``arib.ground.model``, ``checks/base.py`` ->
+    ``arib.checks.base``; a package is its folder."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    parts[0:1] = ["arib"] if parts[0] == "harness" else ["arib", parts[0]]
     return ".".join(parts)
 
 
@@ -43,12 +48,25 @@ def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str
     return ".".join([*base, name] if name else base)
 
 
-def imports(root: Path, path: Path) -> Iterator[tuple[int, str]]:
+def _run_on_import(tree: ast.Module) -> Iterator[ast.AST]:
+    """The module-level statements that run when the module is imported (``if
+    TYPE_CHECKING:`` blocks and function bodies left out), and what they contain."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"):
+            continue
+        yield from ast.walk(node)
+
+
+def imports(root: Path, path: Path, on_import: bool = False) -> Iterator[tuple[int, str]]:
     """(line, imported name) for every import in a source file; ``from a import b`` gives
-    ``a.b`` (b may be a submodule)."""
+    ``a.b`` (b may be a submodule). ``on_import``: only what runs when it is imported."""
     module = module_name(root, path)
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in (_run_on_import(tree) if on_import else ast.walk(tree)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
@@ -67,15 +85,18 @@ def layer(name: str) -> str | None:
     anything outside the project (the standard library, the SDK, ...)."""
     if name == GROUND or name.startswith(GROUND + "."):
         return "ground"
-    top = name.split(".")[0]
-    return top if top in PACKAGES else None
+    parts = name.split(".")
+    if parts[0] != "arib":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in LEAVES else "harness"
 
 
 def rule_broken(importer: str, imported: str) -> str | None:
     """The layering rule an import breaks, or None."""
     source, target = layer(importer), layer(imported)
-    if importer == "harness":
-        return "harness/__init__.py must import nothing: importing the ground floor runs it"
+    if importer == "arib" and target is not None:
+        return ("harness/__init__.py must import nothing of the project on import: importing "
+                "the ground floor runs it")
     if source in LEAVES and target == "harness":
         return f"{source}/ may import from harness/ only the ground floor ({GROUND})"
     if source == "ground" and target is not None and target != "ground":
@@ -91,7 +112,7 @@ def violations(root: Path) -> list[str]:
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             importer = module_name(root, path)
-            for line, imported in imports(root, path):
+            for line, imported in imports(root, path, on_import=importer == "arib"):
                 reason = rule_broken(importer, imported)
                 if reason:
                     found.append(f"{path.relative_to(root)}:{line} imports {imported}: {reason}")
@@ -105,7 +126,8 @@ def test_the_project_keeps_its_layers():
 
 def test_the_ground_floor_is_a_package_of_its_own():
     assert (ROOT / "harness" / "ground" / "__init__.py").is_file()
-    assert not any(imports(ROOT, ROOT / "harness" / "__init__.py"))
+    assert not any(layer(name) for _, name in
+                   imports(ROOT, ROOT / "harness" / "__init__.py", on_import=True))
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -120,23 +142,25 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.mark.parametrize(("rel", "text", "expected"), [
-    ("checks/bad.py", "from harness.execute import sdk_version\n",
-     "checks/bad.py:1 imports harness.execute.sdk_version: checks/ may import"),
-    ("targets/bad.py", "from harness import interrupts\n",
-     "targets/bad.py:1 imports harness.interrupts: targets/ may import"),
-    ("mutants/bad.py", "def f():\n    import harness.cli\n",
-     "mutants/bad.py:2 imports harness.cli: mutants/ may import"),
+    ("checks/bad.py", "from arib.execute import sdk_version\n",
+     "checks/bad.py:1 imports arib.execute.sdk_version: checks/ may import"),
+    ("targets/bad.py", "from arib import interrupts\n",
+     "targets/bad.py:1 imports arib.interrupts: targets/ may import"),
+    ("mutants/bad.py", "def f():\n    import arib.cli\n",
+     "mutants/bad.py:2 imports arib.cli: mutants/ may import"),
     ("mutants/bad.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                       "    from checks.base import CheckSpec\n",
-     "mutants/bad.py:3 imports checks.base.CheckSpec: mutants/ must not import checks/"),
-    ("harness/ground/bad.py", "from harness.keys import verdict_key\n",
-     "harness/ground/bad.py:1 imports harness.keys.verdict_key: the ground floor"),
+                       "    from arib.checks.base import CheckSpec\n",
+     "mutants/bad.py:3 imports arib.checks.base.CheckSpec: mutants/ must not import checks/"),
+    ("harness/ground/bad.py", "from arib.keys import verdict_key\n",
+     "harness/ground/bad.py:1 imports arib.keys.verdict_key: the ground floor"),
     ("harness/ground/bad.py", "from .. import admission\n",
-     "harness/ground/bad.py:1 imports harness.admission: the ground floor"),
-    ("harness/ground/bad.py", "import importlib\nimportlib.import_module('targets.base')\n",
-     "harness/ground/bad.py:2 imports targets.base: the ground floor"),
-    ("harness/__init__.py", "from harness import cli\n",
-     "harness/__init__.py:1 imports harness.cli: harness/__init__.py must import nothing"),
+     "harness/ground/bad.py:1 imports arib.admission: the ground floor"),
+    ("harness/ground/bad.py", "import importlib\nimportlib.import_module('arib.targets.base')\n",
+     "harness/ground/bad.py:2 imports arib.targets.base: the ground floor"),
+    ("harness/__init__.py", "from arib import cli\n",
+     "harness/__init__.py:1 imports arib.cli: harness/__init__.py must import nothing"),
+    ("harness/__init__.py", "from . import cli\n",
+     "harness/__init__.py:1 imports arib.cli: harness/__init__.py must import nothing"),
 ])
 def test_an_upward_import_is_named_with_its_rule(tmp_path, rel, text, expected):
     found = violations(_tree(tmp_path, {rel: text}))
@@ -144,12 +168,17 @@ def test_an_upward_import_is_named_with_its_rule(tmp_path, rel, text, expected):
 
 
 @pytest.mark.parametrize("text", [
-    "from harness.ground.model import Trial\nfrom harness.ground import child\n",
-    "import harness.ground.services\nfrom targets.base import Handle\nimport anyio\n",
+    "from arib.ground.model import Trial\nfrom arib.ground import child\n",
+    "import arib.ground.services\nfrom arib.targets.base import Handle\nimport anyio\n",
     "from . import sibling\nfrom .sibling import thing\n",
 ])
 def test_imports_the_layers_allow_are_not_reported(tmp_path, text):
     files = {f"{leaf}/good.py": text for leaf in LEAVES}
-    files["harness/ground/good.py"] = "import os\nfrom . import a\nfrom harness.ground import b\n"
-    files["harness/good.py"] = "from checks.base import CheckSpec\nfrom mutants import pool\n"
+    files["harness/ground/good.py"] = "import os\nfrom . import a\nfrom arib.ground import b\n"
+    files["harness/good.py"] = ("from arib.checks.base import CheckSpec\n"
+                                "from arib.mutants import pool\n")
+    files["harness/__init__.py"] = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                    "    from arib.api import validate\n"
+                                    "def __getattr__(name):\n"
+                                    "    import arib.api\n")
     assert violations(_tree(tmp_path, files)) == []

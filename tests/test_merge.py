@@ -1,4 +1,4 @@
-"""harness.merge: shards refused when they do not fit; merged == unsharded on the toy family.
+"""arib.merge: shards refused when they do not fit; merged == unsharded on the toy family.
 
 The slow test runs the commands of .github/workflows/shards.yml (the same argument lists, on
 the toy family instead of openai-agents), as separate processes: the whole survey once,
@@ -20,8 +20,8 @@ try:
 except ImportError:  # the locks install PyYAML's free-threading fork on Python 3.13
     import yaml_ft as yaml  # type: ignore[no-redef]
 
-from harness.ground.errors import UsageError
-from harness.merge import check_compatible, load_shards
+from arib.ground.errors import UsageError
+from arib.merge import check_compatible, load_shards
 from tests.test_family import harness, toy_path  # noqa: F401 - the fixture is used below
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,9 +117,9 @@ def test_a_folder_without_a_manifest_is_refused(tmp_path: Path) -> None:
 
 
 def _runs(job: dict[str, Any], shard: int = 0) -> list[list[str]]:
-    """The ``python -m harness`` argument lists of a job's steps, for matrix entry ``shard``."""
+    """The ``python -m arib`` argument lists of a job's steps, for matrix entry ``shard``."""
     return [shlex.split(step["run"].replace("${{ matrix.shard }}", str(shard)))[3:]
-            for step in job["steps"] if step.get("run", "").startswith("python -m harness ")]
+            for step in job["steps"] if step.get("run", "").startswith("python -m arib ")]
 
 
 def test_the_workflow_runs_the_commands_this_test_runs() -> None:
@@ -231,7 +231,7 @@ def test_merged_bench_shards_equal_the_unsharded_bench(toy_path: Path) -> None: 
 
 
 def test_an_admission_merge_missing_a_check_is_refused(tmp_path: Path) -> None:
-    from harness.merge import merge_admissions
+    from arib.merge import merge_admissions
 
     paths = []
     for k, admissions in ((1, [{"check_id": "ARIB-A-001", "admitted": True}]), (2, [])):

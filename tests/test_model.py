@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground import model
-from harness.ground.model import (
+from arib.ground import model
+from arib.ground.model import (
     Cell,
     CleanBase,
     Counts,

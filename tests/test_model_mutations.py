@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-import harness.admission as admission
-import harness.judging as judging
-import harness.keys as keys
-from checks.registry import validate_module
-from harness.admission import AdmissionConfig, _as_finding, _Job, _options
-from harness.cache import AdmissionCache
-from harness.execute import derive_seed
-from harness.ground.child import ChildOutcome, ChildStatus
-from harness.ground.model import (
+import arib.admission as admission
+import arib.judging as judging
+import arib.keys as keys
+from arib.admission import AdmissionConfig, _as_finding, _Job, _options
+from arib.cache import AdmissionCache
+from arib.checks.registry import validate_module
+from arib.execute import derive_seed
+from arib.ground.child import ChildOutcome, ChildStatus
+from arib.ground.model import (
     Admission,
     Counts,
     Finding,
@@ -34,9 +34,9 @@ from harness.ground.model import (
     Verdict,
     mutant_status,
 )
-from mutants.base import MutantSpec
-from mutants.registry import get_mutant
-from targets.reference import REFERENCE
+from arib.mutants.base import MutantSpec
+from arib.mutants.registry import get_mutant
+from arib.targets.reference import REFERENCE
 
 H, V, N, E = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE, Verdict.ERROR
 FINDING_KEYS = {
@@ -215,7 +215,7 @@ def test_a_timeout_is_never_an_error_nor_a_kill():
 @pytest.fixture(scope="module")
 def conc():
     # Validated on its own, so that a check elsewhere in checks/ cannot break these tests.
-    return validate_module(importlib.import_module("checks.conc_001"))
+    return validate_module(importlib.import_module("arib.checks.conc_001"))
 
 
 def cfg(**kw: Any) -> AdmissionConfig:
@@ -307,12 +307,12 @@ def test_failed_child_without_detail_has_no_traceback(conc):
 
 
 def test_paired_mutants_are_named_ones_then_generated(conc, monkeypatch):
-    import mutants.pool
+    import arib.mutants.pool
 
     extra = dataclasses.replace(get_mutant("reference_lost_update"), id="m-extra", name="x")
     plain, none = admission.paired_mutants(conc, cfg(generated=False))
     assert [m.name for m in plain] == list(conc.mutants) and none == ()
-    monkeypatch.setattr(mutants.pool, "generated_for_selectors",
+    monkeypatch.setattr(arib.mutants.pool, "generated_for_selectors",
                         lambda selectors, sdk: ((extra,), (f"bad {selectors[0]!r} on {sdk}",)))
     both, problems = admission.paired_mutants(conc, cfg(generated=True))
     assert [m.name for m in both] == [*conc.mutants, "x"]
@@ -321,8 +321,9 @@ def test_paired_mutants_are_named_ones_then_generated(conc, monkeypatch):
 
 # The cache key must change whenever anything that can change the outcome changes.
 # The mutant is of SQLiteSession, so its module and the reference adapter are told apart.
-KEY_SOURCES = ("checks.conc_001", "checks.base", "checks.common", "harness.execute",
-               "agents.memory.sqlite_session", "targets.base", "targets.sdk", "targets.reference")
+KEY_SOURCES = ("arib.checks.conc_001", "arib.checks.base", "arib.checks.common", "arib.execute",
+               "agents.memory.sqlite_session", "arib.targets.base", "arib.targets.sdk",
+               "arib.targets.reference")
 
 
 @pytest.fixture()

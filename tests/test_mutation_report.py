@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from harness import mutation_html
-from harness.ground.errors import ResultsError
-from harness.ground.model import MutantResult, MutantStatus, Verdict
-from harness.mutation_html import ViewerUnavailableError, render_page, write_html
-from harness.mutation_report import STATUS_MAP, to_mutation_report, validate_mutation_report
-from mutants.base import MutantSpec
-from mutants.generate import generate, installed_source
-from mutants.registry import get_mutant
-from targets.sdk import SQLITE_FILE
+from arib import mutation_html
+from arib.ground.errors import ResultsError
+from arib.ground.model import MutantResult, MutantStatus, Verdict
+from arib.mutants.base import MutantSpec
+from arib.mutants.generate import generate, installed_source
+from arib.mutants.registry import get_mutant
+from arib.mutation_html import ViewerUnavailableError, render_page, write_html
+from arib.mutation_report import STATUS_MAP, to_mutation_report, validate_mutation_report
+from arib.targets.sdk import SQLITE_FILE
 
 SQLITE_PATH = "agents/memory/sqlite_session.py"
 V, H, E = Verdict.VIOLATED, Verdict.HELD, Verdict.ERROR

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.noxsupport import (
+from arib.noxsupport import (
     component_versions,
     fill_requirements,
     find_python,
@@ -24,7 +24,7 @@ from harness.noxsupport import (
     unlocked_version_error,
     version_key,
 )
-from targets.langgraph.family import LANGGRAPH
+from arib.targets.langgraph.family import LANGGRAPH
 
 VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 REAL = Path(sys.executable).resolve()  # the base interpreter behind the venv's python

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from mutants.generate import apply_operator
-from mutants.hangs import HANG_PRONE
-from mutants.operators import OPERATORS, hang_prone_first
+from arib.mutants.generate import apply_operator
+from arib.mutants.hangs import HANG_PRONE
+from arib.mutants.operators import OPERATORS, hang_prone_first
 
 
 def src(text: str) -> str:

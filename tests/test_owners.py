@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground import owners
-from harness.ground.services import ServiceManager
+from arib.ground import owners
+from arib.ground.services import ServiceManager
 
 REPO = Path(__file__).resolve().parents[1]
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
@@ -121,7 +121,7 @@ def test_the_watcher_reaps_what_its_owner_left_when_the_owner_is_killed(tmp_path
     owner = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import subprocess, sys, time
         from pathlib import Path
-        from harness.ground import owners
+        from arib.ground import owners
         folder = Path({str(tmp_path)!r}) / "arib-redis-owned"
         folder.mkdir()
         owners.claim(folder)
@@ -181,7 +181,7 @@ def test_a_bench_killed_with_sigkill_leaves_no_server_port_or_folder(watcher, tm
     env.pop("REDIS_URL", None)
     env.pop("POSTGRES_URL", None)
     bench = subprocess.Popen(
-        [sys.executable, "-m", "harness", "bench", "--lanes", "redis-from-url,sqlalchemy-postgres",
+        [sys.executable, "-m", "arib", "bench", "--lanes", "redis-from-url,sqlalchemy-postgres",
          "--checks", "ARIB-REPLAY-001", "--param", "ARIB-REPLAY-001.trials=40", "--reruns", "1",
          "--out", str(tmp_path / "results"), "--quiet"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -215,7 +215,7 @@ def test_a_bench_killed_with_sigkill_leaves_no_server_port_or_folder(watcher, tm
         if bench.poll() is None:
             bench.kill()
         bench.wait()
-    after = subprocess.run([sys.executable, "-m", "harness", "list"], cwd=REPO, env=env,
+    after = subprocess.run([sys.executable, "-m", "arib", "list"], cwd=REPO, env=env,
                            capture_output=True, text=True, timeout=120, check=False)
     assert after.returncode == 0, after.stderr
     pids = [s["pid"] for s in servers] + workers

@@ -1,4 +1,4 @@
-"""``python -m harness parity``: every argument is checked before any server starts, and only
+"""``python -m arib parity``: every argument is checked before any server starts, and only
 the servers of the named lanes are started."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
-from harness.ground.errors import ServiceError
-from harness.ground.model import ExitCode
-from harness.ground.services import ServiceManager
+from arib.cli import main
+from arib.ground.errors import ServiceError
+from arib.ground.model import ExitCode
+from arib.ground.services import ServiceManager
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def gate_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         calls.append({"lanes": [t.name for t in extra], "unavailable": dict(unavailable)})
         return 0
 
-    monkeypatch.setattr("harness.parity.cli.handle", handle)
+    monkeypatch.setattr("arib.parity.cli.handle", handle)
     return calls
 
 
@@ -92,9 +92,9 @@ def test_only_the_servers_of_the_named_lanes_are_started(
 
 
 def test_service_lanes_start_spread_among_the_local_lanes() -> None:
-    from harness.parity.gate import spread_service_lanes
-    from harness.parity.lanes import Loop, select_lanes
-    from targets.services import SERVICE_TARGETS
+    from arib.parity.gate import spread_service_lanes
+    from arib.parity.lanes import Loop, select_lanes
+    from arib.targets.services import SERVICE_TARGETS
 
     targets = tuple(t for t in SERVICE_TARGETS if t.service)
     services = {t.service: "unused://" for t in targets if t.service}

@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from harness.ground.model import ExitCode
-from harness.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
-from harness.parity.faultkit import (
+from arib.ground.model import ExitCode
+from arib.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
+from arib.parity.faultkit import (
     batch_state,
     builtin_class,
     interrupt,
@@ -20,12 +20,12 @@ from harness.parity.faultkit import (
     projection,
     spread,
 )
-from harness.parity.gate import GateOptions, check
-from harness.parity.lanes import LaneSpec, Loop
-from harness.parity.workflows import REFERENCE_WORKFLOWS, step_pool
-from targets.base import Claims, Handle, TargetSpec
-from targets.reference import REFERENCE
-from targets.reference import _build as build_reference
+from arib.parity.gate import GateOptions, check
+from arib.parity.lanes import LaneSpec, Loop
+from arib.parity.workflows import REFERENCE_WORKFLOWS, step_pool
+from arib.targets.base import Claims, Handle, TargetSpec
+from arib.targets.reference import REFERENCE
+from arib.targets.reference import _build as build_reference
 
 
 def gate(tmp_path: Path, lanes: str, **kw: Any) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def gate(tmp_path: Path, lanes: str, **kw: Any) -> dict[str, Any]:
 
 
 def test_outcome_classes_name_the_builtin_class_a_caller_can_catch() -> None:
-    from targets.reference import SessionClosedError
+    from arib.targets.reference import SessionClosedError
 
     assert outcome(None) == "returned"
     assert outcome(SessionClosedError("closed")) == "raised:RuntimeError"
@@ -146,7 +146,7 @@ async def _build_without_close(ctx: Any) -> Handle:
 NO_CLOSE = TargetSpec(
     name="no-close",
     backend="ReferenceSession",
-    module="targets.reference",
+    module="arib.targets.reference",
     claims=Claims(has_close=False),
     build=_build_without_close,
     description="reference without close()",
@@ -169,13 +169,13 @@ def test_a_reference_lane_that_abstains_is_a_failed_step(
     broken = TargetSpec(
         name="reference",
         backend="ReferenceSession",
-        module="targets.reference",
+        module="arib.targets.reference",
         claims=Claims(has_close=False),
         build=_build_without_close,
         description="a reference without close()",
         reference=True,
     )
-    monkeypatch.setattr("harness.parity.lanes.REFERENCE_LANE", LaneSpec(broken, Loop.ASYNCIO))
+    monkeypatch.setattr("arib.parity.lanes.REFERENCE_LANE", LaneSpec(broken, Loop.ASYNCIO))
     workflows = tuple(w for w in FAULT_WORKFLOWS if w.name == "fault_concurrent_close")
     report = gate(tmp_path, "sqlite-memory", workflows=workflows)
     assert report["exit_code"] == ExitCode.ERROR_OR_NOTHING

@@ -12,18 +12,18 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness.cli import build_parser, main
-from harness.ground.model import ExitCode
-from harness.parity import KIND
-from harness.parity.cli import run_command
-from harness.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
-from harness.parity.gate import SCHEMA, GateOptions, check, update
-from harness.parity.history import HISTORY_KIND, p95, read_history
-from harness.parity.lanes import Loop
-from harness.parity.workflows import REFERENCE_WORKFLOWS
-from harness.results import SCHEMA_DIR
-from targets.base import BuildContext, Claims, Handle, TargetSpec
-from targets.reference import REFERENCE
+from arib.cli import build_parser, main
+from arib.ground.model import ExitCode
+from arib.parity import KIND
+from arib.parity.cli import run_command
+from arib.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
+from arib.parity.gate import SCHEMA, GateOptions, check, update
+from arib.parity.history import HISTORY_KIND, p95, read_history
+from arib.parity.lanes import Loop
+from arib.parity.workflows import REFERENCE_WORKFLOWS
+from arib.results import SCHEMA_DIR
+from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
+from arib.targets.reference import REFERENCE
 
 SMALL = tuple(
     w
@@ -41,7 +41,7 @@ def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def clean_commit(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Pretend the harness is at a clean commit (the work tree of a test run may be dirty)."""
     commit = ["c0ffee1"]
-    monkeypatch.setattr("harness.results.harness_commit", lambda: commit[0])
+    monkeypatch.setattr("arib.results.harness_commit", lambda: commit[0])
     return commit
 
 
@@ -417,7 +417,7 @@ def test_a_failing_harness_step_still_writes_a_report(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("boom")
 
-    monkeypatch.setattr("harness.parity.gate.compare", broken)
+    monkeypatch.setattr("arib.parity.gate.compare", broken)
     report, folder = check(options(tmp_path))
     try:
         assert report["exit_code"] == ExitCode.ERROR_OR_NOTHING and not report["ok"]
@@ -431,18 +431,18 @@ def test_a_failing_harness_step_still_writes_a_report(
 def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.parity.lanes import LaneSpec
+    from arib.parity.lanes import LaneSpec
 
     broken = TargetSpec(
         name="reference",
         backend="ReferenceSession",
-        module="targets.reference",
+        module="arib.targets.reference",
         claims=REFERENCE.claims,
         build=_async_raising_build,
         description="broken",
         reference=True,
     )
-    monkeypatch.setattr("harness.parity.lanes.REFERENCE_LANE", LaneSpec(broken, Loop.ASYNCIO))
+    monkeypatch.setattr("arib.parity.lanes.REFERENCE_LANE", LaneSpec(broken, Loop.ASYNCIO))
     report, folder = check(options(tmp_path))
     shutil.rmtree(folder)
     assert report["exit_code"] == ExitCode.ERROR_OR_NOTHING
@@ -456,7 +456,7 @@ def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
 
 def test_probe_workflows_hold_on_the_reference_lane(tmp_path: Path) -> None:
     # Once a finding (the reference differed from every SDK backend), now a guard.
-    from harness.parity.workflows import PROBE_WORKFLOWS, REFERENCE_WORKFLOWS
+    from arib.parity.workflows import PROBE_WORKFLOWS, REFERENCE_WORKFLOWS
 
     assert set(PROBE_WORKFLOWS) <= set(REFERENCE_WORKFLOWS)
 

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from harness.ground.errors import MutantDefinitionError, UnknownNameError
-from harness.ground.model import ExitCode, MutantKind
-from harness.parity.fault_workflows import FAULT_WORKFLOWS
-from harness.parity.gate import GateOptions, check
-from harness.parity.lanes import Loop
-from harness.parity.mutantkit import must_kill, mutant_lane
-from harness.parity.mutants import PARITY_MUTANTS, get_parity_mutant
-from harness.parity.workflows import REFERENCE_WORKFLOWS
-from mutants.base import FORCED, HANDWRITTEN
-from mutants.hook import edited_source, installed_source
-from mutants.registry import get_mutant, handwritten_mutants
+from arib.ground.errors import MutantDefinitionError, UnknownNameError
+from arib.ground.model import ExitCode, MutantKind
+from arib.mutants.base import FORCED, HANDWRITTEN
+from arib.mutants.hook import edited_source, installed_source
+from arib.mutants.registry import get_mutant, handwritten_mutants
+from arib.parity.fault_workflows import FAULT_WORKFLOWS
+from arib.parity.gate import GateOptions, check
+from arib.parity.lanes import Loop
+from arib.parity.mutantkit import must_kill, mutant_lane
+from arib.parity.mutants import PARITY_MUTANTS, get_parity_mutant
+from arib.parity.workflows import REFERENCE_WORKFLOWS
 
 # Enough of the pool to meet every defect: ordering, tool outputs, combining marks.
 KILLERS = tuple(
@@ -133,10 +133,10 @@ def test_case_mismatches_carry_their_seed_and_replay_command(tmp_path: Path) -> 
         (replay,) = mismatch["replay"]
         assert replay["lane"] == "sqlite-file@asyncio"
         assert replay["command"] == (
-            f"python -m harness parity check --cases 1 --case-seed {mismatch['case_seed']} "
+            f"python -m arib parity check --cases 1 --case-seed {mismatch['case_seed']} "
             "--lanes sqlite-file --loops asyncio --mutant parity_sqlite_reversed_reads"
         )
-    assert any("replay: python -m harness parity check" in r for r in report["fail_reasons"])
+    assert any("replay: python -m arib parity check" in r for r in report["fail_reasons"])
 
 
 @pytest.mark.slow
@@ -200,7 +200,7 @@ def _reversed_by_a_generated_parity_mutant() -> list[str]:
 
 
 def test_a_generated_parity_mutant_is_served_by_the_hook_in_a_child_only() -> None:
-    from harness.ground.child import ChildStatus, run_one
+    from arib.ground.child import ChildStatus, run_one
 
     outcome = run_one(_reversed_by_a_generated_parity_mutant, timeout_s=60)
     assert outcome.status is ChildStatus.OK, outcome.detail

@@ -10,13 +10,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
-from harness.ground.services import NotMeasured
-from harness.parity.history import HistoryEntry, append_history
-from harness.parity.judge import budget_reasons, judge_history, lane_reasons
-from harness.parity.lanes import REFERENCE_LANE, Loop
-from harness.parity.options import GateOptions
-from harness.parity.report import (
+from arib.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
+from arib.ground.services import NotMeasured
+from arib.parity.history import HistoryEntry, append_history
+from arib.parity.judge import budget_reasons, judge_history, lane_reasons
+from arib.parity.lanes import REFERENCE_LANE, Loop
+from arib.parity.options import GateOptions
+from arib.parity.report import (
     SCHEMA,
     FailReason,
     GateReport,
@@ -29,9 +29,9 @@ from harness.parity.report import (
     lane_verdict,
     nothing_compared,
 )
-from harness.parity.runner import LaneReport, LaneStatus
-from harness.parity.workflows import REFERENCE_WORKFLOWS, WorkflowResult
-from harness.results import SCHEMA_DIR
+from arib.parity.runner import LaneReport, LaneStatus
+from arib.parity.workflows import REFERENCE_WORKFLOWS, WorkflowResult
+from arib.results import SCHEMA_DIR
 
 SMALL = tuple(w for w in REFERENCE_WORKFLOWS if w.name in ("chat_multi_turn", "pop_item_undo"))
 

@@ -11,20 +11,20 @@ from typing import Any
 import anyio
 import pytest
 
-from harness.parity.fault_workflows import FAULT_WORKFLOWS
-from harness.parity.faultkit import Abstain, StoreAccess
-from harness.parity.gate import GateOptions, check
-from harness.parity.lanes import Loop
-from harness.parity.store_faults import (
+from arib.parity.fault_workflows import FAULT_WORKFLOWS
+from arib.parity.faultkit import Abstain, StoreAccess
+from arib.parity.gate import GateOptions, check
+from arib.parity.lanes import Loop
+from arib.parity.store_faults import (
     after_cancelled_close,
     first_call_class,
     read_class,
     refusal_class,
 )
-from harness.parity.workflows import run_workflow
-from targets.base import BuildContext
-from targets.reference import REFERENCE
-from targets.sdk import SQLITE_FILE
+from arib.parity.workflows import run_workflow
+from arib.targets.base import BuildContext
+from arib.targets.reference import REFERENCE
+from arib.targets.sdk import SQLITE_FILE
 
 RELEASE = ("fault_cancelled_first_call", "fault_failed_open", "fault_cancelled_close")
 TABLES = ("fault_misconfigured_tables",)
@@ -51,7 +51,7 @@ def gate(tmp_path: Path, lanes: str, names: tuple[str, ...]) -> dict[str, Any]:
 def test_the_store_fault_workflows_are_registered_once_each() -> None:
     names = [w.name for w in FAULT_WORKFLOWS]
     assert all(names.count(n) == 1 for n in (*RELEASE, *TABLES))
-    import harness.parity.fault_workflows as module
+    import arib.parity.fault_workflows as module
 
     assert all(f"``{n}``" in (module.__doc__ or "") for n in (*RELEASE, *TABLES))
 

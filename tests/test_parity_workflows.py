@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness.ground.errors import UnknownNameError, UsageError
-from harness.parity.generative import (
+from arib.ground.errors import UnknownNameError, UsageError
+from arib.parity.generative import (
     DEFAULT_CASES,
     GENERATIVE_DOMAIN,
     OPERATORS,
@@ -20,16 +20,16 @@ from harness.parity.generative import (
     generate,
     replay_command,
 )
-from harness.parity.lanes import REFERENCE_LANE, Loop, parse_loops, select_lanes
-from harness.parity.normalize import RULES, NormalizationRule, normalize_reads
-from harness.parity.steps import Read, canonical_json, digest, display
-from harness.parity.workflows import (
+from arib.parity.lanes import REFERENCE_LANE, Loop, parse_loops, select_lanes
+from arib.parity.normalize import RULES, NormalizationRule, normalize_reads
+from arib.parity.steps import Read, canonical_json, digest, display
+from arib.parity.workflows import (
     REFERENCE_WORKFLOWS,
     Workflow,
     run_workflow,
     step_pool,
 )
-from targets.base import BuildContext
+from arib.targets.base import BuildContext
 
 
 @pytest.fixture(autouse=True)
@@ -169,7 +169,7 @@ def test_generated_cases_are_deterministic_distinct_and_composed_from_the_pool()
 def test_replay_command_names_the_case_seed_lane_and_loop() -> None:
     case = compose(12345)
     assert replay_command(case, "sqlite-file@uvloop") == (
-        "python -m harness parity check --cases 1 --case-seed 12345 --lanes sqlite-file "
+        "python -m arib parity check --cases 1 --case-seed 12345 --lanes sqlite-file "
         "--loops uvloop"
     )
     assert replay_command(case, "x@asyncio", "m1").endswith("--mutant m1")

@@ -1,4 +1,4 @@
-"""harness.partial_write: a survey that measured less never replaces one that measured more.
+"""arib.partial_write: a survey that measured less never replaces one that measured more.
 
 Small fixture documents in a temporary folder stand in for a committed survey: two lanes,
 two checks each. No committed result is read or written.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.partial_write import (
+from arib.partial_write import (
     PARTIAL_DIR,
     REPORT,
     committed_lanes,
@@ -138,7 +138,7 @@ def test_a_survey_of_one_lane_leaves_the_whole_survey_as_it_was(tmp_path: Path) 
 
 def test_official_tables_of_fewer_lanes_go_beside(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.official.command import _write
+    from arib.official.command import _write
 
     def table(*lanes: str) -> dict[str, Any]:
         return {"kind": "arib-official-side-by-side", "lanes": [{"lane": n} for n in lanes]}

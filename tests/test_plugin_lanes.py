@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground.family import plugin_lanes
-from harness.ground.services import ServiceManager
-from harness.lanes import prepare_lanes
-from targets.registry import family_lanes, get_target
+from arib.ground.family import plugin_lanes
+from arib.ground.services import ServiceManager
+from arib.lanes import prepare_lanes
+from arib.targets.registry import family_lanes, get_target
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = """[arib.lanes.openai-agents]
@@ -75,14 +75,14 @@ def test_a_lane_that_reuses_a_name_is_refused(tmp_path: Path,
 def test_run_and_bench_measure_an_installed_lane(installed: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(ROOT)])}
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--check", "ARIB-CONC-001", "--lane",
+        [sys.executable, "-m", "arib", "run", "--check", "ARIB-CONC-001", "--lane",
          "json_store", "--param", "ARIB-CONC-001.trials=1"],
         cwd=installed, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     finding = json.loads(done.stdout)
     assert finding["target"] == "json_store" and finding["verdict"] == "held"
     bench = subprocess.run(
-        [sys.executable, "-m", "harness", "bench", "--lanes", "json_store", "--checks",
+        [sys.executable, "-m", "arib", "bench", "--lanes", "json_store", "--checks",
          "ARIB-CONC-001", "--out", "results", "--quiet"],
         cwd=installed, env=env, capture_output=True, text=True, timeout=600)
     assert bench.returncode == 0, bench.stdout + bench.stderr

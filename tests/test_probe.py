@@ -16,8 +16,8 @@ from types import ModuleType
 
 import pytest
 
-from harness.cli import main
-from harness.probe import ProbeResult, ProbeStatus, rejected_call
+from arib.cli import main
+from arib.probe import ProbeResult, ProbeStatus, rejected_call
 
 RELEASE = '''
 class Saver:
@@ -169,7 +169,7 @@ def test_a_family_without_a_probe_is_refused_by_the_command(
 
 
 def test_a_gate_probe_stops_the_bench_when_violated_or_in_error() -> None:
-    from harness.probe import GateProbe
+    from arib.probe import GateProbe
 
     assert [GateProbe("C", "lane", v).stops_bench
             for v in ("held", "not_applicable", "violated", "error")] == [

@@ -1,4 +1,4 @@
-"""harness.ground.proctime: the process's age, read from the kernel."""
+"""arib.ground.proctime: the process's age, read from the kernel."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from harness.ground import proctime
-from harness.ground.proctime import process_age_s
+from arib.ground import proctime
+from arib.ground.proctime import process_age_s
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -20,7 +20,7 @@ def test_a_process_age_counts_from_its_start_and_grows():
     assert first is not None and second is not None
     assert 0 < first < second
     # A fresh interpreter is younger than this test's process, and young.
-    code = "from harness.ground.proctime import process_age_s; print(process_age_s())"
+    code = "from arib.ground.proctime import process_age_s; print(process_age_s())"
     child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                  check=True).stdout)
     assert 0 <= child < second

@@ -1,4 +1,4 @@
-"""harness.pytest_plugin: one item per invariant, the options, the readable failure, inertness."""
+"""arib.pytest_plugin: one item per invariant, the options, the readable failure, inertness."""
 
 from __future__ import annotations
 
@@ -24,17 +24,17 @@ def run_pytest(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_registered_through_the_pytest11_entry_point(pytestconfig: pytest.Config):
     found = {ep.name: ep.value for ep in metadata.entry_points(group="pytest11")}
-    assert found.get("arib") == "harness.pytest_plugin"
+    assert found.get("arib") == "arib.pytest_plugin"
     assert pytestconfig.pluginmanager.has_plugin("arib")
 
 
 def test_inert_when_unused():
-    code = ("import sys, harness.pytest_plugin; "
+    code = ("import sys, arib.pytest_plugin; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('harness', 'checks', 'targets', 'mutants')))")
+            "('arib', 'harness', 'checks', 'targets', 'mutants')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
-    assert out.strip() == "['harness', 'harness.pytest_plugin']"
+    assert out.strip() == "['arib', 'arib.pytest_plugin']"
 
 
 @pytest.mark.slow

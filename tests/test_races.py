@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from harness.ground.errors import ResultsError
-from harness.races import (
+from arib.ground.errors import ResultsError
+from arib.races import (
     Entry,
     EntryKind,
     Source,

@@ -7,14 +7,14 @@ import textwrap
 
 import pytest
 
-from checks.registry import check_ids, declared_id, declared_ids, get_check, load_checks
-from harness.ground.errors import CheckDefinitionError, ParameterError, UnknownNameError
-from mutants.registry import get_mutant, handwritten_mutants
-from targets.registry import get_target, parse_lanes
+from arib.checks.registry import check_ids, declared_id, declared_ids, get_check, load_checks
+from arib.ground.errors import CheckDefinitionError, ParameterError, UnknownNameError
+from arib.mutants.registry import get_mutant, handwritten_mutants
+from arib.targets.registry import get_target, parse_lanes
 
 GOOD = """
-from checks.base import CheckSpec, Param
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Param
+from arib.ground.model import Trial
 
 async def run_trial(ctx):
     return Trial(ctx.index, ctx.seed, False)
@@ -71,7 +71,7 @@ BACKENDS = ("agents", "openai", "pydantic", "sqlalchemy", "redis", "cryptography
 def test_listing_every_check_imports_no_backend():
     from tests.test_sources import loaded_after
 
-    loaded = loaded_after("from checks.registry import load_checks\nload_checks()\n")
+    loaded = loaded_after("from arib.checks.registry import load_checks\nload_checks()\n")
     assert not {m.split(".")[0] for m in loaded} & set(BACKENDS), sorted(
         m for m in loaded if m.split(".")[0] in BACKENDS)
 
@@ -79,11 +79,13 @@ def test_listing_every_check_imports_no_backend():
 def test_a_run_of_one_check_imports_its_module_only():
     from tests.test_sources import loaded_after
 
-    loaded = loaded_after("from checks.registry import check_ids, get_check\n"
+    loaded = loaded_after("from arib.checks.registry import check_ids, get_check\n"
                           "assert len(check_ids()) > 30\n"
                           "get_check('ARIB-CONC-001')\n")
-    own = {m for m in loaded if m.startswith("checks.") and not m.startswith("checks._")}
-    assert own == {"checks.conc_001", "checks.base", "checks.common", "checks.registry"}
+    own = {m for m in loaded
+           if m.startswith("arib.checks.") and not m.startswith("arib.checks._")}
+    assert own == {"arib.checks.conc_001", "arib.checks.base", "arib.checks.common",
+                   "arib.checks.registry"}
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -110,7 +112,7 @@ def test_a_module_whose_id_is_not_in_its_text_is_found_by_importing_them_all(pac
 def test_a_declared_id_its_check_does_not_have_is_refused(package, monkeypatch):
     # The text says ARIB-T-001 (as a scan would read it), the spec says ARIB-T-009.
     name = package("liarid", {"a": GOOD.format(id="ARIB-T-009", mutants=("reference_racy_close",))})
-    monkeypatch.setattr("checks.registry.declared_ids",
+    monkeypatch.setattr("arib.checks.registry.declared_ids",
                         lambda package=None: {"ARIB-T-001": f"{name}.a"})
     with pytest.raises(CheckDefinitionError, match="declares id 'ARIB-T-001' in its source but "
                                                    "its CHECK has id 'ARIB-T-009'"):
@@ -189,7 +191,7 @@ def test_selectors_are_strict_on_the_pinned_sdk_version() -> None:
     import re
     from pathlib import Path
 
-    from mutants.pool import SELECTORS_SDK
+    from arib.mutants.pool import SELECTORS_SDK
 
     noxfile = (Path(__file__).resolve().parent.parent / "noxfile.py").read_text()
     assert re.search(rf'^PINNED_SDK = "{re.escape(SELECTORS_SDK)}"$', noxfile, re.M)

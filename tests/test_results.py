@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from checks.registry import get_check
-from harness.bench import BenchConfig, run_bench
-from harness.cache import AdmissionCache
-from harness.ground.errors import ResultsError
-from harness.report import render_markdown
-from harness.results import atomic_write_text, read_results, validate
-from targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
+from arib.bench import BenchConfig, run_bench
+from arib.cache import AdmissionCache
+from arib.checks.registry import get_check
+from arib.ground.errors import ResultsError
+from arib.report import render_markdown
+from arib.results import atomic_write_text, read_results, validate
+from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 
 COMMITTED = sorted((Path(__file__).parent.parent / "results").glob("*-openai-agents-*.json"))
 
@@ -97,10 +97,10 @@ def test_atomic_write_keeps_the_mode_and_makes_new_files_readable(tmp_path):
 
 
 def test_a_scheduled_violation_validates_and_its_schedule_is_shown(small_run):
-    from harness.execute import RunOptions, run_check
-    from harness.ground.child import run_one
-    from mutants.registry import get_mutant
-    from targets.reference import REFERENCE
+    from arib.execute import RunOptions, run_check
+    from arib.ground.child import run_one
+    from arib.mutants.registry import get_mutant
+    from arib.targets.reference import REFERENCE
 
     check = get_check("ARIB-CONC-001")
     opts = RunOptions(params=check.resolve_params({"writers": 3, "appends": 3, "trials": 2}))

@@ -6,9 +6,9 @@ import importlib.util
 
 import pytest
 
-from checks.registry import validate_module
-from harness.ground.errors import UnknownNameError, UsageError
-from harness.scaffold import scaffold
+from arib.checks.registry import validate_module
+from arib.ground.errors import UnknownNameError, UsageError
+from arib.scaffold import scaffold
 
 
 def load(path, name):

@@ -1,4 +1,4 @@
-"""harness.ground.schedule.plan and its use by harness.execute: every trial of a concurrent
+"""arib.ground.schedule.plan and its use by arib.execute: every trial of a concurrent
 check records its schedule, a replay of a violation on a controlled lane repeats it exactly
 (10 of 10), a schedule that is not the trial's is refused, an enumeration stops once
 exhausted, and a concurrent check whose trial started no actor is an error naming it."""
@@ -10,16 +10,16 @@ import json
 
 import pytest
 
-from checks.base import CheckSpec, SchedulePlan, TrialContext, actors
-from checks.registry import get_check
-from harness.cli import main
-from harness.execute import SCHEDULE_MISMATCH, RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.model import Finding, Trial, Verdict
-from harness.ground.schedule import Schedule, ScheduleError, TrialPlanner, check_replay
-from harness.ground.schedule.record import Decision
-from mutants.registry import get_mutant
-from targets.reference import REFERENCE
+from arib.checks.base import CheckSpec, SchedulePlan, TrialContext, actors
+from arib.checks.registry import get_check
+from arib.cli import main
+from arib.execute import SCHEDULE_MISMATCH, RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.model import Finding, Trial, Verdict
+from arib.ground.schedule import Schedule, ScheduleError, TrialPlanner, check_replay
+from arib.ground.schedule.record import Decision
+from arib.mutants.registry import get_mutant
+from arib.targets.reference import REFERENCE
 
 LOST_UPDATE = "reference_lost_update"
 
@@ -156,7 +156,7 @@ def test_run_replays_a_schedule_and_reports_how_often_it_reproduced(
     check, opts = conc({"writers": 3, "appends": 3, "trials": 4})
     found = in_child(check, opts, LOST_UPDATE)
     assert found.replay is not None and found.schedule is not None
-    argv = found.replay.split(" ", 3)[3]  # past "python -m harness"
+    argv = found.replay.split(" ", 3)[3]  # past "python -m arib"
     import shlex
 
     code = main([*shlex.split(argv), "--param", "ARIB-CONC-001.writers=3", "--param",

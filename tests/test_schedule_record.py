@@ -1,11 +1,11 @@
-"""harness.ground.schedule.record: the text form round-trips, and what does not parse is
+"""arib.ground.schedule.record: the text form round-trips, and what does not parse is
 refused with one line naming it."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.ground.schedule.record import Decision, Schedule, ScheduleError, parse_argument
+from arib.ground.schedule.record import Decision, Schedule, ScheduleError, parse_argument
 
 
 def test_text_round_trips_with_runs_groups_marks_and_big_actors() -> None:

@@ -1,4 +1,4 @@
-"""harness.ground.schedule (scheduler, driver, plan): actors run one step at a time in the
+"""arib.ground.schedule (scheduler, driver, plan): actors run one step at a time in the
 seed's order, the same seed gives the same run on asyncio and uvloop, a replay repeats it,
 cancellation passes through the driver, and what waits on other actors is not waited for."""
 
@@ -12,14 +12,14 @@ from typing import Any
 import anyio
 import pytest
 
-from harness.ground.schedule import (
+from arib.ground.schedule import (
     Schedule,
     Scheduler,
     activated,
     as_actor,
     make,
 )
-from harness.ground.schedule.strategies import Replay, Strategy
+from arib.ground.schedule.strategies import Replay, Strategy
 
 LOOPS = ["asyncio", "uvloop"]
 

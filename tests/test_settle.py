@@ -1,4 +1,4 @@
-"""checks._settle: the wait until a call's leftover work in this process is done."""
+"""arib.checks._settle: the wait until a call's leftover work in this process is done."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from checks._settle import Settle, at_rest, busy_threads
+from arib.checks._settle import Settle, at_rest, busy_threads
 
 
 def runner_threads() -> frozenset[int]:

@@ -1,4 +1,4 @@
-"""harness.shard: --shard k/n parsing, the fingerprint and the deterministic balanced split."""
+"""arib.shard: --shard k/n parsing, the fingerprint and the deterministic balanced split."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground.errors import UsageError
-from harness.shard import ShardSpec, Split, arguments, survey_durations
+from arib.ground.errors import UsageError
+from arib.shard import ShardSpec, Split, arguments, survey_durations
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,7 @@ def test_a_good_shard_parses() -> None:
 
 @pytest.mark.parametrize("text", ["3/2", "0/4", "x"])
 def test_the_command_line_gives_one_line_and_exit_2(text: str, tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "harness", "survey", "--shard", text],
+    done = subprocess.run([sys.executable, "-m", "arib", "survey", "--shard", text],
                           cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -39,9 +39,9 @@ def test_the_command_line_gives_one_line_and_exit_2(text: str, tmp_path: Path) -
 @pytest.mark.parametrize(("command", "needs"), [("survey", "--write"), ("admit", "--json")])
 def test_a_shard_that_writes_nothing_to_merge_is_refused(command: str, needs: str,
                                                          tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "harness", command, "--all", "--shard", "1/2"]
+    done = subprocess.run([sys.executable, "-m", "arib", command, "--all", "--shard", "1/2"]
                           if command == "admit" else
-                          [sys.executable, "-m", "harness", command, "--shard", "1/2"],
+                          [sys.executable, "-m", "arib", command, "--shard", "1/2"],
                           cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr

@@ -1,4 +1,4 @@
-"""``python -m harness show``: one mutant's diff, lane, status and killers."""
+"""``python -m arib show``: one mutant's diff, lane, status and killers."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.ground.errors import UnknownNameError
-from harness.show import describe, find_mutant
-from mutants.pool import generated_for_lane
+from arib.cli import main
+from arib.ground.errors import UnknownNameError
+from arib.mutants.pool import generated_for_lane
+from arib.show import describe, find_mutant
 
 
 def test_a_generated_mutant_shows_its_survey_status_and_killers(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground.sources import module_path, module_source
+from arib.ground.sources import module_path, module_source
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND = "agents.memory.sqlite_session"
@@ -28,22 +28,22 @@ def loaded_after(code: str) -> set[str]:
 
 
 def test_an_imported_module_is_read_as_inspect_reads_it():
-    import harness.ground.model as model
+    import arib.ground.model as model
 
-    assert module_path("harness.ground.model") == Path(model.__file__)
-    assert module_source("harness.ground.model") == inspect.getsource(model)
+    assert module_path("arib.ground.model") == Path(model.__file__)
+    assert module_source("arib.ground.model") == inspect.getsource(model)
 
 
 def test_a_backend_module_is_found_and_read_without_importing_the_sdk():
     loaded = loaded_after(
-        "from harness.ground.sources import module_path, module_source\n"
+        "from arib.ground.sources import module_path, module_source\n"
         f"assert module_path({BACKEND!r}).name == 'sqlite_session.py'\n"
         f"assert 'class SQLiteSession' in module_source({BACKEND!r})\n"
-        "from harness.cache import source_hash\n"
+        "from arib.cache import source_hash\n"
         f"source_hash({BACKEND!r})\n"
-        "from harness.keys import installed_source\n"
+        "from arib.keys import installed_source\n"
         f"assert installed_source({BACKEND!r})\n"
-        "from mutants.hook import installed_source as hook_source\n"
+        "from arib.mutants.hook import installed_source as hook_source\n"
         f"hook_source({BACKEND!r})\n")
     assert not {m for m in loaded if m == "agents" or m.startswith("agents.")}
 
@@ -64,7 +64,7 @@ def test_a_module_that_is_not_installed_has_no_path(name):
 
 
 def test_a_missing_submodule_is_reported_without_running_its_package():
-    loaded = loaded_after("from harness.ground.sources import module_path\n"
+    loaded = loaded_after("from arib.ground.sources import module_path\n"
                           "assert module_path('agents.memory.no_such_module') is None\n")
     assert "agents" not in loaded
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.ground.errors import UsageError
-from harness.ground.model import MutantStatus
-from harness.survey_scores import FailUnder, Scores, gate, lane_status, parse_fail_under
+from arib.ground.errors import UsageError
+from arib.ground.model import MutantStatus
+from arib.survey_scores import FailUnder, Scores, gate, lane_status, parse_fail_under
 
 S = MutantStatus
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.survey import SURVEY_ENGINE
-from harness.survivors import (
+from arib.survey import SURVEY_ENGINE
+from arib.survivors import (
     SURVIVORS_DIR,
     Category,
     SurvivorsFileError,
@@ -19,7 +19,7 @@ from harness.survivors import (
     survey_disagreements,
     survivors_path,
 )
-from targets.registry import ALL_TARGETS
+from arib.targets.registry import ALL_TARGETS
 
 LANES = [t.name for t in ALL_TARGETS]
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,8 +126,8 @@ def test_every_committed_file_is_well_formed() -> None:
 
 
 def test_every_listed_mutant_of_the_installed_version_is_still_generated() -> None:
-    from harness.execute import sdk_version
-    from mutants.pool import generated_for_lane
+    from arib.execute import sdk_version
+    from arib.mutants.pool import generated_for_lane
 
     missing = [f"{e.where}: {e.lane} {e.mutant_id}"
                for e in load_survivors(sdk_version(), LANES)

@@ -1,4 +1,4 @@
-"""checks._suspend: a call's own suspensions are counted, and a cancellation sent at the k-th
+"""arib.checks._suspend: a call's own suspensions are counted, and a cancellation sent at the k-th
 lands exactly there."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from checks._suspend import at_suspension, cancel_current
+from arib.checks._suspend import at_suspension, cancel_current
 
 
 async def three_steps(done: list[int]) -> str:

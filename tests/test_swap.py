@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from harness.ground.child import ChildStatus, run_jobs
-from mutants.base import MutantSpec
-from mutants.generate import generate_from_source
-from targets.base import TargetSpec
-from targets.registry import real_lanes
-from targets.sdk import SQLITE_FILE
+from arib.ground.child import ChildStatus, run_jobs
+from arib.mutants.base import MutantSpec
+from arib.mutants.generate import generate_from_source
+from arib.targets.base import TargetSpec
+from arib.targets.registry import real_lanes
+from arib.targets.sdk import SQLITE_FILE
 from tests.swapcheck import one_lane_per_module, swaps_are_exact
 
 TOY = textwrap.dedent('''\
@@ -138,7 +138,7 @@ def test_only_functions_no_import_runs_are_swappable(toy: tuple[str, Path]) -> N
 
 
 def test_a_swap_that_would_not_be_exact_changes_nothing(toy: tuple[str, Path]) -> None:
-    from mutants.hook import serve_mutated_function
+    from arib.mutants.hook import serve_mutated_function
 
     name, tmp_path = toy
     mutant = next(m for m in _mutants(name) if m.qualname == "Store.kind" and m.swap)

@@ -11,13 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from checks.registry import get_check
-from harness.judging import MIN_MUTANT_TIMEOUT_S, WAIT_MARGIN_S, mutant_timeout
-from mutants.generate import installed_source
-from targets.base import BuildContext
-from targets.reference import BUSY_DEADLINE_S, REFERENCE
-from targets.registry import get_target
-from targets.sdk import ASYNC_SQLITE_MODULE, SQLITE_BUSY_TIMEOUT_S, SQLITE_MODULE
+from arib.checks.registry import get_check
+from arib.judging import MIN_MUTANT_TIMEOUT_S, WAIT_MARGIN_S, mutant_timeout
+from arib.mutants.generate import installed_source
+from arib.targets.base import BuildContext
+from arib.targets.reference import BUSY_DEADLINE_S, REFERENCE
+from arib.targets.registry import get_target
+from arib.targets.sdk import ASYNC_SQLITE_MODULE, SQLITE_BUSY_TIMEOUT_S, SQLITE_MODULE
 
 
 def _connect_calls(module: str) -> list[ast.Call]:

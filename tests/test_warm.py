@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from checks.registry import get_check, load_checks
-from harness.warm import modules_for, warm, warm_modules
-from targets.reference import REFERENCE
-from targets.registry import family_lanes, get_target
+from arib.checks.registry import get_check, load_checks
+from arib.targets.reference import REFERENCE
+from arib.targets.registry import family_lanes, get_target
+from arib.warm import modules_for, warm, warm_modules
 
 
 def test_a_run_needs_the_checks_preload_the_lanes_module_and_its_preload():

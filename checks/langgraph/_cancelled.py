@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
-from checks._suspend import at_suspension, cancel_current
-from checks.base import describe
+from arib.checks._suspend import at_suspension, cancel_current
+from arib.checks.base import describe
 
 HELD = ("returned_then_once", "absent_then_once", "present_then_once")
 

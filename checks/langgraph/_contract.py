@@ -7,14 +7,14 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from checks.base import TrialContext, describe
-from checks.langgraph._saver import call, config, make_checkpoint
-from harness.ground.model import Counts, Trial
-from targets.base import NotApplicable
-from targets.langgraph.lanes import api_of
+from arib.checks.base import TrialContext, describe
+from arib.checks.langgraph._saver import call, config, make_checkpoint
+from arib.ground.model import Counts, Trial
+from arib.ground.package import folder
+from arib.targets.base import NotApplicable
+from arib.targets.langgraph.lanes import api_of
 
 
 def thread_config(thread: str) -> dict[str, Any]:
@@ -70,12 +70,11 @@ def release_lacks(exc: ImportError) -> bool:
     part of langgraph the installed release lacks."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith("<frozen")]
-    return bool(frames) and frames[-1].filename.startswith(_OURS) and (
+    ours = (folder("checks"), folder("targets"))
+    return bool(frames) and frames[-1].filename.startswith(ours) and (
         exc.name or "").startswith("langgraph")
 
 
-_ROOT = Path(__file__).resolve().parent.parent.parent
-_OURS = tuple(f"{_ROOT / folder}/" for folder in ("checks", "targets"))
 
 
 async def guarded(ctx: TrialContext, body: Callable[[], Awaitable[Trial]]) -> Trial:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.langgraph._saver import call, config, listing, make_checkpoint
+from arib.checks.langgraph._saver import call, config, listing, make_checkpoint
 
 # what one checkpoint looks like when read back: its channel values and its writes
 Seen = dict[str, dict[str, tuple[dict[str, Any], set[tuple[str, str, Any]]]]]

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from checks.base import TrialContext
-from checks.langgraph._saver import saver_of
+from arib.checks.base import TrialContext
+from arib.checks.langgraph._saver import saver_of
 
 
 @asynccontextmanager

@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from checks.langgraph._contract import named
-from checks.langgraph._saver import writes_of
+from arib.checks.langgraph._contract import named
+from arib.checks.langgraph._saver import writes_of
 
 
 def offers(saver: Any, method: str) -> bool:

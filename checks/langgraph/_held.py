@@ -5,7 +5,7 @@ is loaded, the serializer decrypts a large state. Two ways to hold it at a known
 the calls released meanwhile meet it there by construction, not by chance:
 
 - an async read (a saver serving the async half) is held at its k-th suspension
-  (``checks._suspend.held_at``): what it awaited there has completed, it does not resume until
+  (``arib.checks._suspend.held_at``): what it awaited there has completed, it does not resume until
   released, every other task runs;
 - a sync read (in a worker thread) is held in the saver's serializer: ``HeldSerde`` wraps the
   saver's ``serde`` and blocks the k-th ``loads_typed`` of the armed thread until released (a

@@ -32,14 +32,14 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from checks._actors import actor_task
-from checks.base import Barrier, NotApplicable, TrialContext, describe, race_threads
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call, store_of
-from checks.langgraph._store import needs_methods
-from harness.ground.model import Trial
-from targets.langgraph.lanes import API
-from targets.langgraph.stores import conn_string
+from arib.checks._actors import actor_task
+from arib.checks.base import Barrier, NotApplicable, TrialContext, describe, race_threads
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call, store_of
+from arib.checks.langgraph._store import needs_methods
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import API
+from arib.targets.langgraph.stores import conn_string
 
 STOP_WAIT_S = 2.0
 KEYS = ("k0", "k1", "k2")  # each worker: setup(), put and get, per key

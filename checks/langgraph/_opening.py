@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from targets.base import BuildContext, NotApplicable, TargetSpec
+from arib.targets.base import BuildContext, NotApplicable, TargetSpec
 
 
 async def enter(cm: Any) -> Any:
@@ -41,7 +41,7 @@ def schema_conninfo(build: BuildContext, lane: str) -> str:
     missing)."""
     from psycopg.conninfo import make_conninfo
 
-    from targets.langgraph.services import conninfo, ensure_schema, trial_schema
+    from arib.targets.langgraph.services import conninfo, ensure_schema, trial_schema
 
     dsn, schema = conninfo(build, lane), trial_schema(build)
     ensure_schema(dsn, schema)

@@ -10,7 +10,7 @@ offers it. A store: ``put``, ``get``, ``search`` (``limit``, a ``filter``), ``de
 second instance's ``search``.
 
 The probe judges no invariant: it only asks whether this release takes the calls the harness
-makes. A call it refuses fails the probe (``harness.probe`` says whether the refusal is of the
+makes. A call it refuses fails the probe (``arib.probe`` says whether the refusal is of the
 harness's own arguments, a harness defect); the lane is then not measured on that release.
 A check that calls the family's API in a new way adds that call here.
 """
@@ -21,16 +21,16 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from checks.langgraph._saver import (
+from arib.checks.langgraph._saver import (
     call,
     config,
     listing,
     make_checkpoint,
     store_call,
 )
-from checks.langgraph._writers import run_setup
-from targets.base import BuildContext, Handle, TargetSpec
-from targets.langgraph.lanes import KIND, api_of, latest_only
+from arib.checks.langgraph._writers import run_setup
+from arib.targets.base import BuildContext, Handle, TargetSpec
+from arib.targets.langgraph.lanes import KIND, api_of, latest_only
 
 SEED = 0x9B0BE
 THREAD = "arib-probe"

@@ -10,9 +10,9 @@ from typing import Any
 
 import anyio
 
-from checks._actors import to_thread
-from targets.base import Handle, NotApplicable
-from targets.langgraph.lanes import api_of, kind_of, latest_only
+from arib.checks._actors import to_thread
+from arib.targets.base import Handle, NotApplicable
+from arib.targets.langgraph.lanes import api_of, kind_of, latest_only
 
 
 def _of_kind(obj: Any, kind: str) -> Any:

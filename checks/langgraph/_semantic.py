@@ -12,10 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from checks.base import TrialContext
-from checks.langgraph._contract import Problems
-from checks.langgraph._saver import store_call, store_of
-from checks.langgraph._store import needs_keywords
+from arib.checks.base import TrialContext
+from arib.checks.langgraph._contract import Problems
+from arib.checks.langgraph._saver import store_call, store_of
+from arib.checks.langgraph._store import needs_keywords
 
 DIMS = 26
 QUERY = "abcdefgh"

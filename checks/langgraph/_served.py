@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks import _forked
-from checks.base import TrialContext, describe
-from harness.ground.model import Counts, Trial
+from arib.checks import _forked
+from arib.checks.base import TrialContext, describe
+from arib.ground.model import Counts, Trial
 
 
 class Raised(Exception):

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.langgraph._faults import Op
+from arib.checks.langgraph._faults import Op
 
 Stamp = tuple[int, int]
 

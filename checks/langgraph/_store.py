@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from targets.base import NotApplicable
-from targets.langgraph.lanes import api_of
+from arib.targets.base import NotApplicable
+from arib.targets.langgraph.lanes import api_of
 
 Ns = tuple[str, ...]
 _COMPARE = {"$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b,

@@ -1,10 +1,10 @@
 """Forked writer processes for the LangGraph fault checks (ARIB-LGCONC-002, ARIB-LGDUR-001,
-ARIB-LGSETUP-001), on checks._forked: each opens its own saver on the trial's store with the
+ARIB-LGSETUP-001), on arib.checks._forked: each opens its own saver on the trial's store with the
 lane's builder, waits for the parent's go, runs its plan one op at a time and acknowledges
 each op over the pipe. Free-running, every writer runs its whole plan from one go; stepped
 (under a trial's scheduler), every writer waits for a go before each op, and the parent
 releases one writer's next op at a time, in the scheduler's order, once the last one was
-acknowledged. Forked before the parent opens anything on the store (see checks._forked)."""
+acknowledged. Forked before the parent opens anything on the store (see arib.checks._forked)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks import _forked
-from checks._actors import to_thread
-from checks.base import NotApplicable, TrialContext, describe
-from checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
-from harness.ground.model import Counts, Trial
-from harness.ground.schedule import Scheduler, active
-from targets.langgraph.lanes import KIND
+from arib.checks import _forked
+from arib.checks._actors import to_thread
+from arib.checks.base import NotApplicable, TrialContext, describe
+from arib.checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
+from arib.ground.model import Counts, Trial
+from arib.ground.schedule import Scheduler, active
+from arib.targets.langgraph.lanes import KIND
 
 # What a writer runs: (its instance, seed, writer, thread, steps) -> ops, each with an async
 # ``run(instance)`` and a ``label``; a checkpointer's ``writer_plan`` unless a check names another

@@ -4,10 +4,10 @@ open the store."""
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph._contract import guarded, reader_of
-from checks.langgraph._saver import (
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import guarded, reader_of
+from arib.checks.langgraph._saver import (
     call,
     config,
     first_mismatch,
@@ -15,8 +15,8 @@ from checks.langgraph._saver import (
     saver_of,
     state_of,
 )
-from harness.ground.model import Counts, Trial
-from targets.langgraph.lanes import latest_only
+from arib.ground.model import Counts, Trial
+from arib.targets.langgraph.lanes import latest_only
 
 # Values a serializer could bend: non-ASCII, nesting, large, empty, numbers and bytes.
 SAMPLES = ("žluťoučký kůň 🐎", {"nested": [1, 2.5, None, True, {"k": "v"}]}, "x" * 20_000,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import (
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import (
     Problems,
     Put,
     guarded,
@@ -21,8 +21,8 @@ from checks.langgraph._contract import (
     put_chain,
     put_one,
 )
-from checks.langgraph._saver import call, config, listing
-from harness.ground.model import Trial
+from arib.checks.langgraph._saver import call, config, listing
+from arib.ground.model import Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded, put_chain
-from checks.langgraph._saver import call, config, special_indexes, writes_of
-from harness.ground.model import Trial
-from targets.langgraph.lanes import latest_only
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded, put_chain
+from arib.checks.langgraph._saver import call, config, special_indexes, writes_of
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import latest_only
 
 
 def special_channels() -> tuple[str, ...]:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, Put, guarded, put_chain, reader_of
-from checks.langgraph._halves import task_paths
-from checks.langgraph._saver import call, config, listing, special_indexes, writes_of
-from harness.ground.model import Trial
-from targets.langgraph.lanes import latest_only
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, Put, guarded, put_chain, reader_of
+from arib.checks.langgraph._halves import task_paths
+from arib.checks.langgraph._saver import call, config, listing, special_indexes, writes_of
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import latest_only
 
 ERROR = "__error__"
 

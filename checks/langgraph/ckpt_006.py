@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import (
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import (
     Problems,
     Put,
     guarded,
@@ -26,8 +26,8 @@ from checks.langgraph._contract import (
     same_as_got,
     thread_config,
 )
-from checks.langgraph._saver import call, config, listing
-from harness.ground.model import Trial
+from arib.checks.langgraph._saver import call, config, listing
+from arib.ground.model import Trial
 
 NAMESPACES = ("", "a", "a|b", "ab")
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import (
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import (
     Problems,
     Put,
     delete_or_abstain,
@@ -26,7 +26,7 @@ from checks.langgraph._contract import (
     reader_of,
     thread_config,
 )
-from checks.langgraph._saver import (
+from arib.checks.langgraph._saver import (
     call,
     config,
     first_mismatch,
@@ -34,7 +34,7 @@ from checks.langgraph._saver import (
     state_of,
     writes_of,
 )
-from harness.ground.model import Trial
+from arib.ground.model import Trial
 
 NAMESPACES = ("", "sub", "sub|inner")
 

@@ -30,19 +30,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, Put, guarded, ids_of, named, thread_config
-from checks.langgraph._halves import (
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, Put, guarded, ids_of, named, thread_config
+from arib.checks.langgraph._halves import (
     async_half,
     listing_view,
     offers,
     sync_half,
     tuple_view,
 )
-from checks.langgraph._saver import call, config, listing, make_checkpoint, saver_of
-from harness.ground.model import Trial
-from targets.langgraph.lanes import api_of, latest_only
+from arib.checks.langgraph._saver import call, config, listing, make_checkpoint, saver_of
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import api_of, latest_only
 
 HALVES = {"sync": sync_half, "async": async_half}
 

@@ -26,14 +26,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded, ids_of, put_chain, thread_config
-from checks.langgraph._halves import listing_view, offers, sync_on_loop, tuple_view
-from checks.langgraph._saver import call, config, listing, saver_of
-from harness.ground.interrupts import Overdue, alarm_after
-from harness.ground.model import Trial
-from targets.langgraph.lanes import latest_only
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded, ids_of, put_chain, thread_config
+from arib.checks.langgraph._halves import listing_view, offers, sync_on_loop, tuple_view
+from arib.checks.langgraph._saver import call, config, listing, saver_of
+from arib.ground.interrupts import Overdue, alarm_after
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import latest_only
 
 # How long a sync call on the loop's thread may take to answer or refuse.
 LOOP_DEADLINE_S = 1.0

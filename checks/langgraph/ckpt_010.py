@@ -28,14 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._halves import offers, task_paths
-from checks.langgraph._saver import call, channel_argument, checkpoint_id, config, saver_of
-from harness.ground.model import Trial
-from targets.base import NotApplicable
-from targets.langgraph.lanes import latest_only
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._halves import offers, task_paths
+from arib.checks.langgraph._saver import call, channel_argument, checkpoint_id, config, saver_of
+from arib.ground.model import Trial
+from arib.targets.base import NotApplicable
+from arib.targets.langgraph.lanes import latest_only
 
 CHANNELS = ("d", "p", "e", "x")
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph._contract import (
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import (
     Problems,
     Put,
     guarded,
@@ -37,10 +37,10 @@ from checks.langgraph._contract import (
     put_chain,
     thread_config,
 )
-from checks.langgraph._halves import listing_view, offers, tuple_view
-from checks.langgraph._saver import call, config, listing, saver_of
-from harness.ground.model import Trial
-from targets.base import NotApplicable
+from arib.checks.langgraph._halves import listing_view, offers, tuple_view
+from arib.checks.langgraph._saver import call, config, listing, saver_of
+from arib.ground.model import Trial
+from arib.targets.base import NotApplicable
 
 DELTA_META = {"counters_since_delta_snapshot": {"d": [1, 1]}}
 

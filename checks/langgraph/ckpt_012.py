@@ -41,12 +41,12 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded, ids_of, put_one, same_as_got
-from checks.langgraph._fresh import fresh_saver
-from checks.langgraph._halves import offers, task_paths
-from checks.langgraph._saver import (
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded, ids_of, put_one, same_as_got
+from arib.checks.langgraph._fresh import fresh_saver
+from arib.checks.langgraph._halves import offers, task_paths
+from arib.checks.langgraph._saver import (
     call,
     checkpoint_id,
     config,
@@ -54,9 +54,9 @@ from checks.langgraph._saver import (
     make_checkpoint,
     writes_of,
 )
-from harness.ground.model import Trial
-from targets.langgraph.lanes import api_of, latest_only
-from targets.langgraph.services import saver_on_pool
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import api_of, latest_only
+from arib.targets.langgraph.services import saver_on_pool
 
 # The tables of langgraph-checkpoint-sqlite 1.0 (its setup(); no task_path column yet).
 OLD_SCHEMA = """

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import (
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import (
     Problems,
     delete_or_abstain,
     guarded,
@@ -30,11 +30,11 @@ from checks.langgraph._contract import (
     put_chain,
     put_one,
 )
-from checks.langgraph._fresh import fresh_saver
-from checks.langgraph._halves import listing_view
-from checks.langgraph._saver import call, config, listing
-from harness.ground.model import Trial
-from targets.langgraph.lanes import latest_only
+from arib.checks.langgraph._fresh import fresh_saver
+from arib.checks.langgraph._halves import listing_view
+from arib.checks.langgraph._saver import call, config, listing
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import latest_only
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

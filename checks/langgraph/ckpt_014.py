@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded, named
-from checks.langgraph._saver import (
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded, named
+from arib.checks.langgraph._saver import (
     call,
     channel_argument,
     checkpoint_id,
@@ -36,8 +36,8 @@ from checks.langgraph._saver import (
     listing,
     saver_of,
 )
-from harness.ground.model import Trial
-from targets.base import NotApplicable
+from arib.ground.model import Trial
+from arib.targets.base import NotApplicable
 
 TASKS = "__pregel_tasks"
 # Savers whose stores kept a checkpoint's pending sends as its parent's TASKS writes before

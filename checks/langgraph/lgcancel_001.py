@@ -1,7 +1,7 @@
 """ARIB-LGCANCEL-001: an aput or aput_writes cancelled at any of its suspensions leaves all of
 it or none, the same for every reader, and the saver usable after.
 
-The cancellation point is counted in the call's own suspensions (checks._suspend, as in
+The cancellation point is counted in the call's own suspensions (arib.checks._suspend, as in
 ARIB-CANCEL-001): the call runs in its own asyncio task behind a counting wrapper and is
 cancelled just before its k-th suspension. For each of the two operations, a dry run (k = 0)
 counts the suspensions n an uncancelled call makes; then every k = 1 .. min(n, ``points``) in
@@ -28,13 +28,13 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import RATE_TRIALS, trials_param
-from checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
-from checks.langgraph._faults import Op, read_threads, writer_plan
-from harness.ground.model import Counts, Trial
-from targets.base import BuildContext, Handle
-from targets.langgraph.lanes import api_of
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import RATE_TRIALS, trials_param
+from arib.checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
+from arib.checks.langgraph._faults import Op, read_threads, writer_plan
+from arib.ground.model import Counts, Trial
+from arib.targets.base import BuildContext, Handle
+from arib.targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGCANCEL-001"
 OP_TIMEOUT_S = 5.0

@@ -33,9 +33,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from checks import _forked
-from checks._bounds import hang_bound
-from checks.base import (
+from arib.checks import _forked
+from arib.checks._bounds import hang_bound
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     NotApplicable,
@@ -45,12 +45,12 @@ from checks.base import (
     describe,
     race_threads,
 )
-from checks.common import trials_param
-from checks.langgraph._faults import Op, judge, read_threads, writer_plan
-from checks.langgraph._opening import conn_string, enter, leave, on_server
-from checks.langgraph.lgconc_001 import mode_of
-from harness.ground.model import Counts, Trial
-from targets.langgraph.lanes import latest_only
+from arib.checks.common import trials_param
+from arib.checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from arib.checks.langgraph._opening import conn_string, enter, leave, on_server
+from arib.checks.langgraph.lgconc_001 import mode_of
+from arib.ground.model import Counts, Trial
+from arib.targets.langgraph.lanes import latest_only
 
 CHECK_ID = "ARIB-LGCLOSE-001"
 

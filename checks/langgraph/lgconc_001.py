@@ -20,8 +20,8 @@ from typing import Any
 
 import anyio
 
-from checks._bounds import hang_bound
-from checks.base import (
+from arib.checks._bounds import hang_bound
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
@@ -33,11 +33,11 @@ from checks.base import (
     race_threads,
     thread_point,
 )
-from checks.common import trials_param
-from checks.langgraph._contract import reader_of
-from checks.langgraph._faults import Op, judge, read_threads, writer_plan
-from harness.ground.model import Counts, Trial
-from targets.langgraph.lanes import api_of
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import reader_of
+from arib.checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from arib.ground.model import Counts, Trial
+from arib.targets.langgraph.lanes import api_of
 
 
 def mode_of(saver: Any, index: int) -> str:

@@ -14,10 +14,10 @@ instance's memory abstains (the writers find it on their instance).
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, SchedulePlan, Selector, TrialContext, describe
-from checks.common import RATE_TRIALS, trials_param
-from checks.langgraph import _writers
-from harness.ground.model import Counts, Trial
+from arib.checks.base import CheckSpec, Param, SchedulePlan, Selector, TrialContext, describe
+from arib.checks.common import RATE_TRIALS, trials_param
+from arib.checks.langgraph import _writers
+from arib.ground.model import Counts, Trial
 
 RUN_TIMEOUT_S = 30.0
 

@@ -16,7 +16,7 @@ on one counter; then a fresh instance (where one can open the store) lists T and
 - thread V (its checkpoints with writes and a list channel, put before the race) is deleted by
   the same deleter right after T and never written again: nothing of V is read back, and no
   row of the store still names V, read besides the saver with the database's own means
-  (``targets.langgraph.leftovers``: a blob the saver no longer reads is data a user asked to
+  (``arib.targets.langgraph.leftovers``: a blob the saver no longer reads is data a user asked to
   delete, and it comes back when the same versions are put again) -- ``left_behind``.
 
 Tasks on async lanes, threads on sync lanes (both halves: even trials tasks, odd threads),
@@ -32,8 +32,8 @@ from typing import Any
 
 import anyio
 
-from checks._bounds import hang_bound
-from checks.base import (
+from arib.checks._bounds import hang_bound
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     NotApplicable,
@@ -46,14 +46,14 @@ from checks.base import (
     race_threads,
     thread_point,
 )
-from checks.common import trials_param
-from checks.langgraph._contract import reader_of
-from checks.langgraph._faults import Op, judge, read_threads, writer_plan
-from checks.langgraph._saver import call
-from checks.langgraph.lgconc_001 import mode_of
-from harness.ground.model import Counts, Trial
-from targets.langgraph.lanes import api_of
-from targets.langgraph.leftovers import rows_naming
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import reader_of
+from arib.checks.langgraph._faults import Op, judge, read_threads, writer_plan
+from arib.checks.langgraph._saver import call
+from arib.checks.langgraph.lgconc_001 import mode_of
+from arib.ground.model import Counts, Trial
+from arib.targets.langgraph.lanes import api_of
+from arib.targets.langgraph.leftovers import rows_naming
 
 Stamps = dict[str, tuple[int, int]]  # op name -> (start, end) on the trial's counter
 
@@ -180,7 +180,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
 
 async def _left_behind(ctx: TrialContext, handle: Any, thread: str) -> Mapping[str, int]:
     """Rows of the store that still name ``thread`` after its delete returned, read besides
-    the saver (``targets.langgraph.leftovers``); nothing to read where the store is private
+    the saver (``arib.targets.langgraph.leftovers``); nothing to read where the store is private
     to the instance (its reads judge it)."""
     if handle.private_store:
         return {}

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import time
 
-from checks import _forked
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import RATE_TRIALS, trials_param
-from checks.langgraph import _writers
-from checks.langgraph._faults import judge, read_threads, writer_plan
-from harness.ground.model import Counts, Trial
+from arib.checks import _forked
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import RATE_TRIALS, trials_param
+from arib.checks.langgraph import _writers
+from arib.checks.langgraph._faults import judge, read_threads, writer_plan
+from arib.ground.model import Counts, Trial
 
 ACK_TIMEOUT_S = 20.0
 

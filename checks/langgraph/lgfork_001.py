@@ -34,14 +34,22 @@ from typing import Any
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe, race_threads
-from checks.common import trials_param
-from checks.langgraph._contract import named, reader_of
-from checks.langgraph._faults import Op, judge, writer_plan
-from checks.langgraph._saver import call, config, listing, make_checkpoint, special_indexes
-from checks.langgraph.lgconc_001 import mode_of
-from harness.ground.model import Counts, Trial
-from targets.base import NotApplicable
+from arib.checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    Selector,
+    TrialContext,
+    describe,
+    race_threads,
+)
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import named, reader_of
+from arib.checks.langgraph._faults import Op, judge, writer_plan
+from arib.checks.langgraph._saver import call, config, listing, make_checkpoint, special_indexes
+from arib.checks.langgraph.lgconc_001 import mode_of
+from arib.ground.model import Counts, Trial
+from arib.targets.base import NotApplicable
 
 CHECK_ID = "ARIB-LGFORK-001"
 FORK_WRITER = 7  # the forker's checkpoint ids and values name it

@@ -25,7 +25,7 @@ between requests); and a second instance of the deployment opens on the store (w
 on a store that lives in the first instance's connection, a second saver on that connection),
 puts a checkpoint with writes and reads. Judged:
 
-- every call returns within a bound (``checks._bounds.hang_bound``), else ``hung``, naming the
+- every call returns within a bound (``arib.checks._bounds.hang_bound``), else ``hung``, naming the
   calls in flight; none raises, else ``raised``; the process lives, else ``crashed``;
 - every read during the race gives only checkpoints with the values that were put;
 - a fresh instance reads back every acknowledged checkpoint and write (on a saver that keeps a
@@ -48,9 +48,9 @@ from typing import Any
 
 import anyio
 
-from checks import _forked
-from checks._bounds import hang_bound
-from checks.base import (
+from arib.checks import _forked
+from arib.checks._bounds import hang_bound
+from arib.checks.base import (
     Barrier,
     CheckSpec,
     NotApplicable,
@@ -59,17 +59,17 @@ from checks.base import (
     TrialContext,
     race_threads,
 )
-from checks.common import trials_param
-from checks.langgraph._faults import Op, Seen, judge, writer_plan
-from checks.langgraph._opening import conn_string, enter, leave
-from checks.langgraph._saver import config, offers
-from checks.langgraph._served import Calls, Raised, forked_report
-from checks.langgraph._writers import run_setup
-from checks.langgraph.lgconc_001 import mode_of
-from harness.ground.model import Counts, Trial
-from targets.base import BuildContext, TargetSpec
-from targets.langgraph.lanes import KIND, api_of, kind_of, latest_only
-from targets.langgraph.services import quietly
+from arib.checks.common import trials_param
+from arib.checks.langgraph._faults import Op, Seen, judge, writer_plan
+from arib.checks.langgraph._opening import conn_string, enter, leave
+from arib.checks.langgraph._saver import config, offers
+from arib.checks.langgraph._served import Calls, Raised, forked_report
+from arib.checks.langgraph._writers import run_setup
+from arib.checks.langgraph.lgconc_001 import mode_of
+from arib.ground.model import Counts, Trial
+from arib.targets.base import BuildContext, TargetSpec
+from arib.targets.langgraph.lanes import KIND, api_of, kind_of, latest_only
+from arib.targets.langgraph.services import quietly
 
 CHECK_ID = "ARIB-LGHANG-001"
 MAX_READS = 12  # per reader: it stops earlier when the writers are done

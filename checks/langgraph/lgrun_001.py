@@ -13,7 +13,7 @@ Each trial runs in a forked process on a store of its own (the lane's builder). 
 counts the points the read can be held at; then, at up to ``points`` of them in a seeded order,
 each on a fresh thread holding three checkpoints with a task's writes each:
 
-1. the read starts and is held at its k-th point (``checks.langgraph._held``): its k-th
+1. the read starts and is held at its k-th point (``arib.checks.langgraph._held``): its k-th
    suspension on a saver serving the async half, its k-th deserialization (a slow serializer)
    in a worker thread otherwise;
 2. released meanwhile: late writes to the thread's newest checkpoint then to its oldest (a
@@ -22,13 +22,13 @@ each on a fresh thread holding three checkpoints with a task's writes each:
    saver that serializes them with the read keeps them waiting);
 3. the read is released, and every call must return, none raising;
 4. what the read showed must be the thread at one instant within it
-   (``checks.langgraph._snapshot``): no checkpoint without writes it had (``torn``), no history
+   (``arib.checks.langgraph._snapshot``): no checkpoint without writes it had (``torn``), no history
    that shows a later call but not an earlier one (``not_a_snapshot``), nothing lost or
    foreign.
 
 Modes: ``snapshot`` per point (held); ``torn``, ``not_a_snapshot``, ``lost``, ``foreign``,
 ``raised``, ``hung``, ``crashed`` (violated). A call in flight longer than the bound
-(``checks._bounds.hang_bound``) is ``hung``.
+(``arib.checks._bounds.hang_bound``) is ``hung``.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from typing import Any
 
 import anyio
 
-from checks import _forked
-from checks._bounds import hang_bound
-from checks._suspend import held_at
-from checks.base import (
+from arib.checks import _forked
+from arib.checks._bounds import hang_bound
+from arib.checks._suspend import held_at
+from arib.checks.base import (
     CheckSpec,
     NotApplicable,
     Param,
@@ -55,15 +55,15 @@ from checks.base import (
     TrialContext,
     describe,
 )
-from checks.common import trials_param
-from checks.langgraph._faults import Op, writer_plan
-from checks.langgraph._held import SETTLE_S, HeldSerde
-from checks.langgraph._saver import config, offers
-from checks.langgraph._served import Calls, Raised, forked_report
-from checks.langgraph._snapshot import Stamp, look, verdict
-from harness.ground.model import Counts, Trial
-from targets.base import BuildContext, TargetSpec
-from targets.langgraph.lanes import KIND, api_of, latest_only
+from arib.checks.common import trials_param
+from arib.checks.langgraph._faults import Op, writer_plan
+from arib.checks.langgraph._held import SETTLE_S, HeldSerde
+from arib.checks.langgraph._saver import config, offers
+from arib.checks.langgraph._served import Calls, Raised, forked_report
+from arib.checks.langgraph._snapshot import Stamp, look, verdict
+from arib.ground.model import Counts, Trial
+from arib.targets.base import BuildContext, TargetSpec
+from arib.targets.langgraph.lanes import KIND, api_of, latest_only
 
 CHECK_ID = "ARIB-LGRUN-001"
 PRE_STEPS = 3  # checkpoints (each with a task's writes) on a thread before its read

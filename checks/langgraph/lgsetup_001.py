@@ -12,10 +12,10 @@ whose store lives in one instance's memory abstains (the writers find it on thei
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph import _writers
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph import _writers
+from arib.ground.model import Trial
 
 RUN_TIMEOUT_S = 30.0
 

@@ -18,13 +18,13 @@ from typing import Any
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, Param, SchedulePlan, TrialContext, actors, describe
-from checks.common import trials_param
-from checks.langgraph._contract import guarded
-from checks.langgraph._saver import store_of
-from checks.langgraph._store import timed_call
-from harness.ground.model import Counts, Trial
-from harness.ground.selector import Selector
+from arib.checks.base import Barrier, CheckSpec, Param, SchedulePlan, TrialContext, actors, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import guarded
+from arib.checks.langgraph._saver import store_of
+from arib.checks.langgraph._store import timed_call
+from arib.ground.model import Counts, Trial
+from arib.ground.selector import Selector
 
 CHECK_ID = "ARIB-LGSTORE-001"
 LIMIT = 10_000

@@ -8,7 +8,7 @@ a class that serves only the sync half refuses ``abatch`` loudly.
 The trial puts ``items`` items in each of seven namespaces (one label a string prefix of
 another: ``("docs", "a")`` and ``("docs", "ab")``), overwrites some and deletes some (never the
 first of a namespace), and judges every read against a plain model of what was acknowledged
-(``checks.langgraph._store``): what every store documents, not one store's order or extras. A
+(``arib.checks.langgraph._store``): what every store documents, not one store's order or extras. A
 call that raises, or a store that cannot be opened or set up again, is a violation.
 """
 
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call, store_of
-from checks.langgraph._store import Model, Ns, canon, judge_search, seen_items
-from harness.ground.model import Trial
-from targets.langgraph.lanes import api_of
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call, store_of
+from arib.checks.langgraph._store import Model, Ns, canon, judge_search, seen_items
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGSTORE-002"
 EVERYTHING = 10_000

@@ -27,11 +27,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import RATE_TRIALS, trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_of
-from targets.langgraph.lanes import api_of
+from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import RATE_TRIALS, trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_of
+from arib.targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGSTORE-003"
 EVERYTHING = 1_000

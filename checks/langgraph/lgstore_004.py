@@ -32,14 +32,14 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import RATE_TRIALS, trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call, store_of
-from checks.langgraph._store import needs_keywords, needs_methods, store_method
-from harness.ground.model import Trial
-from targets.base import NotApplicable
-from targets.langgraph.lanes import api_of
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import RATE_TRIALS, trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call, store_of
+from arib.checks.langgraph._store import needs_keywords, needs_methods, store_method
+from arib.ground.model import Trial
+from arib.targets.base import NotApplicable
+from arib.targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGSTORE-004"
 TINY = 0.001  # minutes: 60 ms

@@ -19,13 +19,13 @@ import time
 
 import anyio
 
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call
-from checks.langgraph._store import store_method
-from checks.langgraph.lgstore_004 import put_ttl, ttl_store
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call
+from arib.checks.langgraph._store import store_method
+from arib.checks.langgraph.lgstore_004 import put_ttl, ttl_store
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-LGSTORE-005"
 TTL = 0.05  # minutes: 3 s

@@ -9,8 +9,8 @@ are the ranking's head; a filter still applies; an index without ``fields`` embe
 document. (What a put without ``index=`` embeds under a config's ``fields``, and pages further
 down the ranking, are ARIB-LGSTORE-010's.)
 
-The embedder and texts are ``checks.langgraph._semantic``'s. A lane whose builder takes no
-``index`` option abstains, naming it (``targets.langgraph.stores`` says why the PostgreSQL
+The embedder and texts are ``arib.checks.langgraph._semantic``'s. A lane whose builder takes no
+``index`` option abstains, naming it (``arib.targets.langgraph.stores`` says why the PostgreSQL
 stores cannot be given one here, and which driver gives the SQLite stores theirs).
 """
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call
-from checks.langgraph._semantic import (
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call
+from arib.checks.langgraph._semantic import (
     QUERY,
     RANKED,
     expect_ranking,
@@ -32,7 +32,7 @@ from checks.langgraph._semantic import (
     scores,
     top,
 )
-from harness.ground.model import Trial
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-LGSTORE-006"
 PAGE = 2  # the first page and the next: offsets 0 and PAGE

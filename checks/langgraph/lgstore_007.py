@@ -1,15 +1,15 @@
 """ARIB-LGSTORE-007 (issue 35): a store opened with ``from_conn_string`` and set up once keeps the
 concurrent writes of several workers; leaving the context releases the connection (calls then
 refuse); the async stores' own context stops their TTL sweeper; a fresh instance reads every
-write. See ``checks.langgraph._lifecycle``.
+write. See ``arib.checks.langgraph._lifecycle``.
 """
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._lifecycle import lifecycle
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Param, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._lifecycle import lifecycle
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-LGSTORE-007"
 

@@ -3,7 +3,7 @@ fresh database (the runs of a deployment starting together) succeeds for every o
 the store then keeps their writes, also with each worker calling ``setup()`` again before each
 of its puts (runs starting while others write), and once more 10 ms into another worker's batch
 of 2000 puts, which must return and be kept whole. The store is opened with ``from_conn_string``;
-the rest of the trial is ARIB-LGSTORE-007's (``checks.langgraph._lifecycle``).
+the rest of the trial is ARIB-LGSTORE-007's (``arib.checks.langgraph._lifecycle``).
 
 The racing setup() calls and writes run as the trial's actors under its seeded scheduler
 (random walk; threads switch at their sqlite3 calls and the store's locks): two threads of one
@@ -14,10 +14,10 @@ the setup beside the long batch is real time, outside it).
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Param, SchedulePlan, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._lifecycle import lifecycle
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Param, SchedulePlan, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._lifecycle import lifecycle
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-LGSTORE-008"
 

@@ -4,7 +4,7 @@ after (the ARIB-LGCANCEL-001 fault, on a store).
 
 The batch is [put ``new1``, delete ``old``, put ``new2``] in one namespace that already holds
 ``old`` (so that it takes a delete and an insert: two statements on the SQL stores). The
-cancellation point is counted in the call's own suspensions (``checks._suspend``): a dry run
+cancellation point is counted in the call's own suspensions (``arib.checks._suspend``): a dry run
 (k = 0) counts the suspensions n of an uncancelled batch; then every k = 1 .. min(n,
 ``points``) in a seeded order, each on a fresh store:
 
@@ -28,13 +28,13 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
-from checks.langgraph._saver import store_of
-from harness.ground.model import Counts, Trial
-from targets.base import BuildContext, Handle
-from targets.langgraph.lanes import api_of
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
+from arib.checks.langgraph._saver import store_of
+from arib.ground.model import Counts, Trial
+from arib.targets.base import BuildContext, Handle
+from arib.targets.langgraph.lanes import api_of
 
 CHECK_ID = "ARIB-LGSTORE-009"
 OP_TIMEOUT_S = 5.0

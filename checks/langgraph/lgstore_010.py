@@ -9,17 +9,17 @@ counted once).
 ``IndexConfig.fields`` is the documented key ("Fields to extract text from for embedding
 generation"); pages are what an application pages a semantic search with. ARIB-LGSTORE-006 is
 the rest of the semantic-search contract. The embedder and texts are
-``checks.langgraph._semantic``'s.
+``arib.checks.langgraph._semantic``'s.
 """
 
 from __future__ import annotations
 
-from checks.base import CheckSpec, Selector, TrialContext
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call
-from checks.langgraph._semantic import QUERY, RANKED, indexed_store, pages, ranking, top
-from harness.ground.model import Trial
+from arib.checks.base import CheckSpec, Selector, TrialContext
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call
+from arib.checks.langgraph._semantic import QUERY, RANKED, indexed_store, pages, ranking, top
+from arib.ground.model import Trial
 
 CHECK_ID = "ARIB-LGSTORE-010"
 PAGE = 2

@@ -4,7 +4,7 @@ tasks of it are still writing: the process must survive, every call must return 
 (none waits for ever), every batch that returned must be there whole, and none may be half
 there.
 
-The application is a forked process (``checks._forked``), so that a crash of the store is
+The application is a forked process (``arib.checks._forked``), so that a crash of the store is
 evidence, not the end of the trial: in it, ``rounds`` times on a fresh store each, the store is
 opened by its connection string and set up, ``workers`` threads (a class serving the sync half)
 or tasks (an async class) write batches of two puts in a loop, each batch acknowledged to the
@@ -26,15 +26,15 @@ from typing import Any
 
 import anyio
 
-from checks import _forked
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call, store_of
-from checks.langgraph._store import needs_methods
-from harness.ground.model import Trial
-from targets.langgraph.lanes import API
-from targets.langgraph.stores import conn_string
+from arib.checks import _forked
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call, store_of
+from arib.checks.langgraph._store import needs_methods
+from arib.ground.model import Trial
+from arib.targets.langgraph.lanes import API
+from arib.targets.langgraph.stores import conn_string
 
 CHECK_ID = "ARIB-LGSTORE-011"
 LEAVE_AFTER = 4  # batches returned before the context is left

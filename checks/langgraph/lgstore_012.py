@@ -23,13 +23,13 @@ from typing import Any
 
 import anyio
 
-from checks.base import CheckSpec, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph._contract import Problems, guarded
-from checks.langgraph._saver import store_call
-from checks.langgraph._store import needs_methods, store_method
-from harness.ground.model import Trial
-from targets.langgraph.stores import conn_string
+from arib.checks.base import CheckSpec, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph._contract import Problems, guarded
+from arib.checks.langgraph._saver import store_call
+from arib.checks.langgraph._store import needs_methods, store_method
+from arib.ground.model import Trial
+from arib.targets.langgraph.stores import conn_string
 
 CHECK_ID = "ARIB-LGSTORE-012"
 SWEEP_EVERY = 0.004  # minutes: 0.24 s

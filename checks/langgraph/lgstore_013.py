@@ -1,7 +1,7 @@
 """ARIB-LGSTORE-013 (issue 35): several processes starting on one fresh store at once (the worker
 processes of a deployment) all set it up, and the store keeps what each then writes.
 
-``processes`` writers are forked before the store exists (``checks.langgraph._writers``, as
+``processes`` writers are forked before the store exists (``arib.checks.langgraph._writers``, as
 ARIB-LGSETUP-001 does for savers); released at one instant, each opens its own store on the
 trial's fresh database with the lane's builder (which runs ``setup()``, as an application does
 first) and runs ``setup()`` again, then puts ``steps`` items, half of the writers in a namespace
@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks import _forked
-from checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
-from checks.common import trials_param
-from checks.langgraph import _writers
-from checks.langgraph._saver import store_call, store_of
-from harness.ground.model import Counts, Trial
-from targets.langgraph.lanes import KIND
+from arib.checks import _forked
+from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.common import trials_param
+from arib.checks.langgraph import _writers
+from arib.checks.langgraph._saver import store_call, store_of
+from arib.ground.model import Counts, Trial
+from arib.targets.langgraph.lanes import KIND
 
 CHECK_ID = "ARIB-LGSTORE-013"
 RUN_TIMEOUT_S = 30.0

@@ -1,7 +1,7 @@
 """Judge your own session store with the bench's invariants: ``validate(factory) -> Report``.
 
 ```python
-from harness.api import lane, validate
+from arib.api import lane, validate
 
 @lane(has_close=True)
 def my_store(root, session_id):
@@ -12,9 +12,9 @@ assert report.passed, report
 ```
 """
 
-from harness.api.lane import SESSION_METHODS, Lane, as_lane, lane
-from harness.api.report import Report
-from harness.api.run import DEFAULT_CHECKS, avalidate, validate
+from arib.api.lane import SESSION_METHODS, Lane, as_lane, lane
+from arib.api.report import Report
+from arib.api.run import DEFAULT_CHECKS, avalidate, validate
 
 __all__ = ["DEFAULT_CHECKS", "SESSION_METHODS", "Lane", "Report", "as_lane", "avalidate",
            "lane", "validate"]

@@ -2,7 +2,7 @@
 
 The factory is ``factory(root: Path, session_id: str) -> Session`` (sync or async): it keeps
 its store under ``root``, so that a second call with the same ``root`` reads the same store
-(the store rule of ``targets.base.Handle``), and returns an object with the openai-agents
+(the store rule of ``arib.targets.base.Handle``), and returns an object with the openai-agents
 ``Session`` methods. ``@lane(has_close=True)`` states the claims the checks verify against the
 object the factory returns; a bare factory claims that the store has no ``close()``.
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
-from harness.ground.errors import UsageError
-from targets.base import BuildContext, Claims, Handle, TargetSpec
+from arib.ground.errors import UsageError
+from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
 
 # The openai-agents Session protocol: what the object a factory returns must offer.
 SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
@@ -117,7 +117,7 @@ async def _quiet_close(user: Lane, session: Any) -> None:
 
 
 def _builder(user: Lane) -> Callable[[BuildContext], Any]:
-    """A ``targets.base.Builder`` that calls the user's factory on the trial's root."""
+    """An ``arib.targets.base.Builder`` that calls the user's factory on the trial's root."""
 
     async def build(ctx: BuildContext) -> Handle:
         session = await _make(user, ctx)

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.model import ExitCode, Finding, Verdict, exit_code
+from arib.ground.model import ExitCode, Finding, Verdict, exit_code
 
 _ORDER = {Verdict.ERROR: 0, Verdict.VIOLATED: 1, Verdict.HELD: 2, Verdict.NOT_APPLICABLE: 3}
 _WIDTH = 96

@@ -19,18 +19,18 @@ from typing import Any
 
 from anyio import to_thread
 
-from checks.base import CheckSpec
-from checks.registry import get_check
-from harness.admission import GRACE_S
-from harness.api.lane import Factory, Lane, as_lane
-from harness.api.report import Report
-from harness.execute import RunOptions, child_finding, run_check
-from harness.ground.child import run_jobs
-from harness.ground.errors import ParameterError, UsageError
-from harness.ground.model import Finding
-from harness.selection import check_list
-from harness.warm import warm
-from targets.base import TargetSpec
+from arib.admission import GRACE_S
+from arib.api.lane import Factory, Lane, as_lane
+from arib.api.report import Report
+from arib.checks.base import CheckSpec
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, child_finding, run_check
+from arib.ground.child import run_jobs
+from arib.ground.errors import ParameterError, UsageError
+from arib.ground.model import Finding
+from arib.selection import check_list
+from arib.targets.base import TargetSpec
+from arib.warm import warm
 
 # Checks that judge any plain openai-agents Session (get_items, add_items, pop_item,
 # clear_session) and need neither close(), a backend's own options, nor raw access to its rows.

@@ -28,7 +28,7 @@ from typing import Any
 # otherwise import anyio's asyncio backend and the thread pool afresh, ~55 ms a child).
 import anyio._backends._asyncio  # noqa: F401
 
-from harness.ground import interrupts, proctime, scratch
+from arib.ground import interrupts, proctime, scratch
 
 # In a child: the pipe its result goes to (None in the parent).
 _RESULT_FD: int | None = None
@@ -242,7 +242,7 @@ def die_with_parent(parent: int) -> None:
 
 def _fork(job: Callable[[], Any]) -> tuple[int, int]:
     """Fork a child running ``job`` in a process group of its own (its pid): killing that
-    group also kills what the job forked (the check workers of checks._forked)."""
+    group also kills what the job forked (the check workers of arib.checks._forked)."""
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
     proctime.note_first_fork()
@@ -373,7 +373,7 @@ def run_jobs(
     each with its time limit: they are queued behind the pending ones (their indexes go on
     from the last job's), so that no job waits for a whole batch to end. ``before_fork`` is
     called in the parent just before a job's child is forked (to import, once, what that child
-    needs: ``harness.warm``); ``while_waiting``, once, when every job queued so far has been
+    needs: ``arib.warm``); ``while_waiting``, once, when every job queued so far has been
     forked and some still run (work for what comes next, done while the children compute).
     """
     queue = list(jobs)

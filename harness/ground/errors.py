@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.ground.model import ExitCode
+from arib.ground.model import ExitCode
 
 
 class BenchError(Exception):

@@ -26,14 +26,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import PluginError, UnknownNameError
+from arib.ground.errors import PluginError, UnknownNameError
 
 ENTRY_POINT_GROUP = "arib.families"
 LANE_GROUP_PREFIX = "arib.lanes."  # + a family's name: lanes installed packages add to it
 ENV_VAR = "ARIB_FAMILY"  # the active family, inherited by every child process
 DEFAULT = "openai-agents"
-BUILTIN: Mapping[str, str] = {DEFAULT: "targets.family:OPENAI_AGENTS",
-                              "langgraph": "targets.langgraph.family:LANGGRAPH"}
+BUILTIN: Mapping[str, str] = {DEFAULT: "arib.targets.family:OPENAI_AGENTS",
+                              "langgraph": "arib.targets.langgraph.family:LANGGRAPH"}
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,12 @@ class Family:
     # -> tuple[NotMeasured, ...]: backends of the family that no lane can measure here
     not_measured: str = ""
     # -> (lane, object) -> str | None, or an awaitable of it: the family's own claims about a
-    # lane verified on a probe instance (beside targets.base.verify_claims); None when true,
+    # lane verified on a probe instance (beside arib.targets.base.verify_claims); None when true,
     # else what is false, naming the lane and the fix. "" when the family claims no more.
     verify: str = ""
     # -> async (lane, BuildContext, step) -> None: one instance of a lane on a fresh store,
     # called once the way the family's checks call it, each call named with step(name) before
-    # it is made; raises what a call raised (harness.probe). "" when the family has none: its
+    # it is made; raises what a call raised (arib.probe). "" when the family has none: its
     # lanes are then measured without a probe.
     probe: str = ""
     lock_dir: Path | None = None  # holds "<name>-<version>.txt" constraints files
@@ -140,14 +140,14 @@ class PluginLanes:
 
 
 def _as_specs(value: Any) -> list[Any]:
-    """A TargetSpec, something with a ``spec()`` (harness.api's Lane), or a sequence of them."""
+    """A TargetSpec, something with a ``spec()`` (arib.api's Lane), or a sequence of them."""
     items = list(value) if isinstance(value, (list, tuple)) else [value]
     specs = [item.spec() if callable(getattr(item, "spec", None)) else item for item in items]
     for spec in specs:
         if not (isinstance(getattr(spec, "name", None), str)
                 and callable(getattr(spec, "build", None))):
-            raise TypeError(f"{spec!r} is not a lane (a targets.base.TargetSpec, or a "
-                            f"harness.api lane)")
+            raise TypeError(f"{spec!r} is not a lane (an arib.targets.base.TargetSpec, or a "
+                            f"arib.api lane)")
     return specs
 
 
@@ -212,7 +212,7 @@ def _load(name: str, ref: str) -> Family:
     if not isinstance(value, Family) or value.name != name:
         raise PluginError(
             f"entry point {name!r} = {ref!r} in {ENTRY_POINT_GROUP!r} is {value!r}; the rule: "
-            f"it names a harness.ground.family.Family whose name is {name!r}; fix the record"
+            f"it names an arib.ground.family.Family whose name is {name!r}; fix the record"
         )
     return value
 

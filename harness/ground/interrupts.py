@@ -1,6 +1,6 @@
 """SIGINT, SIGTERM and SIGHUP end a run the same way: as an ``Interrupted`` exception.
 
-``stops_raise()`` (entered by ``python -m harness``) turns each of those signals, in the
+``stops_raise()`` (entered by ``python -m arib``) turns each of those signals, in the
 process that entered it, into ``Interrupted``, a KeyboardInterrupt: every ``except
 KeyboardInterrupt`` and ``finally`` on the way up runs for all three, so measured results are
 written (marked incomplete), forked children are killed and servers are stopped. The exit

@@ -161,7 +161,7 @@ class Trial:
     mode: str | None = None
     sample: str | None = None
     ops: tuple[str, ...] = ()
-    # The JSON form of the trial's schedule (harness.ground.schedule.Schedule.to_json) when
+    # The JSON form of the trial's schedule (arib.ground.schedule.Schedule.to_json) when
     # its actors ran under the scheduler; None for a check that starts no actors.
     schedule: Mapping[str, Any] | None = None
 
@@ -376,7 +376,7 @@ class CleanBase:
     # only when its clean base held under the same inputs (the cache key names them).
     cached: bool = False
     # Not run this time: these are an earlier run's clean reruns, kept because everything they
-    # executed is unchanged here (``harness.clean_cache``).
+    # executed is unchanged here (``arib.clean_cache``).
     reused: bool = False
 
     @property

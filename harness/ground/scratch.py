@@ -7,7 +7,7 @@ before it forks; a forked child calls ``enter_child()`` and then works only in i
 sub-folder (named by its pid) of those folders, which the parent removes with
 ``remove_child()`` once it has reaped the child, also when it killed it. A child never makes
 a top-level folder of its own, so a killed child leaves nothing behind once its parent is done.
-Each folder records its owner (harness.ground.owners): if the process dies without removing it
+Each folder records its owner (arib.ground.owners): if the process dies without removing it
 (SIGKILL), its watcher removes it, or else the next command's start does.
 """
 
@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.ground import owners
+from arib.ground import owners
 
 PREFIX = "arib-run-"
 # realpath of a base -> (this run's folder there, pid of the process that removes it)

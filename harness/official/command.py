@@ -1,4 +1,4 @@
-"""``python -m harness --family langgraph official``: the official suite beside our checks.
+"""``python -m arib --family langgraph official``: the official suite beside our checks.
 
 Writes ``<out>/official/<family>-<version>-side-by-side.{json,md}`` (the reference run on
 every checkpointer lane beside the newest bench result of the version in ``<out>``) and, with
@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.ground.errors import UnknownNameError, UsageError
-from harness.ground.model import ExitCode
-from targets.base import TargetSpec
+from arib.ground.errors import UnknownNameError, UsageError
+from arib.ground.model import ExitCode
+from arib.targets.base import TargetSpec
 
 
 def checkpointer_lanes(text: str | None) -> tuple[TargetSpec, ...]:
     """The lanes ``--lanes`` names, each one of ``CHECKPOINTER_LANES`` (all by default)."""
-    from targets.langgraph.lanes import CHECKPOINTER_LANES
+    from arib.targets.langgraph.lanes import CHECKPOINTER_LANES
 
     if not text:
         return CHECKPOINTER_LANES
@@ -42,12 +42,12 @@ def checkpointer_lanes(text: str | None) -> tuple[TargetSpec, ...]:
 
 
 def _require_suite() -> None:
-    from harness.ground.family import active_family
+    from arib.ground.family import active_family
 
     family = active_family().name
     if family != "langgraph":
         raise UsageError(f"`official` compares LangGraph checkpointers, and the active family "
-                         f"is {family!r}; run `python -m harness --family langgraph official`")
+                         f"is {family!r}; run `python -m arib --family langgraph official`")
     if importlib.util.find_spec("langgraph.checkpoint.conformance") is None:
         raise UsageError("langgraph-checkpoint-conformance is not installed in this "
                          "environment; install the family's lock file (harness/locks/langgraph/"
@@ -57,8 +57,8 @@ def _require_suite() -> None:
 def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> list[Path]:
     """Write the table's JSON and Markdown to ``folder``, or beside it, marked partial, when
     the table there measured more (more lanes or checks): never over it."""
-    from harness.partial_write import beside, document_shrink, read_document
-    from harness.results import atomic_write_text
+    from arib.partial_write import beside, document_shrink, read_document
+    from arib.results import atomic_write_text
 
     lacks = document_shrink(read_document(folder / f"{stem}.json"), document)
     if lacks is not None:
@@ -77,13 +77,13 @@ def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> 
 
 def cmd_official(args: argparse.Namespace) -> int:
     """The reference run and its table; with ``--mutants``, the comparison on mutants."""
-    from harness.execute import fast_tmpdir, sdk_version
-    from harness.ground.family import active_family
-    from harness.ground.services import ServiceManager
-    from harness.lanes import prepare_lanes
-    from harness.official.side import SideBySide, our_sides
-    from harness.results import writable_folder
-    from targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
+    from arib.execute import fast_tmpdir, sdk_version
+    from arib.ground.family import active_family
+    from arib.ground.services import ServiceManager
+    from arib.lanes import prepare_lanes
+    from arib.official.side import SideBySide, our_sides
+    from arib.results import writable_folder
+    from arib.targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
 
     _require_suite()
     if args.param and not args.mutants:
@@ -124,7 +124,7 @@ def cmd_official(args: argparse.Namespace) -> int:
 
 
 def _code(runs: Any, missing: dict[str, str]) -> int:
-    from targets.langgraph.official.suite import SuiteStatus
+    from arib.targets.langgraph.official.suite import SuiteStatus
 
     for lane, why in missing.items():
         print(f"{lane}: {why}")
@@ -145,26 +145,26 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
              baseline: dict[str, frozenset[str]], services: dict[str, str],
              missing: dict[str, str], folder: Path, stem: str, started: float) -> int:
     """Survey ``lanes`` with our checks and the suite; write and print the comparison."""
-    from harness.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
-    from harness.commands import parse_params, select_checks
-    from harness.execute import sdk_version
-    from harness.judging import KILL_RERUNS
-    from harness.official.mutants import (
+    from arib.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
+    from arib.commands import parse_params, select_checks
+    from arib.execute import sdk_version
+    from arib.judging import KILL_RERUNS
+    from arib.official.mutants import (
         MutantComparison,
         lane_sides,
         survey_with_official,
     )
-    from harness.survivors import load_survivors
-    from targets.langgraph.official.suite import suite_version
-    from targets.registry import family_lanes
+    from arib.survivors import load_survivors
+    from arib.targets.langgraph.official.suite import suite_version
+    from arib.targets.registry import family_lanes
 
     params = parse_params(args.param)
     ours = select_checks(None, params)
     # The official check's verdicts depend on the suite's version, each lane's clean failures
     # and this subpackage's code, which the survey's cache key does not name: its folder does.
     tag = cache_key(suite=suite_version(), baseline={k: sorted(v) for k, v in baseline.items()},
-                    code=source_hash("targets.langgraph.official.suite",
-                                     "targets.langgraph.official.check"))
+                    code=source_hash("arib.targets.langgraph.official.suite",
+                                     "arib.targets.langgraph.official.check"))
     cache = AdmissionCache(None if args.no_cache else DEFAULT_DIR / f"official-{tag[:16]}")
     settings = {"run_seed": args.seed, "reruns": args.reruns,
                 "kill_reruns": max(args.reruns, KILL_RERUNS), "timeout_s": args.timeout,

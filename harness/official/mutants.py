@@ -1,10 +1,10 @@
 """The official suite against our checks on the same generated mutants of the savers.
 
-One survey (``harness.survey``: the same generation, compiler sorting, coverage selection,
+One survey (``arib.survey``: the same generation, compiler sorting, coverage selection,
 forked children and time limits) judges every generated mutant of each lane with our checks
-and with the official suite as one more "check" (``targets.langgraph.official.check``). Each mutant
-the survey judged (not set aside as equivalent, duplicate or not applicable) is then killed by
-both, only by ours, only by the official suite, or by neither.
+and with the official suite as one more "check" (``arib.targets.langgraph.official.check``).
+Each mutant the survey judged (not set aside as equivalent, duplicate or not applicable) is
+then killed by both, only by ours, only by the official suite, or by neither.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.base import CheckSpec
-from harness.ground.model import MutantStatus
-from harness.survey_lane import LaneSurvey
-from harness.survey_scores import LANE_WIDE
-from mutants.base import MutantSpec
-from targets.langgraph.official.check import OFFICIAL_ID, official_check
-from targets.langgraph.official.suite import SUITE
+from arib.checks.base import CheckSpec
+from arib.ground.model import MutantStatus
+from arib.mutants.base import MutantSpec
+from arib.survey_lane import LaneSurvey
+from arib.survey_scores import LANE_WIDE
+from arib.targets.langgraph.official.check import OFFICIAL_ID, official_check
+from arib.targets.langgraph.official.suite import SUITE
 
 S = MutantStatus
 
@@ -128,7 +128,7 @@ class LaneSides:
     def statuses(self) -> dict[str, dict[str, int]]:
         """How the judged mutants came out under the suite and under ours (best of our
         checks), status by status: a mutant nobody reaches is no_coverage, not survived."""
-        from harness.survey_scores import lane_status
+        from arib.survey_scores import lane_status
 
         official = Counter("not_applicable" if r.official is None else r.official.value
                            for r in self.rows)
@@ -265,7 +265,7 @@ def _examples(lanes: Sequence[LaneSides], side: Side, count: int) -> list[str]:
     lines += [f"- `{r.mutant.id}` {r.lane} {r.mutant.operator} `{r.mutant.qualname}`: ours "
               f"{_states(r)}, official {r.shown(OFFICIAL_ID, r.official)}" for r in rows]
     for r in _spread(rows, count):
-        lines += ["", f"`python -m harness --family langgraph show {r.mutant.id} --lane "
+        lines += ["", f"`python -m arib --family langgraph show {r.mutant.id} --lane "
                       f"{r.lane}`: {r.mutant.description}", "", "```diff",
                   r.mutant.diff().rstrip(), "```"]
     return lines
@@ -294,8 +294,8 @@ def survey_with_official(lanes: Sequence[Any], ours: Sequence[CheckSpec],
                          baseline: Mapping[str, frozenset[str]], **config: Any
                          ) -> tuple[LaneSurvey, ...]:
     """The survey of ``lanes`` with ``ours`` and the official suite as checks; ``config``:
-    the other fields of ``harness.survey.SurveyConfig`` (reruns, workers, timeout_s, ...)."""
-    from harness.survey import SurveyConfig, survey
+    the other fields of ``arib.survey.SurveyConfig`` (reruns, workers, timeout_s, ...)."""
+    from arib.survey import SurveyConfig, survey
 
     official = official_check(baseline, config.get("timeout_s", 10.0))
     # Every pair runs: who kills a mutant (ours, the official suite, both) is the comparison,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from targets.langgraph.official.suite import SUITE, OfficialRun, SuiteStatus
+from arib.targets.langgraph.official.suite import SUITE, OfficialRun, SuiteStatus
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class SideBySide:
 
 def newest_bench(folder: Path, version: str) -> Path | None:
     """The newest bench result file of ``version`` in ``folder`` (names sort by start time)."""
-    from harness.results import run_glob
+    from arib.results import run_glob
 
     found = sorted(folder.glob(run_glob(version)))
     return found[-1] if found else None
@@ -97,11 +97,11 @@ def our_sides(lanes: Sequence[str], folder: Path, version: str, reference: str =
               ) -> tuple[OurSide, ...]:
     """Our findings per lane from the newest bench result of ``version`` in ``folder``
     (``reference``: the name of the reference lane, which the bench does not run)."""
-    from harness.results import read_results
+    from arib.results import read_results
 
     path = newest_bench(folder, version)
     if path is None:
-        why = (f"no bench result of {version} in {str(folder)!r}: run `python -m harness "
+        why = (f"no bench result of {version} in {str(folder)!r}: run `python -m arib "
                f"--family langgraph bench --out {folder}`")
         return tuple(OurSide(lane, None, {}, why) for lane in lanes)
     document = read_results(path)

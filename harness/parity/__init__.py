@@ -1,6 +1,6 @@
 """The parity gate: reference agent workflows on every backend lane, one replay digest.
 
-Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.report`` and
+Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``arib.parity.report`` and
 ``harness/schemas/parity-report.schema.json``). Parts:
 
 - ``records``: what every kind of workflow shares (reads, digests, ``Workflow``,
@@ -22,7 +22,7 @@ Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``harness.parity.
 - ``gate``: the gate's steps, ``check`` (read-only) and ``update`` (the producer); ``plan``:
   lane bindings, reuse and start order; ``judge``: each criterion as fail reasons;
   ``report``: ``GateReport`` (facts and outcome), fail reasons and verdicts; ``cli``:
-  ``python -m harness parity {check,update}``.
+  ``python -m arib parity {check,update}``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""``python -m harness parity {check,update}``: the parity gate's command line.
+"""``python -m arib parity {check,update}``: the parity gate's command line.
 
 ``add_parser(subparsers)`` adds the ``parity`` command, with its ``check`` and ``update``
-subcommands, to the subparsers of ``python -m harness`` (``harness.cli.build_parser``), like
+subcommands, to the subparsers of ``python -m arib`` (``arib.cli.build_parser``), like
 every other command; ``run_command(args)`` is what they run. Exit codes are
-``harness.ground.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing
+``arib.ground.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing
 ran.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.selection import name_list
+from arib.selection import name_list
 
 
 def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
@@ -58,13 +58,13 @@ def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
     parser.add_argument("--json", action="store_true", help="print the report JSON")
     if not producer:
         parser.add_argument(
-            "--mutant", help="install a parity mutant (see harness.parity.mutants) first"
+            "--mutant", help="install a parity mutant (see arib.parity.mutants) first"
         )
     parser.set_defaults(func=run_command, parity_command="update" if producer else "check")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``parity`` (with ``check`` and ``update``) to ``python -m harness``'s subparsers."""
+    """Add ``parity`` (with ``check`` and ``update``) to ``python -m arib``'s subparsers."""
     parser = subparsers.add_parser(
         "parity", help="parity gate: reference workflows on every lane, same replay digests"
     )
@@ -83,8 +83,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 # The workflows each family's parity gate runs (``module:attribute`` of its WorkflowKind): the
 # active family (``--family``) chooses; the gate and its rules are the same for every kind.
 PARITY_KINDS = {
-    "openai-agents": "harness.parity.options:AGENT_KIND",
-    "langgraph": "harness.parity.graph_gate:GRAPH_KIND",
+    "openai-agents": "arib.parity.options:AGENT_KIND",
+    "langgraph": "arib.parity.graph_gate:GRAPH_KIND",
 }
 
 
@@ -92,8 +92,8 @@ def active_kind() -> Any:
     """The active family's ``WorkflowKind``; UsageError for a family with no parity workflows."""
     import importlib
 
-    from harness.ground.errors import UsageError
-    from harness.ground.family import active_family
+    from arib.ground.errors import UsageError
+    from arib.ground.family import active_family
 
     family = active_family().name
     if family not in PARITY_KINDS:
@@ -112,9 +112,9 @@ def options_from_args(
     unavailable: Sequence[tuple[str, str]] = (),
 ) -> Any:
     """GateOptions from parsed arguments (bad values raise UsageError)."""
-    from harness.ground.services import NotMeasured
-    from harness.parity.lanes import parse_loops
-    from harness.parity.options import (
+    from arib.ground.services import NotMeasured
+    from arib.parity.lanes import parse_loops
+    from arib.parity.options import (
         DEFAULT_BUDGET_MS,
         DEFAULT_CASES,
         DEFAULT_P95_MIN_SAMPLES,
@@ -152,7 +152,7 @@ def options_from_args(
     )
     opts.validate()
     if opts.mutant:
-        from harness.parity.mutants import get_parity_mutant
+        from arib.parity.mutants import get_parity_mutant
 
         get_parity_mutant(opts.mutant)
     return opts
@@ -167,8 +167,8 @@ def validate_args(
     Raises UsageError (exit 2) naming the bad value: an option out of range, an unknown lane,
     loop or mutant, an ``--out`` inside the results folder, or an unusable ``--results``.
     """
-    from harness.parity.lanes import named_targets
-    from harness.parity.options import out_inside_results
+    from arib.parity.lanes import named_targets
+    from arib.parity.options import out_inside_results
 
     opts = options_from_args(args, service_targets, {})
     if args.out:
@@ -233,7 +233,7 @@ def handle(
     ``unavailable`` lists (lane, reason) of lanes whose service could not be had here; the
     report shows them as not measured.
     """
-    from harness.parity.gate import check, update
+    from arib.parity.gate import check, update
 
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     opts = options_from_args(args, extra_targets, services, unavailable)
@@ -255,8 +255,8 @@ def run_command(args: argparse.Namespace) -> int:
     Every argument is checked before any server starts (a usage error costs no server), and
     only the servers of the lanes the selection names are started.
     """
-    from harness.ground.services import ServiceManager
-    from harness.lanes import prepare_lanes
+    from arib.ground.services import ServiceManager
+    from arib.lanes import prepare_lanes
 
     service_lanes = active_kind().service_targets()
     _, wanted = validate_args(args, service_lanes)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.parity.records import Read, Workflow, WorkflowResult
-from harness.parity.runner import LaneReport
+from arib.parity.records import Read, Workflow, WorkflowResult
+from arib.parity.runner import LaneReport
 
 DIFF_MAX_LINES = 120
 

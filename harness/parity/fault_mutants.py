@@ -16,11 +16,11 @@ import asyncio
 import sqlite3
 from typing import Any
 
-from harness.parity.mutantkit import backend, generated, handwritten
-from mutants.base import MutantSpec
-from targets.sdk import ADVANCED_SQLITE_MODULE, ASYNC_SQLITE_MODULE, SQLITE_MODULE
+from arib.mutants.base import MutantSpec
+from arib.parity.mutantkit import backend, generated, handwritten
+from arib.targets.sdk import ADVANCED_SQLITE_MODULE, ASYNC_SQLITE_MODULE, SQLITE_MODULE
 
-REFERENCE_MODULE = "targets.reference"
+REFERENCE_MODULE = "arib.targets.reference"
 ENCRYPT_MODULE = "agents.extensions.memory.encrypt_session"
 WRITE_BEHIND_S = 5.0
 

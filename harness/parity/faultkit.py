@@ -1,6 +1,6 @@
 """What the fault workflows share: store access beyond one session, outcome classes, abstaining.
 
-A fault workflow (``harness.parity.faults``) injects a fault that a check injects (a cancelled
+A fault workflow (``arib.parity.faults``) injects a fault that a check injects (a cancelled
 write, a close racing a write, concurrent writers, ...) and records the *outcome class* of each
 step rather than raw reads, so that two lanes compare equal exactly when they behave alike:
 
@@ -33,9 +33,9 @@ from typing import Any
 
 import anyio
 
-from checks._suspend import at_suspension
-from harness.ground.errors import UsageError
-from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
+from arib.checks._suspend import at_suspension
+from arib.ground.errors import UsageError
+from arib.targets.base import BuildContext, Handle, NotApplicable, TargetSpec
 
 OP_TIMEOUT_S = 10.0
 

@@ -1,7 +1,7 @@
 """Fault steps on one session: cancellation, close, redelivery and a killed writer process.
 
 Each step injects the fault one check injects and records outcome classes (see
-``harness.parity.faultkit``). Its docstring says which check, what is compared and why the
+``arib.parity.faultkit``). Its docstring says which check, what is compared and why the
 record is free of legitimate nondeterminism. Items are fixed per step, so equal behaviour gives
 equal records on every lane.
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
-from checks import _forked
-from checks.base import race, race_threads
-from harness.parity.faultkit import (
+from arib.checks import _forked
+from arib.checks.base import race, race_threads
+from arib.parity.faultkit import (
     StoreAccess,
     batch_state,
     bounded,
@@ -24,7 +24,7 @@ from harness.parity.faultkit import (
     read,
     spread,
 )
-from harness.parity.steps import StepSpec, WorkflowContext
+from arib.parity.steps import StepSpec, WorkflowContext
 
 FORK_TIMEOUT_S = 20.0
 

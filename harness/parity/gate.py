@@ -20,8 +20,8 @@ could never be outgrown). A retained lane report is reused (``--reuse``) only wh
 seed and cases) equals this run's, it was ok, and the work tree is clean.
 
 Every failing step still yields a report naming it in ``fail_reasons``; each reason carries a
-``Verdict``, and each lane its comparison's verdict (``harness.parity.report``). Exit codes
-(``harness.ground.model.verdict_exit_code`` of the merged verdict): 0 the gate passed (held);
+``Verdict``, and each lane its comparison's verdict (``arib.parity.report``). Exit codes
+(``arib.ground.model.verdict_exit_code`` of the merged verdict): 0 the gate passed (held);
 1 it failed on mismatches, budget or p95 (violated); 4 a step failed (error: a lane could not
 be built or died, a workflow raised or is missing, the history is corrupt or foreign, a
 retained report is stale or corrupt) or nothing was compared; 2 is a usage error, raised
@@ -39,20 +39,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness import results as _results
-from harness.execute import sdk_version
-from harness.ground import scratch
-from harness.ground.errors import UsageError
-from harness.ground.model import Verdict
-from harness.ground.services import NotMeasured
-from harness.parity.compare import Comparison, compare
-from harness.parity.history import HistoryEntry, append_history, read_history
-from harness.parity.judge import budget_reasons, comparison_reasons, judge_history, lane_reasons
-from harness.parity.lanes import LaneSpec
-from harness.parity.mutants import get_parity_mutant
-from harness.parity.options import GateOptions, out_inside_results
-from harness.parity.plan import LanePlan, plan_lanes, spread_service_lanes
-from harness.parity.report import (
+from arib import results as _results
+from arib.execute import sdk_version
+from arib.ground import scratch
+from arib.ground.errors import UsageError
+from arib.ground.model import Verdict
+from arib.ground.services import NotMeasured
+from arib.mutants.base import MutantSpec
+from arib.parity.compare import Comparison, compare
+from arib.parity.history import HistoryEntry, append_history, read_history
+from arib.parity.judge import budget_reasons, comparison_reasons, judge_history, lane_reasons
+from arib.parity.lanes import LaneSpec
+from arib.parity.mutants import get_parity_mutant
+from arib.parity.options import GateOptions, out_inside_results
+from arib.parity.plan import LanePlan, plan_lanes, spread_service_lanes
+from arib.parity.report import (
     KIND,
     SCHEMA,
     SCHEMA_VERSION,
@@ -64,18 +65,17 @@ from harness.parity.report import (
     lane_summaries,
     nothing_compared,
 )
-from harness.parity.retained import lane_report_path, parity_dir
-from harness.parity.runner import (
+from arib.parity.retained import lane_report_path, parity_dir
+from arib.parity.runner import (
     LaneReport,
     definitions_digest,
     now_iso,
     run_lanes,
 )
-from harness.partial_write import beside, document_shrink, read_document
-from mutants.base import MutantSpec
+from arib.partial_write import beside, document_shrink, read_document
 
 if TYPE_CHECKING:
-    from harness.parity.generative import GeneratedCase
+    from arib.parity.generative import GeneratedCase
 
 __all__ = [
     "KIND",
@@ -185,7 +185,7 @@ def _run_gate(
     """The gate's steps: plan the lanes, run them, compare, judge each criterion, report."""
     generated: tuple[GeneratedCase, ...] = ()
     if opts.cases:
-        from harness.parity.generative import generate
+        from arib.parity.generative import generate
 
         generated = tuple(generate(opts.seed, opts.cases, opts.case_seed))
     case_workflows = [(c.seed, c.workflow) for c in generated]
@@ -276,7 +276,7 @@ def _compare_lanes(
 
 
 def _replay(generated: Sequence[GeneratedCase], name: str, lane: str, mutant: str | None) -> str:
-    from harness.parity.generative import replay_command
+    from arib.parity.generative import replay_command
 
     return replay_command(next(c for c in generated if c.workflow.name == name), lane, mutant)
 
@@ -304,7 +304,7 @@ def _write_run(run: GateRun, folder: Path, *, fresh_only: bool,
 
 def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
     """Run the gate read-only: report and lane reports go to a fresh temporary folder only,
-    inside the run's private folder (harness.ground.scratch), which is removed when the process
+    inside the run's private folder (arib.ground.scratch), which is removed when the process
     ends.
 
     ``out``, when given, receives one more copy of the report; it must lie outside the results
@@ -356,7 +356,7 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
     run = GateRun(replace(run.report, history_appended=appended), run.lane_reports)
     document = run.report.to_json()
     # A run of fewer lanes, workflows or cases never replaces the report that has more: its
-    # report and lane reports go beside it, marked partial (harness.partial_write).
+    # report and lane reports go beside it, marked partial (arib.partial_write).
     lacks = document_shrink(read_document(base / "report.json"), document)
     where, partial = base, None
     if lacks is not None:

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.parity.options import DEFAULT_CASES
-from harness.parity.steps import LimitReads, StepSpec
-from harness.parity.workflows import REFERENCE_WORKFLOWS, Workflow
+from arib.parity.options import DEFAULT_CASES
+from arib.parity.steps import LimitReads, StepSpec
+from arib.parity.workflows import REFERENCE_WORKFLOWS, Workflow
 
 MAX_STEPS = 9
 GENERATIVE_DOMAIN = "generative"
@@ -111,7 +111,7 @@ def replay_command(case: GeneratedCase, lane: str, mutant: str | None = None) ->
     words = [
         "python",
         "-m",
-        "harness",
+        "arib",
         "parity",
         "check",
         "--cases",

@@ -1,10 +1,10 @@
 """The parity gate's second kind of workflow: LangGraph graph runs on every checkpointer lane.
 
-``GRAPH_KIND`` is what ``python -m harness --family langgraph parity check|update`` runs: the
-same gate (``harness.parity.gate``: lanes in forked children, the comparison with the reference
+``GRAPH_KIND`` is what ``python -m arib --family langgraph parity check|update`` runs: the
+same gate (``arib.parity.gate``: lanes in forked children, the comparison with the reference
 lane, the criteria, the verdicts, the exit codes and the report of kind
 ``arib/agent-session-parity-v1``), with ``GRAPH_WORKFLOWS`` for workflows and
-``targets.langgraph.lanes.CHECKPOINTER_LANES`` under asyncio and uvloop for lanes. The
+``arib.targets.langgraph.lanes.CHECKPOINTER_LANES`` under asyncio and uvloop for lanes. The
 reference lane is ``lg-reference@asyncio``. A lane whose saver class serves both halves of the
 interface runs twice: its async API (``<lane>@<loop>``) and its sync API
 (``<lane>+sync@<loop>``). A lane that needs a server this run was not given is not measured,
@@ -16,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from harness.ground.errors import UnknownNameError
-from harness.ground.services import NotMeasured
-from harness.parity.graph_records import rules_table
-from harness.parity.graph_steps import (
+from arib.ground.errors import UnknownNameError
+from arib.ground.services import NotMeasured
+from arib.parity.graph_records import rules_table
+from arib.parity.graph_steps import (
     SYNC_SUFFIX,
     Compile,
     History,
@@ -28,11 +28,11 @@ from harness.parity.graph_steps import (
     Rewind,
     play_graph,
 )
-from harness.parity.lanes import LaneSpec, Loop, named_targets, parse_loops
-from harness.parity.options import GateOptions, Selection, WorkflowKind
-from harness.parity.records import Workflow
-from harness.parity.runner import run_lane_async
-from targets.base import TargetSpec
+from arib.parity.lanes import LaneSpec, Loop, named_targets, parse_loops
+from arib.parity.options import GateOptions, Selection, WorkflowKind
+from arib.parity.records import Workflow
+from arib.parity.runner import run_lane_async
+from arib.targets.base import TargetSpec
 
 REFERENCE_TARGET = "lg-reference"
 REFERENCE_LANE_NAME = f"{REFERENCE_TARGET}@{Loop.ASYNCIO.value}"
@@ -110,7 +110,7 @@ GRAPH_WORKFLOWS: tuple[Workflow, ...] = (
 def graph_targets() -> tuple[TargetSpec, ...]:
     """Every checkpointer lane's target, and a ``+sync`` variant of each lane whose class
     serves both halves of the saver interface (its async API runs under the lane's own name)."""
-    from targets.langgraph.lanes import API, CHECKPOINTER_LANES
+    from arib.targets.langgraph.lanes import API, CHECKPOINTER_LANES
 
     out: list[TargetSpec] = []
     for target in CHECKPOINTER_LANES:
@@ -173,7 +173,7 @@ def preload_graphs() -> None:
     import langgraph.checkpoint.sqlite.aio  # noqa: F401
     import langgraph.graph  # noqa: F401
 
-    import targets.langgraph.graphs  # noqa: F401
+    import arib.targets.langgraph.graphs  # noqa: F401
 
     try:
         import uvloop  # noqa: F401

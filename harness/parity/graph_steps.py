@@ -1,13 +1,13 @@
 """The steps of graph workflows, the context they run in, and how a lane plays one.
 
 A graph workflow (a ``records.Workflow`` whose steps are these) compiles one reference graph
-(``targets.langgraph.graphs.GRAPHS``) with the lane's checkpointer, then runs it: ``Invoke`` (an
-input, or ``None`` to go on from a checkpoint), ``Resume`` (``Command(resume=...)``), ``Rewind``
-(time travel: an earlier checkpoint of the state history, optionally forked by
-``update_state``) and ``History`` (the state history, every checkpoint tuple of the thread in
-every namespace with its pending writes, and the current state with its subgraphs). A lane
-whose class serves the sync half of the saver interface runs the graph's sync API
-(``invoke``, ``stream``, ``get_state_history``, ...) in a worker thread; an async one runs
+(``arib.targets.langgraph.graphs.GRAPHS``) with the lane's checkpointer, then runs it:
+``Invoke`` (an input, or ``None`` to go on from a checkpoint), ``Resume``
+(``Command(resume=...)``), ``Rewind`` (time travel: an earlier checkpoint of the state history,
+optionally forked by ``update_state``) and ``History`` (the state history, every checkpoint
+tuple of the thread in every namespace with its pending writes, and the current state with its
+subgraphs). A lane whose class serves the sync half of the saver interface runs the graph's sync
+API (``invoke``, ``stream``, ``get_state_history``, ...) in a worker thread; an async one runs
 ``ainvoke``, ``astream``, ``aget_state_history``, ... on the lane's event loop.
 
 What a step reads is recorded raw (``replay_hash``) and normalized by ``graph_records``'
@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 
 import anyio.to_thread
 
-from harness.parity.faultkit import Abstain
-from harness.parity.graph_records import GRAPH_RULES, Aliases, normalize, plain
-from harness.parity.records import (
+from arib.parity.faultkit import Abstain
+from arib.parity.graph_records import GRAPH_RULES, Aliases, normalize, plain
+from arib.parity.records import (
     Read,
     Workflow,
     WorkflowResult,
@@ -39,8 +39,8 @@ SYNC_SUFFIX = "+sync"
 
 def lane_api(lane: str) -> str:
     """Which API of the graph a lane runs: ``sync`` for a ``+sync`` variant or a sync-only
-    saver class, else ``async`` (``targets.langgraph.lanes.API``)."""
-    from targets.langgraph.lanes import API
+    saver class, else ``async`` (``arib.targets.langgraph.lanes.API``)."""
+    from arib.targets.langgraph.lanes import API
 
     target = lane.partition("@")[0]
     if target.endswith(SYNC_SUFFIX):
@@ -99,7 +99,7 @@ class Compile(GraphStep):
     kind: ClassVar[str] = "compile"
 
     async def run(self, ctx: GraphContext) -> None:
-        from targets.langgraph.graphs import GRAPHS
+        from arib.targets.langgraph.graphs import GRAPHS
 
         ctx.graph = GRAPHS[self.graph]().compile(checkpointer=ctx.saver)
 
@@ -180,7 +180,7 @@ class Rewind(GraphStep):
 
     async def run(self, ctx: GraphContext) -> None:
         found = next((s for s in await _history(ctx) if tuple(s.next) == (self.to,)), None)
-        from targets.langgraph.lanes import latest_only
+        from arib.targets.langgraph.lanes import latest_only
 
         no_history = latest_only(ctx.saver)
         if found is None and no_history:
@@ -208,7 +208,7 @@ class History(GraphStep):
     kind: ClassVar[str] = "history"
 
     async def run(self, ctx: GraphContext) -> None:
-        from targets.langgraph.lanes import latest_only
+        from arib.targets.langgraph.lanes import latest_only
 
         no_history = latest_only(ctx.saver)
         if no_history:  # the runs compare state histories, which such a saver never keeps

@@ -88,7 +88,7 @@ def read_history(path: Path) -> HistoryRead:
             return HistoryRead(
                 (),
                 f"history file {str(path)!r} line {number} is corrupt (not JSON: {exc}); "
-                "repair or remove it, then run `python -m harness parity update`",
+                "repair or remove it, then run `python -m arib parity update`",
             )
         if not isinstance(data, dict) or data.get("kind") != HISTORY_KIND:
             kind = data.get("kind") if isinstance(data, dict) else type(data).__name__

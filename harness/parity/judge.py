@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.ground.model import Verdict
-from harness.parity.compare import Comparison
-from harness.parity.history import HISTORY_WINDOW, p95, read_history
-from harness.parity.options import GateOptions
-from harness.parity.report import FailReason, HistoryJudgement
-from harness.parity.runner import LaneReport, LaneStatus
-from mutants.base import MutantSpec
+from arib.ground.model import Verdict
+from arib.mutants.base import MutantSpec
+from arib.parity.compare import Comparison
+from arib.parity.history import HISTORY_WINDOW, p95, read_history
+from arib.parity.options import GateOptions
+from arib.parity.report import FailReason, HistoryJudgement
+from arib.parity.runner import LaneReport, LaneStatus
 
 
 def lane_reasons(reports: Sequence[LaneReport]) -> list[FailReason]:

@@ -1,4 +1,4 @@
-"""How a parity mutant is made: a ``MutantSpec`` of one backend lane (``harness.parity.mutants``).
+"""How a parity mutant is made: a ``MutantSpec`` of one backend lane (``arib.parity.mutants``).
 
 A parity mutant is the bench's ``MutantSpec``, with the fields parity uses: ``loop`` (installed
 only under that event loop, when set), ``workflow`` (the fault workflow written to see it) and
@@ -6,9 +6,9 @@ only under that event loop, when set), ``workflow`` (the fault workflow written 
 child of the lanes of its target, so exactly one lane diverges while every other lane stays
 clean: a hand-written mutant is an override (our own code) patched onto the backend class; a
 generated-style mutant is one textual edit of the installed module's source, served by the
-mutated-source import hook ``mutants.hook``. Site-packages is never written.
+mutated-source import hook ``arib.mutants.hook``. Site-packages is never written.
 
-The constructors here register nothing in ``mutants.base`` (``HANDWRITTEN``, ``FORCED``): the
+The constructors here register nothing in ``arib.mutants.base`` (``HANDWRITTEN``, ``FORCED``): the
 parity mutants live in parity's own table only, so admission and the survey never pair a check
 with one.
 """
@@ -22,10 +22,10 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from harness.ground.model import MutantKind, Verdict
-from mutants.base import MutantSpec, mutant_id
-from mutants.base import load_class as backend
-from mutants.hook import edited_source, serve_mutated_module
+from arib.ground.model import MutantKind, Verdict
+from arib.mutants.base import MutantSpec, mutant_id
+from arib.mutants.base import load_class as backend
+from arib.mutants.hook import edited_source, serve_mutated_module
 
 __all__ = [
     "applies_to",

@@ -4,15 +4,15 @@ A gate that no divergence can fail measures nothing, so the gate ships with muta
 fail on every one that is not marked equivalent (``tests/test_parity_mutants.py``). A mutant is
 installed only in the forked child of the lanes of its target (and loop, when it names one), so
 exactly one backend diverges while every other lane stays clean. The fault workflows' mutants
-are in ``harness.parity.fault_mutants``; what a mutant is, in ``harness.parity.mutantkit``.
+are in ``arib.parity.fault_mutants``; what a mutant is, in ``arib.parity.mutantkit``.
 
 - hand-written mutants are overrides, our own code, patched onto the backend class;
 - generated-style mutants are one textual edit of the installed module's source, served by the
-  mutated-source import hook ``mutants.hook.serve_mutated_module``; site-packages is never
+  mutated-source import hook ``arib.mutants.hook.serve_mutated_module``; site-packages is never
   written.
 
 Each is a ``MutantSpec`` kept in this module's table only (``PARITY_MUTANTS``), never in the
-hand-written table of ``mutants.base``, so admission never pairs a check with one.
+hand-written table of ``arib.mutants.base``, so admission never pairs a check with one.
 
 An *equivalent* mutant changes the storage but not what any read returns; the gate cannot and
 must not fail on it. It is kept with its reason so that the blind spot is written down.
@@ -23,11 +23,11 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from harness.ground.errors import UnknownNameError
-from harness.parity.fault_mutants import FAULT_MUTANTS
-from harness.parity.mutantkit import backend, generated, handwritten
-from mutants.base import MutantSpec
-from targets.sdk import (
+from arib.ground.errors import UnknownNameError
+from arib.mutants.base import MutantSpec
+from arib.parity.fault_mutants import FAULT_MUTANTS
+from arib.parity.mutantkit import backend, generated, handwritten
+from arib.targets.sdk import (
     ADVANCED_SQLITE_MODULE,
     ASYNC_SQLITE_MODULE,
     SQLALCHEMY_MODULE,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.parity.steps import Read
+    from arib.parity.steps import Read
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def _matches(selector: str, value: str) -> bool:
 
 
 # The table. Empty, by measurement: on openai-agents 0.19.2 and 0.24.0, with the scripted model of
-# harness.parity.scripted, every value in every stored item is one the workflow chose (item and
+# arib.parity.scripted, every value in every stored item is one the workflow chose (item and
 # call ids come from the workflow's counter, handoff outputs are fixed JSON). The SDK's own
 # nondeterministic values (uuid4 occurrence keys of run items, trace ids) never enter a stored
 # item or a model input: the 15 reference workflows and 40 generated cases give byte-identical
@@ -80,7 +80,7 @@ def normalize_reads(
     rules: Sequence[NormalizationRule] | None = None,
 ) -> tuple[list[Read], tuple[str, ...]]:
     """The reads with every applicable rule applied, and the ids of the rules that changed any."""
-    from harness.parity.steps import Read
+    from arib.parity.steps import Read
 
     active = [r for r in (RULES if rules is None else rules) if r.applies(lane, domain)]
     if not active:

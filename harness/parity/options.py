@@ -13,20 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.ground.errors import UsageError
-from harness.ground.services import NotMeasured
-from harness.parity.lanes import REFERENCE_LANE, LaneSpec, Loop
-from targets.base import TargetSpec
+from arib.ground.errors import UsageError
+from arib.ground.services import NotMeasured
+from arib.parity.lanes import REFERENCE_LANE, LaneSpec, Loop
+from arib.targets.base import TargetSpec
 
 if TYPE_CHECKING:
-    from harness.parity.records import Workflow
-    from harness.parity.runner import LaneReport
+    from arib.parity.records import Workflow
+    from arib.parity.runner import LaneReport
 
 DEFAULT_BUDGET_MS = 60_000.0
 DEFAULT_P95_MIN_SAMPLES = 8
 DEFAULT_CASES = 40
 LANE_TIMEOUT_S = 300.0
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
+RESULTS_DIR = Path("results")  # beside where the command runs, as the bench's
 
 
 def default_workers() -> int:
@@ -35,7 +35,7 @@ def default_workers() -> int:
 
 
 def _fast_tmpdir() -> str | None:
-    from harness.execute import fast_tmpdir
+    from arib.execute import fast_tmpdir
 
     return fast_tmpdir()
 
@@ -72,37 +72,37 @@ class WorkflowKind:
 
 
 def _agent_select(opts: GateOptions) -> Selection:
-    from harness.parity.lanes import select_lanes
+    from arib.parity.lanes import select_lanes
 
     return select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
 
 
 async def _agent_lane(*args: Any) -> LaneReport:
-    from harness.parity.runner import run_lane_async
+    from arib.parity.runner import run_lane_async
 
     return await run_lane_async(*args)
 
 
 def _agent_preload() -> None:
-    from harness.parity.runner import preload
+    from arib.parity.runner import preload
 
     preload()
 
 
 def _agent_rules() -> list[dict[str, str]]:
-    from harness.parity.normalize import rules_table
+    from arib.parity.normalize import rules_table
 
     return rules_table()
 
 
 def _agent_workflows() -> tuple[Workflow, ...]:
-    from harness.parity.fault_workflows import GATE_WORKFLOWS
+    from arib.parity.fault_workflows import GATE_WORKFLOWS
 
     return GATE_WORKFLOWS
 
 
 def _agent_service_targets() -> tuple[TargetSpec, ...]:
-    from targets.services import SERVICE_TARGETS
+    from arib.targets.services import SERVICE_TARGETS
 
     return tuple(t for t in SERVICE_TARGETS if t.service is not None)
 

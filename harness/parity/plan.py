@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.ground.model import Verdict
-from harness.parity.lanes import LaneSpec
-from harness.parity.options import GateOptions
-from harness.parity.report import FailReason
-from harness.parity.retained import lane_report_path, load_retained
-from harness.parity.runner import LaneReport
-from mutants.base import MutantSpec
+from arib.ground.model import Verdict
+from arib.mutants.base import MutantSpec
+from arib.parity.lanes import LaneSpec
+from arib.parity.options import GateOptions
+from arib.parity.report import FailReason
+from arib.parity.retained import lane_report_path, load_retained
+from arib.parity.runner import LaneReport
 
 
 def binding(

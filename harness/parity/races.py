@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 import anyio
 import anyio.lowlevel
 
-from checks import _forked
-from checks.base import Barrier
-from harness.parity.faultkit import bounded, key, multiset, projection, read
-from harness.parity.faults import FORK_TIMEOUT_S, _store, forked_writer
-from harness.parity.steps import StepSpec, WorkflowContext
+from arib.checks import _forked
+from arib.checks.base import Barrier
+from arib.parity.faultkit import bounded, key, multiset, projection, read
+from arib.parity.faults import FORK_TIMEOUT_S, _store, forked_writer
+from arib.parity.steps import StepSpec, WorkflowContext
 
 
 def _item(tag: str) -> dict[str, Any]:

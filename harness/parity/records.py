@@ -2,7 +2,7 @@
 
 Light on purpose (no SDK import): the gate's comparison and report are built from these alone,
 so a family whose runtime is not openai-agents (the LangGraph graph runs of
-``harness.parity.graphs``) reports through the same contract.
+``arib.parity.graphs``) reports through the same contract.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ async def play_steps(workflow: Any, ctx: Any, lane: str,
     """Run ``workflow``'s steps on ``ctx`` in order (either kind of workflow): (error,
     abstention). A step raising ``faultkit.Abstain`` ends it as not applicable on this lane;
     any other exception ends it, recorded as ``raised(exc)`` and kept as the evidence."""
-    from harness.parity.faultkit import Abstain
+    from arib.parity.faultkit import Abstain
 
     for index, step in enumerate(workflow.steps):
         ctx.step_label = f"{index:02d}.{step.kind}"

@@ -5,7 +5,7 @@
 any lane runs) and its ``RunOutcome`` (what it found); the report of a finished run and the one
 of a run whose harness step failed are made the same way.
 
-Outcomes speak the bench's language (``harness.ground.model``): every ``FailReason`` carries a
+Outcomes speak the bench's language (``arib.ground.model``): every ``FailReason`` carries a
 ``Verdict`` (``error`` for a failed step, ``violated`` for a broken criterion) and names its
 lane when it is about one; each lane's comparison with the reference lane has the verdict
 ``merge_verdicts`` gives over its reasons, and the gate's exit code is ``verdict_exit_code`` of
@@ -18,18 +18,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
-from harness.ground.services import NotMeasured
-from harness.parity.compare import Comparison
-from harness.parity.lanes import REFERENCE_LANE
-from harness.parity.mutantkit import parity_json
-from harness.parity.options import GateOptions
-from harness.parity.records import workflow_domains
-from harness.parity.runner import LaneReport, LaneStatus
-from mutants.base import MutantSpec
+from arib.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
+from arib.ground.services import NotMeasured
+from arib.mutants.base import MutantSpec
+from arib.parity.compare import Comparison
+from arib.parity.lanes import REFERENCE_LANE
+from arib.parity.mutantkit import parity_json
+from arib.parity.options import GateOptions
+from arib.parity.records import workflow_domains
+from arib.parity.runner import LaneReport, LaneStatus
 
 if TYPE_CHECKING:
-    from harness.parity.generative import GeneratedCase
+    from arib.parity.generative import GeneratedCase
 
 KIND = "arib/agent-session-parity-v1"
 SCHEMA = "parity-report.schema.json"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.parity.runner import LANE_KIND, LaneReport
+from arib.parity.runner import LANE_KIND, LaneReport
 
 
 def parity_dir(results_dir: Path, sdk: str) -> Path:
@@ -58,7 +58,7 @@ def load_retained(path: Path, binding: Mapping[str, Any]) -> Retained:
         if have != want:
             return Retained(
                 failure=f"retained lane report {str(path)!r} is bound to {key} {have!r}, this "
-                f"run has {want!r}; refresh it with `python -m harness parity update`"
+                f"run has {want!r}; refresh it with `python -m arib parity update`"
             )
     if not report.ok:
         return Retained(note=f"retained report {str(path)!r} was not ok; ran fresh")

@@ -21,14 +21,14 @@ from typing import Any
 
 import anyio
 
-from harness.ground.child import ChildStatus, run_jobs
-from harness.parity.faultkit import StoreAccess
-from harness.parity.lanes import LaneSpec
-from harness.parity.mutantkit import applies_to
-from harness.parity.options import LANE_TIMEOUT_S
-from harness.parity.records import Read, Workflow, WorkflowResult, digest, display
-from mutants.base import MutantSpec
-from targets.base import BuildContext, verify_claims
+from arib.ground.child import ChildStatus, run_jobs
+from arib.mutants.base import MutantSpec
+from arib.parity.faultkit import StoreAccess
+from arib.parity.lanes import LaneSpec
+from arib.parity.mutantkit import applies_to
+from arib.parity.options import LANE_TIMEOUT_S
+from arib.parity.records import Read, Workflow, WorkflowResult, digest, display
+from arib.targets.base import BuildContext, verify_claims
 
 LANE_KIND = "arib/agent-session-parity-lane-v1"
 WORKFLOW_TIMEOUT_S = 60.0
@@ -37,7 +37,7 @@ WORKFLOW_TIMEOUT_S = 60.0
 class LaneStatus(str, enum.Enum):
     """How a lane's run ended, before it is compared with anything.
 
-    Not a ``Verdict``: a lane's verdict (``harness.parity.report.lane_verdict``) comes from its
+    Not a ``Verdict``: a lane's verdict (``arib.parity.report.lane_verdict``) comes from its
     comparison with the reference lane, which this status precedes. FAILED (a workflow raised)
     is an ``error`` on the reference lane but ``violated`` on any other; an OK lane is
     ``violated`` when it diverges. The status is what the lane's own report
@@ -159,7 +159,7 @@ def _failed(workflow: Workflow, lane: str, error: str, case_seed: int | None) ->
 
 async def _run_agent_workflow(workflow: Workflow, session: Any, **kwargs: Any) -> WorkflowResult:
     """``workflows.run_workflow``, imported when first run: it needs the SDK."""
-    from harness.parity.workflows import run_workflow
+    from arib.parity.workflows import run_workflow
 
     return await run_workflow(workflow, session, **kwargs)
 

@@ -2,12 +2,12 @@
 (ARIB-TABLES-001).
 
 Each step injects the fault its check injects and records outcome classes (see
-``harness.parity.faultkit``), exactly those the check's invariant fixes, so two lanes that each
+``arib.parity.faultkit``), exactly those the check's invariant fixes, so two lanes that each
 keep the invariant record the same. Its docstring says which check, what is compared and why
 the record is free of legitimate nondeterminism. Items are fixed per step.
 
 "Open" is read as ARIB-RELEASE-001 reads it, from the process itself
-(``checks.release_001.open_files``); a lane whose instance holds no file under its store folder
+(``arib.checks.release_001.open_files``); a lane whose instance holds no file under its store folder
 while in use (a server, an in-memory database) abstains, found on the running instance.
 """
 
@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 
 import anyio
 
-from checks.release_001 import FD_DIR, is_store_error, open_files, settled_open_files
-from checks.tables_001 import MISCONFIGURED
-from harness.parity.faultkit import (
+from arib.checks.release_001 import FD_DIR, is_store_error, open_files, settled_open_files
+from arib.checks.tables_001 import MISCONFIGURED
+from arib.parity.faultkit import (
     OP_TIMEOUT_S,
     Abstain,
     StoreAccess,
@@ -36,8 +36,8 @@ from harness.parity.faultkit import (
     read,
     spread,
 )
-from harness.parity.faults import _items, _store
-from harness.parity.steps import StepSpec, WorkflowContext
+from arib.parity.faults import _items, _store
+from arib.parity.steps import StepSpec, WorkflowContext
 
 TABLE_OPTIONS = ("create_tables", "sessions_table", "messages_table")
 

@@ -23,15 +23,15 @@ from typing import Any
 
 from agents import set_tracing_disabled
 
-from harness.parity.normalize import normalize_reads
-from harness.parity.records import (
+from arib.parity.normalize import normalize_reads
+from arib.parity.records import (
     Workflow,
     WorkflowResult,
     play_steps,
     result_from_reads,
     workflow_domains,
 )
-from harness.parity.steps import (
+from arib.parity.steps import (
     CancelledTurn,
     ChatTurn,
     ClearSession,

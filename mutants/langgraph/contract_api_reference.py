@@ -8,9 +8,9 @@ import asyncio
 import importlib
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-MODULE = "targets.langgraph.reference"
+MODULE = "arib.targets.langgraph.reference"
 
 
 @handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.alist",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
 SQLITE = "langgraph.checkpoint.sqlite"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mutants.base import handwritten, load_class
-from mutants.langgraph._defects import namespace_prefix_list, special_kept_first
+from arib.mutants.base import handwritten, load_class
+from arib.mutants.langgraph._defects import namespace_prefix_list, special_kept_first
 
 MEMORY = "langgraph.checkpoint.memory"
 SQLITE = "langgraph.checkpoint.sqlite"

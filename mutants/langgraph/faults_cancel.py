@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REFERENCE = "targets.langgraph.reference"
+REFERENCE = "arib.targets.langgraph.reference"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"
 
 

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REFERENCE = "targets.langgraph.reference"
+REFERENCE = "arib.targets.langgraph.reference"
 SQLITE = "langgraph.checkpoint.sqlite"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"
 

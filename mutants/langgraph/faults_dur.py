@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REFERENCE = "targets.langgraph.reference"
+REFERENCE = "arib.targets.langgraph.reference"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"
 FLUSH_AT = 10_000  # more ops than any trial makes: the buffer is flushed only on dispose
 

@@ -13,9 +13,9 @@ import threading
 import time
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REFERENCE = "targets.langgraph.reference"
+REFERENCE = "arib.targets.langgraph.reference"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"
 _READING: contextvars.ContextVar[bool] = contextvars.ContextVar("arib_reading", default=False)
 

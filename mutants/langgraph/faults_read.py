@@ -9,9 +9,9 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REFERENCE = "targets.langgraph.reference"
+REFERENCE = "arib.targets.langgraph.reference"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"
 
 

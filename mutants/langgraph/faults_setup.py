@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-REFERENCE = "targets.langgraph.reference"
+REFERENCE = "arib.targets.langgraph.reference"
 SQLITE = "langgraph.checkpoint.sqlite"
 ASYNC_SQLITE = "langgraph.checkpoint.sqlite.aio"
 # A migration without its "already done" guard: the second run fails with "duplicate column".

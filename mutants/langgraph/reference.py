@@ -6,9 +6,9 @@ import importlib
 import sqlite3
 from typing import Any
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
-MODULE = "targets.langgraph.reference"
+MODULE = "arib.targets.langgraph.reference"
 
 
 @handwritten(target="lg-reference", module=MODULE, qualname="ReferenceSaver.put",

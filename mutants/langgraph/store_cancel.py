@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mutants.base import handwritten, load_class
-from targets.langgraph.stores import MEMORY_STORE_MODULE, REFERENCE_STORE_MODULE
+from arib.mutants.base import handwritten, load_class
+from arib.targets.langgraph.stores import MEMORY_STORE_MODULE, REFERENCE_STORE_MODULE
 
 
 def _op_by_op(self: Any, ops: Any) -> Any:

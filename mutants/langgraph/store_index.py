@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mutants.base import handwritten, load_class
-from targets.langgraph.stores import MEMORY_STORE_MODULE, REFERENCE_STORE_MODULE
+from arib.mutants.base import handwritten, load_class
+from arib.targets.langgraph.stores import MEMORY_STORE_MODULE, REFERENCE_STORE_MODULE
 
-REFERENCE_INDEX_MODULE = "targets.langgraph.reference_index"
+REFERENCE_INDEX_MODULE = "arib.targets.langgraph.reference_index"
 
 
 @handwritten(target="lg-store-reference", module=REFERENCE_INDEX_MODULE,

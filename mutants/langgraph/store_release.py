@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mutants.base import handwritten, load_class
-from targets.langgraph.stores import REFERENCE_STORE_MODULE
+from arib.mutants.base import handwritten, load_class
+from arib.targets.langgraph.stores import REFERENCE_STORE_MODULE
 
 
 @handwritten(target="lg-store-reference", module=REFERENCE_STORE_MODULE,

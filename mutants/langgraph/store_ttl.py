@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mutants.base import handwritten, load_class
-from targets.langgraph.stores import (
+from arib.mutants.base import handwritten, load_class
+from arib.targets.langgraph.stores import (
     ASYNC_SQLITE_STORE_MODULE,
     REFERENCE_STORE_MODULE,
     SQLITE_STORE_MODULE,

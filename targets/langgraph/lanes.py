@@ -2,11 +2,11 @@
 
 ``Handle.session`` is the saver, or on a store lane (``STORE_LANES``) the store. Every trial
 gets a fresh store under its root (a SQLite file, or, for the PostgreSQL lanes, a schema of its
-own: ``targets.langgraph.services``), and ``reopen()`` opens another instance on that store.
+own: ``arib.targets.langgraph.services``), and ``reopen()`` opens another instance on that store.
 ``KIND`` says whether a lane is a checkpointer or a store (checks abstain on the other kind:
-``checks.langgraph._saver.saver_of`` / ``store_of``). ``API`` says which half of the interface a
-lane's class serves (``sync``, ``async`` or ``both``); the checks call that half
-(``checks.langgraph._saver``), and the claim is verified against the runtime object
+``arib.checks.langgraph._saver.saver_of`` / ``store_of``). ``API`` says which half of the
+interface a lane's class serves (``sync``, ``async`` or ``both``); the checks call that half
+(``arib.checks.langgraph._saver``), and the claim is verified against the runtime object
 (``verify_api``, the family's ``verify`` hook).
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio.to_thread
 
-from harness.ground.interrupts import alarm_after
-from targets.base import BuildContext, Claims, Handle, NotApplicable, TargetSpec
-from targets.langgraph import stores
-from targets.langgraph.services import (
+from arib.ground.interrupts import alarm_after
+from arib.targets.base import BuildContext, Claims, Handle, NotApplicable, TargetSpec
+from arib.targets.langgraph import stores
+from arib.targets.langgraph.services import (
     PG_ASYNC_SAVER_MODULE,
     PG_SAVER_MODULE,
     PG_SHALLOW_MODULE,
@@ -36,7 +36,7 @@ from targets.langgraph.services import (
 MEMORY_MODULE = "langgraph.checkpoint.memory"
 SQLITE_MODULE = "langgraph.checkpoint.sqlite"
 ASYNC_SQLITE_MODULE = "langgraph.checkpoint.sqlite.aio"
-REFERENCE_MODULE = "targets.langgraph.reference"
+REFERENCE_MODULE = "arib.targets.langgraph.reference"
 # No saver or store of these packages has a close(): the caller owns the connection it passed.
 NO_CLOSE = Claims(has_close=False)
 _saver_class = class_in
@@ -215,7 +215,7 @@ SURVEY_LANES = (*(lane for lane in CHECKPOINTER_LANES if not lane.reference), *S
 # What each lane's object is: "checkpointer" or "store".
 KIND: Mapping[str, str] = {**{lane.name: "checkpointer" for lane in CHECKPOINTER_LANES},
                            **{lane.name: "store" for lane in STORE_LANES}}
-# Python drivers each lane needs (import names; see targets.langgraph.services.DRIVERS).
+# Python drivers each lane needs (import names; see arib.targets.langgraph.services.DRIVERS).
 _PG_DRIVERS = ("psycopg",)
 LANE_DRIVERS: Mapping[str, tuple[str, ...]] = {
     **{lane.name: _PG_DRIVERS for lane in LANES if lane.service == "postgres"},

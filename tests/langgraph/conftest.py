@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from harness.ground.services import ServiceManager
+from arib.ground.services import ServiceManager
 
 try:
     importlib.import_module("langgraph.checkpoint.sqlite")

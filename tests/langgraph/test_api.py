@@ -9,10 +9,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from checks.langgraph.ckpt_010 import Node, expected_history
-from checks.langgraph.ckpt_014 import TASKS, migrated
-from harness.ground.model import Verdict
-from targets.langgraph.lanes import LANES, REFERENCE
+from arib.checks.langgraph.ckpt_010 import Node, expected_history
+from arib.checks.langgraph.ckpt_014 import TASKS, migrated
+from arib.ground.model import Verdict
+from arib.targets.langgraph.lanes import LANES, REFERENCE
 from tests.checkrun import forced_broken_finding, run_small
 from tests.langgraph.conftest import HAVE_POSTGRES
 

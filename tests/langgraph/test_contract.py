@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.ground.model import Verdict
-from targets.langgraph.lanes import LANES, REFERENCE
+from arib.ground.model import Verdict
+from arib.targets.langgraph.lanes import LANES, REFERENCE
 from tests.checkrun import forced_broken_finding, run_small
 
 SMALL: dict[str, dict[str, int]] = {
@@ -91,7 +91,7 @@ def test_the_same_seed_gives_the_same_operations() -> None:
 
 def test_delete_thread_abstains_where_the_saver_does_not_implement_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from targets.langgraph.reference import ReferenceSaver
+    from arib.targets.langgraph.reference import ReferenceSaver
 
     def not_implemented(self: object, thread_id: str) -> None:
         raise NotImplementedError("delete_thread of an older release")
@@ -114,9 +114,9 @@ def _import_error(code: str, filename: str) -> ImportError:
 def test_an_api_the_release_lacks_makes_a_check_abstain_not_fail() -> None:
     import anyio
 
-    from checks.base import NotApplicable, TrialContext
-    from checks.langgraph._contract import guarded, release_lacks
-    from targets.base import BuildContext
+    from arib.checks.base import NotApplicable, TrialContext
+    from arib.checks.langgraph._contract import guarded, release_lacks
+    from arib.targets.base import BuildContext
 
     ours = str(ROOT / "checks" / "langgraph" / "ckpt_x.py")
     lacking = _import_error("from langgraph.no_such_api import Op", ours)

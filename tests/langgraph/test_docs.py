@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checks.registry import load_checks
-from harness.docs import BEGIN, END, check_markers, render_readme
+from arib.checks.registry import load_checks
+from arib.docs import BEGIN, END, check_markers, render_readme
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -14,7 +14,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def test_readme_table_is_current() -> None:
     text = README.read_text()
     assert render_readme(text, load_checks(), "langgraph") == text, \
-        "run `python -m harness --family langgraph docs`"
+        "run `python -m arib --family langgraph docs`"
 
 
 def test_each_family_has_its_own_block() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness.ground.errors import UnknownNameError
-from harness.ground.family import get_family
-from targets.base import BuildContext
-from targets.langgraph.lanes import API, CHECKPOINTER_LANES, read_checkpoints
+from arib.ground.errors import UnknownNameError
+from arib.ground.family import get_family
+from arib.targets.base import BuildContext
+from arib.targets.langgraph.lanes import API, CHECKPOINTER_LANES, read_checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def test_a_malformed_version_is_refused_naming_the_form(bad: str) -> None:
 
 
 def test_every_lane_has_its_api_and_reads_back_what_it_was_given(tmp_path: Path) -> None:
-    from checks.langgraph._saver import call, config, make_checkpoint
+    from arib.checks.langgraph._saver import call, config, make_checkpoint
 
     lanes = [lane for lane in CHECKPOINTER_LANES if lane.service is None]  # servers: test_lanes
 
@@ -56,13 +56,13 @@ def test_every_lane_has_its_api_and_reads_back_what_it_was_given(tmp_path: Path)
 
 
 def test_list_names_the_family_lanes() -> None:
-    out = subprocess.run([sys.executable, "-m", "harness", "--family", "langgraph", "list"],
+    out = subprocess.run([sys.executable, "-m", "arib", "--family", "langgraph", "list"],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "ARIB-CKPT-001" in out and "lg-reference" in out and "lg-sqlite-file" in out
 
 
 def test_the_family_names_its_three_distributions() -> None:
-    from targets.langgraph.family import LANGGRAPH
+    from arib.targets.langgraph.family import LANGGRAPH
 
     assert LANGGRAPH.distributions == {"langgraph-checkpoint", "langgraph-checkpoint-sqlite",
                                        "langgraph-checkpoint-postgres"}

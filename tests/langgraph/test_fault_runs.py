@@ -1,6 +1,6 @@
 """The LangGraph fault checks of runs sharing one saver: ARIB-LGHANG-001 (every call returns),
 ARIB-LGRUN-001 (a read held inside its call is a snapshot), ARIB-LGDEL-001's rows left behind;
-and their parts: the snapshot judge, holding a call (checks._suspend.held_at, HeldSerde), the
+and their parts: the snapshot judge, holding a call (arib.checks._suspend.held_at, HeldSerde), the
 hang bound, the latest-only judge, reading a store besides the saver."""
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from checks._bounds import HANG_CAP_S, HANG_FLOOR_S, hang_bound
-from checks._suspend import held_at
-from checks.base import NotApplicable, TrialContext
-from checks.langgraph._faults import Op, judge, latest_of, writer_plan
-from checks.langgraph._held import HeldSerde
-from checks.langgraph._snapshot import look, verdict
-from checks.registry import get_check
-from harness.ground.model import Verdict
-from mutants.registry import get_mutant
-from targets.base import BuildContext, TargetSpec
-from targets.langgraph.lanes import ASYNC_SQLITE_FILE, MEMORY, REFERENCE
-from targets.langgraph.leftovers import rows_naming
+from arib.checks._bounds import HANG_CAP_S, HANG_FLOOR_S, hang_bound
+from arib.checks._suspend import held_at
+from arib.checks.base import NotApplicable, TrialContext
+from arib.checks.langgraph._faults import Op, judge, latest_of, writer_plan
+from arib.checks.langgraph._held import HeldSerde
+from arib.checks.langgraph._snapshot import look, verdict
+from arib.checks.registry import get_check
+from arib.ground.model import Verdict
+from arib.mutants.registry import get_mutant
+from arib.targets.base import BuildContext, TargetSpec
+from arib.targets.langgraph.lanes import ASYNC_SQLITE_FILE, MEMORY, REFERENCE
+from arib.targets.langgraph.leftovers import rows_naming
 from tests.checkrun import run_small
 
 HANG = {"trials": 4, "writers": 3, "steps": 2, "readers": 1}

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from checks.langgraph._faults import Op, judge
-from checks.langgraph.lgstore_001 import namespaces
-from checks.registry import get_check
-from harness import admission
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.errors import MutantDefinitionError
-from harness.ground.model import Finding, Verdict
-from mutants.registry import forced_broken, get_mutant
-from targets.base import TargetSpec
-from targets.langgraph.lanes import (
+from arib import admission
+from arib.checks.langgraph._faults import Op, judge
+from arib.checks.langgraph.lgstore_001 import namespaces
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.errors import MutantDefinitionError
+from arib.ground.model import Finding, Verdict
+from arib.mutants.registry import forced_broken, get_mutant
+from arib.targets.base import TargetSpec
+from arib.targets.langgraph.lanes import (
     ASYNC_SQLITE_FILE,
     ASYNC_SQLITE_MEMORY,
     MEMORY,

@@ -11,19 +11,19 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness.cli import main
-from harness.ground.errors import UnknownNameError
-from harness.parity import KIND
-from harness.parity.gate import SCHEMA, check
-from harness.parity.graph_gate import GRAPH_KIND, GRAPH_WORKFLOWS, select_graph_lanes
-from harness.parity.graph_records import Aliases, normalize, order_writes
-from harness.parity.graph_steps import Compile, History, Invoke, play_graph
-from harness.parity.lanes import Loop
-from harness.parity.options import GateOptions
-from harness.parity.records import Workflow, WorkflowResult
-from harness.results import SCHEMA_DIR
-from targets.base import BuildContext
-from targets.langgraph import graphs, lanes
+from arib.cli import main
+from arib.ground.errors import UnknownNameError
+from arib.parity import KIND
+from arib.parity.gate import SCHEMA, check
+from arib.parity.graph_gate import GRAPH_KIND, GRAPH_WORKFLOWS, select_graph_lanes
+from arib.parity.graph_records import Aliases, normalize, order_writes
+from arib.parity.graph_steps import Compile, History, Invoke, play_graph
+from arib.parity.lanes import Loop
+from arib.parity.options import GateOptions
+from arib.parity.records import Workflow, WorkflowResult
+from arib.results import SCHEMA_DIR
+from arib.targets.base import BuildContext
+from arib.targets.langgraph import graphs, lanes
 
 BY_NAME = {w.name: w for w in GRAPH_WORKFLOWS}
 
@@ -254,7 +254,7 @@ def test_the_command_runs_the_graph_gate_for_the_langgraph_family(tmp_path: Path
 
 
 def test_each_kind_keeps_its_own_results_folder() -> None:
-    from harness.parity.options import AGENT_KIND
+    from arib.parity.options import AGENT_KIND
 
     assert AGENT_KIND.folder("0.24.0") == "0.24.0"  # the sessions' folders, as before
     assert GRAPH_KIND.folder("cp4.3.2+sq3.1.2+pg3.2.0") == "langgraph-cp4.3.2+sq3.1.2+pg3.2.0"

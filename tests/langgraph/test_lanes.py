@@ -14,15 +14,15 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from checks.langgraph._saver import call, config, listing, make_checkpoint, saver_of, store_of
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.model import Verdict
-from harness.ground.services import ServiceManager
-from harness.lanes import prepare_lanes
-from targets.base import BuildContext, Handle, NotApplicable, TargetSpec
-from targets.langgraph import lanes as lg
-from targets.langgraph import services as lgs
+from arib.checks.langgraph._saver import call, config, listing, make_checkpoint, saver_of, store_of
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, run_check
+from arib.ground.model import Verdict
+from arib.ground.services import ServiceManager
+from arib.lanes import prepare_lanes
+from arib.targets.base import BuildContext, Handle, NotApplicable, TargetSpec
+from arib.targets.langgraph import lanes as lg
+from arib.targets.langgraph import services as lgs
 from tests.langgraph.conftest import HAVE_POSTGRES
 
 HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.execute import RunOptions, run_check
-from harness.ground.child import ChildStatus, run_jobs
-from harness.ground.errors import UnknownNameError
-from harness.ground.model import ExitCode, MutantStatus, Verdict
-from harness.official.command import checkpointer_lanes
-from harness.official.mutants import LaneSides, MutantComparison, MutantSides, Side
-from harness.official.side import our_sides
-from mutants.base import MutantSpec
-from mutants.registry import forced_broken, get_mutant
-from targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
-from targets.langgraph.official.check import OFFICIAL_ID, official_check
-from targets.langgraph.official.suite import (
+from arib.cli import main
+from arib.execute import RunOptions, run_check
+from arib.ground.child import ChildStatus, run_jobs
+from arib.ground.errors import UnknownNameError
+from arib.ground.model import ExitCode, MutantStatus, Verdict
+from arib.mutants.base import MutantSpec
+from arib.mutants.registry import forced_broken, get_mutant
+from arib.official.command import checkpointer_lanes
+from arib.official.mutants import LaneSides, MutantComparison, MutantSides, Side
+from arib.official.side import our_sides
+from arib.targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
+from arib.targets.langgraph.official.check import OFFICIAL_ID, official_check
+from arib.targets.langgraph.official.suite import (
     BASE,
     METHODS,
     Bridge,
@@ -201,9 +201,9 @@ def test_a_run_stops_at_the_first_test_stop_at_names(tmp_path: Path,
 
 
 def test_a_flaky_pair_is_no_kill_and_shows_its_rate() -> None:
-    from harness.ground.model import CleanBase, MutantKind, MutantResult
-    from harness.official.mutants import lane_sides
-    from harness.survey_lane import LaneSurvey, MutantOutcome
+    from arib.ground.model import CleanBase, MutantKind, MutantResult
+    from arib.official.mutants import lane_sides
+    from arib.survey_lane import LaneSurvey, MutantOutcome
 
     m = get_mutant("lg_reference_drops_metadata")
     flaky, k = MutantStatus.FLAKY, MutantStatus.KILLED
@@ -235,8 +235,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TABLES = sorted((ROOT / "results" / "official").glob("langgraph-*-mutants.json"))
 GENERATED = """
 import json, sys
-from mutants.generate import generate
-from targets.registry import get_target
+from arib.mutants.generate import generate
+from arib.targets.registry import get_target
 print(json.dumps({lane: sorted(m.id for m in generate(get_target(lane)).mutants)
                   for lane in sys.argv[1:]}))
 """
@@ -249,8 +249,8 @@ def _generated_today(version: str, lanes: list[str]) -> dict[str, list[str]]:
     import subprocess
     import sys
 
-    from harness.execute import sdk_version
-    from harness.noxsupport import sdk_env_dir
+    from arib.execute import sdk_version
+    from arib.noxsupport import sdk_env_dir
 
     python = sys.executable if version == sdk_version() else str(
         sdk_env_dir(ROOT, f"langgraph-{version}", "3.12") / "bin" / "python")
@@ -277,5 +277,5 @@ def test_a_committed_table_names_the_mutants_today_s_generator_makes(table: Path
                          f"generator makes {len(made)}" + (
                              f"; no longer generated: {', '.join(gone)}" if gone else ""))
     assert not stale, (f"{table.name} names mutant sets today's generator no longer makes; "
-                       f"regenerate it with `python -m harness --family langgraph official "
+                       f"regenerate it with `python -m arib --family langgraph official "
                        f"--mutants`:\n" + "\n".join(stale))

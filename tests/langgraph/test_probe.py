@@ -15,13 +15,13 @@ from typing import Any
 import anyio
 import pytest
 
-from checks.langgraph import _saver
-from checks.langgraph._saver import ValueChannel, channel_argument
-from harness.ground.services import ServiceManager
-from harness.lanes import prepare_lanes
-from harness.probe import ProbeStatus, probe_lanes
-from targets.base import BuildContext, Handle, TargetSpec
-from targets.langgraph import lanes as lg
+from arib.checks.langgraph import _saver
+from arib.checks.langgraph._saver import ValueChannel, channel_argument
+from arib.ground.services import ServiceManager
+from arib.lanes import prepare_lanes
+from arib.probe import ProbeStatus, probe_lanes
+from arib.targets.base import BuildContext, Handle, TargetSpec
+from arib.targets.langgraph import lanes as lg
 from tests.langgraph.conftest import HAVE_POSTGRES
 
 
@@ -89,7 +89,7 @@ def test_the_harness_s_own_refused_call_is_named_as_its_defect(
                       _nothing, _nothing)
 
     monkeypatch.setattr(_saver, "channel_argument", lambda saver, value: None)
-    monkeypatch.setattr("harness.probe.release_files", lambda _: frozenset({__file__}))
+    monkeypatch.setattr("arib.probe.release_files", lambda _: frozenset({__file__}))
     lane = dataclasses.replace(lg.SQLITE_FILE, name="lg-old", build=build)
     result = probe_lanes([lane], {})["lg-old"]
     assert result.status is ProbeStatus.REFUSED, result.to_json()
@@ -133,7 +133,7 @@ def test_a_call_that_never_returns_is_call_hung_not_a_harness_timeout(
 
 def test_the_reference_store_that_cannot_exist_is_not_measured_naming_what_it_lacks(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from targets.langgraph import services as lgs
+    from arib.targets.langgraph import services as lgs
 
     (tmp_path / "arib_needs_missing.py").write_text(
         "from langgraph.store.base import NoSuchOp\n")

@@ -1,5 +1,5 @@
 """Every lane of every locked LangGraph combination takes the harness's calls: the probe
-(`python -m harness --family langgraph probe`) runs in each lock's own environment, as the
+(`python -m arib --family langgraph probe`) runs in each lock's own environment, as the
 bench builds them (.nox/sdk-envs/langgraph-<label>-py3.12; `nox -s langgraph` builds them all
 first), and the test fails on any lane whose probe ends in a call the harness made with
 arguments the release does not take (status ``refused``: a harness defect), naming the lock,
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from harness.noxsupport import locked_versions, sdk_env_dir
+from arib.noxsupport import locked_versions, sdk_env_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK_DIR = ROOT / "harness" / "locks" / "langgraph"
@@ -51,7 +51,7 @@ def _probe(label: str) -> dict[str, Any] | str:
     if isinstance(python, str):
         return python
     env = {**os.environ, "ARIB_FAMILY": "langgraph"}
-    done = subprocess.run([str(python), "-m", "harness", "--family", "langgraph", "probe",
+    done = subprocess.run([str(python), "-m", "arib", "--family", "langgraph", "probe",
                            "--gates", "--json", "-"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=PROBE_TIMEOUT_S, check=False)
     try:

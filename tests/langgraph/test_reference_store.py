@@ -10,7 +10,7 @@ import pytest
 from langgraph.store.base import GetOp, MatchCondition, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from targets.langgraph.reference_store import ReferenceStore
+from arib.targets.langgraph.reference_store import ReferenceStore
 
 
 def _script(store: Any) -> list[Any]:
@@ -103,7 +103,7 @@ def test_ttl_sweeps_only_expired_items_and_a_read_refreshes(tmp_path: Path) -> N
 
 
 def test_an_index_ranks_the_indexed_texts(tmp_path: Path) -> None:
-    from checks.langgraph._semantic import letters
+    from arib.checks.langgraph._semantic import letters
 
     store = ReferenceStore(tmp_path / "s.db", index={"dims": 26, "embed": letters,
                                                      "fields": ["text"]})

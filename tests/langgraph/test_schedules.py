@@ -8,14 +8,14 @@ import dataclasses
 
 import pytest
 
-from checks.registry import get_check
-from harness.execute import RunOptions, run_check
-from harness.ground.child import run_one
-from harness.ground.model import Finding, Verdict
-from harness.ground.schedule import Schedule
-from mutants.registry import get_mutant
-from targets.base import TargetSpec
-from targets.langgraph.lanes import REFERENCE, STORE_MEMORY
+from arib.checks.registry import get_check
+from arib.execute import RunOptions, run_check
+from arib.ground.child import run_one
+from arib.ground.model import Finding, Verdict
+from arib.ground.schedule import Schedule
+from arib.mutants.registry import get_mutant
+from arib.targets.base import TargetSpec
+from arib.targets.langgraph.lanes import REFERENCE, STORE_MEMORY
 
 
 def in_child(check_id: str, lane: TargetSpec, opts: RunOptions, mutant: str) -> Finding:

@@ -1,7 +1,8 @@
 """Semantic search on the SQLite store lanes (issue 35): the lanes' connections come from a
-driver that loads sqlite-vec (``targets.langgraph.stores.SQLITE_DRIVER``), ARIB-LGSTORE-006 holds
-there, and ARIB-LGSTORE-010 finds the two defects of langgraph-checkpoint-sqlite 3.1.2's index
-(the config's ``fields`` ignored; pages past twice the limit lost)."""
+driver that loads sqlite-vec (``arib.targets.langgraph.stores.SQLITE_DRIVER``),
+ARIB-LGSTORE-006 holds there, and ARIB-LGSTORE-010 finds the two defects of
+langgraph-checkpoint-sqlite 3.1.2's index (the config's ``fields`` ignored; pages past twice
+the limit lost)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import sqlite3
 import anyio
 import pytest
 
-from harness.ground.model import Verdict
-from targets.base import BuildContext, NotApplicable
-from targets.langgraph import stores
-from targets.langgraph.lanes import STORE_ASYNC_SQLITE_FILE, STORE_SQLITE_FILE
+from arib.ground.model import Verdict
+from arib.targets.base import BuildContext, NotApplicable
+from arib.targets.langgraph import stores
+from arib.targets.langgraph.lanes import STORE_ASYNC_SQLITE_FILE, STORE_SQLITE_FILE
 from tests.checkrun import run_small
 
 needs_index = pytest.mark.skipif(stores.NO_INDEX is not None,

@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import pytest
 
-from checks.langgraph._semantic import letters
-from checks.langgraph._store import Model, fits, meets
-from checks.registry import get_check
-from harness.ground.model import Finding, Verdict
-from mutants.registry import get_mutant
-from targets.base import TargetSpec
-from targets.langgraph.lanes import (
+from arib.checks.langgraph._semantic import letters
+from arib.checks.langgraph._store import Model, fits, meets
+from arib.checks.registry import get_check
+from arib.ground.model import Finding, Verdict
+from arib.mutants.registry import get_mutant
+from arib.targets.base import TargetSpec
+from arib.targets.langgraph.lanes import (
     REFERENCE,
     STORE_ASYNC_SQLITE_FILE,
     STORE_MEMORY,
     STORE_REFERENCE,
     STORE_SQLITE_FILE,
 )
-from targets.langgraph.stores import NO_INDEX
+from arib.targets.langgraph.stores import NO_INDEX
 from tests.checkrun import run_small
 
 SMALL: dict[str, dict[str, int]] = {

@@ -5,8 +5,8 @@ inserted twice)."""
 
 from __future__ import annotations
 
-from harness.ground.model import Verdict
-from targets.langgraph.lanes import STORE_ASYNC_SQLITE_FILE, STORE_MEMORY, STORE_REFERENCE
+from arib.ground.model import Verdict
+from arib.targets.langgraph.lanes import STORE_ASYNC_SQLITE_FILE, STORE_MEMORY, STORE_REFERENCE
 from tests.checkrun import run_small
 
 PARAMS = {"trials": 4, "processes": 4, "steps": 2}

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.ground.model import Verdict
-from targets.base import TargetSpec
-from targets.langgraph.lanes import (
+from arib.ground.model import Verdict
+from arib.targets.base import TargetSpec
+from arib.targets.langgraph.lanes import (
     STORE_ASYNC_SQLITE_FILE,
     STORE_MEMORY,
     STORE_REFERENCE,

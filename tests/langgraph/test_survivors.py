@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.survivors import load_survivors, survey_disagreements, survivors_path
-from targets.langgraph.lanes import LANES
+from arib.survivors import load_survivors, survey_disagreements, survivors_path
+from arib.targets.langgraph.lanes import LANES
 
 ROOT = Path(__file__).resolve().parents[2]
 SURVEYS = sorted((ROOT / "results" / "survey").glob("langgraph-*"))
@@ -36,9 +36,9 @@ SURVIVORS = sorted((ROOT / "mutants" / "survivors").glob("langgraph-*.txt"))
 def test_every_survivors_entry_names_a_mutant_today_s_generator_makes(path: Path) -> None:
     """Against the generator, not only the committed survey (which may be older than it): an
     entry naming a mutant no longer generated on its lane fails, naming the id and the line."""
-    from harness.execute import sdk_version
-    from mutants.generate import generate
-    from targets.registry import get_target
+    from arib.execute import sdk_version
+    from arib.mutants.generate import generate
+    from arib.targets.registry import get_target
 
     version = path.stem.removeprefix("langgraph-")
     if version != sdk_version():

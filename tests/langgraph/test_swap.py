@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from targets.base import TargetSpec
-from targets.langgraph.lanes import LANES
+from arib.targets.base import TargetSpec
+from arib.targets.langgraph.lanes import LANES
 from tests.swapcheck import one_lane_per_module, swaps_are_exact
 
 

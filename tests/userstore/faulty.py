@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from harness.api import lane
+from arib.api import lane
 from tests.userstore.stores import JsonFileSession
 
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.api import lane
+from arib.api import lane
 
 
 class JsonFileSession:

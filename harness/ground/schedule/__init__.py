@@ -1,14 +1,14 @@
 """Seeded schedules for a trial's concurrent actors: record, replay, explore (issue 36).
 
-Standard library only; the check-facing helpers that start actors are in ``checks.base``.
+Standard library only; the check-facing helpers that start actors are in ``arib.checks.base``.
 """
 
-from harness.ground.schedule.driver import as_actor, current_actor, drive
-from harness.ground.schedule.plan import SchedulePlan, TrialPlanner, activated, check_replay
-from harness.ground.schedule.record import Decision, Schedule, ScheduleError, parse_argument
-from harness.ground.schedule.scheduler import Scheduler
-from harness.ground.schedule.strategies import STRATEGIES, DfsExplorer, Strategy, make
-from harness.ground.schedule.threads import (
+from arib.ground.schedule.driver import as_actor, current_actor, drive
+from arib.ground.schedule.plan import SchedulePlan, TrialPlanner, activated, check_replay
+from arib.ground.schedule.record import Decision, Schedule, ScheduleError, parse_argument
+from arib.ground.schedule.scheduler import Scheduler
+from arib.ground.schedule.strategies import STRATEGIES, DfsExplorer, Strategy, make
+from arib.ground.schedule.threads import (
     SchedLock,
     active,
     adopt,

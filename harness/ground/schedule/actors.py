@@ -10,10 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.ground.schedule.waits import Wait
+from arib.ground.schedule.waits import Wait
 
 if TYPE_CHECKING:
-    from harness.ground.schedule.scheduler import Scheduler
+    from arib.ground.schedule.scheduler import Scheduler
 
 
 class Phase(enum.Enum):

@@ -1,6 +1,6 @@
 """Task actors: a coroutine driven await by await under the trial's scheduler.
 
-``drive`` runs the actor's coroutine like ``yield from`` (as ``checks._suspend.at_suspension``
+``drive`` runs the actor's coroutine like ``yield from`` (as ``arib.checks._suspend.at_suspension``
 does): at each suspension it tells the scheduler what the actor waits for and passes the
 awaited future on to the task; when the task resumes it (what it awaited is done), it does not
 resume the coroutine at once but waits for the turn the scheduler grants. An exception thrown
@@ -16,9 +16,9 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
-from harness.ground.schedule.actors import Actor
-from harness.ground.schedule.scheduler import Scheduler
-from harness.ground.schedule.waits import Wait, classify, take_timer, timer_delay
+from arib.ground.schedule.actors import Actor
+from arib.ground.schedule.scheduler import Scheduler
+from arib.ground.schedule.waits import Wait, classify, take_timer, timer_delay
 
 CURRENT_ACTOR: contextvars.ContextVar[Actor | None] = contextvars.ContextVar(
     "arib_current_actor", default=None)

@@ -10,11 +10,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.schedule import threads
-from harness.ground.schedule.driver import task_factory
-from harness.ground.schedule.record import Schedule, ScheduleError
-from harness.ground.schedule.scheduler import SETTLE_S, Scheduler
-from harness.ground.schedule.strategies import DfsExplorer, Replay, Strategy, make
+from arib.ground.schedule import threads
+from arib.ground.schedule.driver import task_factory
+from arib.ground.schedule.record import Schedule, ScheduleError
+from arib.ground.schedule.scheduler import SETTLE_S, Scheduler
+from arib.ground.schedule.strategies import DfsExplorer, Replay, Strategy, make
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.errors import UsageError
+from arib.ground.errors import UsageError
 
 ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 EXAMPLE = "pct.d2.k40.s5f3a:0120(3)1~"

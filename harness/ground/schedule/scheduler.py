@@ -21,10 +21,10 @@ import time
 import weakref
 from typing import Any
 
-from harness.ground.schedule.actors import Actor, Part, PartPhase, Phase
-from harness.ground.schedule.record import Decision, Schedule
-from harness.ground.schedule.strategies import Replay, Strategy
-from harness.ground.schedule.waits import Wait
+from arib.ground.schedule.actors import Actor, Part, PartPhase, Phase
+from arib.ground.schedule.record import Decision, Schedule
+from arib.ground.schedule.strategies import Replay, Strategy
+from arib.ground.schedule.waits import Wait
 
 SETTLE_S = 0.05  # the longest a decision waits for outside completions before it goes
 # uncontrolled; it waits less once it knows how long they take here: LATENCY_FACTOR times the

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.ground.schedule.record import Decision, Schedule, ScheduleError
+from arib.ground.schedule.record import Decision, Schedule, ScheduleError
 
 
 class Strategy:

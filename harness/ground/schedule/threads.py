@@ -25,9 +25,9 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.ground.schedule.actors import Actor, Part
-from harness.ground.schedule.driver import current_actor
-from harness.ground.schedule.scheduler import Scheduler
+from arib.ground.schedule.actors import Actor, Part
+from arib.ground.schedule.driver import current_actor
+from arib.ground.schedule.scheduler import Scheduler
 
 _tls = threading.local()
 _ACTIVE: list[Scheduler] = []  # the scheduler of the trial running in this process, if any

@@ -5,10 +5,10 @@ temporary folder (0700), with a random password made for this run (redis ``requi
 from a config file in that folder; PostgreSQL ``scram-sha-256``, set through a password file
 there): the URL carries it, ``mask_url`` hides it wherever a URL is printed or stored, and no
 command line shows it. It waits until the server answers, records its version and which binary
-ran (harness.ground.binaries: the system's, else the one shipped in the locked environment), and
+ran (arib.ground.binaries: the system's, else the one shipped in the locked environment), and
 stops it on exit -- also when the run fails or is stopped by SIGINT, SIGTERM or SIGHUP --
 leaving no process and no folder behind (and when the run is killed with SIGKILL, its watcher
-or the next run's start does: harness.ground.owners). ``REDIS_URL`` / ``POSTGRES_URL`` in the
+or the next run's start does: arib.ground.owners). ``REDIS_URL`` / ``POSTGRES_URL`` in the
 environment select an existing server instead; it is validated and probed, never started or
 stopped. A missing server binary or Python driver is reported as ``NotMeasured`` with its
 reason and fix; no fake ever stands in for a server.
@@ -27,7 +27,7 @@ Parts, one job each (everything is imported from here):
 
 from __future__ import annotations
 
-from harness.ground.services.info import (
+from arib.ground.services.info import (
     DRIVERS,
     ENV_VARS,
     HOST,
@@ -36,16 +36,16 @@ from harness.ground.services.info import (
     ServiceInfo,
     missing_python_driver,
 )
-from harness.ground.services.launcher import free_port, new_password
-from harness.ground.services.manager import ServiceManager
-from harness.ground.services.pgclient import (
+from arib.ground.services.launcher import free_port, new_password
+from arib.ground.services.manager import ServiceManager
+from arib.ground.services.pgclient import (
     drop_postgres_database,
     fresh_postgres_url,
     postgres_query,
 )
-from harness.ground.services.postgres_server import PG_HBA, PG_SETTINGS, PG_SUPERUSER
-from harness.ground.services.redis_probe import redis_probe
-from harness.ground.services.urls import (
+from arib.ground.services.postgres_server import PG_HBA, PG_SETTINGS, PG_SUPERUSER
+from arib.ground.services.redis_probe import redis_probe
+from arib.ground.services.urls import (
     EXPECTED_FORMS,
     mask_url,
     parse_postgres_url,

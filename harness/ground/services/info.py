@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.ground.binaries import ServerBinary
-from harness.ground.errors import UnknownNameError
-from harness.ground.services.urls import mask_url
+from arib.ground.binaries import ServerBinary
+from arib.ground.errors import UnknownNameError
+from arib.ground.services.urls import mask_url
 
 SERVICES = ("redis", "postgres")
 ENV_VARS = {"redis": "REDIS_URL", "postgres": "POSTGRES_URL"}

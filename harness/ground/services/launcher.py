@@ -1,9 +1,9 @@
 """Running a throwaway server process: its private folder, its start, readiness and stop.
 
-The recipes of each server (harness.ground.services.redis_server, .postgres_server) say what to run;
+The recipes of each server (arib.ground.services.redis_server, .postgres_server) say what to run;
 ``Launcher`` (the base of ``ServiceManager``) runs it in a fresh 0700 folder, polls it until
 it is ready, and stops it with its own signal, then SIGKILL to its process group. The folder
-records the server (harness.ground.owners), so a run killed with SIGKILL does not leave it
+records the server (arib.ground.owners), so a run killed with SIGKILL does not leave it
 running: the run's watcher stops it and removes the folder.
 """
 
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.ground import owners
-from harness.ground.errors import ServiceError
-from harness.ground.services.info import HOST
+from arib.ground import owners
+from arib.ground.errors import ServiceError
+from arib.ground.services.info import HOST
 
 _PORT_IN_USE = re.compile(r"address already in use", re.IGNORECASE)
 
@@ -72,7 +72,7 @@ class Server:
     log: Path
     port: int
     stop_signal: int
-    # A forked child (harness.ground.child) inherits the manager and its signal handlers; only the
+    # A forked child (arib.ground.child) inherits the manager and its signal handlers; only the
     # process that started a server may stop it.
     owner_pid: int = field(default_factory=os.getpid)
 
@@ -90,7 +90,7 @@ class Launcher:
     def make_folder(self, prefix: str, base: str | None = None) -> Path:
         """A fresh private (0700) folder for one server, removed on stop or on failure."""
         root = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-        owners.claim(root)  # the server dies with this process (harness.ground.owners)
+        owners.claim(root)  # the server dies with this process (arib.ground.owners)
         self._pending[root] = os.getpid()
         return root
 

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.ground import binaries
-from harness.ground.binaries import ServerBinary
-from harness.ground.errors import ServiceError, UnknownNameError
-from harness.ground.services import redis_keys
-from harness.ground.services.info import (
+from arib.ground import binaries
+from arib.ground.binaries import ServerBinary
+from arib.ground.errors import ServiceError, UnknownNameError
+from arib.ground.services import redis_keys
+from arib.ground.services.info import (
     ENV_VARS,
     HOST,
     SERVICES,
@@ -24,9 +24,9 @@ from harness.ground.services.info import (
     ServiceInfo,
     missing_python_driver,
 )
-from harness.ground.services.launcher import Launcher, free_port, log_tail
-from harness.ground.services.postgres_server import external_postgres, start_postgres
-from harness.ground.services.redis_server import external_redis, start_redis
+from arib.ground.services.launcher import Launcher, free_port, log_tail
+from arib.ground.services.postgres_server import external_postgres, start_postgres
+from arib.ground.services.redis_server import external_redis, start_redis
 
 
 class ServiceManager(Launcher):
@@ -34,7 +34,7 @@ class ServiceManager(Launcher):
 
     ``binaries`` names the server to run ({"redis": path to redis-server, "postgres": folder
     holding initdb and postgres}); without it, each is looked for in ``sources`` in order
-    ("system", then "embedded": see harness.ground.binaries). ``environ`` replaces os.environ for
+    ("system", then "embedded": see arib.ground.binaries). ``environ`` replaces os.environ for
     REDIS_URL / POSTGRES_URL; ``port_picker`` chooses ports (tests force a taken one).
     """
 
@@ -71,7 +71,7 @@ class ServiceManager(Launcher):
 
         Only a signal whose action is to end the process at once (SIG_DFL) gets a handler
         here: one that a Python handler turns into an exception (SIGINT's KeyboardInterrupt,
-        harness.ground.interrupts) unwinds through ``__exit__``, which stops the servers after the
+        arib.ground.interrupts) unwinds through ``__exit__``, which stops the servers after the
         run has killed its children and written its results.
         """
         if self._handle_signals and threading.current_thread() is threading.main_thread():
@@ -129,7 +129,7 @@ class ServiceManager(Launcher):
             )
 
     def binary(self, name: str) -> ServerBinary | None:
-        """The server program ``name`` would run (see harness.ground.binaries), or None."""
+        """The server program ``name`` would run (see arib.ground.binaries), or None."""
         self._check_name(name)
         return binaries.find(name, self._binaries.get(name), self._sources)
 

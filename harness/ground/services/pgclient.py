@@ -10,9 +10,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.ground.errors import ServiceError
-from harness.ground.services.info import ServiceInfo
-from harness.ground.services.urls import asyncpg_dsn, with_database
+from arib.ground.errors import ServiceError
+from arib.ground.services.info import ServiceInfo
+from arib.ground.services.urls import asyncpg_dsn, with_database
 
 
 def _run_coroutine(factory: Callable[[], Coroutine[Any, Any, Any]]) -> Any:

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.ground import binaries
-from harness.ground.binaries import ServerBinary
-from harness.ground.errors import ServiceError
-from harness.ground.services.info import HOST, ServiceInfo
-from harness.ground.services.launcher import Launcher, log_tail, new_password, write_private
-from harness.ground.services.pgclient import postgres_query
-from harness.ground.services.urls import mask_url, parse_postgres_url
+from arib.ground import binaries
+from arib.ground.binaries import ServerBinary
+from arib.ground.errors import ServiceError
+from arib.ground.services.info import HOST, ServiceInfo
+from arib.ground.services.launcher import Launcher, log_tail, new_password, write_private
+from arib.ground.services.pgclient import postgres_query
+from arib.ground.services.urls import mask_url, parse_postgres_url
 
 PG_SUPERUSER = "bench"
 PG_SETTINGS = {

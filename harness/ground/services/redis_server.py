@@ -5,12 +5,12 @@ from __future__ import annotations
 import signal
 import ssl
 
-from harness.ground.binaries import ServerBinary
-from harness.ground.errors import ServiceError
-from harness.ground.services.info import HOST, ServiceInfo
-from harness.ground.services.launcher import Launcher, new_password, write_private
-from harness.ground.services.redis_probe import redis_probe
-from harness.ground.services.urls import mask_url, parse_redis_url
+from arib.ground.binaries import ServerBinary
+from arib.ground.errors import ServiceError
+from arib.ground.services.info import HOST, ServiceInfo
+from arib.ground.services.launcher import Launcher, new_password, write_private
+from arib.ground.services.redis_probe import redis_probe
+from arib.ground.services.urls import mask_url, parse_redis_url
 
 
 def start_redis(launcher: Launcher, binary: ServerBinary, port: int) -> ServiceInfo | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
-from harness.ground.errors import ServiceError
+from arib.ground.errors import ServiceError
 
 EXPECTED_FORMS = {
     "redis": "redis://127.0.0.1:6379/0",

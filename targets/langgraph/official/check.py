@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from checks.base import CheckSpec, TrialContext
-from checks.common import trials_param
-from harness.ground.family import active_family
-from harness.ground.model import Counts, Trial
-from targets.langgraph.official.suite import SUITE, SuiteStatus, run_suite
+from arib.checks.base import CheckSpec, TrialContext
+from arib.checks.common import trials_param
+from arib.ground.family import active_family
+from arib.ground.model import Counts, Trial
+from arib.targets.langgraph.official.suite import SUITE, SuiteStatus, run_suite
 
 OFFICIAL_ID = "OFFICIAL-CONFORMANCE"
 

@@ -6,7 +6,7 @@ and what it reports per capability and per test is kept as an ``OfficialRun``.
 
 The suite calls only the async half of the saver interface (``aput``, ``aget_tuple``, ...). A
 lane whose class serves only the sync half (``API`` "sync", e.g. SqliteSaver, whose async
-methods raise by design) is bridged the way our checks call it (``checks.langgraph._saver``):
+methods raise by design) is bridged the way our checks call it (``arib.checks.langgraph._saver``):
 each async method the suite calls runs the saver's own sync method in a worker thread, and the
 bridge offers exactly the capabilities whose sync method the class overrides. The run records
 which way the saver was called (``Bridge``).
@@ -27,8 +27,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from targets.base import BuildContext, TargetSpec
-from targets.langgraph.lanes import API
+from arib.targets.base import BuildContext, TargetSpec
+from arib.targets.langgraph.lanes import API
 
 SUITE = "langgraph-checkpoint-conformance"
 # The saver methods whose async twin (a<name>) the suite calls, one capability each.
@@ -281,7 +281,7 @@ def reference_runs(lanes: Sequence[TargetSpec], services: Mapping[str, str], *,
                    tmpdir: str | None = None) -> tuple[OfficialRun, ...]:
     """The suite on each clean lane, each in a forked child under ``timeout_s``; a child that
     delivers nothing becomes an ``error`` run naming why."""
-    from harness.ground.child import ChildStatus, run_jobs
+    from arib.ground.child import ChildStatus, run_jobs
 
     jobs = [functools.partial(reference_run, lane, dict(services), tmpdir, version)
             for lane in lanes]

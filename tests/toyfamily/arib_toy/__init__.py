@@ -1,7 +1,7 @@
 """A toy runtime family, registered as a plugin: notes appended to a file.
 
 The test of the family plugin (tests/test_family.py) installs this package's entry point in a
-throwaway folder and runs admit, bench and survey on it through ``python -m harness --family
+throwaway folder and runs admit, bench and survey on it through ``python -m arib --family
 toy-notes``, without any change to harness/. Everything a family brings is here: its store
 (``store.py``), its own reference (``reference.py``), its lanes (``lanes.py``), one check
 (``checks/toy_001.py``) and its hand-written mutants (``mutants/notes.py``).
@@ -9,7 +9,7 @@ toy-notes``, without any change to harness/. Everything a family brings is here:
 
 from __future__ import annotations
 
-from harness.ground.family import Family
+from arib.ground.family import Family
 
 FAMILY = Family(
     name="toy-notes",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from targets.base import BuildContext, Claims, Handle, TargetSpec
+from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
 
 
 async def _build_notes(ctx: BuildContext) -> Handle:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import anyio
 
-from checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
-from checks.common import first_differences, read_items, tally, trials_param
-from harness.ground.model import Counts, Trial
+from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.common import first_differences, read_items, tally, trials_param
+from arib.ground.model import Counts, Trial
 
 
 async def run_trial(ctx: TrialContext) -> Trial:

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from mutants.base import handwritten, load_class
+from arib.mutants.base import handwritten, load_class
 
 
 @handwritten(target="toy-reference", module="arib_toy.reference",
