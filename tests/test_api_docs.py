@@ -1,4 +1,5 @@
-"""The README's "Use it from your own tests" example runs and passes, as printed."""
+"""The "Use it from your own tests" page's example (harness/api/README.md) runs and passes, as
+printed."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "harness" / "api" / "README.md"
 BEGIN, END = "<!-- api-example:begin -->", "<!-- api-example:end -->"
 
 
 def example() -> str:
-    """The Python block between the README's api-example markers."""
+    """The Python block between the page's api-example markers."""
     block = README.read_text().split(BEGIN, 1)[1].split(END, 1)[0]
     return block.split("```python\n", 1)[1].rsplit("```", 1)[0]
 
