@@ -260,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "lane that gates it: would admission's sanity gate stop the bench here?")
     p.set_defaults(func=_probe)
 
-    p = sub.add_parser("docs", help="regenerate the README's table of invariants")
+    p = sub.add_parser("docs", help="regenerate the generated tables of the README pages "
+                                    "(invariants, operators, runs)")
     p.add_argument("--readme", default="README.md")
     p.set_defaults(func=cmd_docs)
 

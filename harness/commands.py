@@ -486,11 +486,11 @@ def cmd_scaffold(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    """`python -m arib docs`: regenerate the README's table of invariants."""
+    """`python -m arib docs`: regenerate the generated tables of the README pages."""
     from arib.docs import update_readme
 
     changed = update_readme(Path(args.readme))
-    print(f"{args.readme}: {'table of invariants regenerated' if changed else 'up to date'}")
+    print(f"{args.readme}: {'generated tables regenerated' if changed else 'up to date'}")
     return 0
 
 

@@ -51,7 +51,8 @@ WATCHDOG_SLACK_S = 0.1
 # window and has no runnable thread, from its first STALL_AFTER_S on, leaves its core to the
 # next run (``run_jobs``' stall_after_share 0) instead of after a tenth of its limit; it takes
 # a core again as soon as it computes. Measured side by side on 2026-12-05: the same verdicts,
-# statuses and judgeability as with a tenth, in less time (README, "How mutants are run").
+# statuses and judgeability as with a tenth, in less time (mutants/README.md, "How mutants
+# are run").
 RUN_STALL_AFTER_SHARE = 0.0
 
 

@@ -2,15 +2,16 @@
 own Python imports it).
 
 `nox -s bench` runs, for each version in its own environment, the bench and then (for
-openai-agents) `parity update`, the producer of results/parity/. Each step's exit code says
-what it did (README, "Exit codes"): 0 held, 1 violated, 3 changed against the accepted
-baseline and 4 an error finding or nothing measured are outcomes of a step that ran; they are
-reported at the end and the session goes on. Any other code is a step that did not do what was
-asked: 2, a usage error (it refused its arguments, or an environment whose installed version is
-not the one it was built for), or a signal (128 + N, or -N from subprocess). Then nothing after
-it runs in the session: not that version's next step, which would run in the same refused
-environment (a mislabelled environment's `parity update` rewrote the results of the version
-actually installed there), not the next versions, not the cross-version report.
+openai-agents) `parity update`, the producer of results/parity/. Each step's exit code says what
+it did (harness/README.md, "nox sessions and their exits"): 0 held, 1 violated, 3 changed
+against the accepted baseline and 4 an error finding or nothing measured are outcomes of a step
+that ran; they are reported at the end and the session goes on. Any other code is a step that
+did not do what was asked: 2, a usage error (it refused its arguments, or an environment whose
+installed version is not the one it was built for), or a signal (128 + N, or -N from
+subprocess). Then nothing after it runs in the session: not that version's next step, which
+would run in the same refused environment (a mislabelled environment's `parity update` rewrote
+the results of the version actually installed there), not the next versions, not the
+cross-version report.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The survey's numbers: a mutant's status on a lane, scores per lane and check, the gate.
 
-How each number is computed (the README's survey section says the same):
+How each number is computed (harness/README.md's survey section says the same):
 
 - A pair (check, mutant) on a lane is ``killed``, ``survived``, ``flaky``, ``timeout`` or
   ``error`` when it was run (``arib.ground.model.mutant_status`` over the reruns); it is
