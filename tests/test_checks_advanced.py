@@ -14,7 +14,7 @@ import pytest
 
 from arib.checks._adv_model import MAIN, Catalogue, Figures, Model
 from arib.checks._adv_probe import matches
-from arib.checks.adv_turns_001 import merge_problem
+from arib.checks.turns_001 import merge_problem
 from arib.checks.registry import get_check
 from arib.ground.model import Verdict
 from arib.mutants.registry import forced_broken, get_mutant

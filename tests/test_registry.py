@@ -62,6 +62,13 @@ def test_every_check_module_declares_its_id_in_its_text():
     assert check_ids() == frozenset(c.id for c in load_checks())
 
 
+def test_every_check_file_is_named_by_its_id():
+    # ARIB-NET-001 is checks/net_001.py: one spelling, found by its id
+    for check in load_checks():
+        expected = check.id.removeprefix("ARIB-").lower().replace("-", "_")
+        assert check.module.rsplit(".", 1)[-1] == expected, (check.id, check.module)
+
+
 # Distributions a check module must not import at module level (the backends and what only
 # generation needs): a run imports them when, and only if, a run of its needs them.
 BACKENDS = ("agents", "openai", "pydantic", "sqlalchemy", "redis", "cryptography", "aiosqlite",
