@@ -146,7 +146,7 @@ def test_a_stopped_bench_writes_what_it_measured_and_leaves_nothing(
         deadline = time.monotonic() + 10
         while True:  # until the PostgreSQL lane's child is forked
             running = _descendants(bench.pid)
-            lane_children = [pid for pid, cmd in running.items() if "harness bench" in cmd]
+            lane_children = [pid for pid, cmd in running.items() if "arib bench" in cmd]
             if lane_children or time.monotonic() > deadline:
                 break
             time.sleep(0.02)
