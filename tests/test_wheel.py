@@ -49,8 +49,14 @@ def _in_wheel(path: str) -> str:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Built from a copy of the tracked files as they are in the work tree: setuptools keeps a
+    # build/ folder beside the sources, whose leftovers would otherwise join the wheel.
+    source = tmp_path_factory.mktemp("source")
+    for name in [n for part in ("pyproject.toml", "README.md", *MAPPED) for n in _tracked(part)]:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([_uv(), "build", "--wheel", "--out-dir", str(out), str(ROOT)],
+    done = subprocess.run([_uv(), "build", "--wheel", "--out-dir", str(out), str(source)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     (built,) = out.glob("*.whl")
