@@ -164,7 +164,9 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
     lock = family_lock_file(session, family, sdk)
     env = sdk_env_dir(ROOT, family.stem(sdk), BENCH_PYTHON)
     stamp = env / ".lock-sha"
-    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    # The lock and the project's own install recipe (its packages, entry points): a change of
+    # either rebuilds the environment (a reused one kept the old import names after a rename).
+    digest = hashlib.sha256(lock.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if not stamp.exists() or stamp.read_text() != digest:
         started = time.perf_counter()
         python = INTERPRETERS[BENCH_PYTHON]
@@ -196,6 +198,14 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
         stamp.write_text(digest)
         session.log(f"environment of {family.name} {sdk} built in "
                     f"{time.perf_counter() - started:.1f}s")
+    # A step that cannot import the harness exits 1, which a step's exit would read as
+    # "violated": refused here, before anything runs.
+    found = subprocess.run([str(env / "bin" / "python"), "-c", "import arib.cli"],
+                           capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        session.error(f"the environment of {family.name} {sdk} ({env}) cannot import the "
+                      f"harness: {found.stderr.strip().splitlines()[-1:]}; rebuild it: "
+                      f"rm -rf {env} and run the session again")
     return env
 
 
