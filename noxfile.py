@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -39,6 +38,7 @@ from arib.noxsupport import (  # noqa: E402  (standard library only; nox's Pytho
     DEFAULT_FAMILY,
     REPORT_REQUIREMENTS,
     bench_command,
+    env_stamp,
     fill_requirements,
     find_python,
     find_uv,
@@ -164,9 +164,7 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
     lock = family_lock_file(session, family, sdk)
     env = sdk_env_dir(ROOT, family.stem(sdk), BENCH_PYTHON)
     stamp = env / ".lock-sha"
-    # The lock and the project's own install recipe (its packages, entry points): a change of
-    # either rebuilds the environment (a reused one kept the old import names after a rename).
-    digest = hashlib.sha256(lock.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = env_stamp(ROOT, lock)
     if not stamp.exists() or stamp.read_text() != digest:
         started = time.perf_counter()
         python = INTERPRETERS[BENCH_PYTHON]

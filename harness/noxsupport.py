@@ -7,6 +7,7 @@ files, so that a missing interpreter or an unknown SDK version stops a session w
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -204,8 +205,15 @@ def locked_versions(lock_dir: Path = LOCK_DIR, family: str = DEFAULT_FAMILY) -> 
 def sdk_env_dir(root: Path, stem: str, python: str) -> Path:
     """Where nox builds the environment of one version (``stem``: ``<family>-<version>``) for
     ``python`` (``3.12``): ``.nox/sdk-envs/<stem>-py<python>`` under the checkout ``root``; its
-    ``.lock-sha`` file holds the SHA-256 of the lock it was built from."""
+    ``.lock-sha`` file holds ``env_stamp`` of what it was built from."""
     return root / ".nox" / "sdk-envs" / f"{stem}-py{python}"
+
+
+def env_stamp(root: Path, lock: Path) -> str:
+    """What an SDK environment is built from: the SHA-256 of its lock and of the project's
+    own install recipe (pyproject.toml: its packages and entry points). A reused environment
+    whose stamp differs is rebuilt (one kept the old import names after a rename)."""
+    return hashlib.sha256(lock.read_bytes() + (root / "pyproject.toml").read_bytes()).hexdigest()
 
 
 def unlocked_version_error(version: str, lock_dir: Path = LOCK_DIR,

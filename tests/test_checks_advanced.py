@@ -14,8 +14,8 @@ import pytest
 
 from arib.checks._adv_model import MAIN, Catalogue, Figures, Model
 from arib.checks._adv_probe import matches
-from arib.checks.turns_001 import merge_problem
 from arib.checks.registry import get_check
+from arib.checks.turns_001 import merge_problem
 from arib.ground.model import Verdict
 from arib.mutants.registry import forced_broken, get_mutant
 from arib.targets import reference_turns as turns

@@ -16,10 +16,10 @@ import anyio.abc
 import pytest
 
 from arib.checks._netfault import Cut, Direction, cut_proxy, with_query
-from arib.checks.registry import get_check
 from arib.checks.drain_001 import Call, judge_drain
 from arib.checks.fresh_001 import answer_problem
 from arib.checks.net_001 import Fault, Outcome, judge_call
+from arib.checks.registry import get_check
 from arib.checks.window_001 import edge_limits, window_problem
 from arib.execute import RunOptions, run_check
 from arib.ground.child import run_one

@@ -12,7 +12,6 @@ abstain there: else admission's sanity gate stops the whole bench of that lock.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from arib.noxsupport import locked_versions, sdk_env_dir
+from arib.noxsupport import env_stamp, locked_versions, sdk_env_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK_DIR = ROOT / "harness" / "locks" / "langgraph"
@@ -40,7 +39,7 @@ def _environment(label: str) -> Path | str:
     fix = "run `nox -s langgraph`, which builds every lock's environment before its tests"
     if not stamp.is_file():
         return f"no environment of {label} at {env}: {fix}"
-    if stamp.read_text() != hashlib.sha256(lock.read_bytes()).hexdigest():
+    if stamp.read_text() != env_stamp(ROOT, lock):
         return f"the environment of {label} at {env} was built from another {lock.name}: {fix}"
     return env / "bin" / "python"
 
