@@ -20,6 +20,7 @@ def _source_package() -> None:
     """This checkout's code as the package ``arib`` in nox's own Python, mapped as the wheel
     maps it (harness/ is ``arib``, checks/ ``arib.checks`` ...): the modules the sessions
     import below are standard library only."""
+    # The layout's one table is arib.ground.package.LAYOUT, not importable before this runs.
     for name, folder in (("arib", "harness"), ("arib.checks", "checks"),
                          ("arib.mutants", "mutants"), ("arib.targets", "targets")):
         spec = importlib.util.spec_from_file_location(
@@ -33,6 +34,7 @@ def _source_package() -> None:
 _source_package()
 from arib.ground.errors import UnknownNameError  # noqa: E402
 from arib.ground.family import Family, get_family  # noqa: E402  (standard library only)
+from arib.ground.package import LAYOUT  # noqa: E402  (standard library only)
 from arib.noxsteps import Step, run_steps  # noqa: E402  (standard library only)
 from arib.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
     DEFAULT_FAMILY,
@@ -424,11 +426,13 @@ def mypy_tree() -> Path:
     if package.exists():
         shutil.rmtree(package)
     package.mkdir(parents=True)
-    for entry in (ROOT / "harness").iterdir():
-        if entry.name != "__pycache__":
-            (package / entry.name).symlink_to(entry)
-    for part in ("checks", "mutants", "targets"):
-        (package / part).symlink_to(ROOT / part)
+    for folder, name in LAYOUT.items():
+        if name == "arib":
+            for entry in (ROOT / folder).iterdir():
+                if entry.name != "__pycache__":
+                    (package / entry.name).symlink_to(entry)
+        else:
+            (tree / name.replace(".", "/")).symlink_to(ROOT / folder)
     return tree
 
 

@@ -29,14 +29,13 @@ from pathlib import Path
 import libcst as cst
 
 from arib.ground.interrupts import run_in_group
+from arib.ground.package import LAYOUT
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STAGING = ROOT / "build" / "mutmut-staging"
 # The staged package: the checkout's folders laid out as the wheel lays them (harness/ is
 # ``arib``, checks/ ``arib/checks`` ...), so the staged copy is what the tests import.
 PACKAGES = ("arib",)
-LAYOUT = {"harness": "arib", "checks": "arib/checks", "mutants": "arib/mutants",
-          "targets": "arib/targets"}
 MUTATED = ("arib/ground/model.py", "arib/admission.py", "arib/judging.py")
 TESTS = (
     "tests/__init__.py",
@@ -166,8 +165,8 @@ def stage(staging: Path) -> None:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
-    for folder, staged in LAYOUT.items():
-        shutil.copytree(ROOT / folder, staging / staged, ignore=ignore)
+    for folder, package in LAYOUT.items():
+        shutil.copytree(ROOT / folder, staging / package.replace(".", "/"), ignore=ignore)
     for test in TESTS:
         (staging / test).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / test, staging / test)

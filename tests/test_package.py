@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,14 @@ import pytest
 
 import arib
 import arib.api
-from arib.ground.package import checkout_name, checkout_root, data_path, folder, own_folders
+from arib.ground.package import (
+    LAYOUT,
+    checkout_name,
+    checkout_root,
+    data_path,
+    folder,
+    own_folders,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,3 +52,10 @@ def test_the_checkout_folders_are_the_packages() -> None:
 ])
 def test_a_module_is_named_as_the_checkout_lays_it_out(module: str, expected: str) -> None:
     assert checkout_name(module) == expected
+
+
+def test_the_layout_table_is_pyprojects_package_dir() -> None:
+    line = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines()
+                if line.startswith("package-dir = "))
+    pairs = dict(re.findall(r'"([\w.]+)" = "(\w+)"', line))
+    assert {folder: name for name, folder in pairs.items()} == LAYOUT

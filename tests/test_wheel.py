@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from arib.ground.package import DISTRIBUTION, version
+from arib.ground.package import DISTRIBUTION, LAYOUT, version
 from arib.noxsupport import find_uv
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where each checkout folder sits in the wheel (pyproject's package-dir).
-MAPPED = {"harness": "arib", "checks": "arib/checks", "mutants": "arib/mutants",
-          "targets": "arib/targets"}
+MAPPED = {folder: package.replace(".", "/") for folder, package in LAYOUT.items()}
 # The data files the code reads, by checkout folder (read through importlib.resources).
 DATA = ("harness/locks", "harness/schemas", "mutants/survivors")
 FAMILY_SDKS = ("agents", "langgraph", "sqlalchemy", "redis", "psycopg", "asyncpg")

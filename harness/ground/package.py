@@ -12,12 +12,12 @@ import importlib.util
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from importlib.abc import Traversable
 
 DISTRIBUTION = "agent-integrity-bench"
+# The checkout's folders and the packages they are (pyproject's package-dir says the same;
+# tests/test_wheel.py holds the two together).
+LAYOUT = {"harness": "arib", "checks": "arib.checks", "mutants": "arib.mutants",
+          "targets": "arib.targets"}
 PARTS = ("checks", "mutants", "targets")
 
 
@@ -65,20 +65,17 @@ def own_folders() -> tuple[str, ...]:
     return (folder(), *(folder(p) for p in PARTS))
 
 
-def data(package: str, *parts: str) -> Traversable:
-    """A data file (or folder) shipped inside ``package``, e.g. ``data("arib", "schemas")``."""
+def data_path(package: str, *parts: str) -> Path:
+    """A data file (or folder) shipped inside ``package``, e.g. ``data_path("arib",
+    "schemas")``, as a file-system path (the package is installed as files, never zipped: the
+    checks fork children that read the same files)."""
     node = files(package)
     for part in parts:
         node = node.joinpath(part)
-    return node
+    return Path(str(node))
 
 
-def data_path(package: str, *parts: str) -> Path:
-    """``data()`` as a file-system path (the package is installed as files, never zipped:
-    the checks fork children that read the same files)."""
-    return Path(str(data(package, *parts)))
-
-
+@cache
 def checkout_root() -> Path | None:
     """The source checkout the package runs from (its pyproject.toml names this
     distribution), or None for an installed wheel."""
