@@ -50,8 +50,20 @@ def test_no_baseline_then_partial_accept_then_gate_passes(run_dir, capsys):
     assert "every measured verdict equals the accepted baseline" in capsys.readouterr().out
 
 
-def test_changed_cell_fails_with_exit_3_naming_it(run_dir, capsys):
+@pytest.fixture
+def accepted_dir(tmp_path):
+    """A run of its own with its baseline accepted (xdist may run tests of one module apart)."""
+    out = tmp_path / "results"
+    assert main([*SMALL, "--out", str(out)]) == 1
+    sdk = json.loads(only_run(out).read_text())["sdk"]["version"]
+    assert main(["accept", "--partial", "--sdk", sdk, "--out", str(out)]) == 0
+    return out
+
+
+def test_changed_cell_fails_with_exit_3_naming_it(accepted_dir, capsys):
+    run_dir = accepted_dir
     baseline = next((run_dir / "baselines").glob("*.json"))
+    capsys.readouterr()
     doc = json.loads(baseline.read_text())
     doc["findings"][0]["counts"]["duplicated"] += 1
     baseline.write_text(json.dumps(doc))
