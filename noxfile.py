@@ -32,30 +32,32 @@ def _source_package() -> None:
 
 
 _source_package()
-from arib.ground.errors import UnknownNameError  # noqa: E402
-from arib.ground.family import Family, get_family  # noqa: E402  (standard library only)
-from arib.ground.package import LAYOUT  # noqa: E402  (standard library only)
-from arib.noxsteps import Step, run_steps  # noqa: E402  (standard library only)
-from arib.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
-    DEFAULT_FAMILY,
-    REPORT_REQUIREMENTS,
-    bench_command,
+from arib.dev.noxsteps import Step, run_steps  # noqa: E402  (standard library only)
+from arib.dev.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
     env_stamp,
     fill_requirements,
     find_python,
     find_uv,
-    harness_command,
     link_pythons,
-    lock_command,
-    locked_versions,
     missing_python_fix,
     resolver_refusal,
     sdk_env_dir,
     split_family,
     split_versions,
     take_option,
+)
+from arib.ground.errors import UnknownNameError  # noqa: E402
+from arib.ground.family import Family, get_family  # noqa: E402  (standard library only)
+from arib.ground.invocations import (  # noqa: E402  (standard library only)
+    DEFAULT_FAMILY,
+    REPORT_REQUIREMENTS,
+    bench_command,
+    harness_command,
+    lock_command,
+    locked_versions,
     unlocked_version_error,
 )
+from arib.ground.package import LAYOUT  # noqa: E402  (standard library only)
 
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -200,7 +202,7 @@ def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Pat
                     f"{time.perf_counter() - started:.1f}s")
     # A step that cannot import the harness exits 1, which a step's exit would read as
     # "violated": refused here, before anything runs.
-    found = subprocess.run([str(env / "bin" / "python"), "-c", "import arib.cli"],
+    found = subprocess.run([str(env / "bin" / "python"), "-c", "import arib.cli.main"],
                            capture_output=True, text=True, check=False)
     if found.returncode != 0:
         session.error(f"the environment of {family.name} {sdk} ({env}) cannot import the "
@@ -250,7 +252,7 @@ def bench(session: nox.Session) -> None:
                 Step("parity gate", (python, "-m", "arib", "parity", "update"))]
 
     outcome = run_steps(versions, steps, lambda step: run_step(session, step))
-    if outcome.refusal is not None:  # nothing after a refused step: arib.noxsteps
+    if outcome.refusal is not None:  # nothing after a refused step: arib.dev.noxsteps
         session.error(outcome.refusal)
     session.run("python", "-m", "arib", "compare")
     if outcome.failed:
@@ -330,7 +332,7 @@ def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
                                "--sdk", version, *rest))]
 
     outcome = run_steps(versions, steps, lambda step: run_step(session, step), family.name)
-    if outcome.refusal is not None:  # nothing after a refused step: arib.noxsteps
+    if outcome.refusal is not None:  # nothing after a refused step: arib.dev.noxsteps
         session.error(outcome.refusal)
     session.run("python", "-m", "arib", "--family", family.name, "compare", *out_args(rest))
     if outcome.failed:
@@ -440,11 +442,11 @@ def mypy_tree() -> Path:
 def mutmut_self(session: nox.Session) -> None:
     """Run mutmut 3.8.1 on the harness core from build/mutmut-staging; fail under the threshold."""
     install(session, PINNED_SDK)
-    session.run("python", "-m", "arib.selfmutation", "--quiet", *session.posargs)
+    session.run("python", "-m", "arib.dev.selfmutation", "--quiet", *session.posargs)
 
 
 @nox.session(python=BENCH_PYTHON)
 def throughput(session: nox.Session) -> None:
     """Measure admission throughput side by side with mutmut 3.8.1; write results/throughput/."""
     install(session, PINNED_SDK)
-    session.run("python", "-m", "arib.throughput", "--write", *session.posargs)
+    session.run("python", "-m", "arib.dev.throughput", "--write", *session.posargs)

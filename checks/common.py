@@ -51,7 +51,7 @@ def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:
 
 
 # The fewest trials a side with which the regression gate's Fisher test can judge a complete
-# flip (arib.significance.flip_trials()): a check whose race is seen at a rate (a backend's
+# flip (arib.runs.significance.flip_trials()): a check whose race is seen at a rate (a backend's
 # thread, a server's timing) runs at least this many, or a chance flip of its few trials would
 # gate the bench (harness/README.md's regression gate: "the fix is more trials (4 a side)").
 RATE_TRIALS = 4

@@ -1,7 +1,7 @@
-"""``python -m arib``: see arib.cli."""
+"""``python -m arib``: see arib.cli.main."""
 
 import sys
 
-from arib.cli import main
+from arib.cli.main import main
 
 sys.exit(main())

@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arib.cache import AdmissionCache
+from arib.caches.keys import verdict_key
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.base import CheckSpec
 from arib.execute import (
     RUN_STALL_AFTER_SHARE,
@@ -61,7 +62,6 @@ from arib.judging import (
     evidence,
     judge_mutants,
 )
-from arib.keys import verdict_key
 from arib.mutants.base import MutantSpec
 from arib.mutants.registry import forced_broken, get_mutant
 from arib.progress import Progress
@@ -288,7 +288,7 @@ def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell,
 def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admission, ...]:
     """Admit each check or say why not; raises GateError when a sanity gate fails. When a
     re-judged sample of the verdict cache's hits disagrees with its entries, the store is
-    discarded for the run and every check is admitted again from nothing (arib.cache)."""
+    discarded for the run and every check is admitted again from nothing (arib.caches.verdicts)."""
     admissions = _admit_once(checks, config)
     if config.cache.disagreements and not config.cache.discarded:
         config.cache.discard()

@@ -5,7 +5,7 @@ mutant there? Each caller runs its own clean phase (admission with its sanity ga
 survey with coverage) and builds each cell's ``CleanBase`` with ``clean_base``; from there
 ``judge_mutants`` does the rest the same way for both:
 
-1. a pair whose verdicts are in the cache (``arib.keys.verdict_key``) is not run; an
+1. a pair whose verdicts are in the cache (``arib.caches.keys.verdict_key``) is not run; an
    entry that fails to load is judged again and counted;
 2. the others run ``reruns`` times each, in forked children, in ``arib.mutants.pool.schedule``
    order, each under a time limit scaled from its clean run (``mutant_timeout``); a pair whose
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arib.cache import AdmissionCache, Lookup, proof_of
+from arib.caches.verdicts import AdmissionCache, Lookup, proof_of
 from arib.checks.base import CheckSpec
 from arib.execute import (
     RUN_STALL_AFTER_SHARE,
@@ -155,7 +155,7 @@ class Pair:
     mutant: MutantSpec
     expected: Verdict  # the verdict a kill gives in every rerun
     clean_s: float  # the longest clean run of the check on the lane
-    key: str  # its verdict cache key (arib.keys.verdict_key)
+    key: str  # its verdict cache key (arib.caches.keys.verdict_key)
     store: bool = True  # False: judged, never cached (e.g. its clean base was not run)
 
     @property

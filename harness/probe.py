@@ -318,10 +318,10 @@ def cmd_probe(args: Any) -> int:
     from arib.checks.registry import load_checks
     from arib.execute import fast_tmpdir, sdk_version
     from arib.ground.errors import UsageError
+    from arib.ground.files import atomic_write_text
     from arib.ground.model import ExitCode
     from arib.ground.services import ServiceManager
     from arib.lanes import prepare_lanes
-    from arib.results import atomic_write_text
     from arib.targets.registry import family_lanes, parse_lanes
 
     family = active_family()

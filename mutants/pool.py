@@ -22,7 +22,7 @@ J = TypeVar("J")
 
 
 class Store(Protocol):
-    """Where generated reports are kept across runs (``arib.generation_cache``)."""
+    """Where generated reports are kept across runs (``arib.caches.generation``)."""
 
     def load(self, module: str, backend: str, source: str) -> GenerationReport | None:
         """The kept report of class ``backend`` in ``module`` (text ``source``), or None."""

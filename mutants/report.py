@@ -1,7 +1,7 @@
 """What mutant generation produced, and the selection of generated mutants by a Selector.
 
 Kept apart from ``arib.mutants.generate`` (which imports libcst, a third of a second): a run whose
-generated mutants all come from the generation cache (arib.generation_cache) reads and
+generated mutants all come from the generation cache (arib.caches.generation) reads and
 selects them without importing libcst.
 """
 

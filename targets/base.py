@@ -43,7 +43,7 @@ class Claims:
 class FixedGuard:
     """A condition of the backend's code that the lane's construction fixes for the life of
     every instance it builds (``self._is_memory_db`` is True for ``SQLiteSession(":memory:")``):
-    the branches it rules out can never run there (see arib.guards)."""
+    the branches it rules out can never run there (see arib.survey.guards)."""
 
     expr: str  # as the backend module writes it, in terms of ``self``
     value: bool

@@ -137,7 +137,7 @@ def sqlalchemy_builder(url_for: Callable[[BuildContext], str], raw_rows: bool = 
 SQLITE_BUSY_TIMEOUT_S = 5.0
 
 
-# Guards of the SDK's code that a lane's construction fixes (arib.guards): what they rule
+# Guards of the SDK's code that a lane's construction fixes (arib.survey.guards): what they rule
 # out can never run on the lane. Each is verified on a real instance before a survey counts.
 MEMORY_DB = FixedGuard("self._is_memory_db", True, "db_path is ':memory:'")
 FILE_DB = FixedGuard("self._is_memory_db", False, "db_path is a file")

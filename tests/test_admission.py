@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from arib.admission import AdmissionConfig, admit
-from arib.cache import AdmissionCache
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.base import Selector
 from arib.checks.registry import get_check
 from arib.ground.errors import GateError

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from arib.baseline import (
+from arib.caches.verdicts import AdmissionCache
+from arib.checks.registry import get_check
+from arib.cli.main import main
+from arib.ground.errors import UsageError
+from arib.ground.files import atomic_write_text, folder_lock
+from arib.ground.model import Cell
+from arib.ground.services import ServiceManager
+from arib.runs.baseline import (
     accept,
     baseline_gaps,
     baseline_path,
@@ -20,22 +27,16 @@ from arib.baseline import (
     merge,
     newest_whole_runs,
 )
-from arib.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
-from arib.cache import AdmissionCache
-from arib.checks.registry import get_check
-from arib.cli import main
-from arib.compare import ChangeKind, gate
-from arib.ground.errors import UsageError
-from arib.ground.model import Cell
-from arib.ground.services import ServiceManager
-from arib.results import atomic_write_text, folder_lock, read_results, validate
-from arib.run_coverage import (
+from arib.runs.bench import BenchConfig, BenchInterrupted, result_paths, run_bench
+from arib.runs.compare import ChangeKind, gate
+from arib.runs.coverage import (
     INTERRUPTED,
     NOT_SELECTED_CHECK,
     NOT_SELECTED_LANE,
     coverage_of,
     known_selection,
 )
+from arib.runs.results import read_results, validate
 from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 from arib.targets.services import REDIS_FROM_URL
 
@@ -317,14 +318,14 @@ def test_a_committed_baseline_is_whole(path: Path) -> None:
     version (in the run it was accepted from and in the newest run committed), and was
     accepted with today's definition of every check: else the bench of a fresh clone gates
     on cells `new`. (The LangGraph family's: tests/langgraph/test_baselines.py.)"""
-    from arib.baseline import committed_gaps
+    from arib.runs.baseline import committed_gaps
 
     problems = committed_gaps(path, ROOT_DIR / "results")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
 
 
 def test_a_baseline_lacking_an_admitted_check_s_cells_is_not_whole() -> None:
-    from arib.baseline import baseline_gaps
+    from arib.runs.baseline import baseline_gaps
 
     def run(admitted: list[str], findings: list[tuple[str, str]],
             checks: list[dict[str, object]]) -> dict[str, object]:

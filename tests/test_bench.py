@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from arib.bench import LaneRun, longest_first, run_bench
 from arib.checks.registry import get_check
 from arib.execute import RunOptions, sdk_version
 from arib.ground.proctime import process_age_s
-from arib.results import read_results
+from arib.runs.bench import LaneRun, longest_first, run_bench
+from arib.runs.results import read_results
 from arib.targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.test_baseline import REPLAY, small_config
 

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from arib.bench import BenchConfig, run_bench
-from arib.cache import AdmissionCache
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
 from arib.ground.services import ServiceManager
+from arib.runs.bench import BenchConfig, run_bench
 from arib.targets.sdk import SQLITE_FILE
 from arib.targets.services import REDIS_FROM_URL, SQLALCHEMY_POSTGRES
 

@@ -1,4 +1,4 @@
-"""harness/cache.py: the verdict cache, its lookups counted, and the killers' hints."""
+"""harness/caches/verdicts.py: the verdict cache, its lookups counted, and the killers' hints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arib.cache import AdmissionCache, Lookup, contradiction
+from arib.caches.verdicts import AdmissionCache, Lookup, contradiction
 from arib.ground.model import MutantKind, MutantResult, MutantStatus, Verdict
 
 

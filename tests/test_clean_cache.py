@@ -1,4 +1,4 @@
-"""harness/clean_cache.py: clean runs kept across runs and versions, reused only where what
+"""harness/caches/clean.py: clean runs kept across runs and versions, reused only where what
 they executed is unchanged."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from arib.clean_cache import CleanCache, CleanEntry, Reuse, keepable
+from arib.caches.clean import CleanCache, CleanEntry, Reuse, keepable
+from arib.caches.inputs import Installation
 from arib.ground.model import CleanBase, Verdict
-from arib.inputs import Installation
 
 H, V, NA = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE
 INPUTS = {"functions": {}, "distributions": {"anyio": "4.0"}}

@@ -10,11 +10,11 @@ import sys
 import pytest
 
 import arib.checks.registry
-from arib.bench import run_bench
-from arib.cli import main
-from arib.commands import parse_params
+from arib.cli.main import main
+from arib.cli.options import parse_params
 from arib.ground.errors import ParameterError
 from arib.ground.services import ServiceManager
+from arib.runs.bench import run_bench
 
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
                    for name in ("redis", "postgres"))
@@ -155,12 +155,12 @@ def test_run_uses_the_server_named_by_redis_url(capsys, monkeypatch):
 
 def test_a_malformed_survivors_file_stops_the_survey_naming_the_line(capsys, tmp_path,
                                                                     monkeypatch):
-    import arib.survivors
+    import arib.survey.survivors
     from arib.execute import sdk_version
 
     (tmp_path / f"openai-agents-{sdk_version()}.txt").write_text(
         "# header\nsqlite-file m-5f3f4d26671a maybe a reason\n")
-    monkeypatch.setattr(arib.survivors, "SURVIVORS_DIR", tmp_path)
+    monkeypatch.setattr(arib.survey.survivors, "SURVIVORS_DIR", tmp_path)
     code, _, err = run(capsys, "survey", "--lanes", "reference")
     assert code == 2
     assert "line 2" in err and "unknown category 'maybe'" in err
@@ -170,7 +170,7 @@ def test_a_malformed_survivors_file_stops_the_survey_naming_the_line(capsys, tmp
 def canned(statuses, error=None):
     """A surveyed reference lane whose mutants got ``statuses`` (no child runs)."""
     from arib.mutants.pool import generated_for_lane
-    from arib.survey_lane import LaneSurvey, MutantOutcome
+    from arib.survey.lane import LaneSurvey, MutantOutcome
 
     pool = generated_for_lane("reference").mutants
     outcomes = tuple(MutantOutcome(m, s, "canned", None, {})
@@ -187,11 +187,11 @@ def canned(statuses, error=None):
     (["no_coverage"] * 3, [], 4, "the survey judged no mutant"),
 ])
 def test_survey_exit_codes(capsys, monkeypatch, statuses, gate, code, needle):
-    import arib.survey
+    import arib.survey.engine
     from arib.ground.model import MutantStatus
 
     lane = canned([MutantStatus(s) for s in statuses])
-    monkeypatch.setattr(arib.survey, "survey", lambda config: (lane,))
+    monkeypatch.setattr(arib.survey.engine, "survey", lambda config: (lane,))
     argv = ["survey", "--lanes", "reference", "--quiet"]
     for value in gate:
         argv += ["--fail-under", value]
@@ -201,11 +201,11 @@ def test_survey_exit_codes(capsys, monkeypatch, statuses, gate, code, needle):
 
 
 def test_a_lane_in_error_fails_the_survey(capsys, monkeypatch):
-    import arib.survey
+    import arib.survey.engine
     from arib.ground.model import MutantStatus
 
     bad = canned([MutantStatus.ERROR] * 2, error="coverage of ARIB-CONC-001 failed: test")
-    monkeypatch.setattr(arib.survey, "survey", lambda config: (bad,))
+    monkeypatch.setattr(arib.survey.engine, "survey", lambda config: (bad,))
     code, out, err = run(capsys, "survey", "--lanes", "reference", "--fail-under", "0")
     assert code == 4
     assert "ERROR: not surveyed: coverage of ARIB-CONC-001 failed: test" in out
@@ -233,7 +233,7 @@ def test_unusable_out_is_refused_before_anything_is_measured(capsys, tmp_path, m
     (tmp_path / "a-file").write_text("not a folder")
     out = make_out(tmp_path)
     measured = []
-    monkeypatch.setattr("arib.bench.admit", lambda *a, **k: measured.append(a) or ())
+    monkeypatch.setattr("arib.runs.bench.admit", lambda *a, **k: measured.append(a) or ())
     code, _, err = run(capsys, *QUICK, "--out", str(out))
     assert code == 2 and measured == []
     assert f"--out {str(out)!r} is not a writable folder" in err
@@ -286,7 +286,7 @@ def test_interrupted_bench_says_what_was_written(capsys, tmp_path, monkeypatch):
 
         return run_bench(dataclasses.replace(config, on_lane_start=stop))
 
-    monkeypatch.setattr("arib.bench.run_bench", interrupted_at_second_lane)
+    monkeypatch.setattr("arib.runs.bench.run_bench", interrupted_at_second_lane)
     # One cell at a time: the first lane's cell is measured before the second one starts.
     code, _, err = run(capsys, *QUICK, "--workers", "1", "--out", str(tmp_path))
     assert code == 130
@@ -299,7 +299,7 @@ def test_interrupted_before_any_result_says_nothing_was_written(capsys, tmp_path
     def interrupt(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("arib.bench.admit", interrupt)
+    monkeypatch.setattr("arib.runs.bench.admit", interrupt)
     code, _, err = run(capsys, *QUICK, "--out", str(tmp_path))
     assert code == 130 and err.startswith("interrupted")
     assert err.strip().endswith("nothing was written") and len(err.strip().splitlines()) == 1
@@ -317,7 +317,7 @@ def test_version_names_the_tool_and_its_families(capsys) -> None:
 @pytest.mark.parametrize("cores, workers", [(1, 1), (2, 2), (8, 2), (None, 1)])
 def test_the_bench_measures_two_cells_at_once_never_more_than_the_cores(
         capsys, monkeypatch, cores, workers) -> None:
-    from arib.bench import default_workers
+    from arib.runs.bench import default_workers
 
     monkeypatch.setattr("os.cpu_count", lambda: cores)
     assert default_workers() == workers
@@ -327,7 +327,7 @@ def test_the_bench_measures_two_cells_at_once_never_more_than_the_cores(
         asked.append(config.workers)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("arib.bench.run_bench", record)
+    monkeypatch.setattr("arib.runs.bench.run_bench", record)
     assert run(capsys, *QUICK)[0] == 130
     assert run(capsys, *QUICK, "--workers", "1")[0] == 130
     assert asked == [workers, 1]

@@ -7,8 +7,10 @@ import re
 
 import pytest
 
-from arib.cli import main
-from arib.compare import (
+from arib.cli.main import main
+from arib.reports.markdown import render_markdown
+from arib.reports.summary import append_job_summary, job_summary
+from arib.runs.compare import (
     ChangeKind,
     cross_version_markdown,
     diff_runs,
@@ -16,8 +18,6 @@ from arib.compare import (
     load_runs,
     render_gate,
 )
-from arib.report import render_markdown
-from arib.summary import append_job_summary, job_summary
 
 SMALL = ["bench", "--lanes", "sqlite-file", "--checks", "ARIB-REPLAY-001",
          "--param", "ARIB-REPLAY-001.trials=1", "--reruns", "1", "--quiet"]
@@ -338,7 +338,7 @@ def test_a_cell_violated_in_another_way_is_a_mode_change(run_dir, tmp_path):
 
 
 def summary_of(doc):
-    from arib.compare import summary
+    from arib.runs.compare import summary
 
     return summary(doc["findings"][0])
 

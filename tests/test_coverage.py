@@ -14,7 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from arib.coverage import (
+from arib.mutants.generate import generate_from_source
+from arib.survey.coverage import (
     ModuleLines,
     executable_lines,
     from_ranges,
@@ -22,7 +23,6 @@ from arib.coverage import (
     recording,
     to_ranges,
 )
-from arib.mutants.generate import generate_from_source
 
 WORKLOAD = '''\
 import asyncio
@@ -263,7 +263,7 @@ def test_a_change_outside_any_statement_is_unmapped() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring needs Python 3.12+")
 def test_a_busy_monitoring_tool_id_is_named(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from arib.coverage import CoverageError
+    from arib.survey.coverage import CoverageError
 
     monitoring = sys.monitoring
     taken = []
@@ -304,9 +304,9 @@ def test_installed_functions_that_start_are_recorded_by_file_and_first_line(
 def test_a_clean_run_in_a_child_ends_its_record_also_when_it_delivers_early(
         tmp_path: Path) -> None:
     from arib.checks.registry import get_check
-    from arib.coverage import covered_run
     from arib.execute import RunOptions
     from arib.ground.child import ChildStatus, run_jobs
+    from arib.survey.coverage import covered_run
     from arib.targets.reference import REFERENCE
 
     check = get_check("ARIB-CONC-001")
@@ -327,9 +327,9 @@ def test_what_only_the_claims_probe_runs_is_not_counted_as_reached(
     # Mutant runs skip the claims probe; the coverage run must not credit its lines either.
     import arib.execute
     from arib.checks.registry import get_check
-    from arib.coverage import covered_run
     from arib.execute import RunOptions
     from arib.ground.child import ChildStatus, run_jobs
+    from arib.survey.coverage import covered_run
     from arib.targets.reference import REFERENCE
 
     async def probe(*args: object, **kwargs: object) -> None:

@@ -5,7 +5,7 @@ event loop and nothing races an OS thread: there any difference is the harness's
 nondeterminism (an unseeded choice, a plan that depends on timing). On the SDK lanes most
 faults race the backends' worker threads (``to_thread``, aiosqlite's thread, a server), so a
 cell violated in some trials can land on either side in two trials: the regression gate
-therefore judges such racy cells by rate (Fisher's exact test, harness/gate_rule.py), and the
+therefore judges such racy cells by rate (Fisher's exact test, harness/runs/gate_rule.py), and the
 bench runs each check's full trial count.
 """
 

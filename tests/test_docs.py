@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arib.checks.registry import load_checks
-from arib.docs import (
+from arib.dev.docs import (
     BEGIN,
     CHECKS_PAGE,
     END,

@@ -1,4 +1,4 @@
-"""Equivalence classes kept across runs (arib.equivalence_cache): kept classes load back
+"""Equivalence classes kept across runs (arib.caches.equivalence): kept classes load back
 equal and spare the compiles; an entry that fails to load or does not fit the mutants is
 classified again and counted; a changed mutant is another key; no folder keeps nothing."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arib import equivalence_cache as ec
-from arib.equivalence_cache import (
+from arib.caches import equivalence as ec
+from arib.caches.equivalence import (
     EquivalenceStore,
     classified,
     equivalence_cache,
@@ -108,7 +108,7 @@ def test_no_folder_keeps_nothing_and_a_folder_that_cannot_be_written_fails_nothi
 
 def test_the_command_store_is_used_within_its_block_only(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("arib.equivalence_cache.DEFAULT_DIR", tmp_path)
+    monkeypatch.setattr("arib.caches.equivalence.DEFAULT_DIR", tmp_path)
     with equivalence_cache(no_cache=False) as store:
         classified(ORIGINAL, MUTANTS)
         with equivalence_cache(no_cache=True) as inner:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arib.evidence import evidence_key, grouped, mask
+from arib.reports.evidence import evidence_key, grouped, mask
 
 
 @pytest.mark.parametrize(("before", "after"), [

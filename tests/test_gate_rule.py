@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arib.gate_rule import Basis, judge
+from arib.runs.gate_rule import Basis, judge
 
 SEEDS = [11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
 

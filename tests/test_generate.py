@@ -15,8 +15,8 @@ import agents.memory.sqlite_session
 import libcst as cst
 import pytest
 
+from arib.caches.generation import same
 from arib.checks.base import Selector
-from arib.generation_cache import same
 from arib.ground.child import ChildStatus, run_jobs
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.model import MutantKind

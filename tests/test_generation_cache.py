@@ -1,4 +1,4 @@
-"""Generated mutants kept across runs (arib.generation_cache): a kept report loads back
+"""Generated mutants kept across runs (arib.caches.generation): a kept report loads back
 equal, swaps included; an entry that fails to load is generated again and counted; a changed
 module source is another key; nothing is kept without a cache folder."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arib.generation_cache import (
+from arib.caches.generation import (
     GenerationStore,
     _splice,
     _unsplice,

@@ -1,4 +1,4 @@
-"""arib.guards: which lines a lane's fixed guards rule out, and how a false guard shows."""
+"""arib.survey.guards: which lines a lane's fixed guards rule out, and how a false guard shows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from arib.guards import excluded_lines, executed_excluded, guard_problem, normalize
+from arib.survey.guards import excluded_lines, executed_excluded, guard_problem, normalize
 from arib.targets.base import FixedGuard
 from arib.targets.registry import get_target
 

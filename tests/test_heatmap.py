@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from arib import heatmap
-from arib.cli import main
-from arib.noxsupport import REPORT_REQUIREMENTS
+from arib.cli.main import main
+from arib.ground.invocations import REPORT_REQUIREMENTS
+from arib.reports import heatmap
 from tests.test_mutation_report import CHROMIUM, chromium
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +106,7 @@ def write_runs(folder: Path) -> list[str]:
 @pytest.fixture
 def unvalidated(monkeypatch):
     """Synthetic runs lack most of a real run's fields: read them without the schema check."""
-    monkeypatch.setattr("arib.compare.read_results",
+    monkeypatch.setattr("arib.runs.compare.read_results",
                         lambda path: json.loads(Path(path).read_text()))
 
 

@@ -1,4 +1,4 @@
-"""harness/inputs.py: what a clean run executed, named as cache-key inputs."""
+"""harness/caches/inputs.py: what a clean run executed, named as cache-key inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from unittest.mock import ANY
 
 import pytest
 
-from arib.inputs import (
+from arib.caches.inputs import (
     Executed,
     Installation,
     function_source_hash,
@@ -161,7 +161,7 @@ def test_only_installed_files_are_recorded() -> None:
                                      ("def helper(x):", "def helper(x):\n    x = 0"),
                                      ('TABLE = "items"', 'TABLE = "rows"')])  # outside it
 def test_a_changed_function_is_hashed_as_if_parsed(old: str, new: str) -> None:
-    from arib.inputs import changed_function_hash
+    from arib.caches.inputs import changed_function_hash
 
     mutated = STORE.replace(old, new)
     assert changed_function_hash(STORE, mutated, "helper") == function_source_hash(
@@ -250,7 +250,7 @@ def test_a_name_defined_twice_is_named_by_position_so_neither_definition_hides_t
 
 
 def test_a_function_span_covers_its_decorators_and_body_exactly() -> None:
-    from arib.inputs import function_span
+    from arib.caches.inputs import function_span
 
     source = ("import functools\n\n\nclass A:\n    @functools.cache\n    @staticmethod\n"
               "    def f(x):\n        def g():\n            return x\n        return g\n\n"

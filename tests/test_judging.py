@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from arib.cache import AdmissionCache
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check, validate_module
 from arib.execute import derive_seed
 from arib.ground.child import ChildOutcome, ChildStatus

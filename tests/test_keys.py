@@ -1,10 +1,10 @@
-"""arib.keys: admission and the survey key a verdict with one recipe, apart by kind."""
+"""arib.caches.keys: admission and the survey key a verdict with one recipe, apart by kind."""
 
 from __future__ import annotations
 
 import pytest
 
-import arib.keys as keys
+import arib.caches.keys as keys
 from arib.checks.registry import get_check
 from arib.mutants.registry import get_mutant
 
@@ -115,7 +115,7 @@ def test_a_generated_mutant_is_named_by_its_function_before_and_after(
     assert keys.mutant_source(handwritten) == {"override": handwritten.replacement}
 
 
-# -- clean runs' keys (arib.clean_cache) -----------------------------------------------
+# -- clean runs' keys (arib.caches.clean) -----------------------------------------------
 
 def clean_key(lane: object = None, **changes: object) -> str:
     from arib.targets.reference import REFERENCE

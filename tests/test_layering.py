@@ -7,7 +7,10 @@ harness: the result and key types, the errors, the forked runner and the service
 - the ground floor imports nothing of checks/, mutants/, targets/ or the rest of harness/;
 - mutants/ does not import checks/ (a check names its mutants; a mutant knows no check);
 - harness/__init__.py (the package ``arib``) imports nothing of the project when it runs
-  (importing the ground floor runs it first): its facade's names load on first use.
+  (importing the ground floor runs it first): its facade's names load on first use;
+- nothing the wheel installs imports harness/dev/ (``arib.dev``, the project's own tools,
+  left out of the wheel), but by name at run time from ``docs``, the checkout's command,
+  which says so when it is missing.
 
 The import root is ``arib``: harness/ is the package itself, checks/, mutants/ and targets/ its
 subpackages (pyproject's package-dir). Every import counts: at module level, inside a
@@ -27,6 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("checks", "mutants", "targets", "harness")
 LEAVES = ("checks", "mutants", "targets")
 GROUND = "arib.ground"
+DEV = "arib.dev"
+# `docs` imports the docs generator by name when it runs, and refuses plainly without it.
+DEV_BY_NAME = {("arib.cli.project", "arib.dev.docs")}
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -85,6 +91,8 @@ def layer(name: str) -> str | None:
     anything outside the project (the standard library, the SDK, ...)."""
     if name == GROUND or name.startswith(GROUND + "."):
         return "ground"
+    if name == DEV or name.startswith(DEV + "."):
+        return "dev"
     parts = name.split(".")
     if parts[0] != "arib":
         return None
@@ -101,6 +109,9 @@ def rule_broken(importer: str, imported: str) -> str | None:
         return f"{source}/ may import from harness/ only the ground floor ({GROUND})"
     if source == "ground" and target is not None and target != "ground":
         return f"the ground floor ({GROUND}) must import nothing of {target}/"
+    if target == "dev" and source != "dev" and (importer, imported) not in DEV_BY_NAME:
+        return (f"{DEV} (the project's own tools) is not in the wheel: nothing installed may "
+                f"import it")
     if source == "mutants" and target == "checks":
         return "mutants/ must not import checks/ (pass what is needed in, or move it down)"
     return None
@@ -137,6 +148,7 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     (root / "harness" / "ground").mkdir(exist_ok=True)
     (root / "harness" / "ground" / "__init__.py").touch()
     for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
 
@@ -146,17 +158,21 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
      "checks/bad.py:1 imports arib.execute.sdk_version: checks/ may import"),
     ("targets/bad.py", "from arib import interrupts\n",
      "targets/bad.py:1 imports arib.interrupts: targets/ may import"),
-    ("mutants/bad.py", "def f():\n    import arib.cli\n",
-     "mutants/bad.py:2 imports arib.cli: mutants/ may import"),
+    ("mutants/bad.py", "def f():\n    import arib.cli.main\n",
+     "mutants/bad.py:2 imports arib.cli.main: mutants/ may import"),
     ("mutants/bad.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                        "    from arib.checks.base import CheckSpec\n",
      "mutants/bad.py:3 imports arib.checks.base.CheckSpec: mutants/ must not import checks/"),
-    ("harness/ground/bad.py", "from arib.keys import verdict_key\n",
-     "harness/ground/bad.py:1 imports arib.keys.verdict_key: the ground floor"),
+    ("harness/ground/bad.py", "from arib.caches.keys import verdict_key\n",
+     "harness/ground/bad.py:1 imports arib.caches.keys.verdict_key: the ground floor"),
     ("harness/ground/bad.py", "from .. import admission\n",
      "harness/ground/bad.py:1 imports arib.admission: the ground floor"),
     ("harness/ground/bad.py", "import importlib\nimportlib.import_module('arib.targets.base')\n",
      "harness/ground/bad.py:2 imports arib.targets.base: the ground floor"),
+    ("harness/runs/bad.py", "from arib.dev.noxsupport import find_uv\n",
+     "harness/runs/bad.py:1 imports arib.dev.noxsupport.find_uv: arib.dev (the project's"),
+    ("checks/bad.py", "import arib.dev.docs\n",
+     "checks/bad.py:1 imports arib.dev.docs: arib.dev (the project's own tools)"),
     ("harness/__init__.py", "from arib import cli\n",
      "harness/__init__.py:1 imports arib.cli: harness/__init__.py must import nothing"),
     ("harness/__init__.py", "from . import cli\n",

@@ -1,4 +1,4 @@
-"""arib.merge: shards refused when they do not fit; merged == unsharded on the toy family.
+"""Shards refused when they do not fit (arib.runs.shard); merged == unsharded on the toy family.
 
 The slow test runs the commands of .github/workflows/shards.yml (the same argument lists, on
 the toy family instead of openai-agents), as separate processes: the whole survey once,
@@ -21,7 +21,7 @@ except ImportError:  # the locks install PyYAML's free-threading fork on Python 
     import yaml_ft as yaml  # type: ignore[no-redef]
 
 from arib.ground.errors import UsageError
-from arib.merge import check_compatible, load_shards
+from arib.runs.shard import check_compatible, load_shards
 from tests.test_family import harness, toy_path  # noqa: F401 - the fixture is used below
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,7 +231,7 @@ def test_merged_bench_shards_equal_the_unsharded_bench(toy_path: Path) -> None: 
 
 
 def test_an_admission_merge_missing_a_check_is_refused(tmp_path: Path) -> None:
-    from arib.merge import merge_admissions
+    from arib.runs.merge import merge_admissions
 
     paths = []
     for k, admissions in ((1, [{"check_id": "ARIB-A-001", "admitted": True}]), (2, [])):

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 import arib.admission as admission
+import arib.caches.keys as keys
 import arib.judging as judging
-import arib.keys as keys
 from arib.admission import AdmissionConfig, _as_finding, _Job, _options
-from arib.cache import AdmissionCache
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import validate_module
 from arib.execute import derive_seed
 from arib.ground.child import ChildOutcome, ChildStatus

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from arib import mutation_html
-from arib.cli import main
+from arib.cli.main import main
 from arib.ground.errors import ResultsError, UsageError
 from arib.ground.model import MutantResult, MutantStatus, Verdict
 from arib.mutants.registry import get_mutant
-from arib.mutation_html import ViewerUnavailableError, write_html, write_html_from_file
-from arib.mutation_report import to_mutation_report
+from arib.reports import html as mutation_html
+from arib.reports.html import ViewerUnavailableError, write_html, write_html_from_file
+from arib.reports.mutation import to_mutation_report
 
 TARBALL = f"{mutation_html.VIEWER_PACKAGE}-{mutation_html.VIEWER_VERSION}.tgz"
 
@@ -123,7 +123,7 @@ def test_survey_fetches_the_viewer_before_it_measures_anything(
 ) -> None:
     monkeypatch.setattr(mutation_html.shutil, "which", lambda name: None)
     ran: list[str] = []
-    monkeypatch.setattr("arib.survey.survey", lambda config: ran.append("survey") or [])
+    monkeypatch.setattr("arib.survey.engine.survey", lambda config: ran.append("survey") or [])
     monkeypatch.setattr("arib.ground.services.ServiceManager.__enter__",
                         lambda self: ran.append("services") or self)
     code = main(["survey", "--lanes", "sqlite-file", "--html", str(tmp_path / "h")])

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from arib import mutation_html
 from arib.ground.errors import ResultsError
 from arib.ground.model import MutantResult, MutantStatus, Verdict
 from arib.mutants.base import MutantSpec
 from arib.mutants.generate import generate, installed_source
 from arib.mutants.registry import get_mutant
-from arib.mutation_html import ViewerUnavailableError, render_page, write_html
-from arib.mutation_report import STATUS_MAP, to_mutation_report, validate_mutation_report
+from arib.reports import html as mutation_html
+from arib.reports.html import ViewerUnavailableError, render_page, write_html
+from arib.reports.mutation import STATUS_MAP, to_mutation_report, validate_mutation_report
 from arib.targets.sdk import SQLITE_FILE
 
 SQLITE_PATH = "agents/memory/sqlite_session.py"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from arib.noxsteps import Outcome, Step, exit_meaning, run_steps
+from arib.dev.noxsteps import Outcome, Step, exit_meaning, run_steps
 
 
 def plan(sdk: str) -> list[Step]:

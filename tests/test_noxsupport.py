@@ -11,16 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from arib.noxsupport import (
-    component_versions,
+from arib.dev.noxsupport import (
     fill_requirements,
     find_python,
     link_pythons,
-    locked_versions,
     missing_python_fix,
     resolver_refusal,
     split_family,
     split_versions,
+)
+from arib.ground.invocations import (
+    component_versions,
+    locked_versions,
     unlocked_version_error,
     version_key,
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from arib.cli import main
+from arib.cli.main import main
 from arib.ground.errors import ServiceError
 from arib.ground.model import ExitCode
 from arib.ground.services import ServiceManager

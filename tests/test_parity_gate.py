@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from arib.cli import build_parser, main
+from arib.cli.main import build_parser, main
 from arib.ground.model import ExitCode
 from arib.parity import KIND
 from arib.parity.cli import run_command
@@ -21,7 +21,7 @@ from arib.parity.gate import SCHEMA, GateOptions, check, update
 from arib.parity.history import HISTORY_KIND, p95, read_history
 from arib.parity.lanes import Loop
 from arib.parity.workflows import REFERENCE_WORKFLOWS
-from arib.results import SCHEMA_DIR
+from arib.runs.results import SCHEMA_DIR
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
 from arib.targets.reference import REFERENCE
 
@@ -41,7 +41,7 @@ def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def clean_commit(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Pretend the harness is at a clean commit (the work tree of a test run may be dirty)."""
     commit = ["c0ffee1"]
-    monkeypatch.setattr("arib.results.harness_commit", lambda: commit[0])
+    monkeypatch.setattr("arib.ground.provenance.harness_commit", lambda: commit[0])
     return commit
 
 

@@ -31,7 +31,7 @@ from arib.parity.report import (
 )
 from arib.parity.runner import LaneReport, LaneStatus
 from arib.parity.workflows import REFERENCE_WORKFLOWS, WorkflowResult
-from arib.results import SCHEMA_DIR
+from arib.runs.results import SCHEMA_DIR
 
 SMALL = tuple(w for w in REFERENCE_WORKFLOWS if w.name in ("chat_multi_turn", "pop_item_undo"))
 

@@ -1,4 +1,4 @@
-"""arib.partial_write: a survey that measured less never replaces one that measured more.
+"""arib.runs.partial_write: a survey that measured less never replaces one that measured more.
 
 Small fixture documents in a temporary folder stand in for a committed survey: two lanes,
 two checks each. No committed result is read or written.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from arib.partial_write import (
+from arib.runs.partial_write import (
     PARTIAL_DIR,
     REPORT,
     committed_lanes,

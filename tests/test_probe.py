@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pytest
 
-from arib.cli import main
+from arib.cli.main import main
 from arib.probe import ProbeResult, ProbeStatus, rejected_call
 
 RELEASE = '''

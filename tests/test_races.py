@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from arib.ground.errors import ResultsError
-from arib.races import (
+from arib.races.corpus import (
     Entry,
     EntryKind,
     Source,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from arib.ground.errors import UsageError
-from arib.races import Entry, EntryKind
-from arib.races_measure import Plan, _side_result, first_violation, measure, sample_order
+from arib.races.corpus import Entry, EntryKind
+from arib.races.measure import Plan, _side_result, first_violation, measure, sample_order
 
 ENTRIES = [Entry("fam", "1.0", f"C-{i}", "lane", None, EntryKind.RACY_CELL) for i in range(20)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arib.races_report import hardest_quarter, pooled_rate, render, summary
+from arib.races.report import hardest_quarter, pooled_rate, render, summary
 
 
 def side(per_runs: list[list[bool]], scheduled: bool = False) -> dict[str, Any]:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from arib.bench import BenchConfig, run_bench
-from arib.cache import AdmissionCache
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
 from arib.ground.errors import ResultsError
-from arib.report import render_markdown
-from arib.results import atomic_write_text, read_results, validate
+from arib.ground.files import atomic_write_text
+from arib.reports.markdown import render_markdown
+from arib.runs.bench import BenchConfig, run_bench
+from arib.runs.results import read_results, validate
 from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 
 COMMITTED = sorted((Path(__file__).parent.parent / "results").glob("*-openai-agents-*.json"))

@@ -12,7 +12,7 @@ import pytest
 
 from arib.checks.base import CheckSpec, SchedulePlan, TrialContext, actors
 from arib.checks.registry import get_check
-from arib.cli import main
+from arib.cli.main import main
 from arib.execute import SCHEDULE_MISMATCH, RunOptions, run_check
 from arib.ground.child import run_one
 from arib.ground.model import Finding, Trial, Verdict

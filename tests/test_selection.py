@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from arib.cli import main
+from arib.cli.main import main
 from arib.ground.errors import UsageError
-from arib.selection import check_list, empty_element
+from arib.runs.selection import check_list, empty_element
 
 # Every command and option that takes a selection, with the other arguments it needs.
 SELECTIONS = [

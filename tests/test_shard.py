@@ -1,4 +1,4 @@
-"""arib.shard: --shard k/n parsing, the fingerprint and the deterministic balanced split."""
+"""arib.runs.shard: --shard k/n parsing, the fingerprint and the deterministic balanced split."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from arib.ground.errors import UsageError
-from arib.shard import ShardSpec, Split, arguments, survey_durations
+from arib.runs.shard import ShardSpec, Split, arguments, survey_durations
 
 ROOT = Path(__file__).resolve().parent.parent
 

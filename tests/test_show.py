@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from arib.cli import main
+from arib.cli.main import main
 from arib.ground.errors import UnknownNameError
 from arib.mutants.pool import generated_for_lane
-from arib.show import describe, find_mutant
+from arib.reports.show import describe, find_mutant
 
 
 def test_a_generated_mutant_shows_its_survey_status_and_killers(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from arib.checks.common import RATE_TRIALS
 from arib.ground.errors import UsageError
-from arib.significance import ALPHA, fisher_exact, flip_trials, format_p, least_p
+from arib.runs.significance import ALPHA, fisher_exact, flip_trials, format_p, least_p
 
 # (baseline violating, trials, run violating, trials) -> the two-sided p-value, by hand: with
 # K violating trials in all and N trials, the baseline's x violating has weight

@@ -39,9 +39,9 @@ def test_a_backend_module_is_found_and_read_without_importing_the_sdk():
         "from arib.ground.sources import module_path, module_source\n"
         f"assert module_path({BACKEND!r}).name == 'sqlite_session.py'\n"
         f"assert 'class SQLiteSession' in module_source({BACKEND!r})\n"
-        "from arib.cache import source_hash\n"
+        "from arib.caches.verdicts import source_hash\n"
         f"source_hash({BACKEND!r})\n"
-        "from arib.keys import installed_source\n"
+        "from arib.caches.keys import installed_source\n"
         f"assert installed_source({BACKEND!r})\n"
         "from arib.mutants.hook import installed_source as hook_source\n"
         f"hook_source({BACKEND!r})\n")

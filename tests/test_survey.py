@@ -10,20 +10,20 @@ from typing import Any
 import anyio
 import pytest
 
-from arib.cache import AdmissionCache
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
-from arib.coverage import ModuleLines, Record
 from arib.ground.model import MutantKey, MutantStatus, Trial, Verdict
 from arib.judging import KILL_RERUNS
 from arib.mutants.base import MutantSpec
 from arib.mutants.equivalence import Equivalence
 from arib.mutants.generate import generate
 from arib.mutants.pool import generated_for_lane
-from arib.mutation_report import validate_mutation_report
-from arib.survey import SURVEY_ENGINE, SurveyConfig, survey
-from arib.survey_lane import LaneSurvey
-from arib.survey_report import render_text, survey_mutation_report, write_survey
-from arib.survivors import disagreements, parse_survivors
+from arib.reports.mutation import validate_mutation_report
+from arib.survey.coverage import ModuleLines, Record
+from arib.survey.engine import SURVEY_ENGINE, SurveyConfig, survey
+from arib.survey.lane import LaneSurvey
+from arib.survey.report import render_text, survey_mutation_report, write_survey
+from arib.survey.survivors import disagreements, parse_survivors
 from arib.targets.base import Claims, Handle, TargetSpec
 from arib.targets.reference import REFERENCE
 
@@ -70,10 +70,10 @@ OPEN_CLOSE = dataclasses.replace(
 
 def twins(monkeypatch: pytest.MonkeyPatch, *lanes: TargetSpec) -> None:
     """Lanes the registry does not know, generated from their own spec."""
-    import arib.survey
+    import arib.survey.engine
 
     by_name = {lane.name: lane for lane in (REFERENCE, *lanes)}
-    monkeypatch.setattr(arib.survey, "generated_for_lane",
+    monkeypatch.setattr(arib.survey.engine, "generated_for_lane",
                         lambda name: generate(by_name[name]))
 
 
@@ -88,7 +88,7 @@ DUPLICATE = pick("ReferenceSession.close", "flip_comparison")
 def surveyed() -> tuple[SurveyConfig, tuple[LaneSurvey, ...]]:
     """One survey of two lanes with an equivalence, a duplicate, an unmapped mutant and
     survivors-file entries, run once for the tests below."""
-    import arib.survey
+    import arib.survey.engine
 
     entries = parse_survivors(
         f"reference {WAIVED.id} equivalent the read lock only orders reads with one writer\n"
@@ -101,7 +101,7 @@ def surveyed() -> tuple[SurveyConfig, tuple[LaneSurvey, ...]]:
     original = ModuleLines.mutant_lines
     with pytest.MonkeyPatch.context() as patch:
         twins(patch, OPEN_CLOSE)
-        patch.setattr(arib.survey, "classified", lambda *a: {
+        patch.setattr(arib.survey.engine, "classified", lambda *a: {
             EQUIVALENT.id: Equivalence(EQUIVALENT.id, S.EQUIVALENT, "bytecode-identical: test"),
             DUPLICATE.id: Equivalence(DUPLICATE.id, S.DUPLICATE,
                                       f"bytecode-identical to {KILLED.id}: test", of=KILLED.id),
@@ -186,9 +186,9 @@ def test_the_survivors_file_is_applied_and_checked(lane: LaneSurvey) -> None:
 
 
 def test_a_plan_keys_each_mutant_by_its_own_lane() -> None:
-    import arib.survey
+    import arib.survey.engine
 
-    plan = arib.survey._Plan(OPEN_CLOSE)
+    plan = arib.survey.engine._Plan(OPEN_CLOSE)
     assert plan.key(KILLED) == MutantKey(OPEN_CLOSE.name, KILLED.id) != KILLED.key
 
 
@@ -275,11 +275,11 @@ def test_a_check_the_clean_lane_fails_is_not_judgeable_there() -> None:
 
 def test_a_failed_coverage_run_makes_its_lane_an_error_and_the_others_go_on(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import arib.survey
+    import arib.survey.engine
 
     twin = dataclasses.replace(REFERENCE, name="reference-twin")
     twins(monkeypatch, twin)
-    real = arib.survey.read_record
+    real = arib.survey.engine.read_record
 
     def read(path: str, filename: str) -> Record:
         if ".reference-twin." in str(path) or str(path).rsplit("/", 1)[-1].startswith(
@@ -287,7 +287,7 @@ def test_a_failed_coverage_run_makes_its_lane_an_error_and_the_others_go_on(
             return Record(frozenset(), "the line recorder could not start: test")
         return real(path, filename)
 
-    monkeypatch.setattr(arib.survey, "read_record", read)
+    monkeypatch.setattr(arib.survey.engine, "read_record", read)
     good, bad = survey(SurveyConfig(lanes=(REFERENCE, twin), checks=(get_check(CHECK),),
                                     params=SMALL, quiet=True, cache=AdmissionCache(None)))
     assert good.error is None and good.scores().count(S.KILLED) > 0
@@ -338,7 +338,7 @@ def test_a_hang_is_a_timeout_and_a_kill_only_where_the_invariant_is_no_hang(
 def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
     import arib.targets.reference
     from arib.ground.model import CleanBase
-    from arib.survey_lane import MutantOutcome
+    from arib.survey.lane import MutantOutcome
     from tests.test_mutation_report import NO_VIEWER, viewer_metrics
 
     if NO_VIEWER:
@@ -392,7 +392,7 @@ def test_cache_lookups_and_check_executions_are_counted(lane: LaneSurvey) -> Non
 
 
 def test_the_last_killer_runs_first_then_the_lanes_best_killers_then_by_id() -> None:
-    from arib.survey import _ordered
+    from arib.survey.engine import _ordered
 
     checks = [dataclasses.replace(get_check(CHECK), id=c) for c in "CAB"]
 
@@ -405,8 +405,8 @@ def test_the_last_killer_runs_first_then_the_lanes_best_killers_then_by_id() -> 
 
 
 def test_a_check_whose_inputs_cannot_be_named_gets_a_version_bound_key() -> None:
-    from arib.inputs import Executed
-    from arib.survey import _Plan
+    from arib.caches.inputs import Executed
+    from arib.survey.engine import _Plan
 
     plan = _Plan(REFERENCE)
     plan.executed = {"A": [Executed(frozenset(), frozenset()), None],
@@ -461,7 +461,7 @@ def test_an_unreadable_cache_entry_is_judged_again_and_counted(tmp_path: Path) -
 
 def test_clean_runs_are_reused_while_what_they_executed_is_unchanged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import arib.clean_cache
+    import arib.caches.clean
 
     config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
                           quiet=True,  # verify=0: no hit re-judged, every one served
@@ -481,7 +481,7 @@ def test_clean_runs_are_reused_while_what_they_executed_is_unchanged(
     assert second.to_json()["clean"][CHECK]["reused"] is True
     # The same entry where what it executed changed (another SDK version): run again.
     with monkeypatch.context() as patch:
-        patch.setattr(arib.clean_cache, "inputs_unchanged", lambda *a: False)
+        patch.setattr(arib.caches.clean, "inputs_unchanged", lambda *a: False)
         (changed,) = survey(config)
     assert not changed.clean[CHECK].reused and changed.runs["clean_changed"] == 1
     for entry in (tmp_path / "cache" / "clean").glob("*.json"):
@@ -512,9 +512,9 @@ def test_a_clean_base_that_once_failed_under_its_key_is_never_reused(tmp_path: P
 
 def test_a_kill_that_did_not_repeat_is_flaky_with_its_rate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import arib.survey
+    import arib.survey.engine
 
-    real = arib.survey.judge_mutants
+    real = arib.survey.engine.judge_mutants
 
     def one_flaky(pairs, how):  # type: ignore[no-untyped-def]
         judged = real(pairs, how)
@@ -524,7 +524,7 @@ def test_a_kill_that_did_not_repeat_is_flaky_with_its_rate(
             Verdict.VIOLATED, Verdict.HELD, Verdict.VIOLATED))
         return dataclasses.replace(judged, results=results)
 
-    monkeypatch.setattr(arib.survey, "judge_mutants", one_flaky)
+    monkeypatch.setattr(arib.survey.engine, "judge_mutants", one_flaky)
     config = SurveyConfig(lanes=(REFERENCE,), checks=(get_check(CHECK),), params=SMALL,
                           quiet=True, cache=AdmissionCache(None))
     (lane,) = survey(config)

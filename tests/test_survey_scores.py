@@ -6,7 +6,7 @@ import pytest
 
 from arib.ground.errors import UsageError
 from arib.ground.model import MutantStatus
-from arib.survey_scores import FailUnder, Scores, gate, lane_status, parse_fail_under
+from arib.survey.scores import FailUnder, Scores, gate, lane_status, parse_fail_under
 
 S = MutantStatus
 

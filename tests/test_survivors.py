@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from arib.survey import SURVEY_ENGINE
-from arib.survivors import (
+from arib.survey.engine import SURVEY_ENGINE
+from arib.survey.survivors import (
     SURVIVORS_DIR,
     Category,
     SurvivorsFileError,

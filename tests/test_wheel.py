@@ -15,14 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from arib.dev.noxsupport import find_uv
 from arib.ground.package import DISTRIBUTION, LAYOUT, version
-from arib.noxsupport import find_uv
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where each checkout folder sits in the wheel (pyproject's package-dir).
 MAPPED = {folder: package.replace(".", "/") for folder, package in LAYOUT.items()}
 # The data files the code reads, by checkout folder (read through importlib.resources).
 DATA = ("harness/locks", "harness/schemas", "mutants/survivors")
+# The project's own development tools (nox's helpers, docs, self-mutation): not installed.
+DEV = "harness/dev/"
 FAMILY_SDKS = ("agents", "langgraph", "sqlalchemy", "redis", "psycopg", "asyncpg")
 
 pytestmark = pytest.mark.slow
@@ -67,7 +69,7 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
     dist_info = f"{DISTRIBUTION.replace('-', '_')}-{version()}.dist-info"
     assert {n.split("/")[0] for n in names} == {"arib", dist_info}
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert "arib = arib.cli:main" in entry_points
+    assert "arib = arib.cli.main:main" in entry_points
     assert "arib = arib.pytest_plugin" in entry_points
     print(f"{wheel.name}: {wheel.stat().st_size} bytes, {len(names)} files, top level "
           f"{sorted({n.split('/')[0] for n in names})}")
@@ -76,8 +78,12 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
 def test_every_module_and_data_file_is_inside_it(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = [p for folder in MAPPED for p in _tracked(folder) if p.endswith(".py")]
-    missing = [p for p in modules if _in_wheel(p) not in names]
+    dev = [p for p in modules if p.startswith(DEV)]
+    assert dev, f"{DEV} is empty: the test no longer looks at the project's own tools"
+    missing = [p for p in modules if p not in dev and _in_wheel(p) not in names]
     assert not missing, f"modules the wheel lacks (pyproject's packages list): {missing}"
+    shipped = [p for p in dev if _in_wheel(p) in names]
+    assert not shipped, f"the project's own tools ({DEV}) are in the wheel: {shipped}"
     data = [p for folder in DATA for p in _tracked(folder)]
     assert any(p.endswith(".json") for p in data) and any("survivors" in p for p in data)
     missing = [p for p in data if _in_wheel(p) not in names]
@@ -98,13 +104,14 @@ def test_the_base_install_runs_without_either_family(wheel: Path, tmp_path: Path
                            capture_output=True, text=True, env=clean, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"arib {version()} (python "), shown.stdout
-    code = ("import sys, arib, arib.survivors, arib.results, arib.targets.family as f\n"
+    code = ("import sys, arib, arib.survey.survivors, arib.runs.results, arib.ground.provenance\n"
+            "import arib.targets.family as f\n"
             "assert arib.__version__ == sys.argv[1], arib.__version__\n"
             "assert arib.__file__.startswith(sys.prefix), arib.__file__\n"
-            "assert any(arib.survivors.SURVIVORS_DIR.glob('*.txt'))\n"
-            "assert (arib.results.SCHEMA_DIR / 'bench-run.schema.json').is_file()\n"
+            "assert any(arib.survey.survivors.SURVIVORS_DIR.glob('*.txt'))\n"
+            "assert (arib.runs.results.SCHEMA_DIR / 'bench-run.schema.json').is_file()\n"
             "assert f.OPENAI_AGENTS.lock_file('0.24.0').is_file()\n"
-            "assert arib.results.harness_commit() == 'installed ' + sys.argv[1]\n"
+            "assert arib.ground.provenance.harness_commit() == 'installed ' + sys.argv[1]\n"
             f"loaded = sorted({{m.split('.')[0] for m in sys.modules}} & {set(FAMILY_SDKS)!r})\n"
             "assert not loaded, loaded\n")
     ran = subprocess.run([str(python), "-c", code, version()], cwd=tmp_path,

@@ -28,7 +28,7 @@ from arib.execute import RunOptions, child_finding, run_check
 from arib.ground.child import run_jobs
 from arib.ground.errors import ParameterError, UsageError
 from arib.ground.model import Finding
-from arib.selection import check_list
+from arib.runs.selection import check_list
 from arib.targets.base import TargetSpec
 from arib.warm import warm
 

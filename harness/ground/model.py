@@ -376,7 +376,7 @@ class CleanBase:
     # only when its clean base held under the same inputs (the cache key names them).
     cached: bool = False
     # Not run this time: these are an earlier run's clean reruns, kept because everything they
-    # executed is unchanged here (``arib.clean_cache``).
+    # executed is unchanged here (``arib.caches.clean``).
     reused: bool = False
 
     @property

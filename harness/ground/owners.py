@@ -12,7 +12,7 @@ it and, for a server's folder, the server's pid, start time and stop signal. Two
   owner recorded: it stops the server (its own signal -- SIGINT, PostgreSQL's fast shutdown,
   which ends its workers too --, then SIGKILL to its process group) and removes the folder. After
   a normal exit the owner has removed everything already and the watcher finds nothing.
-- ``reap()`` at the start of every command (``arib.cli.main``): the same for the folders of
+- ``reap()`` at the start of every command (``arib.cli.main.main``): the same for the folders of
   any owner that is gone (its watcher killed too), said in one line.
 
 A process is the same one only when its pid and its start time (``/proc/PID/stat``) both match,

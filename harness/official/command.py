@@ -57,8 +57,8 @@ def _require_suite() -> None:
 def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> list[Path]:
     """Write the table's JSON and Markdown to ``folder``, or beside it, marked partial, when
     the table there measured more (more lanes or checks): never over it."""
-    from arib.partial_write import beside, document_shrink, read_document
-    from arib.results import atomic_write_text
+    from arib.ground.files import atomic_write_text
+    from arib.runs.partial_write import beside, document_shrink, read_document
 
     lacks = document_shrink(read_document(folder / f"{stem}.json"), document)
     if lacks is not None:
@@ -79,10 +79,10 @@ def cmd_official(args: argparse.Namespace) -> int:
     """The reference run and its table; with ``--mutants``, the comparison on mutants."""
     from arib.execute import fast_tmpdir, sdk_version
     from arib.ground.family import active_family
+    from arib.ground.files import writable_folder
     from arib.ground.services import ServiceManager
     from arib.lanes import prepare_lanes
     from arib.official.side import SideBySide, our_sides
-    from arib.results import writable_folder
     from arib.targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
 
     _require_suite()
@@ -145,8 +145,8 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
              baseline: dict[str, frozenset[str]], services: dict[str, str],
              missing: dict[str, str], folder: Path, stem: str, started: float) -> int:
     """Survey ``lanes`` with our checks and the suite; write and print the comparison."""
-    from arib.cache import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
-    from arib.commands import parse_params, select_checks
+    from arib.caches.verdicts import DEFAULT_DIR, AdmissionCache, cache_key, source_hash
+    from arib.cli.options import parse_params, select_checks
     from arib.execute import sdk_version
     from arib.judging import KILL_RERUNS
     from arib.official.mutants import (
@@ -154,7 +154,7 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
         lane_sides,
         survey_with_official,
     )
-    from arib.survivors import load_survivors
+    from arib.survey.survivors import load_survivors
     from arib.targets.langgraph.official.suite import suite_version
     from arib.targets.registry import family_lanes
 

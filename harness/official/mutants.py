@@ -1,6 +1,6 @@
 """The official suite against our checks on the same generated mutants of the savers.
 
-One survey (``arib.survey``: the same generation, compiler sorting, coverage selection,
+One survey (``arib.survey.engine``: the same generation, compiler sorting, coverage selection,
 forked children and time limits) judges every generated mutant of each lane with our checks
 and with the official suite as one more "check" (``arib.targets.langgraph.official.check``).
 Each mutant the survey judged (not set aside as equivalent, duplicate or not applicable) is
@@ -18,8 +18,8 @@ from typing import Any
 from arib.checks.base import CheckSpec
 from arib.ground.model import MutantStatus
 from arib.mutants.base import MutantSpec
-from arib.survey_lane import LaneSurvey
-from arib.survey_scores import LANE_WIDE
+from arib.survey.lane import LaneSurvey
+from arib.survey.scores import LANE_WIDE
 from arib.targets.langgraph.official.check import OFFICIAL_ID, official_check
 from arib.targets.langgraph.official.suite import SUITE
 
@@ -128,7 +128,7 @@ class LaneSides:
     def statuses(self) -> dict[str, dict[str, int]]:
         """How the judged mutants came out under the suite and under ours (best of our
         checks), status by status: a mutant nobody reaches is no_coverage, not survived."""
-        from arib.survey_scores import lane_status
+        from arib.survey.scores import lane_status
 
         official = Counter("not_applicable" if r.official is None else r.official.value
                            for r in self.rows)
@@ -294,8 +294,8 @@ def survey_with_official(lanes: Sequence[Any], ours: Sequence[CheckSpec],
                          baseline: Mapping[str, frozenset[str]], **config: Any
                          ) -> tuple[LaneSurvey, ...]:
     """The survey of ``lanes`` with ``ours`` and the official suite as checks; ``config``:
-    the other fields of ``arib.survey.SurveyConfig`` (reruns, workers, timeout_s, ...)."""
-    from arib.survey import SurveyConfig, survey
+    the other fields of ``arib.survey.engine.SurveyConfig`` (reruns, workers, timeout_s, ...)."""
+    from arib.survey.engine import SurveyConfig, survey
 
     official = official_check(baseline, config.get("timeout_s", 10.0))
     # Every pair runs: who kills a mutant (ours, the official suite, both) is the comparison,

@@ -87,7 +87,7 @@ class SideBySide:
 
 def newest_bench(folder: Path, version: str) -> Path | None:
     """The newest bench result file of ``version`` in ``folder`` (names sort by start time)."""
-    from arib.results import run_glob
+    from arib.runs.results import run_glob
 
     found = sorted(folder.glob(run_glob(version)))
     return found[-1] if found else None
@@ -97,7 +97,7 @@ def our_sides(lanes: Sequence[str], folder: Path, version: str, reference: str =
               ) -> tuple[OurSide, ...]:
     """Our findings per lane from the newest bench result of ``version`` in ``folder``
     (``reference``: the name of the reference lane, which the bench does not run)."""
-    from arib.results import read_results
+    from arib.runs.results import read_results
 
     path = newest_bench(folder, version)
     if path is None:

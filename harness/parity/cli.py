@@ -1,7 +1,7 @@
 """``python -m arib parity {check,update}``: the parity gate's command line.
 
 ``add_parser(subparsers)`` adds the ``parity`` command, with its ``check`` and ``update``
-subcommands, to the subparsers of ``python -m arib`` (``arib.cli.build_parser``), like
+subcommands, to the subparsers of ``python -m arib`` (``arib.cli.main.build_parser``), like
 every other command; ``run_command(args)`` is what they run. Exit codes are
 ``arib.ground.model.ExitCode``: 0 passed, 1 mismatches, 2 usage, 4 a step failed or nothing
 ran.
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arib.selection import name_list
+from arib.runs.selection import name_list
 
 
 def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:

@@ -39,10 +39,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arib import results as _results
 from arib.execute import sdk_version
-from arib.ground import scratch
+from arib.ground import provenance, scratch
 from arib.ground.errors import UsageError
+from arib.ground.files import atomic_write_text
 from arib.ground.model import Verdict
 from arib.ground.services import NotMeasured
 from arib.mutants.base import MutantSpec
@@ -72,7 +72,8 @@ from arib.parity.runner import (
     now_iso,
     run_lanes,
 )
-from arib.partial_write import beside, document_shrink, read_document
+from arib.runs import results as _results
+from arib.runs.partial_write import beside, document_shrink, read_document
 
 if TYPE_CHECKING:
     from arib.parity.generative import GeneratedCase
@@ -153,8 +154,8 @@ def _failed_facts(
     return RunFacts(
         mode=mode,
         sdk=sdk,
-        harness_commit=_safe(_results.harness_commit),
-        lock_hash=_safe(lambda: _results.lock_hash(sdk)),
+        harness_commit=_safe(provenance.harness_commit),
+        lock_hash=_safe(lambda: provenance.lock_hash(sdk)),
         started=started_at,
         opts=opts,
         not_measured=tuple(not_measured),
@@ -190,8 +191,8 @@ def _run_gate(
         generated = tuple(generate(opts.seed, opts.cases, opts.case_seed))
     case_workflows = [(c.seed, c.workflow) for c in generated]
     sdk = sdk_version()
-    commit = _results.harness_commit()
-    lock = _results.lock_hash(sdk)
+    commit = provenance.harness_commit()
+    lock = provenance.lock_hash(sdk)
     defs = definitions_digest(opts.run_workflows, [w for _, w in case_workflows])
     base = _folder(opts, sdk)
     history_path = base / "history.jsonl"
@@ -227,7 +228,7 @@ def _run_gate(
         workflows=wf_cmp,
         cases=tuple(generated),
         case_comparison=case_cmp,
-        environment=_results.environment(),
+        environment=provenance.environment(),
     )
     return GateRun(GateReport(facts, outcome), tuple(reports))
 
@@ -294,12 +295,12 @@ def _write_run(run: GateRun, folder: Path, *, fresh_only: bool,
     for lane in run.lane_reports:
         if fresh_only and lane.reused:
             continue
-        _results.atomic_write_text(lane_report_path(folder, lane.lane), _dump(lane.to_json()))
+        atomic_write_text(lane_report_path(folder, lane.lane), _dump(lane.to_json()))
     document = run.report.to_json()
     if partial is not None:
         document["partial"] = dict(partial)
     _results.validate(document, SCHEMA)
-    _results.atomic_write_text(folder / "report.json", _dump(document))
+    atomic_write_text(folder / "report.json", _dump(document))
 
 
 def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], Path]:
@@ -317,7 +318,7 @@ def check(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], P
     _write_run(run, folder, fresh_only=False)
     document = run.report.to_json()
     if out is not None:
-        _results.atomic_write_text(out, _dump(document))
+        atomic_write_text(out, _dump(document))
     return document, folder
 
 
@@ -356,7 +357,7 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
     run = GateRun(replace(run.report, history_appended=appended), run.lane_reports)
     document = run.report.to_json()
     # A run of fewer lanes, workflows or cases never replaces the report that has more: its
-    # report and lane reports go beside it, marked partial (arib.partial_write).
+    # report and lane reports go beside it, marked partial (arib.runs.partial_write).
     lacks = document_shrink(read_document(base / "report.json"), document)
     where, partial = base, None
     if lacks is not None:
@@ -368,5 +369,5 @@ def update(opts: GateOptions, out: Path | None = None) -> tuple[dict[str, Any], 
               f"case to replace it)")
     _write_run(run, where, fresh_only=True, partial=partial)
     if out is not None:
-        _results.atomic_write_text(out, _dump(document))
+        atomic_write_text(out, _dump(document))
     return document, where

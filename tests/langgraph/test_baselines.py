@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arib.baseline import committed_gaps
+from arib.runs.baseline import committed_gaps
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "results" / "baselines").glob("langgraph-*.json"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from arib.checks.registry import load_checks
-from arib.docs import (
+from arib.dev.docs import (
     BEGIN,
     CHECKS_PAGE,
     END,

@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from arib.cli import main
+from arib.cli.main import main
 from arib.ground.errors import UnknownNameError
 from arib.parity import KIND
 from arib.parity.gate import SCHEMA, check
@@ -21,7 +21,7 @@ from arib.parity.graph_steps import Compile, History, Invoke, play_graph
 from arib.parity.lanes import Loop
 from arib.parity.options import GateOptions
 from arib.parity.records import Workflow, WorkflowResult
-from arib.results import SCHEMA_DIR
+from arib.runs.results import SCHEMA_DIR
 from arib.targets.base import BuildContext
 from arib.targets.langgraph import graphs, lanes
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arib.cli import main
+from arib.cli.main import main
 from arib.execute import RunOptions, run_check
 from arib.ground.child import ChildStatus, run_jobs
 from arib.ground.errors import UnknownNameError
@@ -203,7 +203,7 @@ def test_a_run_stops_at_the_first_test_stop_at_names(tmp_path: Path,
 def test_a_flaky_pair_is_no_kill_and_shows_its_rate() -> None:
     from arib.ground.model import CleanBase, MutantKind, MutantResult
     from arib.official.mutants import lane_sides
-    from arib.survey_lane import LaneSurvey, MutantOutcome
+    from arib.survey.lane import LaneSurvey, MutantOutcome
 
     m = get_mutant("lg_reference_drops_metadata")
     flaky, k = MutantStatus.FLAKY, MutantStatus.KILLED
@@ -249,8 +249,8 @@ def _generated_today(version: str, lanes: list[str]) -> dict[str, list[str]]:
     import subprocess
     import sys
 
+    from arib.dev.noxsupport import sdk_env_dir
     from arib.execute import sdk_version
-    from arib.noxsupport import sdk_env_dir
 
     python = sys.executable if version == sdk_version() else str(
         sdk_env_dir(ROOT, f"langgraph-{version}", "3.12") / "bin" / "python")

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from arib.noxsupport import env_stamp, locked_versions, sdk_env_dir
+from arib.dev.noxsupport import env_stamp, sdk_env_dir
+from arib.ground.invocations import locked_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK_DIR = ROOT / "harness" / "locks" / "langgraph"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arib.survivors import load_survivors, survey_disagreements, survivors_path
+from arib.survey.survivors import load_survivors, survey_disagreements, survivors_path
 from arib.targets.langgraph.lanes import LANES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,1 @@
+"""Cache keys and every store."""

@@ -1,0 +1,104 @@
+"""The command line: ``python -m arib {bench,admit,run,survey,parity,list,...} ...``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from arib.cli import admit, bench, family, project, races, reports, survey
+from arib.ground.errors import BenchError
+from arib.ground.model import ExitCode
+
+
+def _version_line() -> str:
+    """``arib <version>`` with the Python it runs on and the families it can measure."""
+    import platform
+    from importlib import metadata
+
+    from arib.ground.family import known_families
+
+    try:
+        version = metadata.version("agent-integrity-bench")
+    except metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    return (f"arib {version} (python {platform.python_version()}; families: "
+            f"{', '.join(sorted(known_families()))})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m arib``: the global options here, each command
+    group's subcommands in its own module of arib.cli."""
+    parser = argparse.ArgumentParser(prog="python -m arib", description=(
+        "Mutation-first integrity bench for agent session backends."))
+    parser.add_argument("--version", action="version", version=_version_line())
+    parser.add_argument("--family", default=None, help=(
+        "the runtime family to measure (default: $ARIB_FAMILY, else openai-agents); families "
+        "are registered in the entry-point group arib.families"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    # One module per command group, each adding its parsers in the order `--help` lists them.
+    bench.add_parsers(sub)  # bench, accept, compare
+    admit.add_parsers(sub)  # admit, run
+    survey.add_parsers(sub)  # survey
+    project.add_parsers(sub)  # scaffold, docs
+
+    from arib.parity.cli import add_parser as add_parity_parser
+
+    add_parity_parser(sub)  # parity check / parity update
+    races.add_parsers(sub)  # races corpus / measure / report
+    reports.add_parsers(sub)  # merge, html, show, list, report
+    family.add_parsers(sub)  # official, probe
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: run a command, turning misuse into one clear line and an exit code.
+
+    SIGINT, SIGTERM and SIGHUP stop a command the same way (arib.ground.interrupts): what was
+    measured is written, children and servers are stopped, and the exit status is 128 + the
+    signal's number. A harness crash (an exception no command expects) exits 4 with one
+    line and its traceback, never 1, which means "violated".
+    """
+    from arib.ground import interrupts, owners, scratch
+
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    reaped = owners.reap()  # servers and folders of runs that died without cleaning up
+    if reaped:
+        print(owners.describe(reaped), file=sys.stderr)
+    parser = build_parser()
+    try:
+        # A selection's own check (arib.runs.selection) raises UsageError through argparse.
+        args = parser.parse_args(argv)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    try:
+        with interrupts.stops_raise():
+            try:
+                if args.family is not None:
+                    from arib.ground.family import use_family
+
+                    use_family(args.family)
+                return int(args.func(args))
+            finally:
+                scratch.cleanup()
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt as exc:
+        signum = interrupts.received() or signal.SIGINT
+        written = getattr(exc, "written", ())
+        what = (f"the results measured so far were written, marked complete: false: "
+                f"{', '.join(str(p) for p in written)}" if written else "nothing was written")
+        print(f"interrupted by {signal.Signals(signum).name}: {what}", file=sys.stderr)
+        return interrupts.exit_status(signum)
+    except Exception as exc:  # the harness's own crash: exit 4, never 1 ("violated")
+        import traceback
+
+        print(f"error: the harness crashed in `{args.command}` with {type(exc).__name__}: "
+              f"{exc}; this is a bug of the harness, not a finding (traceback below)",
+              file=sys.stderr)
+        traceback.print_exc()
+        return int(ExitCode.ERROR_OR_NOTHING)

@@ -1,0 +1,1 @@
+"""Tools of the project's own development (left out of the wheel)."""

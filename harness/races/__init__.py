@@ -1,0 +1,1 @@
+"""The races corpus and its measurement."""

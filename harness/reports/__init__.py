@@ -1,0 +1,1 @@
+"""Reports: markdown, mutation report, HTML, heat map, summary."""

@@ -1,0 +1,1 @@
+"""Runs: bench, results, baselines, comparison, shards."""

@@ -1,0 +1,550 @@
+"""Survey: every check against every generated mutant of a lane's backend module.
+
+The map of what the suite cannot see yet. Per lane:
+
+1. the mutants are generated from the installed module; the compiler sorts out the
+   equivalent and duplicate ones (``arib.mutants.equivalence``), and the lane's verified claims
+   the ones that can never fire there (``not_applicable``);
+2. each check's clean base runs ``max(3, reruns)`` times, each in a forked child that
+   records which lines of the module it executes (``arib.survey.coverage``); a check that is
+   not ``held`` in every rerun is not judgeable there;
+3. each remaining mutant runs only under the judgeable checks that reach its lines, ``reruns``
+   times each (``arib.judging.judge_mutants``, admission's pipeline too); a mutant no
+   check reaches is ``no_coverage`` and is not run. The check that killed it last time (a
+   hint kept beside the cache) runs first, then the checks that killed most of the lane's
+   mutants, and the mutant stops at its first kill (``first_kill``; the other checks are
+   ``not_run`` there). A pair's cache key names what the check's clean runs executed
+   (``arib.caches.inputs``), so a pair whose inputs did not change is reused across SDK versions;
+   a pair whose inputs cannot be named gets a key bound to the SDK's version;
+4. statuses and scores follow ``arib.survey.scores``; the survivors file's ``equivalent``
+   entries are applied, and every report lists the file's entries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from arib.caches.clean import CleanCache, CleanEntry, Reuse
+from arib.caches.equivalence import classified
+from arib.caches.inputs import Executed, merge_executed, named_inputs
+from arib.caches.keys import clean_key, mutant_source, verdict_key
+from arib.caches.verdicts import AdmissionCache, cache_key
+from arib.checks.base import CheckSpec
+from arib.execute import (
+    RUN_STALL_AFTER_SHARE,
+    RunOptions,
+    child_finding,
+    derive_seed,
+    fast_tmpdir,
+    lane_claims,
+)
+from arib.ground import scratch
+from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
+from arib.ground.family import active_family
+from arib.ground.model import (
+    Cell,
+    CleanBase,
+    Finding,
+    MutantKey,
+    MutantResult,
+    MutantStatus,
+    Verdict,
+)
+from arib.judging import (
+    KILL_RERUNS,
+    TIME_RULE,
+    Judged,
+    Judging,
+    Pair,
+    clean_base,
+    clean_reruns,
+    judge_mutants,
+)
+from arib.mutants.base import MutantSpec
+from arib.mutants.equivalence import Equivalence
+from arib.mutants.operators import OPERATORS
+from arib.mutants.pool import generated_for_lane
+from arib.mutants.report import GenerationReport
+from arib.progress import Progress
+from arib.runs.shard import Split
+from arib.survey.coverage import ModuleLines, covered_run, read_record
+from arib.survey.guards import Excluded, excluded_lines, executed_excluded, lane_guards
+from arib.survey.lane import LaneSurvey, MutantOutcome
+from arib.survey.scores import lane_status
+from arib.survey.survivors import Category, Entry, by_lane
+from arib.targets.base import TargetSpec
+from arib.warm import warm_all
+
+# The version of the survey's rules and of its lane files (recorded in each file as "engine").
+SURVEY_ENGINE = 2
+S = MutantStatus
+# The statuses of a (check, mutant) pair that the survey keeps in the cache.
+CACHED = frozenset({S.KILLED, S.SURVIVED, S.TIMEOUT})
+
+
+@dataclass(frozen=True)
+class SurveyConfig:
+    """What a survey runs: lanes, checks, reruns, parameters, time limit per run, waivers."""
+
+    lanes: tuple[TargetSpec, ...]
+    checks: tuple[CheckSpec, ...]
+    reruns: int = 1
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    timeout_s: float = 10.0
+    run_seed: int = 0
+    cache: AdmissionCache = field(default_factory=AdmissionCache)
+    quiet: bool = False
+    tmpdir: str | None = field(default_factory=fast_tmpdir)
+    services: Mapping[str, str] = field(default_factory=dict)
+    survivors: tuple[Entry, ...] = ()
+    survivors_source: str | None = None  # the file the entries come from
+    shard: Split | None = None  # run only this shard's (lane, mutant) units
+    first_kill: bool = True  # stop a mutant at its first kill (False: every check reaching it)
+    # a pair is killed only when it violated in this many reruns at least (arib.judging)
+    kill_reruns: int = KILL_RERUNS
+
+    def to_json(self) -> dict[str, Any]:
+        """How the survey ran, as recorded next to its results."""
+        return {
+            "run_seed": self.run_seed,
+            "reruns": self.reruns,
+            "kill_reruns": max(self.reruns, self.kill_reruns),
+            "clean_reruns": clean_reruns(self.reruns),
+            "workers": self.workers,
+            "params": {c: dict(p) for c, p in sorted(self.params.items())},
+            "time_limit": TIME_RULE.format(cap=f"{self.timeout_s:g} s"),
+            "stop_on_violation": True,
+            "first_kill": self.first_kill,
+            "tmpdir": "tmpfs (/dev/shm)" if self.tmpdir else "system default",
+            "services": sorted(self.services),
+            "survivors_file": self.survivors_source,
+            **({"shard": self.shard.to_json()} if self.shard is not None else {}),
+        }
+
+
+@dataclass
+class _Plan:
+    """One lane being surveyed: its mutants, their lines and what is known before any run."""
+
+    lane: TargetSpec
+    report: GenerationReport | None = None
+    file: str = ""
+    lines: ModuleLines | None = None
+    ignored: dict[str, tuple[MutantStatus, str]] = field(default_factory=dict)
+    error: str | None = None
+    clean: dict[str, CleanBase] = field(default_factory=dict)
+    coverage: dict[str, frozenset[int]] = field(default_factory=dict)
+    mutant_lines: dict[str, frozenset[int] | None] = field(default_factory=dict)
+    duplicates: dict[str, Equivalence] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    excluded: Excluded = field(default_factory=lambda: Excluded({}))
+    order: tuple[str, ...] = ()  # every generated mutant's id, in order (set when sharded)
+    # per check: what each clean rerun executed in installed distributions (None: unknown)
+    executed: dict[str, list[Executed | None]] = field(default_factory=dict)
+    # per check: its named inputs once known, kept from a reused clean base
+    # (arib.caches.clean) or named once from this survey's clean reruns
+    named: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    module_digest: str = ""  # of the lane module's source
+    reuse: dict[Reuse, int] = field(default_factory=lambda: dict.fromkeys(Reuse, 0))
+
+    def inputs(self, check_id: str) -> Mapping[str, Any] | None:
+        """The named inputs of ``check_id`` on this lane (``arib.caches.inputs``), or None."""
+        if check_id in self.named:
+            return self.named[check_id]
+        runs = self.executed.get(check_id)
+        return named_inputs(merge_executed(runs), active_family().distributions) if runs \
+            else None
+
+    @property
+    def mutants(self) -> tuple[MutantSpec, ...]:
+        return self.report.mutants if self.report is not None else ()
+
+    def key(self, mutant: MutantSpec) -> MutantKey:
+        """``mutant`` on this plan's lane (lanes built on one module share its id)."""
+        return MutantKey(self.lane.name, mutant.id)
+
+    def fail(self, reason: str) -> None:
+        if self.error is None:
+            self.error = reason
+
+
+@functools.lru_cache(maxsize=16)
+def _module_lines(source: str, filename: str) -> ModuleLines:
+    """The lines of one module, shared by the lanes built on it (mapped once per process)."""
+    return ModuleLines(source, filename)
+
+
+def _prepare(lane: TargetSpec) -> _Plan:
+    """Generate a lane's mutants and compare their compiled units (no child needed)."""
+    plan = _Plan(lane)
+    try:
+        plan.report = generated_for_lane(lane.name)
+        module = importlib.import_module(lane.module)  # imported before any child forks
+        plan.file = str(module.__file__)
+        with open(plan.file, encoding="utf-8") as handle:
+            source = handle.read()
+        plan.lines = _module_lines(source, plan.file)
+        plan.module_digest = hashlib.sha256(source.encode()).hexdigest()
+        plan.excluded = excluded_lines(source, lane.fixed_guards)
+    except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
+        plan.fail(f"its mutants could not be generated or mapped: {exc!r}")
+        return plan
+    for found in classified(source, plan.mutants, plan.file).values():
+        plan.ignored[found.mutant_id] = (found.status, found.reason)
+        if found.status is S.DUPLICATE:
+            plan.duplicates[found.mutant_id] = found
+    for mutant in plan.mutants:
+        lines = plan.mutant_lines[mutant.id] = plan.lines.mutant_lines(mutant)
+        guard = plan.excluded.guard_of(sorted(lines or ()))
+        if guard is not None and mutant.id not in plan.ignored:
+            plan.ignored[mutant.id] = (S.NOT_APPLICABLE, (
+                f"its lines run only when {guard.expr} is {not guard.value}, and on this lane "
+                f"it is {guard.value} ({guard.why}); verified on the runtime object"))
+    return plan
+
+
+def _never_fires(lane: TargetSpec) -> bool:
+    """By its claims, close() is absent or does not end the session on ``lane``."""
+    return not (lane.claims.has_close and lane.claims.close_is_terminal)
+
+
+def _not_applicable(plan: _Plan, verified: str | None) -> None:
+    """Mark the mutants that can only fire after a terminal close, once the claims hold."""
+    lane = plan.lane
+    how = ("the session has no close()" if not lane.claims.has_close
+           else f"close() does not end the session ({lane.claims.close_note})")
+    for mutant in plan.mutants:
+        op = OPERATORS.get(mutant.operator)
+        if op is None or not op.requires_terminal_close or mutant.id in plan.ignored:
+            continue
+        if verified is None:
+            plan.ignored[mutant.id] = (S.NOT_APPLICABLE, (
+                f"{mutant.operator} changes only what a closed session does, and on this lane "
+                f"{how}; verified on the runtime object"))
+
+
+def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig,
+         inputs: Mapping[str, Any] | None) -> str:
+    # The rule that sets time limits, not one run's limit (it follows the clean run's time).
+    return verdict_key("survey", check, lane.name, mutant, reruns=config.reruns,
+                       seed=config.run_seed,
+                       params=check.resolve_params(config.params.get(check.id)),
+                       limit=TIME_RULE.format(cap=f"{config.timeout_s:g} s"),
+                       engine=SURVEY_ENGINE, waits=lane.waits_s, executed=inputs,
+                       lane_spec=lane, kill_reruns=max(config.reruns, config.kill_reruns))
+
+
+def _hint(lane: TargetSpec, mutant: MutantSpec) -> str:
+    """Where the check that last killed ``mutant`` on ``lane`` is remembered."""
+    return cache_key(kind="killer", lane=lane.name, mutant=mutant.id,
+                     mutated=mutant_source(mutant))
+
+
+def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
+    """Run the survey; see the module docstring for its steps. When a re-judged sample of
+    the verdict cache's hits disagrees with its entries, the store is discarded for the run
+    and the survey runs again, judging everything (``arib.caches.verdicts``)."""
+    surveys = _survey_once(config)
+    if config.cache.disagreements and not config.cache.discarded:
+        config.cache.discard()
+        surveys = _survey_once(config)
+    return surveys
+
+
+def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
+    checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
+    plans = [_prepare(lane) for lane in config.lanes]
+    if config.shard is not None:
+        plans = _shard_plans(plans, config.shard)
+
+    def options(check: CheckSpec, rerun: int) -> RunOptions:  # of a clean run
+        return RunOptions(params=check.resolve_params(config.params.get(check.id)),
+                          run_seed=derive_seed(config.run_seed, "survey", rerun),
+                          tmpdir=config.tmpdir, services=dict(config.services))
+
+    # In the run's private folder: removed with it on every exit path (arib.ground.scratch).
+    records = tempfile.mkdtemp(prefix="arib-coverage-", dir=scratch.folder())
+    try:
+        _clean_phase(config, checks, [p for p in plans if p.error is None], options, records)
+    finally:
+        shutil.rmtree(records, ignore_errors=True)
+    runs = _mutant_phase(config, [p for p in plans if p.error is None])
+    by = by_lane(config.survivors)
+    return tuple(_assemble(plan, runs, by.get(plan.lane.name, {})) for plan in plans)
+
+
+def _units(plan: _Plan) -> dict[str, list[MutantSpec]]:
+    """A lane's shard units: its mutants grouped with their duplicates; the lane alone when
+    it has no mutant to judge (so that exactly one shard reports it)."""
+    if plan.error is not None or not plan.mutants:
+        return {plan.lane.name: []}
+    groups: dict[str, list[MutantSpec]] = {}
+    for mutant in plan.mutants:
+        dup = plan.duplicates.get(mutant.id)
+        groups.setdefault(f"{plan.lane.name}:{dup.of if dup and dup.of else mutant.id}",
+                          []).append(mutant)
+    return groups
+
+
+def _shard_plans(plans: Sequence[_Plan], split: Split) -> list[_Plan]:
+    """The plans cut to this shard's units; a lane with none of them is left out."""
+    units = {plan.lane.name: _units(plan) for plan in plans}
+    seconds = {u: (sum(split.durations.get(f"{p.lane.name}:{m.id}", 0.0) for m in members)
+                   if all(f"{p.lane.name}:{m.id}" in split.durations for m in members)
+                   and members else None)
+               for p in plans for u, members in units[p.lane.name].items()}
+    mine = split.keep(seconds)
+    kept = []
+    for plan in plans:
+        chosen = {m.id for u, members in units[plan.lane.name].items() if u in mine
+                  for m in members}
+        if not chosen and not (set(units[plan.lane.name]) & mine):
+            continue
+        plan.order = tuple(m.id for m in plan.mutants)
+        if plan.report is not None:
+            plan.report = dataclasses.replace(plan.report, mutants=tuple(
+                m for m in plan.mutants if m.id in chosen))
+        kept.append(plan)
+    return kept
+
+
+def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Sequence[_Plan],
+                 options: Any, records: str) -> None:
+    """Clean bases with coverage (reused where what they executed is unchanged), and a
+    claims probe where claims decide applicability."""
+    kept = CleanCache(config.cache.root)
+    keys: dict[Cell, str] = {}
+    jobs: list[tuple[_Plan, CheckSpec, int, str]] = []
+    for plan in plans:
+        for c in checks:
+            keys[Cell(c.id, plan.lane.name)] = key = _clean_key(c, plan, config)
+            entry, state = kept.reuse(key, c.id, plan.lane.name)
+            plan.reuse[state] += 1
+            if entry is not None:
+                plan.clean[c.id], plan.coverage[c.id] = entry.base, entry.lines
+                plan.named[c.id] = entry.inputs
+                continue
+            for r in range(clean_reruns(config.reruns)):
+                record = os.path.join(records, f"{plan.lane.name}.{c.id}.{r}.lines")
+                jobs.append((plan, c, r, record))
+    probes = [p for p in plans if _never_fires(p.lane) and any(
+        getattr(OPERATORS.get(m.operator), "requires_terminal_close", False) for m in p.mutants)]
+    guarded = [p for p in plans if p.lane.fixed_guards]
+    progress = Progress("survey clean", len(jobs) + len(probes) + len(guarded),
+                        quiet=config.quiet)
+
+    def done(index: int, outcome: ChildOutcome) -> None:
+        what = (f"{jobs[index][0].lane.name} {jobs[index][1].id} clean" if index < len(jobs)
+                else f"{probes[index - len(jobs)].lane.name} claims"
+                if index < len(jobs) + len(probes)
+                else f"{guarded[index - len(jobs) - len(probes)].lane.name} fixed guards")
+        state = outcome.value.verdict.value if (
+            outcome.status is ChildStatus.OK and isinstance(outcome.value, Finding)) else (
+            outcome.status.value)
+        progress.advance(f"{what}: {state}")
+
+    calls: list[Callable[[], Any]] = [
+        functools.partial(covered_run, c, plan.lane, options(c, r), record, plan.file)
+        for plan, c, r, record in jobs]
+    calls += [functools.partial(lane_claims, p.lane, dict(config.services), config.tmpdir)
+              for p in probes]
+    calls += [functools.partial(lane_guards, p.lane, dict(config.services), config.tmpdir)
+              for p in guarded]
+    limit = config.timeout_s * 3 + 10
+    warm_all((c, plan.lane) for plan in plans for c in checks)
+    outcomes = run_jobs(calls, workers=config.workers, timeout_s=limit, on_done=done,
+                        stall_after_share=RUN_STALL_AFTER_SHARE)
+    findings: dict[Cell, list[Finding]] = {}
+    for (plan, c, r, record), out in zip(jobs, outcomes[:len(jobs)], strict=True):
+        finding = child_finding(c, plan.lane, options(c, r), out, limit)
+        findings.setdefault(Cell(c.id, plan.lane.name), []).append(finding)
+        got = read_record(record, plan.file)
+        if got.error is not None:
+            plan.fail(f"coverage of {c.id} (clean rerun {r}) failed: {got.error}")
+        elif not got.lines and finding.verdict is Verdict.HELD:
+            plan.fail(f"coverage of {c.id} (clean rerun {r}) recorded no line of {plan.file} "
+                      f"although the check held there: the recorder did not see the module")
+        plan.coverage[c.id] = plan.coverage.get(c.id, frozenset()) | got.lines
+        plan.executed.setdefault(c.id, []).append(got.executed)
+    for plan in plans:
+        for c in [c for c in checks if c.id not in plan.clean]:  # not reused: run now
+            cell = Cell(c.id, plan.lane.name)
+            base = plan.clean[c.id] = clean_base(c.id, plan.lane.name, findings[cell])
+            inputs = plan.inputs(c.id) if plan.error is None else None
+            if inputs is not None:  # named once: the verdict keys use them too
+                plan.named[c.id] = inputs
+            kept.settle(keys[cell], base, None if inputs is None else CleanEntry(
+                base, plan.coverage[c.id], inputs))
+    for plan, out in zip(probes, outcomes[len(jobs):len(jobs) + len(probes)], strict=True):
+        verified = out.value if out.status is ChildStatus.OK else (
+            f"claims probe {out.status.value}: {out.detail[:200]}")
+        _not_applicable(plan, verified)
+    for plan, out in zip(guarded, outcomes[len(jobs) + len(probes):], strict=True):
+        problem = out.value if out.status is ChildStatus.OK else (
+            f"fixed-guards probe {out.status.value}: {out.detail[:200]}")
+        problem = problem or executed_excluded(plan.excluded, plan.lane, plan.coverage)
+        if problem:
+            plan.fail(problem)
+
+
+def _clean_key(check: CheckSpec, plan: _Plan, config: SurveyConfig) -> str:
+    # the options of a clean run (see ``options`` in ``survey``) and the lane's module
+    return clean_key(check, plan.lane, module_digest=plan.module_digest,
+                     reruns=clean_reruns(config.reruns), seed=config.run_seed,
+                     params=check.resolve_params(config.params.get(check.id)),
+                     limit=f"{config.timeout_s:g} s", engine=SURVEY_ENGINE,
+                     waits=plan.lane.waits_s)
+
+
+def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
+    lines = plan.mutant_lines.get(mutant.id)
+    return lines is None or bool(lines & plan.coverage.get(check_id, frozenset()))
+
+
+# A check's result on a mutant on a lane, by check id and mutant key.
+Runs = dict[tuple[str, MutantKey], MutantResult]
+
+
+def _ordered(mutant: MutantSpec, checks: Sequence[CheckSpec],
+             hints: Mapping[str, str | None], kills: Mapping[str, int]) -> list[CheckSpec]:
+    """The checks to run on ``mutant``: its last killer first, then the checks that killed
+    most of the lane's mutants last time, then by id. Never by measured time: the order
+    decides which checks are ``not_run``, and the same run twice must say the same."""
+    last = hints.get(mutant.id)
+    return sorted(checks, key=lambda c: (c.id != last, -kills.get(c.id, 0), c.id))
+
+
+def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
+    """Run each mutant under the judgeable checks that reach it; cached pairs are reused."""
+    by_id = {c.id: dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks}
+    pairs: dict[str, list[Pair]] = {}
+    bound: dict[str, int] = {}
+    for plan in plans:
+        judgeable = [by_id[c] for c, base in plan.clean.items() if base.judgeable]
+        inputs = {c.id: plan.inputs(c.id) for c in judgeable}
+        bound[plan.lane.name] = 0
+        live = [m for m in plan.mutants if m.id not in plan.ignored]
+        hints = {m.id: config.cache.killer(_hint(plan.lane, m)) for m in live}
+        kills = {c: sum(1 for h in hints.values() if h == c) for c in by_id}
+        pairs[plan.lane.name] = []
+        for mutant in live:
+            for c in _ordered(mutant, judgeable, hints, kills):
+                if not _reaches(plan, c.id, mutant):
+                    continue
+                bound[plan.lane.name] += inputs[c.id] is None
+                pairs[plan.lane.name].append(Pair(
+                    c, plan.lane, mutant, Verdict.VIOLATED, plan.clean[c.id].duration_s,
+                    _key(c, plan.lane, mutant, config, inputs[c.id])))
+    judged = judge_mutants(
+        [p for plan in plans for p in pairs[plan.lane.name]],
+        Judging("survey", config.reruns, config.workers, config.cache, CACHED,
+                config.run_seed, config.params, dict(config.services), config.tmpdir,
+                wall_share=True, quiet=config.quiet, first_kill=config.first_kill,
+                kill_reruns=config.kill_reruns))
+    for plan in plans:
+        for pair in pairs[plan.lane.name]:
+            result = judged.results.get(pair.slot)
+            if result is not None and result.status is S.KILLED:
+                config.cache.remember_killer(_hint(plan.lane, pair.mutant), pair.check.id)
+        plan.counts = _counts(plan, pairs[plan.lane.name], judged, config.reruns)
+        plan.counts["keys_version_bound"] = bound[plan.lane.name]
+        plan.counts["clean_changed"] = plan.reuse[Reuse.CHANGED]
+        plan.counts["clean_unreadable"] = plan.reuse[Reuse.UNREADABLE]
+        plan.counts["clean_unstable"] = plan.reuse[Reuse.UNSTABLE]
+    return dict(judged.results)
+
+
+def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> dict[str, int]:
+    """How many pair runs ran, came from the cache or were saved, and why; check executions."""
+    judged_by = [c for c, base in plan.clean.items() if base.judgeable]
+    slots = [p.slot for p in pairs]
+    cached = judged.cached(pairs)
+    counts = {"run": sum(judged.executions.get(s, 0) for s in slots),
+              **judged.executions_by_role(slots),
+              "cached": cached,
+              "cache_misses": sum(1 for s in slots if s in judged.executions
+                                  and s not in judged.unreadable),
+              "cache_unreadable": sum(1 for s in slots if s in judged.unreadable),
+              "skipped_after_kill": sum(1 for s in slots if s in judged.skipped) * reruns,
+              "pairs": len(slots),
+              "mutants_judged": len({s[1] for s in slots}),
+              "saved_by_coverage": 0, "saved_by_compiler_or_claims": 0, "not_judgeable": 0}
+    for mutant in plan.mutants:
+        if mutant.id in plan.ignored:
+            counts["saved_by_compiler_or_claims"] += len(judged_by) * reruns
+            continue
+        counts["saved_by_coverage"] += reruns * sum(
+            1 for c in judged_by if not _reaches(plan, c, mutant))
+        counts["not_judgeable"] += sum(
+            1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
+            and _reaches(plan, c, mutant))
+    return counts
+
+
+def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:
+    base = plan.clean[check_id]
+    if not _reaches(plan, check_id, mutant):
+        return S.NO_COVERAGE
+    if not base.judgeable:
+        return S.NOT_JUDGEABLE
+    found = runs.get((check_id, plan.key(mutant)))
+    return S.NOT_RUN if found is None else found.status
+
+
+def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurvey:
+    """The lane's survey from its plan, the pairs that ran and the survivors file."""
+    lane = plan.lane
+    if plan.error is not None:
+        outcomes = tuple(MutantOutcome(m, S.ERROR, f"lane not surveyed: {plan.error}", None,
+                                       {}) for m in plan.mutants)
+        return LaneSurvey(lane.name, lane.module, plan.file, outcomes,
+                          plan.report.dropped_noncompiling if plan.report else 0,
+                          plan.clean, {}, frozenset(), (), {}, plan.error,
+                          tuple(waivers.values()), plan.order)
+    applicable = [c for c, base in plan.clean.items() if not base.abstains]
+    outcomes_by_id: dict[str, MutantOutcome] = {}
+    for mutant in plan.mutants:
+        lines = plan.mutant_lines.get(mutant.id)
+        if mutant.id in plan.ignored:
+            status, reason = plan.ignored[mutant.id]
+            outcomes_by_id[mutant.id] = MutantOutcome(mutant, status, reason, lines, {})
+            continue
+        pairs = {c: _pair_status(plan, c, mutant, runs) for c in applicable}
+        status = lane_status(pairs.values())
+        killers = [c for c, s in pairs.items() if s is S.KILLED]
+        flaky = [f"{c} in {runs[(c, plan.key(mutant))].rate} reruns" for c, s in pairs.items()
+                 if s is S.FLAKY]
+        reason = (f"killed by {', '.join(killers)}" if killers else
+                  "no applicable check executes its lines" if status is S.NO_COVERAGE else
+                  f"flaky: violated in some reruns only ({', '.join(flaky)}), so not a kill"
+                  if status is S.FLAKY else f"{status.value} under every check that reaches it")
+        waiver = waivers.get(mutant.id)
+        if waiver is not None and waiver.category is Category.EQUIVALENT and status is not (
+                S.KILLED):
+            status, reason = S.EQUIVALENT, f"waived as equivalent ({waiver.where} of the " \
+                                           f"survivors file): {waiver.reason}"
+        outcomes_by_id[mutant.id] = MutantOutcome(mutant, status, reason, lines, pairs, waiver)
+    for mutant_id, dup in plan.duplicates.items():  # the representative's status is known now
+        first = outcomes_by_id.get(dup.of or "")
+        if first is not None:
+            outcomes_by_id[mutant_id] = dataclasses.replace(
+                outcomes_by_id[mutant_id], reason=f"{dup.reason} ({dup.of}: "
+                                                  f"{first.status.value})")
+    results = tuple(runs[(c, plan.key(m))] for m in plan.mutants for c in applicable
+                    if (c, plan.key(m)) in runs)
+    assert plan.lines is not None
+    return LaneSurvey(lane.name, lane.module, plan.file,
+                      tuple(outcomes_by_id[m.id] for m in plan.mutants),
+                      plan.report.dropped_noncompiling if plan.report else 0, plan.clean,
+                      plan.coverage, plan.lines.executable, results, plan.counts, None,
+                      tuple(waivers.values()), plan.order)
