@@ -24,7 +24,6 @@ from arib.ground.errors import CheckDefinitionError, UnknownNameError
 from arib.ground.family import active_family
 from arib.ground.schedule import ScheduleError
 
-INFRASTRUCTURE = {"base", "common", "registry"}
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")
 # ``CHECK = CheckSpec(id="ARIB-X-001"`` or ``CHECK = CheckSpec(id=NAME`` with ``NAME = "..."``.
 _SPEC_ID = re.compile(r'^CHECK\s*=\s*CheckSpec\(\s*id\s*=\s*'
@@ -39,7 +38,7 @@ def validate_module(module: ModuleType) -> CheckSpec:
     if not isinstance(spec, CheckSpec):
         raise CheckDefinitionError(
             f"check module {name!r} defines no CHECK = CheckSpec(...); every module in "
-            f"checks/ must define one (see checks/conc_001.py)"
+            f"checks/ must define one (see checks/openai_agents/conc_001.py)"
         )
     if not spec.id or not ID_RULE.match(spec.id):
         raise CheckDefinitionError(
@@ -82,8 +81,8 @@ def _check_modules(package: str) -> list[tuple[str, Path | None]]:
     pkg = importlib.import_module(package)
     found = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        # a subpackage is another family's (checks/langgraph/), never a check module
-        if info.ispkg or info.name in INFRASTRUCTURE or info.name.startswith("_"):
+        # every module of a family's checks package is a check, but its helpers (``_name``)
+        if info.ispkg or info.name.startswith("_"):
             continue
         spec = importlib.util.find_spec(f"{package}.{info.name}")
         origin = spec.origin if spec is not None else None

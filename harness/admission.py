@@ -258,7 +258,7 @@ def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | N
         raise GateError(
             f"sanity gate 'clean reference holds' failed for {check.id}: the unmutated "
             f"reference backend gave {bad.verdict.value!r} ({evidence([bad])}); fix the "
-            f"check or targets/reference.py before scoring anything"
+            f"check or targets/openai_agents/reference.py before scoring anything"
         )
     forced_findings = by_role[(check.id, "forced", _forced(check).key)]
     if any(f.verdict is not Verdict.VIOLATED for f in forced_findings):

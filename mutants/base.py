@@ -17,16 +17,20 @@ from arib.mutants.swap import UnitSwap
 from arib.targets.base import Claims
 
 _ROOT_PREFIX = re.compile(r"\barib\.")
+# openai-agents' modules moved into a folder of their own (checks/openai_agents/, ...) after
+# their ids were published: the folder is left out of an id, as the root is.
+_FAMILY_FOLDER = re.compile(r"\b(checks|mutants|targets)\.openai_agents\b")
 
 
 def mutant_id(module: str, qualname: str, operator: str, original: str, replacement: str) -> str:
     """Stable id: a hash of where the change is and what it is, not of line numbers. The
-    project's modules are named relative to the import root, in the module and in the code
-    (``targets.reference``, not ``arib.targets.reference``), so ids outlive the root's name."""
+    project's modules are named relative to the import root and without openai-agents' family
+    folder, in the module and in the code (``targets.reference``, not
+    ``arib.targets.openai_agents.reference``), so ids outlive both moves."""
     fields = (module, qualname, operator, original, replacement)
-    digest = hashlib.sha256(
-        "\x1f".join(_ROOT_PREFIX.sub("", field) for field in fields).encode()
-    ).hexdigest()
+    digest = hashlib.sha256("\x1f".join(
+        _FAMILY_FOLDER.sub(r"\1", _ROOT_PREFIX.sub("", field)) for field in fields
+    ).encode()).hexdigest()
     return f"m-{digest[:12]}"
 
 

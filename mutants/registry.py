@@ -1,6 +1,6 @@
 """Every hand-written mutant of the active family, by name or id, with a clear error for an
 unknown one. A family's mutants are those that the modules of its mutants package register
-(openai-agents: mutants/)."""
+(openai-agents: mutants/openai_agents/, LangGraph: mutants/langgraph/)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,13 @@ from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.family import active_family
 from arib.mutants.base import DEFINED_IN, FORCED, HANDWRITTEN, MutantSpec
 
-# Modules of the mutants package that hold machinery, not hand-written mutants.
-MACHINERY = {"base", "registry", "generate", "operators", "hook", "pool", "report", "hangs"}
-
 
 @functools.cache
 def _load_all(package: str) -> None:
     pkg = importlib.import_module(package)
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        # a subpackage is another family's mutants (mutants/langgraph/): not loaded here
-        if not info.ispkg and info.name not in MACHINERY and not info.name.startswith("_"):
+        # every module of a family's mutants package registers mutants, but its helpers
+        if not info.ispkg and not info.name.startswith("_"):
             importlib.import_module(f"{package}.{info.name}")
 
 

@@ -87,7 +87,7 @@ class Handle:
     private_store: str | None = None
     # Stores the n-th kind of row this session cannot decode, as another writer would leave
     # it (bypassing the session), and says what it stored; None where the adapter has no
-    # way to reach the store besides the session (see arib.targets.rows).
+    # way to reach the store besides the session (see arib.targets.openai_agents.rows).
     write_undecodable: Callable[[int], Awaitable[str]] | None = None
 
 

@@ -1,7 +1,7 @@
 """The table of every lane the bench knows, and lookup by name with a clear error.
 
-``ALL_TARGETS`` are openai-agents' lanes; ``family_lanes()`` and the lookups below serve the
-active family (arib.ground.family), whose ``lanes`` field names its own table.
+``family_lanes()`` and the lookups below serve the active family (arib.ground.family), whose
+``lanes`` field names its own table (openai-agents: arib.targets.openai_agents.lanes).
 """
 
 from __future__ import annotations
@@ -9,12 +9,6 @@ from __future__ import annotations
 from arib.ground.errors import UnknownNameError
 from arib.ground.family import active_family, plugin_lanes
 from arib.targets.base import TargetSpec
-from arib.targets.reference import REFERENCE
-from arib.targets.sdk import LOCAL_TARGETS
-from arib.targets.services import SERVICE_TARGETS
-
-REAL_TARGETS: tuple[TargetSpec, ...] = (*LOCAL_TARGETS, *SERVICE_TARGETS)
-ALL_TARGETS: tuple[TargetSpec, ...] = (REFERENCE, *REAL_TARGETS)
 
 
 def family_lanes() -> tuple[TargetSpec, ...]:

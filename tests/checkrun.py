@@ -13,7 +13,7 @@ from arib.ground.model import Finding, Verdict
 from arib.ground.services import ServiceManager
 from arib.mutants.registry import forced_broken, get_mutant
 from arib.targets.base import TargetSpec
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 
 
 def run_small(check_id: str, params: Mapping[str, int], mutant: str | None = None,

@@ -37,8 +37,8 @@ from arib.runs.coverage import (
     known_selection,
 )
 from arib.runs.results import read_results, validate
-from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
-from arib.targets.services import REDIS_FROM_URL
+from arib.targets.openai_agents.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
+from arib.targets.openai_agents.services import REDIS_FROM_URL
 
 ROOT = Path(__file__).parent.parent
 LEGACY = ROOT / "results" / "2026-11-29-openai-agents-0.24.0.json"

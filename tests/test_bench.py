@@ -10,7 +10,7 @@ from arib.execute import RunOptions, sdk_version
 from arib.ground.proctime import process_age_s
 from arib.runs.bench import LaneRun, longest_first, run_bench
 from arib.runs.results import read_results
-from arib.targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
+from arib.targets.openai_agents.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.test_baseline import REPLAY, small_config
 
 

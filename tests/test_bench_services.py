@@ -14,8 +14,8 @@ from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
 from arib.ground.services import ServiceManager
 from arib.runs.bench import BenchConfig, run_bench
-from arib.targets.sdk import SQLITE_FILE
-from arib.targets.services import REDIS_FROM_URL, SQLALCHEMY_POSTGRES
+from arib.targets.openai_agents.sdk import SQLITE_FILE
+from arib.targets.openai_agents.services import REDIS_FROM_URL, SQLALCHEMY_POSTGRES
 
 HAVE_REDIS = ServiceManager(environ={}).availability("redis") is None
 HAVE_POSTGRES = (ServiceManager(environ={}).availability("postgres") is None

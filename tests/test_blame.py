@@ -18,7 +18,7 @@ from arib.checks.registry import get_check, load_checks
 from arib.execute import RunOptions, run_check
 from arib.ground.child import run_one
 from arib.ground.model import Finding, Verdict
-from arib.targets.reference import REFERENCE, ReferenceSession
+from arib.targets.openai_agents.reference import REFERENCE, ReferenceSession
 
 FAILURE = "the backend failed to decode a row"
 METHODS = ("get_items", "add_items", "pop_item", "clear_session")

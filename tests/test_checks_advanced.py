@@ -12,15 +12,15 @@ from typing import Any
 import anyio
 import pytest
 
-from arib.checks._adv_model import MAIN, Catalogue, Figures, Model
-from arib.checks._adv_probe import matches
+from arib.checks.openai_agents._adv_model import MAIN, Catalogue, Figures, Model
+from arib.checks.openai_agents._adv_probe import matches
+from arib.checks.openai_agents.turns_001 import merge_problem
 from arib.checks.registry import get_check
-from arib.checks.turns_001 import merge_problem
 from arib.ground.model import Verdict
 from arib.mutants.registry import forced_broken, get_mutant
-from arib.targets import reference_turns as turns
-from arib.targets.reference import ReferenceSession
-from arib.targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
+from arib.targets.openai_agents import reference_turns as turns
+from arib.targets.openai_agents.reference import ReferenceSession
+from arib.targets.openai_agents.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {
@@ -110,7 +110,7 @@ def test_abstains_where_the_api_is_missing(check_id: str) -> None:
 def test_forced_broken_reference_is_violated(check_id: str) -> None:
     from arib.execute import RunOptions, run_check
     from arib.ground.child import run_one
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     check = get_check(check_id)
     opts = RunOptions(params=check.resolve_params(SMALL[check_id]))
@@ -178,7 +178,7 @@ def test_reference_turn_arithmetic() -> None:
 
 def test_reference_branches_usage_and_fifo_order(tmp_path: Path) -> None:
     """Operations of one instance run in call order, on the branch current at their call."""
-    from arib.checks._adv_probe import run_result
+    from arib.checks.openai_agents._adv_probe import run_result
 
     async def scenario() -> None:
         s = ReferenceSession("s", tmp_path / "r.db")

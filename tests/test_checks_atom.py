@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from arib.checks.atom_001 import ANY, compare
 from arib.checks.common import canonical
+from arib.checks.openai_agents.atom_001 import ANY, compare
 from arib.ground.model import Verdict
 from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small

@@ -9,19 +9,23 @@ from typing import Any
 import anyio
 import pytest
 
-from arib.checks import _compaction as shared
 from arib.checks.base import NotApplicable
 from arib.checks.common import canonical
-from arib.checks.compact_002 import replaced_suffix
-from arib.checks.compact_003 import allowed_finals
-from arib.checks.compact_004 import encrypted_view, expected_compaction, reclaim_problem
+from arib.checks.openai_agents import _compaction as shared
+from arib.checks.openai_agents.compact_002 import replaced_suffix
+from arib.checks.openai_agents.compact_003 import allowed_finals
+from arib.checks.openai_agents.compact_004 import (
+    encrypted_view,
+    expected_compaction,
+    reclaim_problem,
+)
 from arib.checks.registry import get_check
 from arib.execute import RunOptions, run_check
 from arib.ground.child import run_one
 from arib.ground.model import Verdict
 from arib.mutants.registry import forced_broken, get_mutant
-from arib.targets.reference import REFERENCE
-from arib.targets.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.checkrun import run_small
 
 SMALL: dict[str, dict[str, int]] = {
@@ -99,7 +103,7 @@ def test_abstains_when_the_sdk_predates_the_suffix_contract(
 
 
 def test_ttl_check_abstains_without_encrypted_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    import arib.checks.compact_004 as c4
+    import arib.checks.openai_agents.compact_004 as c4
 
     monkeypatch.setattr(c4, "ENCRYPT_MODULE", "agents.extensions.memory.no_such_module")
 

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from arib.checks._problems import Problems
-from arib.checks._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
 from arib.checks.base import TrialContext
-from arib.checks.corrupt_001 import Ledger, plan_rows
-from arib.checks.limit_001 import Edge, edge_problem, judge_limit
-from arib.checks.retry_001 import judge_call
+from arib.checks.openai_agents._problems import Problems
+from arib.checks.openai_agents._sqlite_faults import LOCKED, ROLLBACK_FAILED, SqliteWatch
+from arib.checks.openai_agents.corrupt_001 import Ledger, plan_rows
+from arib.checks.openai_agents.limit_001 import Edge, edge_problem, judge_limit
+from arib.checks.openai_agents.retry_001 import judge_call
 from arib.ground.model import Verdict
 from arib.targets.base import BuildContext
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 

@@ -11,8 +11,13 @@ import pytest
 
 from arib.ground.model import Verdict
 from arib.targets.base import BuildContext, Handle, NotApplicable, TargetSpec
-from arib.targets.registry import REAL_TARGETS, get_target
-from arib.targets.sdk import MEMORY_OWNER_FILE, SQLALCHEMY_SQLITE_MEMORY, SQLITE_MEMORY
+from arib.targets.openai_agents.lanes import REAL_TARGETS
+from arib.targets.openai_agents.sdk import (
+    MEMORY_OWNER_FILE,
+    SQLALCHEMY_SQLITE_MEMORY,
+    SQLITE_MEMORY,
+)
+from arib.targets.registry import get_target
 from tests.checkrun import run_small
 
 LOCAL = ("reference", "sqlite-file", "async-sqlite-file", "advanced-sqlite-file",

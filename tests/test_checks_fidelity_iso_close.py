@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from arib.checks.common import canonical
-from arib.checks.conc_003 import MODES, OPS, outcome_mode, trial_mode
-from arib.checks.fidelity_001 import shapes
+from arib.checks.openai_agents.conc_003 import MODES, OPS, outcome_mode, trial_mode
+from arib.checks.openai_agents.fidelity_001 import shapes
 from arib.ground.model import Finding, Verdict
 from tests.checkrun import run_small
 

@@ -10,13 +10,13 @@ from typing import Any
 import anyio
 import pytest
 
-from arib.checks.budget_001 import _window
-from arib.checks.key_001 import OTHER_KEY
+from arib.checks.openai_agents.budget_001 import _window
+from arib.checks.openai_agents.key_001 import OTHER_KEY
 from arib.ground.model import Verdict
 from arib.targets.base import BuildContext, Handle, TargetSpec
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.services import TEST_ENCRYPTION_KEY
 from arib.targets.registry import get_target
-from arib.targets.services import TEST_ENCRYPTION_KEY
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {

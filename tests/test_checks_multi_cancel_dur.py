@@ -14,14 +14,14 @@ import anyio
 import pytest
 
 from arib.checks import _forked
-from arib.checks.cancel_001 import _cancelled_call
-from arib.checks.dur_001 import _judge, process_local_store
+from arib.checks.openai_agents.cancel_001 import _cancelled_call
+from arib.checks.openai_agents.dur_001 import _judge, process_local_store
 from arib.checks.registry import get_check
 from arib.ground.model import Finding, Verdict
 from arib.mutants.registry import get_mutant
 from arib.targets.base import BuildContext, Handle, TargetSpec
-from arib.targets.reference import REFERENCE
-from arib.targets.sdk import SQLITE_FILE
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.sdk import SQLITE_FILE
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 
 SMALL: dict[str, dict[str, int]] = {

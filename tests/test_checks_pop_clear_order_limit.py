@@ -7,10 +7,15 @@ from typing import Any
 
 import pytest
 
-from arib.checks.clear_001 import Call, judge_clear, serial_order_problem, split_batches
-from arib.checks.limit_001 import Stamp, Window, judge_limit, window_problem
-from arib.checks.order_001 import Append, judge_order
-from arib.checks.pop_001 import judge_pops
+from arib.checks.openai_agents.clear_001 import (
+    Call,
+    judge_clear,
+    serial_order_problem,
+    split_batches,
+)
+from arib.checks.openai_agents.limit_001 import Stamp, Window, judge_limit, window_problem
+from arib.checks.openai_agents.order_001 import Append, judge_order
+from arib.checks.openai_agents.pop_001 import judge_pops
 from arib.checks.registry import get_check
 from arib.ground.model import Counts
 from arib.mutants.registry import get_mutant

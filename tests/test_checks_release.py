@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arib.checks.release_001 import is_store_error, open_files
+from arib.checks.openai_agents.release_001 import is_store_error, open_files
 from arib.ground.model import Verdict
 from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small

@@ -15,12 +15,12 @@ import anyio
 import anyio.abc
 import pytest
 
-from arib.checks._netfault import Cut, Direction, cut_proxy, with_query
-from arib.checks.drain_001 import Call, judge_drain
-from arib.checks.fresh_001 import answer_problem
-from arib.checks.net_001 import Fault, Outcome, judge_call
+from arib.checks.openai_agents._netfault import Cut, Direction, cut_proxy, with_query
+from arib.checks.openai_agents.drain_001 import Call, judge_drain
+from arib.checks.openai_agents.fresh_001 import answer_problem
+from arib.checks.openai_agents.net_001 import Fault, Outcome, judge_call
+from arib.checks.openai_agents.window_001 import edge_limits, window_problem
 from arib.checks.registry import get_check
-from arib.checks.window_001 import edge_limits, window_problem
 from arib.execute import RunOptions, run_check
 from arib.ground.child import run_one
 from arib.ground.model import Finding, Verdict

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from arib.ground.model import Verdict
-from arib.targets.reference import ReferenceSession
+from arib.targets.openai_agents.reference import ReferenceSession
 from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, run_small
 

@@ -21,7 +21,7 @@ from arib.ground.child import run_one
 from arib.ground.model import Finding, Verdict
 from arib.mutants.registry import forced_broken
 from arib.targets.base import BuildContext
-from arib.targets.reference import REFERENCE, ReferenceSession
+from arib.targets.openai_agents.reference import REFERENCE, ReferenceSession
 from arib.targets.registry import get_target
 from tests.checkrun import assert_holds_with_its_trials, assert_mutant_violates, on_redis, run_small
 

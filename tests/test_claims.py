@@ -6,8 +6,8 @@ from arib.checks.registry import get_check
 from arib.execute import RunOptions, run_check
 from arib.ground.model import Verdict
 from arib.targets.base import Claims, verify_claims
-from arib.targets.reference import REFERENCE
-from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 
 
 class WithSyncClose:

@@ -175,8 +175,8 @@ def canned(statuses, error=None):
     pool = generated_for_lane("reference").mutants
     outcomes = tuple(MutantOutcome(m, s, "canned", None, {})
                      for m, s in zip(pool[:len(statuses)], statuses, strict=True))
-    return LaneSurvey("reference", "arib.targets.reference", "", outcomes, 0, {}, {}, frozenset(),
-                      (), {}, error)
+    return LaneSurvey("reference", "arib.targets.openai_agents.reference", "", outcomes, 0, {}, {},
+                      frozenset(), (), {}, error)
 
 
 @pytest.mark.parametrize("statuses, gate, code, needle", [

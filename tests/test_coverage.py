@@ -307,7 +307,7 @@ def test_a_clean_run_in_a_child_ends_its_record_also_when_it_delivers_early(
     from arib.execute import RunOptions
     from arib.ground.child import ChildStatus, run_jobs
     from arib.survey.coverage import covered_run
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     check = get_check("ARIB-CONC-001")
     opts = RunOptions(params=check.resolve_params({"writers": 2, "appends": 2, "trials": 1}))
@@ -330,7 +330,7 @@ def test_what_only_the_claims_probe_runs_is_not_counted_as_reached(
     from arib.execute import RunOptions
     from arib.ground.child import ChildStatus, run_jobs
     from arib.survey.coverage import covered_run
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     async def probe(*args: object, **kwargs: object) -> None:
         workload.never(1)  # stands for code only the probe reaches

@@ -16,7 +16,7 @@ import pytest
 from arib.checks.registry import load_checks
 from arib.execute import RunOptions, run_check
 from arib.ground.child import run_one
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 
 
 def signatures(run_seed: int):

@@ -16,8 +16,8 @@ from arib.execute import RunOptions, child_finding, derive_seed, run_check
 from arib.ground.child import ChildOutcome, ChildStatus
 from arib.ground.model import Counts, Finding, Trial, Verdict
 from arib.mutants.registry import get_mutant
-from arib.targets.reference import REFERENCE
-from arib.targets.sdk import SQLITE_FILE
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.sdk import SQLITE_FILE
 
 
 def small(check_id: str, **params: int) -> tuple[CheckSpec, RunOptions]:

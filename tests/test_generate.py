@@ -30,7 +30,7 @@ from arib.mutants.generate import (
 )
 from arib.mutants.operators import OPERATORS, Operator
 from arib.mutants.pool import generated_for_lane, retarget
-from arib.targets.sdk import SQLITE_FILE, SQLITE_MEMORY, SQLITE_MODULE
+from arib.targets.openai_agents.sdk import SQLITE_FILE, SQLITE_MEMORY, SQLITE_MODULE
 
 # Every operator the brief requires, with whether SQLiteSession 0.24.0 has a site for it.
 EXPECTED_IN_SQLITE = {
@@ -293,12 +293,19 @@ def test_prepare_scans_dependents_once_for_every_child(report: GenerationReport,
 
 
 def test_an_id_names_the_projects_modules_relative_to_the_import_root() -> None:
-    # ids made before the import root was ``arib`` (results, baselines, survivors) still match
+    # ids made before the import root was ``arib`` and before openai-agents' modules had a
+    # folder of their own (results, baselines, survivors) still match
     old = mutant_id("targets.reference", "ReferenceSession.pop_item", "handwritten", "f",
                     "def f():\n    from targets.reference import X\n")
-    new = mutant_id("arib.targets.reference", "ReferenceSession.pop_item", "handwritten", "f",
-                    "def f():\n    from arib.targets.reference import X\n")
+    new = mutant_id("arib.targets.openai_agents.reference", "ReferenceSession.pop_item",
+                    "handwritten", "f",
+                    "def f():\n    from arib.targets.openai_agents.reference import X\n")
     assert old == new == "m-" + hashlib.sha256("\x1f".join((
         "targets.reference", "ReferenceSession.pop_item", "handwritten", "f",
         "def f():\n    from targets.reference import X\n")).encode()).hexdigest()[:12]
     assert mutant_id("agents.x", "q", "o", "a", "b") != mutant_id("agents.y", "q", "o", "a", "b")
+    assert (mutant_id("m", "q", "handwritten", "f", "from arib.targets.openai_agents import x\n")
+            == mutant_id("m", "q", "handwritten", "f", "from targets import x\n"))
+    # LangGraph's folder is part of its ids, as it always was
+    assert (mutant_id("arib.targets.langgraph.reference", "q", "o", "a", "b")
+            != mutant_id("targets.reference", "q", "o", "a", "b"))

@@ -25,7 +25,7 @@ from arib.judging import (
     mutant_timeout,
 )
 from arib.mutants.registry import get_mutant
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 from tests.test_model_mutations import full_finding
 
 S, V = MutantStatus, Verdict.VIOLATED
@@ -33,7 +33,7 @@ S, V = MutantStatus, Verdict.VIOLATED
 
 @pytest.fixture()
 def conc():
-    return validate_module(importlib.import_module("arib.checks.conc_001"))
+    return validate_module(importlib.import_module("arib.checks.openai_agents.conc_001"))
 
 
 def how(cache: AdmissionCache | None = None, **kw: Any) -> Judging:

@@ -23,10 +23,11 @@ def test_one_recipe_two_stores() -> None:
     assert key("survey", engine=2) != key("survey", engine=3)
 
 
-@pytest.mark.parametrize("module", ["arib.checks.conc_001", "arib.checks.base",
+@pytest.mark.parametrize("module", ["arib.checks.openai_agents.conc_001", "arib.checks.base",
                                     "arib.checks.common",
-                                    "arib.execute", "arib.checks._problems", "arib.targets.sdk",
-                                    "arib.targets.reference"])
+                                    "arib.execute", "arib.checks.openai_agents._problems",
+                                    "arib.targets.openai_agents.sdk",
+                                    "arib.targets.openai_agents.reference"])
 def test_both_kinds_follow_every_source(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
     before = {kind: key(kind) for kind in ("admission", "survey")}
     monkeypatch.setattr(keys, "source_hash", lambda *mods: "|".join(
@@ -39,9 +40,10 @@ def test_both_kinds_follow_every_source(monkeypatch: pytest.MonkeyPatch, module:
 
 def test_every_check_helper_and_target_module_is_listed() -> None:
     helpers, targets = keys.family_sources("openai-agents")
-    assert "arib.checks._calls" in helpers and "arib.checks._problems" in helpers
-    assert "arib.targets.reference_tables" in targets
-    assert "arib.targets.sdk" in targets
+    assert "arib.checks.openai_agents._calls" in helpers
+    assert "arib.checks.openai_agents._problems" in helpers
+    assert "arib.targets.openai_agents.reference_tables" in targets
+    assert "arib.targets.openai_agents.sdk" in targets
 
 
 # -- keys that name what the check executed (the survey's) --------------------------------
@@ -52,7 +54,7 @@ EXECUTED = {"functions": {"agents/memory/store.py": {"<module>": "m1", "Store.ad
 
 def named_key(executed: object = EXECUTED, mutant: str = "reference_lost_update",
               lane: object = None) -> str:
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     return keys.verdict_key("survey", get_check("ARIB-CONC-001"), "reference",
                             get_mutant(mutant), reruns=1, seed=0, params=PARAMS, limit="rule",
@@ -82,7 +84,7 @@ def test_a_named_key_changes_with_anything_that_ran(change: object) -> None:
 def test_a_named_key_follows_the_lane_configuration_and_the_mutant() -> None:
     import dataclasses
 
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     assert named_key(lane=dataclasses.replace(REFERENCE, waits_s=REFERENCE.waits_s + 1)) != (
         named_key())
@@ -118,7 +120,7 @@ def test_a_generated_mutant_is_named_by_its_function_before_and_after(
 # -- clean runs' keys (arib.caches.clean) -----------------------------------------------
 
 def clean_key(lane: object = None, **changes: object) -> str:
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     parts: dict[str, object] = dict(module_digest="d1", reruns=3, seed=0, params=PARAMS,
                                     limit="10 s")
@@ -130,7 +132,7 @@ def test_a_clean_key_names_no_sdk_version_only_what_the_entry_cannot_name_itself
         monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     monkeypatch.setattr(keys, "sdk_version", lambda: "0.23.1")
     before = clean_key()
@@ -147,5 +149,5 @@ def test_a_clean_key_names_no_sdk_version_only_what_the_entry_cannot_name_itself
     monkeypatch.undo()
     assert clean_key() == before
     monkeypatch.setattr(keys, "source_hash", lambda *mods: "|".join(
-        m + ("*" if m == "arib.checks.conc_001" else "") for m in mods))
+        m + ("*" if m == "arib.checks.openai_agents.conc_001" else "") for m in mods))
     assert clean_key() != before  # the check's source

@@ -6,6 +6,7 @@ harness: the result and key types, the errors, the forked runner and the service
 - checks/, mutants/ and targets/ import from harness/ only the ground floor;
 - the ground floor imports nothing of checks/, mutants/, targets/ or the rest of harness/;
 - mutants/ does not import checks/ (a check names its mutants; a mutant knows no check);
+- targets/ does not import checks/ (a lane knows no check; a check is given its lane);
 - harness/__init__.py (the package ``arib``) imports nothing of the project when it runs
   (importing the ground floor runs it first): its facade's names load on first use;
 - nothing the wheel installs imports harness/dev/ (``arib.dev``, the project's own tools,
@@ -114,6 +115,8 @@ def rule_broken(importer: str, imported: str) -> str | None:
                 f"import it")
     if source == "mutants" and target == "checks":
         return "mutants/ must not import checks/ (pass what is needed in, or move it down)"
+    if source == "targets" and target == "checks":
+        return "targets/ must not import checks/ (a lane knows no check: move it to checks/)"
     return None
 
 
@@ -163,6 +166,8 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     ("mutants/bad.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                        "    from arib.checks.base import CheckSpec\n",
      "mutants/bad.py:3 imports arib.checks.base.CheckSpec: mutants/ must not import checks/"),
+    ("targets/bad.py", "from arib.checks.base import CheckSpec\n",
+     "targets/bad.py:1 imports arib.checks.base.CheckSpec: targets/ must not import checks/"),
     ("harness/ground/bad.py", "from arib.caches.keys import verdict_key\n",
      "harness/ground/bad.py:1 imports arib.caches.keys.verdict_key: the ground floor"),
     ("harness/ground/bad.py", "from .. import admission\n",

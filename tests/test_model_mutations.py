@@ -36,7 +36,7 @@ from arib.ground.model import (
 )
 from arib.mutants.base import MutantSpec
 from arib.mutants.registry import get_mutant
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 
 H, V, N, E = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE, Verdict.ERROR
 FINDING_KEYS = {
@@ -215,7 +215,7 @@ def test_a_timeout_is_never_an_error_nor_a_kill():
 @pytest.fixture(scope="module")
 def conc():
     # Validated on its own, so that a check elsewhere in checks/ cannot break these tests.
-    return validate_module(importlib.import_module("arib.checks.conc_001"))
+    return validate_module(importlib.import_module("arib.checks.openai_agents.conc_001"))
 
 
 def cfg(**kw: Any) -> AdmissionConfig:
@@ -321,9 +321,10 @@ def test_paired_mutants_are_named_ones_then_generated(conc, monkeypatch):
 
 # The cache key must change whenever anything that can change the outcome changes.
 # The mutant is of SQLiteSession, so its module and the reference adapter are told apart.
-KEY_SOURCES = ("arib.checks.conc_001", "arib.checks.base", "arib.checks.common", "arib.execute",
-               "agents.memory.sqlite_session", "arib.targets.base", "arib.targets.sdk",
-               "arib.targets.reference")
+KEY_SOURCES = ("arib.checks.openai_agents.conc_001", "arib.checks.base", "arib.checks.common",
+               "arib.execute", "agents.memory.sqlite_session", "arib.targets.base",
+               "arib.targets.openai_agents.sdk",
+               "arib.targets.openai_agents.reference")
 
 
 @pytest.fixture()

@@ -22,7 +22,7 @@ from arib.mutants.registry import get_mutant
 from arib.reports import html as mutation_html
 from arib.reports.html import ViewerUnavailableError, render_page, write_html
 from arib.reports.mutation import STATUS_MAP, to_mutation_report, validate_mutation_report
-from arib.targets.sdk import SQLITE_FILE
+from arib.targets.openai_agents.sdk import SQLITE_FILE
 
 SQLITE_PATH = "agents/memory/sqlite_session.py"
 V, H, E = Verdict.VIOLATED, Verdict.HELD, Verdict.ERROR
@@ -175,11 +175,12 @@ def test_handwritten_location_is_the_overridden_def(report: dict[str, Any],
 def test_test_files_list_the_checks(report: dict[str, Any]) -> None:
     files = report["testFiles"]
     ids = {t["id"]: path for path, f in files.items() for t in f["tests"]}
-    assert ids == {"ARIB-CONC-001": "checks/conc_001.py", "ARIB-CONC-002": "checks/conc_002.py",
-                   "ARIB-CONC-003": "checks/conc_003.py"}
-    test = files["checks/conc_001.py"]["tests"][0]
+    assert ids == {"ARIB-CONC-001": "checks/openai_agents/conc_001.py",
+                   "ARIB-CONC-002": "checks/openai_agents/conc_002.py",
+                   "ARIB-CONC-003": "checks/openai_agents/conc_003.py"}
+    test = files["checks/openai_agents/conc_001.py"]["tests"][0]
     assert test["name"].startswith("ARIB-CONC-001: ")
-    source = files["checks/conc_001.py"]["source"]
+    source = files["checks/openai_agents/conc_001.py"]["source"]
     line = source.splitlines()[test["location"]["start"]["line"] - 1]
     assert line.startswith("CHECK")
 

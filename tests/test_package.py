@@ -46,7 +46,8 @@ def test_the_checkout_folders_are_the_packages() -> None:
 
 @pytest.mark.parametrize(("module", "expected"), [
     ("arib", "harness"), ("arib.execute", "harness.execute"),
-    ("arib.ground.model", "harness.ground.model"), ("arib.checks.conc_001", "checks.conc_001"),
+    ("arib.ground.model", "harness.ground.model"),
+    ("arib.checks.openai_agents.conc_001", "checks.openai_agents.conc_001"),
     ("arib.targets.langgraph.lanes", "targets.langgraph.lanes"),
     ("agents.memory.sqlite_session", "agents.memory.sqlite_session"), ("aribx.y", "aribx.y"),
 ])

@@ -94,7 +94,7 @@ def test_only_the_servers_of_the_named_lanes_are_started(
 def test_service_lanes_start_spread_among_the_local_lanes() -> None:
     from arib.parity.gate import spread_service_lanes
     from arib.parity.lanes import Loop, select_lanes
-    from arib.targets.services import SERVICE_TARGETS
+    from arib.targets.openai_agents.services import SERVICE_TARGETS
 
     targets = tuple(t for t in SERVICE_TARGETS if t.service)
     services = {t.service: "unused://" for t in targets if t.service}

@@ -24,8 +24,8 @@ from arib.parity.gate import GateOptions, check
 from arib.parity.lanes import LaneSpec, Loop
 from arib.parity.workflows import REFERENCE_WORKFLOWS, step_pool
 from arib.targets.base import Claims, Handle, TargetSpec
-from arib.targets.reference import REFERENCE
-from arib.targets.reference import _build as build_reference
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.reference import _build as build_reference
 
 
 def gate(tmp_path: Path, lanes: str, **kw: Any) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def gate(tmp_path: Path, lanes: str, **kw: Any) -> dict[str, Any]:
 
 
 def test_outcome_classes_name_the_builtin_class_a_caller_can_catch() -> None:
-    from arib.targets.reference import SessionClosedError
+    from arib.targets.openai_agents.reference import SessionClosedError
 
     assert outcome(None) == "returned"
     assert outcome(SessionClosedError("closed")) == "raised:RuntimeError"
@@ -146,7 +146,7 @@ async def _build_without_close(ctx: Any) -> Handle:
 NO_CLOSE = TargetSpec(
     name="no-close",
     backend="ReferenceSession",
-    module="arib.targets.reference",
+    module="arib.targets.openai_agents.reference",
     claims=Claims(has_close=False),
     build=_build_without_close,
     description="reference without close()",
@@ -169,7 +169,7 @@ def test_a_reference_lane_that_abstains_is_a_failed_step(
     broken = TargetSpec(
         name="reference",
         backend="ReferenceSession",
-        module="arib.targets.reference",
+        module="arib.targets.openai_agents.reference",
         claims=Claims(has_close=False),
         build=_build_without_close,
         description="a reference without close()",

@@ -23,7 +23,7 @@ from arib.parity.lanes import Loop
 from arib.parity.workflows import REFERENCE_WORKFLOWS
 from arib.runs.results import SCHEMA_DIR
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 
 SMALL = tuple(
     w
@@ -436,7 +436,7 @@ def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
     broken = TargetSpec(
         name="reference",
         backend="ReferenceSession",
-        module="arib.targets.reference",
+        module="arib.targets.openai_agents.reference",
         claims=REFERENCE.claims,
         build=_async_raising_build,
         description="broken",

@@ -23,8 +23,8 @@ from arib.parity.store_faults import (
 )
 from arib.parity.workflows import run_workflow
 from arib.targets.base import BuildContext
-from arib.targets.reference import REFERENCE
-from arib.targets.sdk import SQLITE_FILE
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.sdk import SQLITE_FILE
 
 RELEASE = ("fault_cancelled_first_call", "fault_failed_open", "fault_cancelled_close")
 TABLES = ("fault_misconfigured_tables",)

@@ -12,7 +12,7 @@ import pytest
 
 from arib.ground.services import ServiceManager, redis_keys
 from arib.targets.base import BuildContext
-from arib.targets.services import REDIS_FROM_URL, REDIS_INJECTED_CLIENT
+from arib.targets.openai_agents.services import REDIS_FROM_URL, REDIS_INJECTED_CLIENT
 from tests.checkrun import HAVE_REDIS
 
 pytestmark = pytest.mark.skipif(not HAVE_REDIS, reason="no redis-server binary")

@@ -63,7 +63,7 @@ def test_every_check_module_declares_its_id_in_its_text():
 
 
 def test_every_check_file_is_named_by_its_id():
-    # ARIB-NET-001 is checks/net_001.py: one spelling, found by its id
+    # ARIB-NET-001 is checks/openai_agents/net_001.py: one spelling, found by its id
     for check in load_checks():
         expected = check.id.removeprefix("ARIB-").lower().replace("-", "_")
         assert check.module.rsplit(".", 1)[-1] == expected, (check.id, check.module)
@@ -91,8 +91,8 @@ def test_a_run_of_one_check_imports_its_module_only():
                           "get_check('ARIB-CONC-001')\n")
     own = {m for m in loaded
            if m.startswith("arib.checks.") and not m.startswith("arib.checks._")}
-    assert own == {"arib.checks.conc_001", "arib.checks.base", "arib.checks.common",
-                   "arib.checks.registry"}
+    assert own == {"arib.checks.openai_agents", "arib.checks.openai_agents.conc_001",
+                   "arib.checks.base", "arib.checks.common", "arib.checks.registry"}
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -14,7 +14,7 @@ from arib.ground.files import atomic_write_text
 from arib.reports.markdown import render_markdown
 from arib.runs.bench import BenchConfig, run_bench
 from arib.runs.results import read_results, validate
-from arib.targets.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
+from arib.targets.openai_agents.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 
 COMMITTED = sorted((Path(__file__).parent.parent / "results").glob("*-openai-agents-*.json"))
 
@@ -101,7 +101,7 @@ def test_a_scheduled_violation_validates_and_its_schedule_is_shown(small_run):
     from arib.execute import RunOptions, run_check
     from arib.ground.child import run_one
     from arib.mutants.registry import get_mutant
-    from arib.targets.reference import REFERENCE
+    from arib.targets.openai_agents.reference import REFERENCE
 
     check = get_check("ARIB-CONC-001")
     opts = RunOptions(params=check.resolve_params({"writers": 3, "appends": 3, "trials": 2}))

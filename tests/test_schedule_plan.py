@@ -19,7 +19,7 @@ from arib.ground.model import Finding, Trial, Verdict
 from arib.ground.schedule import Schedule, ScheduleError, TrialPlanner, check_replay
 from arib.ground.schedule.record import Decision
 from arib.mutants.registry import get_mutant
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 
 LOST_UPDATE = "reference_lost_update"
 

@@ -1,4 +1,5 @@
-"""Tests of arib.ground.services (real throwaway servers) and of the lanes in arib.targets.services.
+"""Tests of arib.ground.services (real throwaway servers) and of the lanes in
+arib.targets.openai_agents.services.
 
 Nothing here mocks a server: tests that need redis-server or PostgreSQL are skipped when the
 binary (or its Python driver) is missing, and fault tests use real processes and sockets.
@@ -44,7 +45,7 @@ from arib.ground.services import (
     redis_probe,
 )
 from arib.targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
-from arib.targets.services import (
+from arib.targets.openai_agents.services import (
     NOT_MEASURED,
     REDIS_FROM_URL,
     REDIS_INJECTED_CLIENT,

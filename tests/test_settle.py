@@ -1,4 +1,5 @@
-"""arib.checks._settle: the wait until a call's leftover work in this process is done."""
+"""arib.checks.openai_agents._settle: the wait until a call's leftover work in this process is
+done."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 
 import pytest
 
-from arib.checks._settle import Settle, at_rest, busy_threads
+from arib.checks.openai_agents._settle import Settle, at_rest, busy_threads
 
 
 def runner_threads() -> frozenset[int]:

@@ -25,7 +25,7 @@ from arib.survey.lane import LaneSurvey
 from arib.survey.report import render_text, survey_mutation_report, write_survey
 from arib.survey.survivors import disagreements, parse_survivors
 from arib.targets.base import Claims, Handle, TargetSpec
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 
 S = MutantStatus
 CHECK = "ARIB-CONC-001"
@@ -242,8 +242,8 @@ def test_the_mutation_report_keeps_lanes_apart(
     _, lanes = surveyed
     report = survey_mutation_report(lanes)
     validate_mutation_report(report)
-    assert sorted(report["files"]) == ["reference-open-close/targets/reference.py",
-                                       "reference/targets/reference.py"]
+    assert sorted(report["files"]) == ["reference-open-close/targets/openai_agents/reference.py",
+                                       "reference/targets/openai_agents/reference.py"]
     entries = {m["id"]: m for f in report["files"].values() for m in f["mutants"]}
     assert len(entries) == 2 * len(POOL)
     pop = pick("ReferenceSession.pop_item", "early_return")
@@ -336,7 +336,7 @@ def test_a_hang_is_a_timeout_and_a_kill_only_where_the_invariant_is_no_hang(
 
 @pytest.mark.slow
 def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
-    import arib.targets.reference
+    import arib.targets.openai_agents.reference
     from arib.ground.model import CleanBase
     from arib.survey.lane import MutantOutcome
     from tests.test_mutation_report import NO_VIEWER, viewer_metrics
@@ -348,8 +348,9 @@ def test_the_viewer_shows_every_survey_status(tmp_path: Path) -> None:
     outcomes = tuple(MutantOutcome(m, s, "canned", frozenset({1}), {CHECK: s})
                      for m, s in zip(POOL, statuses, strict=False))
     clean = {CHECK: CleanBase(CHECK, "reference", (Verdict.HELD, Verdict.VIOLATED), 0.1)}
-    lane = LaneSurvey("reference", REFERENCE.module, str(arib.targets.reference.__file__),
-                      outcomes, 0, clean, {}, frozenset(), (), {})
+    lane = LaneSurvey("reference", REFERENCE.module,
+                      str(arib.targets.openai_agents.reference.__file__), outcomes, 0, clean,
+                      {}, frozenset(), (), {})
     shown = viewer_metrics(survey_mutation_report([lane]), tmp_path)
     assert shown["killed"] == 1
     assert shown["survived"] == 2  # survived and flaky

@@ -19,7 +19,7 @@ from arib.survey.survivors import (
     survey_disagreements,
     survivors_path,
 )
-from arib.targets.registry import ALL_TARGETS
+from arib.targets.openai_agents.lanes import ALL_TARGETS
 
 LANES = [t.name for t in ALL_TARGETS]
 ROOT = Path(__file__).resolve().parent.parent

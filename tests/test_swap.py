@@ -16,8 +16,8 @@ from arib.ground.child import ChildStatus, run_jobs
 from arib.mutants.base import MutantSpec
 from arib.mutants.generate import generate_from_source
 from arib.targets.base import TargetSpec
+from arib.targets.openai_agents.sdk import SQLITE_FILE
 from arib.targets.registry import real_lanes
-from arib.targets.sdk import SQLITE_FILE
 from tests.swapcheck import one_lane_per_module, swaps_are_exact
 
 TOY = textwrap.dedent('''\

@@ -15,9 +15,9 @@ from arib.checks.registry import get_check
 from arib.judging import MIN_MUTANT_TIMEOUT_S, WAIT_MARGIN_S, mutant_timeout
 from arib.mutants.generate import installed_source
 from arib.targets.base import BuildContext
-from arib.targets.reference import BUSY_DEADLINE_S, REFERENCE
+from arib.targets.openai_agents.reference import BUSY_DEADLINE_S, REFERENCE
+from arib.targets.openai_agents.sdk import ASYNC_SQLITE_MODULE, SQLITE_BUSY_TIMEOUT_S, SQLITE_MODULE
 from arib.targets.registry import get_target
-from arib.targets.sdk import ASYNC_SQLITE_MODULE, SQLITE_BUSY_TIMEOUT_S, SQLITE_MODULE
 
 
 def _connect_calls(module: str) -> list[ast.Call]:

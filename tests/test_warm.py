@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from arib.checks.registry import get_check, load_checks
-from arib.targets.reference import REFERENCE
+from arib.targets.openai_agents.reference import REFERENCE
 from arib.targets.registry import family_lanes, get_target
 from arib.warm import modules_for, warm, warm_modules
 

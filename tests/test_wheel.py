@@ -105,7 +105,7 @@ def test_the_base_install_runs_without_either_family(wheel: Path, tmp_path: Path
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"arib {version()} (python "), shown.stdout
     code = ("import sys, arib, arib.survey.survivors, arib.runs.results, arib.ground.provenance\n"
-            "import arib.targets.family as f\n"
+            "import arib.targets.openai_agents.family as f\n"
             "assert arib.__version__ == sys.argv[1], arib.__version__\n"
             "assert arib.__file__.startswith(sys.prefix), arib.__file__\n"
             "assert any(arib.survey.survivors.SURVIVORS_DIR.glob('*.txt'))\n"

@@ -35,11 +35,15 @@ def _modules(package: str, helpers_only: bool) -> tuple[str, ...]:
 @functools.cache
 def family_sources(family: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The modules of a family whose change must not reuse cached verdicts: the helper
-    modules its checks share (``checks/_*.py``), and every module of the package that holds
-    its reference target (builders, row writers, the reference and its mixins: targets/)."""
+    modules its checks share (``checks/_*.py``, the family's and every family's), and every
+    module of the package that holds its reference target (builders, row writers, the
+    reference and its mixins) and of the lanes' shared ground (``targets/*.py``)."""
     record = get_family(family)
     reference_package = record.reference.partition(":")[0].rpartition(".")[0]
-    return _modules(record.checks, True), _modules(reference_package, False)
+    shared_checks, shared_targets = _modules("arib.checks", True), _modules("arib.targets", False)
+    helpers = tuple(sorted({*shared_checks, *_modules(record.checks, True)}))
+    targets = tuple(sorted({*shared_targets, *_modules(reference_package, False)}))
+    return helpers, targets
 
 
 def mutant_source(mutant: MutantSpec) -> dict[str, str | None]:

@@ -70,10 +70,10 @@ import json
 import os
 
 import {copy}
-from arib.checks.conc_001 import CHECK
+from arib.checks.openai_agents.conc_001 import CHECK
 from arib.execute import RunOptions, fast_tmpdir, run_check
 from arib.ground.model import Verdict
-from arib.targets.sdk import SQLITE_FILE, _file_builder
+from arib.targets.openai_agents.sdk import SQLITE_FILE, _file_builder
 
 PARAMS = {params}
 
@@ -134,14 +134,14 @@ def run_ours(workers: int, timeout_rule: str = "check") -> ToolRun:
     ``timeout_rule`` "check" scales each mutant's time limit from the clean run, as admission
     does; "mutmut" uses mutmut's rule instead: 15 x (clean duration + 1 s).
     """
-    from arib.checks.conc_001 import CHECK
+    from arib.checks.openai_agents.conc_001 import CHECK
     from arib.execute import RunOptions, fast_tmpdir, run_check
     from arib.ground.child import ChildStatus, run_jobs
     from arib.ground.model import Verdict
     from arib.judging import MUTANT_GRACE_S, mutant_timeout
     from arib.mutants.generate import generate
     from arib.mutants.pool import schedule
-    from arib.targets.sdk import SQLITE_FILE
+    from arib.targets.openai_agents.sdk import SQLITE_FILE
 
     # The harness imports its dependencies once, in the parent, before it forks (the SDK's
     # import alone takes seconds); the clock starts after that, at generation.

@@ -32,7 +32,7 @@ ENTRY_POINT_GROUP = "arib.families"
 LANE_GROUP_PREFIX = "arib.lanes."  # + a family's name: lanes installed packages add to it
 ENV_VAR = "ARIB_FAMILY"  # the active family, inherited by every child process
 DEFAULT = "openai-agents"
-BUILTIN: Mapping[str, str] = {DEFAULT: "arib.targets.family:OPENAI_AGENTS",
+BUILTIN: Mapping[str, str] = {DEFAULT: "arib.targets.openai_agents.family:OPENAI_AGENTS",
                               "langgraph": "arib.targets.langgraph.family:LANGGRAPH"}
 
 

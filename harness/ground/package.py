@@ -50,8 +50,8 @@ def harness_folders() -> tuple[str, ...]:
 
 def checkout_name(module: str) -> str:
     """A module's dotted name as the checkout lays its folders out (``arib.execute`` ->
-    ``harness.execute``, ``arib.checks.conc_001`` -> ``checks.conc_001``): the paths reports
-    show. Other modules are returned unchanged."""
+    ``harness.execute``, ``arib.checks.openai_agents.conc_001`` -> ``checks.conc_001``): the paths
+    reports show. Other modules are returned unchanged."""
     if module != "arib" and not module.startswith("arib."):
         return module
     rest = module.removeprefix("arib").removeprefix(".")

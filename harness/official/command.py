@@ -164,7 +164,7 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
     # and this subpackage's code, which the survey's cache key does not name: its folder does.
     tag = cache_key(suite=suite_version(), baseline={k: sorted(v) for k, v in baseline.items()},
                     code=source_hash("arib.targets.langgraph.official.suite",
-                                     "arib.targets.langgraph.official.check"))
+                                     "arib.checks.langgraph._official"))
     cache = AdmissionCache(None if args.no_cache else DEFAULT_DIR / f"official-{tag[:16]}")
     settings = {"run_seed": args.seed, "reruns": args.reruns,
                 "kill_reruns": max(args.reruns, KILL_RERUNS), "timeout_s": args.timeout,

@@ -2,7 +2,7 @@
 
 One survey (``arib.survey.engine``: the same generation, compiler sorting, coverage selection,
 forked children and time limits) judges every generated mutant of each lane with our checks
-and with the official suite as one more "check" (``arib.targets.langgraph.official.check``).
+and with the official suite as one more "check" (``arib.checks.langgraph._official``).
 Each mutant the survey judged (not set aside as equivalent, duplicate or not applicable) is
 then killed by both, only by ours, only by the official suite, or by neither.
 """
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arib.checks.base import CheckSpec
+from arib.checks.langgraph._official import OFFICIAL_ID, official_check
 from arib.ground.model import MutantStatus
 from arib.mutants.base import MutantSpec
 from arib.survey.lane import LaneSurvey
 from arib.survey.scores import LANE_WIDE
-from arib.targets.langgraph.official.check import OFFICIAL_ID, official_check
 from arib.targets.langgraph.official.suite import SUITE
 
 S = MutantStatus

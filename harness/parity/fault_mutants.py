@@ -18,9 +18,13 @@ from typing import Any
 
 from arib.mutants.base import MutantSpec
 from arib.parity.mutantkit import backend, generated, handwritten
-from arib.targets.sdk import ADVANCED_SQLITE_MODULE, ASYNC_SQLITE_MODULE, SQLITE_MODULE
+from arib.targets.openai_agents.sdk import (
+    ADVANCED_SQLITE_MODULE,
+    ASYNC_SQLITE_MODULE,
+    SQLITE_MODULE,
+)
 
-REFERENCE_MODULE = "arib.targets.reference"
+REFERENCE_MODULE = "arib.targets.openai_agents.reference"
 ENCRYPT_MODULE = "agents.extensions.memory.encrypt_session"
 WRITE_BEHIND_S = 5.0
 

@@ -1,10 +1,11 @@
 """Parity lanes: a backend target run under one event loop.
 
-The local targets come from ``arib.targets.sdk``, ``arib.targets.services`` and
-``arib.targets.reference``, the ``:memory:`` lanes included (``SQLiteSession(":memory:")`` and
-``SQLAlchemySession`` on an in-memory ``sqlite+aiosqlite://`` engine with a ``StaticPool``), so
-the gate and the checks run the same configurations. Service lanes (Redis, PostgreSQL, ...) join
-when their ``TargetSpec`` is passed in; this module never starts a service.
+The local targets come from ``arib.targets.openai_agents.sdk``,
+``arib.targets.openai_agents.services`` and ``arib.targets.openai_agents.reference``, the
+``:memory:`` lanes included (``SQLiteSession(":memory:")`` and ``SQLAlchemySession`` on an in-memory
+``sqlite+aiosqlite://`` engine with a ``StaticPool``), so the gate and the checks run the same
+configurations. Service lanes (Redis, PostgreSQL, ...) join when their ``TargetSpec`` is passed in;
+this module never starts a service.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any
 from arib.ground.errors import UnknownNameError, UsageError
 from arib.ground.services import NotMeasured
 from arib.targets.base import TargetSpec
-from arib.targets.reference import REFERENCE
-from arib.targets.sdk import (
+from arib.targets.openai_agents.reference import REFERENCE
+from arib.targets.openai_agents.sdk import (
     ADVANCED_SQLITE_FILE,
     ASYNC_SQLITE_FILE,
     SQLALCHEMY_SQLITE_FILE,
@@ -29,7 +30,7 @@ from arib.targets.sdk import (
     SQLITE_FILE,
     SQLITE_MEMORY,
 )
-from arib.targets.services import ENCRYPTED_SQLALCHEMY_SQLITE, ENCRYPTED_SQLITE
+from arib.targets.openai_agents.services import ENCRYPTED_SQLALCHEMY_SQLITE, ENCRYPTED_SQLITE
 
 
 class Loop(str, enum.Enum):
@@ -43,8 +44,8 @@ class Loop(str, enum.Enum):
         return {"use_uvloop": True} if self is Loop.UVLOOP else {}
 
 
-# The in-memory lanes are the bench's own (arib.targets.sdk); the parity history keys the
-# SQLAlchemy one by the name it had before it became a check lane.
+# The in-memory lanes are the bench's own (arib.targets.openai_agents.sdk); the parity history keys
+# the SQLAlchemy one by the name it had before it became a check lane.
 SQLALCHEMY_MEMORY = dataclasses.replace(SQLALCHEMY_SQLITE_MEMORY, name="sqlalchemy-memory")
 
 

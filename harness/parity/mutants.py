@@ -27,7 +27,7 @@ from arib.ground.errors import UnknownNameError
 from arib.mutants.base import MutantSpec
 from arib.parity.fault_mutants import FAULT_MUTANTS
 from arib.parity.mutantkit import backend, generated, handwritten
-from arib.targets.sdk import (
+from arib.targets.openai_agents.sdk import (
     ADVANCED_SQLITE_MODULE,
     ASYNC_SQLITE_MODULE,
     SQLALCHEMY_MODULE,

@@ -102,7 +102,7 @@ def _agent_workflows() -> tuple[Workflow, ...]:
 
 
 def _agent_service_targets() -> tuple[TargetSpec, ...]:
-    from arib.targets.services import SERVICE_TARGETS
+    from arib.targets.openai_agents.services import SERVICE_TARGETS
 
     return tuple(t for t in SERVICE_TARGETS if t.service is not None)
 

@@ -7,8 +7,9 @@ keep the invariant record the same. Its docstring says which check, what is comp
 the record is free of legitimate nondeterminism. Items are fixed per step.
 
 "Open" is read as ARIB-RELEASE-001 reads it, from the process itself
-(``arib.checks.release_001.open_files``); a lane whose instance holds no file under its store folder
-while in use (a server, an in-memory database) abstains, found on the running instance.
+(``arib.checks.openai_agents.release_001.open_files``); a lane whose instance holds no file under
+its store folder while in use (a server, an in-memory database) abstains, found on the running
+instance.
 """
 
 from __future__ import annotations
@@ -22,8 +23,13 @@ from typing import Any, ClassVar
 
 import anyio
 
-from arib.checks.release_001 import FD_DIR, is_store_error, open_files, settled_open_files
-from arib.checks.tables_001 import MISCONFIGURED
+from arib.checks.openai_agents.release_001 import (
+    FD_DIR,
+    is_store_error,
+    open_files,
+    settled_open_files,
+)
+from arib.checks.openai_agents.tables_001 import MISCONFIGURED
 from arib.parity.faultkit import (
     OP_TIMEOUT_S,
     Abstain,

@@ -212,8 +212,8 @@ REFERENCE_WORKFLOWS: tuple[Workflow, ...] = (
 
 # Probes: behaviour the Session protocol leaves unwritten (a negative limit, the session's
 # default limit). The first gate runs found the reference backend differing from every SDK
-# backend here (on 0.19.2 and 0.24.0); targets/reference.py now follows the SDK backends, and
-# these workflows are part of the default pool so that the gate keeps it that way.
+# backend here (on 0.19.2 and 0.24.0); targets/openai_agents/reference.py now follows the SDK
+# backends, and these workflows are part of the default pool so that the gate keeps it that way.
 
 PROBE_WORKFLOWS: tuple[Workflow, ...] = (
     Workflow(

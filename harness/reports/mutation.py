@@ -79,7 +79,7 @@ Span = tuple[int, int]
 
 def module_path(module: str, origin: str | None = None) -> str:
     """The report path of a module: its dotted name as a relative file path (the project's
-    own modules as the checkout lays them out: ``checks/conc_001.py``)."""
+    own modules as the checkout lays them out: ``checks/openai_agents/conc_001.py``)."""
     base = checkout_name(module).replace(".", "/")
     if origin is not None and Path(origin).name == "__init__.py":
         return f"{base}/__init__.py"

@@ -37,7 +37,7 @@ import anyio.to_thread
 from arib.ground.services import NotMeasured, ServiceManager
 from arib.ground.services.urls import asyncpg_dsn
 from arib.targets.base import BuildContext, Handle, NotApplicable, TargetSpec
-from arib.targets.services import _require_tcp, _service_url
+from arib.targets.net import require_tcp, service_url
 
 PG_SAVER_MODULE = "langgraph.checkpoint.postgres"
 PG_ASYNC_SAVER_MODULE = "langgraph.checkpoint.postgres.aio"
@@ -80,8 +80,8 @@ def trial_schema(ctx: BuildContext) -> str:
 
 def conninfo(ctx: BuildContext, lane: str) -> str:
     """libpq URL of the harness's PostgreSQL (ServiceError naming the fix when it is absent)."""
-    url = _service_url(ctx, "postgres", lane)
-    _require_tcp(url, lane, "postgres")
+    url = service_url(ctx, "postgres", lane)
+    require_tcp(url, lane, "postgres")
     return asyncpg_dsn(url)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from arib.checks.langgraph._official import OFFICIAL_ID, official_check
 from arib.cli.main import main
 from arib.execute import RunOptions, run_check
 from arib.ground.child import ChildStatus, run_jobs
@@ -19,7 +20,6 @@ from arib.official.command import checkpointer_lanes
 from arib.official.mutants import LaneSides, MutantComparison, MutantSides, Side
 from arib.official.side import our_sides
 from arib.targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
-from arib.targets.langgraph.official.check import OFFICIAL_ID, official_check
 from arib.targets.langgraph.official.suite import (
     BASE,
     METHODS,

@@ -1,0 +1,1 @@
+"""Openai-agents' checks: one module per invariant, and their helpers."""

@@ -1,0 +1,1 @@
+"""Openai-agents' hand-written mutants, by backend and check area."""

@@ -1,0 +1,1 @@
+"""Openai-agents' lanes: the SDK's session backends, our reference, the family record."""
