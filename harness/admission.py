@@ -41,12 +41,11 @@ from arib.execute import (
 from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
 from arib.ground.errors import GateError
 from arib.ground.family import active_family
+from arib.ground.keys import Cell, MutantKey, Pair
 from arib.ground.model import (
     Admission,
-    Cell,
     CleanBase,
     Finding,
-    MutantKey,
     MutantKind,
     MutantResult,
     MutantStatus,
@@ -56,7 +55,7 @@ from arib.judging import (
     TIME_RULE,
     Judged,
     Judging,
-    Pair,
+    PairJob,
     clean_base,
     clean_reruns,
     evidence,
@@ -170,14 +169,14 @@ def _waiver(check: CheckSpec, mutant: MutantSpec) -> str | None:
 
 
 Gathered = dict[tuple[str, str, MutantKey | str], list[Finding]]
-# Each judged pair's cache key, by check id and mutant on its lane (computed once a run: a key
-# hashes the check's sources and the whole mutated module).
-Keys = dict[tuple[str, MutantKey], str]
+# Each judged pair's cache key (computed once a run: a key hashes the check's sources and the
+# whole mutated module).
+Keys = dict[Pair, str]
 
 
 def _keys(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],
           config: AdmissionConfig) -> Keys:
-    return {(check.id, m.key): _mutant_key(check, m, config)
+    return {Pair(check.id, m.key): _mutant_key(check, m, config)
             for check in checks for m in pairs[check.id] if _waiver(check, m) is None}
 
 
@@ -232,7 +231,7 @@ def _cached_cells(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Muta
         gate = _reference(check).name
         by_lane: dict[str, list[str]] = {}
         for mutant in pairs[check.id]:
-            key = keys.get((check.id, mutant.key))  # none: waived
+            key = keys.get(Pair(check.id, mutant.key))  # none: waived
             if mutant.target != gate and key is not None:
                 by_lane.setdefault(mutant.target, []).append(key)
         cells.update(Cell(check.id, lane) for lane, lane_keys in by_lane.items()
@@ -271,7 +270,7 @@ def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | N
 
 
 def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell, CleanBase],
-           keys: Keys) -> list[Pair]:
+           keys: Keys) -> list[PairJob]:
     """The check's paired mutants to judge: all but the waived ones and those whose clean
     base does not hold on their lane (a kill there would prove nothing, and a not judgeable
     mutant counts neither for nor against admission: it is not run)."""
@@ -279,9 +278,9 @@ def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell,
     for mutant in mutants:
         base = bases[Cell(check.id, mutant.target)]
         if _waiver(check, mutant) is None and base.judgeable:
-            pairs.append(Pair(check, get_target(mutant.target), mutant, mutant.expected,
-                              base.duration_s, keys[(check.id, mutant.key)],
-                              store=not base.cached))
+            pairs.append(PairJob(check, get_target(mutant.target), mutant, mutant.expected,
+                                 base.duration_s, keys[Pair(check.id, mutant.key)],
+                                 store=not base.cached))
     return pairs
 
 
@@ -338,7 +337,7 @@ def _result(check: CheckSpec, mutant: MutantSpec, bases: Mapping[Cell, CleanBase
                             f"waived as equivalent: {waiver}", mutant.diff())
     base = bases[Cell(check.id, mutant.target)]
     if base.judgeable:  # the gate lane's base is its clean gate, which held
-        return judged.results[(check.id, mutant.key)]
+        return judged.results[Pair(check.id, mutant.key)]
     # Judged by this run's clean base alone: the mutant is not run.
     return MutantResult(
         check.id, mutant.id, mutant.kind, mutant.target, mutant.description,

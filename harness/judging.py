@@ -42,15 +42,8 @@ from arib.execute import (
     run_check,
 )
 from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
-from arib.ground.model import (
-    CleanBase,
-    Finding,
-    MutantKey,
-    MutantResult,
-    MutantStatus,
-    Verdict,
-    mutant_status,
-)
+from arib.ground.keys import MutantKey, Pair
+from arib.ground.model import CleanBase, Finding, MutantResult, MutantStatus, Verdict, mutant_status
 from arib.mutants.base import MutantSpec
 from arib.mutants.pool import schedule
 from arib.progress import Progress
@@ -83,9 +76,6 @@ TIME_RULE = (f"per run: {TIMEOUT_FACTOR:g} x the clean run of the same check on 
              f"at least {MIN_MUTANT_TIMEOUT_S:g} s, at most the check's timeout ({{cap}}); "
              f"never less than the lane's own lock wait (waits_s) + the clean run + "
              f"{WAIT_MARGIN_S:g} s")
-
-# Where a pair's result is found: by check id and the mutant on its lane.
-Slot = tuple[str, MutantKey]
 
 
 def mutant_timeout(check: CheckSpec, clean_s: float, waits_s: float = 0.0) -> float:
@@ -147,7 +137,7 @@ def evidence(findings: Sequence[Finding]) -> str:
 
 
 @dataclass(frozen=True)
-class Pair:
+class PairJob:
     """One check to judge on one mutant on one lane, and what its time limit follows."""
 
     check: CheckSpec  # its timeout_s caps the mutant's time limit
@@ -159,9 +149,9 @@ class Pair:
     store: bool = True  # False: judged, never cached (e.g. its clean base was not run)
 
     @property
-    def slot(self) -> Slot:
-        """Where its result is found: its check and its mutant on its lane."""
-        return (self.check.id, MutantKey(self.lane.name, self.mutant.id))
+    def pair(self) -> Pair:
+        """Where its result is found: its check on its mutant on its lane."""
+        return Pair(self.check.id, MutantKey(self.lane.name, self.mutant.id))
 
     @property
     def limit_s(self) -> float:
@@ -206,52 +196,52 @@ class Judging:
 
 @dataclass(frozen=True)
 class Judged:
-    """Every judged pair's result by slot, cached ones marked ``cached``; the pairs not run
+    """Every judged pair's result by pair, cached ones marked ``cached``; the pairs not run
     because another check killed their mutant first; the cache entries that failed to load;
     how many check executions (child runs) it took."""
 
-    results: Mapping[Slot, MutantResult]
-    skipped: frozenset[Slot] = frozenset()
-    unreadable: frozenset[Slot] = frozenset()
-    executions: Mapping[Slot, int] = dataclasses.field(default_factory=dict)
+    results: Mapping[Pair, MutantResult]
+    skipped: frozenset[Pair] = frozenset()
+    unreadable: frozenset[Pair] = frozenset()
+    executions: Mapping[Pair, int] = dataclasses.field(default_factory=dict)
 
-    def cached(self, pairs: Sequence[Pair]) -> int:
-        """How many of ``pairs`` were answered from the cache."""
-        return sum(1 for p in pairs if p.slot in self.results and self.results[p.slot].cached)
+    def cached(self, jobs: Sequence[PairJob]) -> int:
+        """How many of ``jobs`` were answered from the cache."""
+        return sum(1 for j in jobs if j.pair in self.results and self.results[j.pair].cached)
 
-    def executions_by_role(self, slots: Sequence[Slot]) -> dict[str, int]:
-        """The check executions of ``slots`` by what they did: on a mutant no check killed
+    def executions_by_role(self, pairs: Sequence[Pair]) -> dict[str, int]:
+        """The check executions of ``pairs`` by what they did: on a mutant no check killed
         (every check that reaches it must run: the floor), a pair that killed, or a pair of a
         killed mutant that did not kill it (run before the kill, or beside it in its wave: all
         a perfect order of checks could have saved)."""
-        killed = {s[1] for s in slots if s in self.results
-                  and self.results[s].status is MutantStatus.KILLED}
+        killed = {p.key for p in pairs if p in self.results
+                  and self.results[p].status is MutantStatus.KILLED}
         roles = {"executions_unkilled": 0, "executions_killing": 0, "executions_beside_kill": 0}
-        for slot in slots:
-            n = self.executions.get(slot)  # None: cached, or not run after a kill
+        for pair in pairs:
+            n = self.executions.get(pair)  # None: cached, or not run after a kill
             if n is None:
                 continue
-            if slot[1] not in killed:
+            if pair.key not in killed:
                 roles["executions_unkilled"] += n
-            elif self.results[slot].status is MutantStatus.KILLED:
+            elif self.results[pair].status is MutantStatus.KILLED:
                 roles["executions_killing"] += n
             else:
                 roles["executions_beside_kill"] += n
         return roles
 
 
-def _run(pair: Pair, rerun: int, how: Judging) -> Finding:
-    check = dataclasses.replace(pair.check, timeout_s=pair.limit_s)
-    return run_check(check, pair.lane, how.options(pair.check, rerun), pair.mutant)
+def _run(job: PairJob, rerun: int, how: Judging) -> Finding:
+    check = dataclasses.replace(job.check, timeout_s=job.limit_s)
+    return run_check(check, job.lane, how.options(job.check, rerun), job.mutant)
 
 
-def _groups(pairs: Sequence[Pair], first_kill: bool) -> list[list[Pair]]:
-    """The pairs of each mutant on its lane, in order (each pair alone without first_kill)."""
+def _groups(jobs: Sequence[PairJob], first_kill: bool) -> list[list[PairJob]]:
+    """The jobs of each mutant on its lane, in order (each job alone without first_kill)."""
     if not first_kill:
-        return [[p] for p in pairs]
-    groups: dict[MutantKey, list[Pair]] = {}
-    for pair in pairs:
-        groups.setdefault(pair.slot[1], []).append(pair)
+        return [[j] for j in jobs]
+    groups: dict[MutantKey, list[PairJob]] = {}
+    for job in jobs:
+        groups.setdefault(job.pair.key, []).append(job)
     return list(groups.values())
 
 
@@ -259,24 +249,24 @@ def _groups(pairs: Sequence[Pair], first_kill: bool) -> list[list[Pair]]:
 class _Batches:
     """One mutant's pairs on its lane, judged a batch at a time (see ``judge_mutants``)."""
 
-    remaining: list[Pair]
+    remaining: list[PairJob]
     size: int = 1  # how many pairs the cache does not answer make its next batch
-    now: list[Pair] = dataclasses.field(default_factory=list)
+    now: list[PairJob] = dataclasses.field(default_factory=list)
     running: int = 0  # runs of ``now`` not back yet
 
 
-def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
+def judge_mutants(pairs: Sequence[PairJob], how: Judging) -> Judged:
     """Each pair's ``MutantResult``: from the cache, or from ``how.reruns`` forked runs; with
     ``how.first_kill``, a mutant's pairs after its first kill are skipped (see the module).
 
     A mutant's batches follow each other as soon as its own runs are back, in one stream of
     children for every mutant: no run waits for another mutant's slowest run to end."""
-    results: dict[Slot, MutantResult] = {}
-    skipped: set[Slot] = set()
-    unreadable: set[Slot] = set()
-    executions: dict[Slot, int] = {}
-    found: dict[Slot, dict[int, Finding]] = {}  # by rerun: the order they ran in varies
-    verifying: dict[Slot, MutantStatus] = {}  # sampled hits judged again: their cached status
+    results: dict[Pair, MutantResult] = {}
+    skipped: set[Pair] = set()
+    unreadable: set[Pair] = set()
+    executions: dict[Pair, int] = {}
+    found: dict[Pair, dict[int, Finding]] = {}  # by rerun: the order they ran in varies
+    verifying: dict[Pair, MutantStatus] = {}  # sampled hits judged again: their cached status
     progress = Progress(f"{how.kind} mutants", len(pairs) * how.reruns, quiet=how.quiet)
     started = time.perf_counter()
     runs = 0
@@ -284,36 +274,36 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
     def goes_on(group: _Batches) -> bool:
         """After a batch: False once it killed the mutant (the rest is skipped) or none is
         left; else the next batch is twice as large."""
-        if how.first_kill and any(results[p.slot].status is MutantStatus.KILLED
+        if how.first_kill and any(results[p.pair].status is MutantStatus.KILLED
                                   for p in group.now):
-            skipped.update(p.slot for p in group.remaining)
+            skipped.update(p.pair for p in group.remaining)
             progress.total -= how.reruns * len(group.remaining)
             group.remaining = []
         group.size *= 2
         return bool(group.remaining)
 
-    def next_runs(group: _Batches) -> list[tuple[Pair, int]]:
+    def next_runs(group: _Batches) -> list[tuple[PairJob, int]]:
         """The runs of the group's next batch that the cache does not answer ([]: judged)."""
         while group.remaining:
             group.now = []
             while group.remaining and sum(1 for p in group.now
-                                          if p.slot not in results) < group.size:
-                pair = group.remaining.pop(0)
-                hit, state = how.cache.lookup(pair.key, pair.check.hang_invariant)
+                                          if p.pair not in results) < group.size:
+                job = group.remaining.pop(0)
+                hit, state = how.cache.lookup(job.key, job.check.hang_invariant)
                 if state in (Lookup.UNREADABLE, Lookup.CONTRADICTED):
-                    unreadable.add(pair.slot)
-                if hit is not None and how.cache.sampled(pair.key):
-                    verifying[pair.slot] = hit.status  # judged again, then compared
+                    unreadable.add(job.pair)
+                if hit is not None and how.cache.sampled(job.key):
+                    verifying[job.pair] = hit.status  # judged again, then compared
                     hit = None
-                    if not pair.store:  # no clean run timed it (the cache answered its cell):
-                        pair = dataclasses.replace(pair, clean_s=pair.check.timeout_s)
-                group.now.append(pair)
+                    if not job.store:  # no clean run timed it (the cache answered its cell):
+                        job = dataclasses.replace(job, clean_s=job.check.timeout_s)
+                group.now.append(job)
                 if hit is not None:
-                    results[pair.slot] = dataclasses.replace(hit, cached=True)
+                    results[job.pair] = dataclasses.replace(hit, cached=True)
                     progress.total -= how.reruns
                     if how.first_kill and hit.status is MutantStatus.KILLED:
                         break
-            todo = [(p, r) for p in group.now if p.slot not in results
+            todo = [(p, r) for p in group.now if p.pair not in results
                     for r in range(how.reruns)]
             if todo:
                 group.running = len(todo)
@@ -323,9 +313,9 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
         return []
 
     groups = [_Batches(list(g)) for g in _groups(pairs, how.first_kill)]
-    jobs: list[tuple[Pair, int, _Batches]] = []
+    jobs: list[tuple[PairJob, int, _Batches]] = []
 
-    def queued(todo: list[tuple[Pair, int, _Batches]]) -> list[tuple[Callable[[], Any], float]]:
+    def queued(todo: list[tuple[PairJob, int, _Batches]]) -> list[tuple[Callable[[], Any], float]]:
         """Runs to fork, in ``schedule`` order (the ones that may hang first)."""
         warm_all((p.check, p.lane) for p, _, _ in todo)  # before schedule scans dependents
         ordered = schedule(todo, lambda j: j[0].mutant)
@@ -333,12 +323,12 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
         return [(functools.partial(_run, p, r, how), p.limit_s + MUTANT_GRACE_S)
                 for p, r, _ in ordered]
 
-    def confirmations(group: _Batches) -> list[tuple[Pair, int]]:
+    def confirmations(group: _Batches) -> list[tuple[PairJob, int]]:
         """The reruns that would confirm the kills of the group's batch (see KILL_RERUNS)."""
         todo = []
         for p in group.now:
-            reruns = found.get(p.slot, {})
-            if p.slot in results or not reruns or len(reruns) >= how.confirm_to:
+            reruns = found.get(p.pair, {})
+            if p.pair in results or not reruns or len(reruns) >= how.confirm_to:
                 continue
             if run_status(p.check, p.expected, list(reruns.values())) is MutantStatus.KILLED:
                 todo += [(p, r) for r in range(len(reruns), how.confirm_to)]
@@ -346,13 +336,13 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
 
     def done(index: int, outcome: ChildOutcome) -> Sequence[tuple[Callable[[], Any], float]]:
         nonlocal runs
-        pair, rerun, group = jobs[index]
+        job, rerun, group = jobs[index]
         state = outcome.value.verdict.value if outcome.status is ChildStatus.OK else (
             outcome.status.value)
-        m = pair.mutant
-        progress.advance(f"{pair.lane.name} {m.name or f'{m.operator} {m.qualname}'} x "
-                         f"{pair.check.id}: {state}")
-        found.setdefault(pair.slot, {})[rerun] = _finding(pair, rerun, outcome, how)
+        m = job.mutant
+        progress.advance(f"{job.lane.name} {m.name or f'{m.operator} {m.qualname}'} x "
+                         f"{job.check.id}: {state}")
+        found.setdefault(job.pair, {})[rerun] = _finding(job, rerun, outcome, how)
         runs += 1
         group.running -= 1
         if group.running:
@@ -364,13 +354,12 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
             return queued([(p, r, group) for p, r in confirm])
         share = (time.perf_counter() - started) / runs  # this phase's so far, for the cache
         for p in group.now:
-            if p.slot not in results:
-                reruns = [f for _, f in sorted(found[p.slot].items())]
-                results[p.slot] = _result(p, reruns, how, share)
-                executions[p.slot] = len(reruns)
-                if p.slot in verifying:
-                    how.cache.checked(f"{p.check.id} on {p.mutant.id}@{p.lane.name}",
-                                      verifying[p.slot], results[p.slot].status)
+            if p.pair not in results:
+                reruns = [f for _, f in sorted(found[p.pair].items())]
+                results[p.pair] = _result(p, reruns, how, share)
+                executions[p.pair] = len(reruns)
+                if p.pair in verifying:
+                    how.cache.checked(str(p.pair), verifying[p.pair], results[p.pair].status)
         return queued([(p, r, group) for p, r in next_runs(group)]) if goes_on(group) else []
 
     first = queued([(p, r, g) for g in groups for p, r in next_runs(g)])
@@ -380,28 +369,28 @@ def judge_mutants(pairs: Sequence[Pair], how: Judging) -> Judged:
                  stall_after_share=RUN_STALL_AFTER_SHARE)
     if how.wall_share and runs:  # each result's runs' share of the whole phase's wall time
         share = (time.perf_counter() - started) / runs
-        for slot, n in executions.items():
-            results[slot] = dataclasses.replace(results[slot], duration_s=share * n)
+        for pair, n in executions.items():
+            results[pair] = dataclasses.replace(results[pair], duration_s=share * n)
     progress.finish()
     return Judged(results, frozenset(skipped), frozenset(unreadable), executions)
 
 
-def _finding(pair: Pair, rerun: int, outcome: ChildOutcome, how: Judging) -> Finding:
+def _finding(job: PairJob, rerun: int, outcome: ChildOutcome, how: Judging) -> Finding:
     """The finding of one run of a pair, or why its child delivered none."""
-    return child_finding(pair.check, pair.lane, how.options(pair.check, rerun), outcome,
-                         pair.limit_s)
+    return child_finding(job.check, job.lane, how.options(job.check, rerun), outcome,
+                         job.limit_s)
 
 
-def _result(pair: Pair, findings: Sequence[Finding], how: Judging, share: float
+def _result(job: PairJob, findings: Sequence[Finding], how: Judging, share: float
             ) -> MutantResult:
     """A pair's result from its reruns' findings, cached when its status is settled."""
-    mutant = pair.mutant
-    status = run_status(pair.check, pair.expected, findings)
+    mutant = job.mutant
+    status = run_status(job.check, job.expected, findings)
     result = MutantResult(
-        pair.check.id, mutant.id, mutant.kind, pair.lane.name, mutant.description, status,
-        tuple(f.verdict for f in findings), pair.expected, evidence(findings) or None,
+        job.check.id, mutant.id, mutant.kind, job.lane.name, mutant.description, status,
+        tuple(f.verdict for f in findings), job.expected, evidence(findings) or None,
         None if status is MutantStatus.KILLED else mutant.diff(),
         share * len(findings) if how.wall_share else sum(f.duration_s for f in findings))
-    if pair.store and status in how.cache_statuses:
-        how.cache.put(pair.key, result, proof_of(findings), pair.check.hang_invariant)
+    if job.store and status in how.cache_statuses:
+        how.cache.put(job.key, result, proof_of(findings), job.check.hang_invariant)
     return result

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from arib.ground.model import MutantKey, MutantKind, Verdict
+from arib.ground.keys import MutantKey
+from arib.ground.model import MutantKind, Verdict
 from arib.mutants.swap import UnitSwap
 from arib.targets.base import Claims
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from arib.ground.errors import MutantDefinitionError
-from arib.ground.model import MutantKey
+from arib.ground.keys import MutantKey
 from arib.ground.selector import Selector
 from arib.mutants.base import MutantSpec
 from arib.mutants.hangs import hang_prone_first

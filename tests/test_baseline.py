@@ -17,7 +17,7 @@ from arib.checks.registry import get_check
 from arib.cli.main import main
 from arib.ground.errors import UsageError
 from arib.ground.files import atomic_write_text, folder_lock
-from arib.ground.model import Cell
+from arib.ground.keys import Cell
 from arib.ground.services import ServiceManager
 from arib.runs.baseline import (
     accept,

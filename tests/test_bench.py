@@ -7,6 +7,7 @@ from pathlib import Path
 
 from arib.checks.registry import get_check
 from arib.execute import RunOptions, sdk_version
+from arib.ground.keys import Cell
 from arib.ground.proctime import process_age_s
 from arib.runs.bench import LaneRun, longest_first, run_bench
 from arib.runs.results import read_results
@@ -18,10 +19,10 @@ def test_the_longest_recorded_cells_start_first_and_unrecorded_ones_before_them(
     check = get_check(REPLAY)
     runs = [LaneRun(check, lane, RunOptions(params={}))
             for lane in (SQLITE_FILE, ADVANCED_SQLITE_FILE, SQLITE_FILE)]
-    durations = {f"{REPLAY}@sqlite-file": 0.5, f"{REPLAY}@advanced-sqlite-file": 2.0}
+    durations = {Cell(REPLAY, "sqlite-file"): 0.5, Cell(REPLAY, "advanced-sqlite-file"): 2.0}
     assert longest_first(runs, durations) == [1, 0, 2]  # ties keep their order
     assert longest_first(runs, {}) == [0, 1, 2]
-    assert longest_first(runs, {f"{REPLAY}@sqlite-file": 9.0}) == [1, 0, 2]  # unknown first
+    assert longest_first(runs, {Cell(REPLAY, "sqlite-file"): 9.0}) == [1, 0, 2]  # unknown first
 
 
 def test_a_run_starts_by_the_durations_its_folder_recorded_and_writes_cells_in_order(tmp_path):

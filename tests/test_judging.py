@@ -12,11 +12,12 @@ from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check, validate_module
 from arib.execute import derive_seed
 from arib.ground.child import ChildOutcome, ChildStatus
-from arib.ground.model import CleanBase, MutantKey, MutantStatus, Verdict
+from arib.ground.keys import MutantKey, Pair
+from arib.ground.model import CleanBase, MutantStatus, Verdict
 from arib.judging import (
     Judged,
     Judging,
-    Pair,
+    PairJob,
     _finding,
     _result,
     clean_base,
@@ -43,16 +44,17 @@ def how(cache: AdmissionCache | None = None, **kw: Any) -> Judging:
                       **kw})
 
 
-def pair(check: Any, name: str, **kw: Any) -> Pair:
-    return Pair(**{"check": check, "lane": REFERENCE, "mutant": get_mutant(name),
+def pair(check: Any, name: str, **kw: Any) -> PairJob:
+    return PairJob(**{"check": check, "lane": REFERENCE, "mutant": get_mutant(name),
                    "expected": V, "clean_s": 0.4, "key": f"key-{name}", **kw})
 
 
 def test_a_pair_is_found_by_check_and_its_mutant_on_its_lane(conc):
     p = pair(conc, "reference_lost_update")
-    assert p.slot == (conc.id, MutantKey(REFERENCE.name, p.mutant.id))
+    assert p.pair == Pair(conc.id, MutantKey(REFERENCE.name, p.mutant.id))
+    assert str(p.pair) == f"{conc.id} on {REFERENCE.name}:{p.mutant.id}"
     other = dataclasses.replace(p, lane=dataclasses.replace(REFERENCE, name="twin"))
-    assert other.slot == (conc.id, MutantKey("twin", p.mutant.id)) != p.slot
+    assert other.pair == Pair(conc.id, MutantKey("twin", p.mutant.id)) != p.pair
 
 
 def test_a_pairs_limit_scales_from_its_clean_run_and_its_lanes_waits(conc):
@@ -156,15 +158,15 @@ def test_pairs_run_in_children_then_come_from_the_cache(tmp_path):
     unseen = pair(check, "reference_read_crashes", key="unseen", store=False)
     cache = AdmissionCache(tmp_path)
     first = judge_mutants([seen, unseen], how(cache))
-    assert first.results[seen.slot].status is S.KILLED
-    assert first.results[unseen.slot].status is S.SURVIVED
-    assert first.results[unseen.slot].runs == (Verdict.HELD, Verdict.HELD)
+    assert first.results[seen.pair].status is S.KILLED
+    assert first.results[unseen.pair].status is S.SURVIVED
+    assert first.results[unseen.pair].runs == (Verdict.HELD, Verdict.HELD)
     assert first.cached([seen, unseen]) == 0
     again = judge_mutants([seen, unseen], how(cache))
-    assert again.results[seen.slot].to_json() == {**first.results[seen.slot].to_json(),
+    assert again.results[seen.pair].to_json() == {**first.results[seen.pair].to_json(),
                                                   "cached": True}
     assert again.cached([seen, unseen]) == 1  # the other one was judged again, not stored
-    assert not again.results[unseen.slot].cached
+    assert not again.results[unseen.pair].cached
 
 
 def test_a_mutant_stops_at_its_first_kill_and_an_unreadable_entry_is_judged_again(tmp_path):
@@ -177,25 +179,26 @@ def test_a_mutant_stops_at_its_first_kill_and_an_unreadable_entry_is_judged_agai
     (tmp_path / "kill.json").write_text('{"check_id": ')  # torn: never trusted
     judged = judge_mutants([kill, after, survive, then],
                            how(cache, kind="survey", reruns=1, first_kill=True))
-    assert judged.results[kill.slot].status is S.KILLED
-    assert after.slot in judged.skipped and after.slot not in judged.results  # not run
-    assert judged.results[survive.slot].status is S.SURVIVED
-    assert then.slot in judged.results  # a survivor goes on to the next check
-    assert judged.executions == {kill.slot: 1, survive.slot: 1, then.slot: 1}
-    assert judged.unreadable == {kill.slot} and cache.counts["unreadable"] == 1
+    assert judged.results[kill.pair].status is S.KILLED
+    assert after.pair in judged.skipped and after.pair not in judged.results  # not run
+    assert judged.results[survive.pair].status is S.SURVIVED
+    assert then.pair in judged.results  # a survivor goes on to the next check
+    assert judged.executions == {kill.pair: 1, survive.pair: 1, then.pair: 1}
+    assert judged.unreadable == {kill.pair} and cache.counts["unreadable"] == 1
     again = judge_mutants([kill, after], how(cache, kind="survey", reruns=1, first_kill=True))
-    assert again.results[kill.slot].cached and again.executions == {}  # rewritten, readable
-    assert again.skipped == {after.slot}
+    assert again.results[kill.pair].cached and again.executions == {}  # rewritten, readable
+    assert again.skipped == {after.pair}
 
 
 def test_executions_are_split_by_what_they_did():
+    from arib.ground.keys import MutantKey, Pair
     from arib.ground.model import MutantKind, MutantResult
 
     def result(check: str, mutant: str, status: MutantStatus) -> MutantResult:
         return MutantResult(check, mutant, MutantKind.GENERATED, "lane", "d", status, ())
 
-    a, b, c, d = ("C1", MutantKey("lane", "m-a")), ("C2", MutantKey("lane", "m-a")), (
-        "C1", MutantKey("lane", "m-b")), ("C2", MutantKey("lane", "m-b"))
+    a, b, c, d = Pair("C1", MutantKey("lane", "m-a")), Pair("C2", MutantKey("lane", "m-a")), (
+        Pair("C1", MutantKey("lane", "m-b"))), Pair("C2", MutantKey("lane", "m-b"))
     judged = Judged(
         results={a: result("C1", "m-a", S.SURVIVED), b: result("C2", "m-a", S.KILLED),
                  c: result("C1", "m-b", S.SURVIVED), d: result("C2", "m-b", S.ERROR)},
@@ -203,17 +206,17 @@ def test_executions_are_split_by_what_they_did():
     # m-a was killed (by C2, after C1 ran beside it); m-b was killed by no check
     assert judged.executions_by_role([a, b, c, d]) == {
         "executions_unkilled": 12, "executions_killing": 3, "executions_beside_kill": 2}
-    assert judged.executions_by_role([a, c]) == {  # m-a is killed only among the slots given
+    assert judged.executions_by_role([a, c]) == {  # m-a is killed only among the pairs given
         "executions_unkilled": 7, "executions_killing": 0, "executions_beside_kill": 0}
     cached = Judged(results={b: result("C2", "m-a", S.KILLED)}, executions={})
     assert cached.executions_by_role([a, b]) == dict.fromkeys(
         ("executions_unkilled", "executions_killing", "executions_beside_kill"), 0)
-    # after a slot that did not run, the others still count; a role's executions add up
-    e, f = ("C3", MutantKey("lane", "m-c")), ("C4", MutantKey("lane", "m-c"))
+    # after a pair that did not run, the others still count; a role's executions add up
+    e, f = Pair("C3", MutantKey("lane", "m-c")), Pair("C4", MutantKey("lane", "m-c"))
     more = Judged(results={**judged.results, e: result("C3", "m-c", S.SURVIVED),
                            f: result("C4", "m-c", S.KILLED)},
                   executions={**judged.executions, e: 11, f: 13})
-    assert more.executions_by_role([("C9", MutantKey("lane", "m-z")), a, b, c, d, e, f]) == {
+    assert more.executions_by_role([Pair("C9", MutantKey("lane", "m-z")), a, b, c, d, e, f]) == {
         "executions_unkilled": 12, "executions_killing": 16, "executions_beside_kill": 13}
 
 
@@ -249,16 +252,16 @@ def test_a_kill_counts_only_once_it_repeated_in_every_rerun(tmp_path):
     once = pair(_first_runs_only(tmp_path / "ran"), "reference_read_crashes", key="once")
     judged = judge_mutants([kill, survive, once],
                            how(kind="survey", reruns=1, kill_reruns=3))
-    assert judged.results[kill.slot].status is S.KILLED
-    assert judged.results[kill.slot].runs == (V, V, V) and judged.executions[kill.slot] == 3
-    assert judged.results[survive.slot].status is S.SURVIVED
-    assert judged.executions[survive.slot] == 1  # a survivor is not rerun
-    flaky = judged.results[once.slot]
+    assert judged.results[kill.pair].status is S.KILLED
+    assert judged.results[kill.pair].runs == (V, V, V) and judged.executions[kill.pair] == 3
+    assert judged.results[survive.pair].status is S.SURVIVED
+    assert judged.executions[survive.pair] == 1  # a survivor is not rerun
+    flaky = judged.results[once.pair]
     assert flaky.status is S.FLAKY and flaky.runs == (V, Verdict.HELD, Verdict.HELD)
     assert flaky.rate == "1/3"
     # kill_reruns 0 (admission's): every pair runs its reruns, no more
     plain = judge_mutants([kill], how(kind="admission", reruns=2))
-    assert plain.executions[kill.slot] == 2 and plain.results[kill.slot].status is S.KILLED
+    assert plain.executions[kill.pair] == 2 and plain.results[kill.pair].status is S.KILLED
 
 
 def test_a_flaky_kill_does_not_stop_the_mutant_s_other_checks(tmp_path):
@@ -267,5 +270,5 @@ def test_a_flaky_kill_does_not_stop_the_mutant_s_other_checks(tmp_path):
     real = pair(get_check("ARIB-CONC-003"), "reference_silent_drop_after_close", key="real")
     judged = judge_mutants([flaky, real], how(kind="survey", reruns=1, kill_reruns=3,
                                               first_kill=True))
-    assert judged.results[flaky.slot].status is S.FLAKY
-    assert judged.results[real.slot].status is S.KILLED and not judged.skipped
+    assert judged.results[flaky.pair].status is S.FLAKY
+    assert judged.results[real.pair].status is S.KILLED and not judged.skipped

@@ -9,12 +9,10 @@ import pytest
 
 from arib.ground import model
 from arib.ground.model import (
-    Cell,
     CleanBase,
     Counts,
     ExitCode,
     Finding,
-    MutantKey,
     MutantStatus,
     Verdict,
     exit_code,
@@ -157,44 +155,6 @@ def test_finding_round_trip():
                 ops=("a", "b"))
     assert Finding.from_json(f.to_json()) == f
     assert f.to_json()["verdict"] == "violated"
-
-
-@pytest.mark.parametrize("kind, first, second, other", [
-    (MutantKey, "lane", "mutant_id", Cell), (Cell, "check_id", "lane", MutantKey)])
-def test_a_key_is_a_frozen_hashable_value_ordered_by_its_fields(kind, first, second, other):
-    key = kind("a", "m-1")
-    assert (getattr(key, first), getattr(key, second)) == ("a", "m-1")
-    assert key == kind("a", "m-1") and hash(key) == hash(kind("a", "m-1"))
-    assert key != kind("b", "m-1") and key != kind("a", "m-2")
-    assert {key: 1}[kind("a", "m-1")] == 1 and len({key, kind("a", "m-1")}) == 1
-    assert key != ("a", "m-1")  # a tuple is no key
-    assert key != other("a", "m-1")  # nor is the key of another concept
-    with pytest.raises(AttributeError):
-        setattr(key, second, "other")
-    unsorted = [kind("b", "m-1"), kind("a", "m-2"), kind("a", "m-1")]
-    assert sorted(unsorted) == [kind("a", "m-1"), kind("a", "m-2"), kind("b", "m-1")]
-    assert kind("a", "m-9") < kind("b", "m-0") and not kind("b", "m-0") < kind("a", "m-9")
-
-
-def test_lanes_built_on_one_module_share_a_mutant_id_never_a_key():
-    one, twin = MutantKey("sqlite-file", "m-5f3f"), MutantKey("sqlalchemy-sqlite-file", "m-5f3f")
-    assert one != twin and len({one, twin}) == 2
-
-
-def test_mutant_key_string_report_and_json_forms():
-    key = MutantKey("reference", "m-0123456789ab")
-    assert str(key) == "reference:m-0123456789ab"
-    assert f"{key}" == "reference:m-0123456789ab"
-    assert key.report_id == "m-0123456789ab@reference"
-    assert key.to_json() == {"lane": "reference", "mutant_id": "m-0123456789ab"}
-
-
-def test_cell_string_json_and_finding_forms():
-    cell = Cell("ARIB-CONC-001", "sqlite-file")
-    assert str(cell) == "ARIB-CONC-001 on sqlite-file"
-    assert cell.to_json() == {"check_id": "ARIB-CONC-001", "lane": "sqlite-file"}
-    f = finding(H, invariant_id="ARIB-CONC-001", target="sqlite-file")
-    assert Cell.of(f.to_json()) == cell
 
 
 def test_a_reused_clean_base_says_so_and_round_trips_through_json():

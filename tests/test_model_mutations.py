@@ -22,11 +22,11 @@ from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import validate_module
 from arib.execute import derive_seed
 from arib.ground.child import ChildOutcome, ChildStatus
+from arib.ground.keys import MutantKey
 from arib.ground.model import (
     Admission,
     Counts,
     Finding,
-    MutantKey,
     MutantKind,
     MutantResult,
     MutantStatus,

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from arib.ground.errors import UsageError
-from arib.runs.shard import ShardSpec, Split, arguments, survey_durations
+from arib.ground.keys import Cell, MutantKey
+from arib.runs.shard import (
+    ShardSpec,
+    Split,
+    admission_durations,
+    arguments,
+    cell_durations,
+    survey_durations,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,5 +103,41 @@ def test_survey_durations_sum_a_written_surveys_pairs(tmp_path: Path) -> None:
         '"duration_s": 1.5}, {"mutant_id": "m-1", "duration_s": 2.0}, '
         '{"mutant_id": "m-2", "duration_s": 0.25}]}')
     (tmp_path / "mutation-report.json").write_text('{"files": {}}')
-    assert survey_durations(tmp_path) == {"l:m-1": 3.5, "l:m-2": 0.25}
+    assert survey_durations(tmp_path) == {MutantKey("l", "m-1"): 3.5, MutantKey("l", "m-2"): 0.25}
     assert survey_durations(tmp_path / "absent") == {}
+
+
+CELLS = [Cell(f"ARIB-X-{i:03d}", lane) for i in range(12) for lane in ("a-lane", "b-lane")]
+
+
+def test_cells_are_units_split_by_their_one_string_form() -> None:
+    by_cell: dict[Cell, float | None] = dict.fromkeys(CELLS)
+    by_text: dict[str, float | None] = {str(c): None for c in CELLS}
+    for k in (1, 2, 3):
+        mine = _split(k, 3).keep(by_cell)
+        assert all(isinstance(c, Cell) for c in mine)  # the keys given, not their strings
+        assert {str(c) for c in mine} == _split(k, 3).keep(by_text)  # ties: the string form
+    recorded = {CELLS[0]: 5.0, CELLS[1]: 1.0}
+    as_text = {str(c): s for c, s in recorded.items()}
+    # the manifest names the durations by the units' string form: equal digests, either way
+    assert _split(1, 2, recorded).to_json()["durations"] == _split(1, 2, as_text).to_json()[
+        "durations"]
+    assert _split(1, 2, recorded).to_json()["durations"] != _split(1, 2).to_json()["durations"]
+
+
+def test_a_bench_runs_durations_are_read_by_cell_and_by_check(tmp_path: Path) -> None:
+    from arib.runs.results import run_glob
+
+    older = tmp_path / run_glob("9.9").replace("*", "2000-01-01T000000Z-00000000", 1)
+    newer = tmp_path / run_glob("9.9").replace("*", "2000-01-02T000000Z-00000000", 1)
+    older.write_text('{"findings": [], "admission": []}')
+    newer.write_text(
+        '{"findings": [{"invariant_id": "ARIB-X-001", "target": "a-lane", "duration_s": 2.5}],'
+        ' "admission": [{"check_id": "ARIB-X-001", "duration_s": 7}]}')
+    assert cell_durations(tmp_path, "9.9") == {Cell("ARIB-X-001", "a-lane"): 2.5}
+    assert admission_durations(tmp_path, "9.9") == {"ARIB-X-001": 7.0}
+    newer.write_text('{"findings": [{"invariant_id": "ARIB-X-001"}], "admission": {}}')
+    assert cell_durations(tmp_path, "9.9") == {} == admission_durations(tmp_path, "9.9")
+    newer.write_text("not json")
+    assert cell_durations(tmp_path, "9.9") == {} == admission_durations(tmp_path, "9.9")
+    assert cell_durations(tmp_path / "absent", "9.9") == {}

@@ -12,7 +12,8 @@ import pytest
 
 from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
-from arib.ground.model import MutantKey, MutantStatus, Trial, Verdict
+from arib.ground.keys import MutantKey
+from arib.ground.model import MutantStatus, Trial, Verdict
 from arib.judging import KILL_RERUNS
 from arib.mutants.base import MutantSpec
 from arib.mutants.equivalence import Equivalence
@@ -247,14 +248,14 @@ def test_the_mutation_report_keeps_lanes_apart(
     entries = {m["id"]: m for f in report["files"].values() for m in f["mutants"]}
     assert len(entries) == 2 * len(POOL)
     pop = pick("ReferenceSession.pop_item", "early_return")
-    assert entries[f"{pop.id}@reference"]["status"] == "NoCoverage"
-    assert entries[f"{pop.id}@reference"]["coveredBy"] == []
-    assert entries[f"{KILLED.id}@reference"]["killedBy"] == [CHECK]
+    assert entries[f"reference:{pop.id}"]["status"] == "NoCoverage"
+    assert entries[f"reference:{pop.id}"]["coveredBy"] == []
+    assert entries[f"reference:{KILLED.id}"]["killedBy"] == [CHECK]
     for ignored in (EQUIVALENT, DUPLICATE, WAIVED):
-        assert entries[f"{ignored.id}@reference"]["status"] == "Ignored"
+        assert entries[f"reference:{ignored.id}"]["status"] == "Ignored"
     guard = next(m for m in POOL if m.operator == "drop_closed_guard")
-    assert entries[f"{guard.id}@reference-open-close"]["status"] == "Ignored"
-    assert "could not be mapped" in entries[f"{UNMAPPED.id}@reference"]["statusReason"]
+    assert entries[f"reference-open-close:{guard.id}"]["status"] == "Ignored"
+    assert "could not be mapped" in entries[f"reference:{UNMAPPED.id}"]["statusReason"]
 
 
 def test_a_check_the_clean_lane_fails_is_not_judgeable_there() -> None:

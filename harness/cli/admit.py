@@ -73,7 +73,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     from arib.execute import sdk_version
     from arib.ground.services import ServiceManager
     from arib.lanes import services_for_checks
-    from arib.runs.shard import make_split, run_durations
+    from arib.runs.shard import admission_durations, make_split
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -83,7 +83,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     at_least(args.workers, 0, "--workers", "0 means one per core")
     shard_writes(args, bool(args.json), "--json", "--json PATH (one PATH per shard)")
     every = select_checks(None if args.all else ",".join(args.check), params)
-    split = make_split(args, run_durations(Path("results"), sdk_version(), "admit")
+    split = make_split(args, admission_durations(Path("results"), sdk_version())
                        if args.shard else None)
     checks = every if split is None else tuple(c for c in every if c.id in split.keep(
         {c.id: split.durations.get(c.id) for c in every}))

@@ -75,7 +75,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from arib.reports.summary import append_job_summary
     from arib.runs.bench import BenchConfig, default_workers, run_bench
     from arib.runs.coverage import known_selection
-    from arib.runs.shard import make_split, run_durations
+    from arib.runs.shard import cell_durations, make_split
     from arib.targets.registry import parse_lanes
 
     expect_sdk(args.sdk)
@@ -94,7 +94,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          "run as the whole baseline; add --partial to accept only the cells "
                          "this run measures, or drop --lanes/--checks")
     out = writable_folder(Path(args.out))  # before anything is measured
-    split = make_split(args, run_durations(Path("results"), sdk_version(), "bench")
+    split = make_split(args, cell_durations(Path("results"), sdk_version())
                        if args.shard else None)  # the newest run is read only when sharded
     if split is not None and args.accept:
         raise UsageError(f"--accept with --shard {args.shard!r} would accept one shard as a "

@@ -67,52 +67,6 @@ class ExitCode(enum.IntEnum):
     ERROR_OR_NOTHING = 4
 
 
-@dataclass(frozen=True, order=True)
-class MutantKey:
-    """A mutant on a lane. Lanes built on one module share its mutant ids, never their keys.
-
-    Ordered by lane, then id. ``str()`` gives ``lane:mutant_id`` where a string is needed.
-    """
-
-    lane: str
-    mutant_id: str
-
-    def __str__(self) -> str:
-        return f"{self.lane}:{self.mutant_id}"
-
-    @property
-    def report_id(self) -> str:
-        """Its id in the survey's mutation-testing report: ``mutant_id@lane``."""
-        return f"{self.mutant_id}@{self.lane}"
-
-    def to_json(self) -> dict[str, str]:
-        """The JSON form of this key."""
-        return {"lane": self.lane, "mutant_id": self.mutant_id}
-
-
-@dataclass(frozen=True, order=True)
-class Cell:
-    """A check on a lane: one cell of the bench's backends x invariants table.
-
-    Ordered by check, then lane. ``str()`` gives ``check_id on lane``.
-    """
-
-    check_id: str
-    lane: str
-
-    def __str__(self) -> str:
-        return f"{self.check_id} on {self.lane}"
-
-    @classmethod
-    def of(cls, finding: Mapping[str, Any]) -> Cell:
-        """The cell of a finding as a result file has it (its invariant id and target)."""
-        return cls(finding["invariant_id"], finding["target"])
-
-    def to_json(self) -> dict[str, str]:
-        """The JSON form of this cell."""
-        return {"check_id": self.check_id, "lane": self.lane}
-
-
 @dataclass(frozen=True)
 class Counts:
     """Violation counters of a finding, summed over its trials."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arib.ground.invocations import REPORT_REQUIREMENTS
-from arib.ground.model import Cell
+from arib.ground.keys import Cell
 
 # category -> colour, in the legend's order.
 COLOURS = {

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arib.ground.model import Cell
+from arib.ground.keys import Cell
 from arib.reports.evidence import evidence_key, grouped, lane_list
 from arib.runs.seed import SEED_CELLS, SEED_FAMILY, SEED_NOTES, SEED_SDK
 

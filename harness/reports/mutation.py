@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from arib.ground.errors import ResultsError
 from arib.ground.family import active_family
+from arib.ground.keys import MutantKey
 from arib.ground.model import MutantKind, MutantResult, MutantStatus
 from arib.ground.package import checkout_name
 from arib.mutants.base import MutantSpec
@@ -264,13 +265,14 @@ def reason_line(result: MutantResult) -> str:
 
 def mutant_entry(src: SourceText, spec: MutantSpec, *, status: str, reason: str,
                  covered_by: Sequence[str], killed_by: Sequence[str], tests_completed: int,
-                 duration_s: float, report_id: str | None = None) -> dict[str, Any]:
-    """One schema mutant: ``spec`` located in ``src``, with its schema status and reason."""
+                 duration_s: float, key: MutantKey | None = None) -> dict[str, Any]:
+    """One schema mutant: ``spec`` located in ``src``, with its schema status and reason; its
+    id is ``str(key)`` where each lane reports its own (the survey), else the mutant's id."""
     span, replacement = _locate(src, spec)
     mutator = f"handwritten:{spec.name or spec.id}" if spec.kind is MutantKind.HANDWRITTEN \
         else spec.operator
     return {
-        "id": report_id or spec.id,
+        "id": str(key) if key is not None else spec.id,
         "mutatorName": mutator,
         "replacement": replacement,
         "location": src.location(span),

@@ -18,7 +18,7 @@ from arib.ground.errors import ResultsError, UsageError
 from arib.ground.family import active_family
 from arib.ground.files import atomic_write_text, folder_lock
 from arib.ground.invocations import bench_command
-from arib.ground.model import Cell
+from arib.ground.keys import Cell
 from arib.runs.compare import GateResult, cells, gate, version_key
 from arib.runs.coverage import RunCoverage, coverage_of
 from arib.runs.results import read_results, run_glob

@@ -26,6 +26,7 @@ from arib.execute import (
 )
 from arib.ground.child import ChildOutcome, run_jobs
 from arib.ground.files import atomic_write_text, writable_folder
+from arib.ground.keys import Cell
 from arib.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
 from arib.ground.proctime import first_fork_s, forget_first_fork, process_age_s
 from arib.ground.services import ServiceManager
@@ -34,7 +35,7 @@ from arib.progress import Progress
 from arib.reports.markdown import render_markdown
 from arib.runs.coverage import RunCoverage, known_selection, not_admitted
 from arib.runs.results import new_run_id, run_document, run_stem, validate
-from arib.runs.shard import Split, run_durations
+from arib.runs.shard import Split, cell_durations
 from arib.targets.base import TargetSpec
 from arib.warm import warm, warm_all
 
@@ -133,20 +134,22 @@ class LaneRun:
     lane: TargetSpec
     opts: RunOptions
 
+    @property
+    def cell(self) -> Cell:
+        """The check on the lane."""
+        return Cell(self.check.id, self.lane.name)
 
-def _shard_config(config: BenchConfig) -> tuple[BenchConfig, frozenset[str] | None]:
+
+def _shard_config(config: BenchConfig) -> tuple[BenchConfig, frozenset[Cell] | None]:
     """The config cut to the checks and lanes of this shard's cells, and the cells."""
     if config.shard is None:
         return config, None
-    cells = {f"{c.id}@{lane.name}": config.shard.durations.get(f"{c.id}@{lane.name}")
-             for c in config.checks for lane in config.lanes}
-    mine = config.shard.keep(cells)
+    cells = [Cell(c.id, lane.name) for c in config.checks for lane in config.lanes]
+    mine = config.shard.keep({cell: config.shard.durations.get(cell) for cell in cells})
     return dataclasses.replace(
         config,
-        checks=tuple(c for c in config.checks if any(f"{c.id}@{t.name}" in mine
-                                                     for t in config.lanes)),
-        lanes=tuple(t for t in config.lanes if any(f"{c.id}@{t.name}" in mine
-                                                   for c in config.checks))), mine
+        checks=tuple(c for c in config.checks if any(x.check_id == c.id for x in mine)),
+        lanes=tuple(t for t in config.lanes if any(x.lane == t.name for x in mine))), mine
 
 
 def _admit(config: BenchConfig) -> tuple[Admission, ...]:
@@ -178,19 +181,18 @@ def _lane_runs(config: BenchConfig, prepared: PreparedLanes,
             for check in config.checks if check.id in admitted for lane in prepared.lanes]
 
 
-def longest_first(runs: list[LaneRun], durations: Mapping[str, float]) -> list[int]:
+def longest_first(runs: list[LaneRun], durations: Mapping[Cell, float]) -> list[int]:
     """The indexes of ``runs`` in the order to start them: the longest cells first, by the
-    seconds a previous run recorded (``check@lane``; a cell without a record counts as the
-    longest), so that the last cell to end is a short one; ties keep their order."""
+    seconds a previous run recorded (a cell without a record counts as the longest), so that
+    the last cell to end is a short one; ties keep their order."""
     def seconds(index: int) -> float:
-        run = runs[index]
-        return durations.get(f"{run.check.id}@{run.lane.name}", float("inf"))
+        return durations.get(runs[index].cell, float("inf"))
 
     return sorted(range(len(runs)), key=lambda i: -seconds(i))
 
 
 def _measure(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
-             durations: Mapping[str, float]) -> tuple[list[Finding], bool, float | None]:
+             durations: Mapping[Cell, float]) -> tuple[list[Finding], bool, float | None]:
     """The findings of ``runs`` (each in a forked child, the longest first), in the order of
     ``runs``, whether an interrupt cut them short (what was measured before it is kept), and
     the process's age in seconds when the first of them started (None: none did)."""
@@ -298,9 +300,9 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     prepared = (prepare_lanes(mine.lanes, config.manager) if config.manager is not None
                 else PreparedLanes(mine.lanes))
     runs = [r for r in _lane_runs(mine, prepared, admissions)
-            if cells is None or f"{r.check.id}@{r.lane.name}" in cells]
+            if cells is None or r.cell in cells]
     measured, interrupted, first_cell_s = _measure(
-        config, prepared, runs, run_durations(config.out_dir, sdk_version(), "bench"))
+        config, prepared, runs, cell_durations(config.out_dir, sdk_version()))
     document = _document(config, prepared, admissions, measured, interrupted, started,
                          time.perf_counter() - t0)
     document["run_id"] = run_id

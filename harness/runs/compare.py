@@ -12,7 +12,7 @@ from typing import Any
 from arib.ground import invocations
 from arib.ground.family import active_family
 from arib.ground.files import atomic_write_text
-from arib.ground.model import Cell
+from arib.ground.keys import Cell
 from arib.reports.evidence import grouped, lane_list, mask
 from arib.reports.heatmap import LEGEND, heatmap_svg, unavailable
 from arib.runs.coverage import coverage_of

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from arib.ground.model import Cell
+from arib.ground.keys import Cell
 
 NOT_SELECTED_LANE = "lane not selected in this run (--lanes)"
 NOT_SELECTED_CHECK = "check not selected in this run (--checks)"

@@ -8,7 +8,7 @@ SQLAlchemySession, which has no close(); everything else held.
 
 from __future__ import annotations
 
-from arib.ground.model import Cell
+from arib.ground.keys import Cell
 
 SEED_FAMILY = "openai-agents"  # the seed measured this family's sessions
 SEED_SDK = "0.19.2"

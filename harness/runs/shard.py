@@ -8,6 +8,11 @@ lowest index). It reads no clock and no random source: every shard, given the sa
 the same units and the same recorded durations, computes the same split, and together the
 shards cover every unit exactly once. ``arib.runs.merge`` refuses shards whose arguments,
 commit, durations or ``n`` differ.
+
+A unit is a key in memory: a check id (``admit``), a ``Cell`` (``bench``), a ``MutantKey`` or a
+lane alone (``survey``); what is hashed and written is its one string form (``str()``). The
+manifest a shard writes is transient (read by ``merge`` from the same commit, never
+committed), so a manifest written before a unit's form changed need not stay readable.
 """
 
 from __future__ import annotations
@@ -16,13 +21,17 @@ import argparse
 import hashlib
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arib.ground.errors import UsageError
 from arib.ground.files import atomic_write_text
+from arib.ground.keys import Cell, MutantKey
+
+# A unit of sharded work: a check id, a cell, a mutant on a lane, or a lane alone.
+U = TypeVar("U", bound=Hashable)
 
 # Options that do not change what a shard measures: where its outputs go, how it talks to
 # people, and the shard itself. Everything else is in the fingerprint.
@@ -72,7 +81,7 @@ class Split:
     spec: ShardSpec
     args: Mapping[str, Any]
     commit: str
-    durations: Mapping[str, float] = field(default_factory=dict)  # recorded, by unit id
+    durations: Mapping[Any, float] = field(default_factory=dict)  # recorded, by unit
     # What was measured: the family, its distribution's installed version and the lock hash.
     identity: Mapping[str, str] = field(default_factory=dict)
 
@@ -81,12 +90,13 @@ class Split:
         """A digest of the shared arguments and the commit (equal in every shard)."""
         return _digest({"args": self.args, "commit": self.commit})
 
-    def keep(self, units: Mapping[str, float | None]) -> frozenset[str]:
-        """The ids of ``units`` (id -> recorded seconds, or None) that go to this shard."""
+    def keep(self, units: Mapping[U, float | None]) -> frozenset[U]:
+        """The ``units`` (unit -> recorded seconds, or None) that go to this shard; ties are
+        broken by a hash of each unit's string form."""
         known = [s for s in units.values() if s is not None]
         default = statistics.median(known) if known else 1.0
         weight = {u: default if s is None else s for u, s in units.items()}
-        order = sorted(units, key=lambda u: (-weight[u], _digest(u), u))
+        order = sorted(units, key=lambda u: (-weight[u], _digest(str(u)), str(u)))
         loads = [0.0] * self.spec.n
         mine = set()
         for unit in order:
@@ -100,11 +110,12 @@ class Split:
         """The shard's record: its spec, fingerprint, arguments, commit and durations digest."""
         return {"spec": str(self.spec), "k": self.spec.k, "n": self.spec.n,
                 "fingerprint": self.fingerprint, "arguments": dict(self.args),
-                "commit": self.commit, "durations": _digest(dict(self.durations)),
+                "commit": self.commit,
+                "durations": _digest({str(u): s for u, s in self.durations.items()}),
                 **dict(self.identity)}
 
 
-def make_split(args: argparse.Namespace, durations: Mapping[str, float] | None = None
+def make_split(args: argparse.Namespace, durations: Mapping[Any, float] | None = None
                ) -> Split | None:
     """The split asked for by ``args.shard``, or None when the command is not sharded."""
     from arib.ground.provenance import harness_commit
@@ -126,9 +137,10 @@ def measured_identity() -> dict[str, str]:
     return {"family": active_family().name, "version": version, "lock": lock_hash(version)}
 
 
-def survey_durations(folder: Path) -> dict[str, float]:
-    """Seconds each ``lane:mutant`` took in the survey written to ``folder`` (empty if none)."""
-    seconds: dict[str, float] = {}
+def survey_durations(folder: Path) -> dict[MutantKey, float]:
+    """Seconds each mutant on its lane took in the survey written to ``folder`` (empty if
+    none)."""
+    seconds: dict[MutantKey, float] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
@@ -137,26 +149,42 @@ def survey_durations(folder: Path) -> dict[str, float]:
         if not isinstance(doc, dict) or doc.get("kind") != "arib-survey":
             continue
         for result in doc.get("results", ()):
-            key = f"{doc['lane']}:{result['mutant_id']}"
+            key = MutantKey(doc["lane"], result["mutant_id"])
             seconds[key] = seconds.get(key, 0.0) + float(result.get("duration_s", 0.0))
     return seconds
 
 
-def run_durations(folder: Path, version: str, command: str) -> dict[str, float]:
-    """Seconds recorded in the newest bench run of ``version`` in ``folder``: per check's
-    admission (``command`` 'admit') or per ``check@lane`` cell ('bench'); empty if none."""
+def _newest_run(folder: Path, version: str) -> dict[str, Any] | None:
+    """The newest bench run of ``version`` in ``folder``; None when none can be read."""
     from arib.runs.results import run_glob
 
     for path in sorted(folder.glob(run_glob(version)), reverse=True)[:1]:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            if command == "admit":
-                return {a["check_id"]: float(a["duration_s"]) for a in doc["admission"]}
-            return {f"{f['invariant_id']}@{f['target']}": float(f["duration_s"])
-                    for f in doc["findings"]}
-        except (OSError, ValueError, KeyError, TypeError):
-            return {}
-    return {}
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+    return None
+
+
+def admission_durations(folder: Path, version: str) -> dict[str, float]:
+    """Seconds each check's admission took in the newest bench run of ``version`` in
+    ``folder``, by check id; empty if none."""
+    doc = _newest_run(folder, version)
+    try:
+        return {a["check_id"]: float(a["duration_s"]) for a in doc["admission"]} if doc else {}
+    except (KeyError, TypeError, ValueError):
+        return {}
+
+
+def cell_durations(folder: Path, version: str) -> dict[Cell, float]:
+    """Seconds each cell took in the newest bench run of ``version`` in ``folder``; empty if
+    none."""
+    doc = _newest_run(folder, version)
+    try:
+        return {Cell.of(f): float(f["duration_s"]) for f in doc["findings"]} if doc else {}
+    except (KeyError, TypeError, ValueError, UsageError):
+        return {}
 
 
 # The manifest a sharded run writes beside its output, and its reading back (`merge`).

@@ -50,21 +50,14 @@ from arib.execute import (
 from arib.ground import scratch
 from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
 from arib.ground.family import active_family
-from arib.ground.model import (
-    Cell,
-    CleanBase,
-    Finding,
-    MutantKey,
-    MutantResult,
-    MutantStatus,
-    Verdict,
-)
+from arib.ground.keys import Cell, MutantKey, Pair
+from arib.ground.model import CleanBase, Finding, MutantResult, MutantStatus, Verdict
 from arib.judging import (
     KILL_RERUNS,
     TIME_RULE,
     Judged,
     Judging,
-    Pair,
+    PairJob,
     clean_base,
     clean_reruns,
     judge_mutants,
@@ -283,15 +276,16 @@ def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     return tuple(_assemble(plan, runs, by.get(plan.lane.name, {})) for plan in plans)
 
 
-def _units(plan: _Plan) -> dict[str, list[MutantSpec]]:
-    """A lane's shard units: its mutants grouped with their duplicates; the lane alone when
-    it has no mutant to judge (so that exactly one shard reports it)."""
+def _units(plan: _Plan) -> dict[MutantKey | str, list[MutantSpec]]:
+    """A lane's shard units: its mutants grouped with their duplicates (keyed by the first's
+    key), or the lane alone when it has no mutant to judge (so that exactly one shard
+    reports it)."""
     if plan.error is not None or not plan.mutants:
         return {plan.lane.name: []}
-    groups: dict[str, list[MutantSpec]] = {}
+    groups: dict[MutantKey | str, list[MutantSpec]] = {}
     for mutant in plan.mutants:
         dup = plan.duplicates.get(mutant.id)
-        groups.setdefault(f"{plan.lane.name}:{dup.of if dup and dup.of else mutant.id}",
+        groups.setdefault(MutantKey(plan.lane.name, dup.of if dup and dup.of else mutant.id),
                           []).append(mutant)
     return groups
 
@@ -299,9 +293,8 @@ def _units(plan: _Plan) -> dict[str, list[MutantSpec]]:
 def _shard_plans(plans: Sequence[_Plan], split: Split) -> list[_Plan]:
     """The plans cut to this shard's units; a lane with none of them is left out."""
     units = {plan.lane.name: _units(plan) for plan in plans}
-    seconds = {u: (sum(split.durations.get(f"{p.lane.name}:{m.id}", 0.0) for m in members)
-                   if all(f"{p.lane.name}:{m.id}" in split.durations for m in members)
-                   and members else None)
+    seconds = {u: (sum(split.durations.get(p.key(m), 0.0) for m in members)
+                   if all(p.key(m) in split.durations for m in members) and members else None)
                for p in plans for u, members in units[p.lane.name].items()}
     mine = split.keep(seconds)
     kept = []
@@ -411,8 +404,8 @@ def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
     return lines is None or bool(lines & plan.coverage.get(check_id, frozenset()))
 
 
-# A check's result on a mutant on a lane, by check id and mutant key.
-Runs = dict[tuple[str, MutantKey], MutantResult]
+# A check's result on a mutant on a lane, by pair.
+Runs = dict[Pair, MutantResult]
 
 
 def _ordered(mutant: MutantSpec, checks: Sequence[CheckSpec],
@@ -427,7 +420,7 @@ def _ordered(mutant: MutantSpec, checks: Sequence[CheckSpec],
 def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
     """Run each mutant under the judgeable checks that reach it; cached pairs are reused."""
     by_id = {c.id: dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks}
-    pairs: dict[str, list[Pair]] = {}
+    pairs: dict[str, list[PairJob]] = {}
     bound: dict[str, int] = {}
     for plan in plans:
         judgeable = [by_id[c] for c, base in plan.clean.items() if base.judgeable]
@@ -442,7 +435,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
                 if not _reaches(plan, c.id, mutant):
                     continue
                 bound[plan.lane.name] += inputs[c.id] is None
-                pairs[plan.lane.name].append(Pair(
+                pairs[plan.lane.name].append(PairJob(
                     c, plan.lane, mutant, Verdict.VIOLATED, plan.clean[c.id].duration_s,
                     _key(c, plan.lane, mutant, config, inputs[c.id])))
     judged = judge_mutants(
@@ -452,10 +445,10 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
                 wall_share=True, quiet=config.quiet, first_kill=config.first_kill,
                 kill_reruns=config.kill_reruns))
     for plan in plans:
-        for pair in pairs[plan.lane.name]:
-            result = judged.results.get(pair.slot)
+        for job in pairs[plan.lane.name]:
+            result = judged.results.get(job.pair)
             if result is not None and result.status is S.KILLED:
-                config.cache.remember_killer(_hint(plan.lane, pair.mutant), pair.check.id)
+                config.cache.remember_killer(_hint(plan.lane, job.mutant), job.check.id)
         plan.counts = _counts(plan, pairs[plan.lane.name], judged, config.reruns)
         plan.counts["keys_version_bound"] = bound[plan.lane.name]
         plan.counts["clean_changed"] = plan.reuse[Reuse.CHANGED]
@@ -464,20 +457,21 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
     return dict(judged.results)
 
 
-def _counts(plan: _Plan, pairs: Sequence[Pair], judged: Judged, reruns: int) -> dict[str, int]:
+def _counts(plan: _Plan, jobs: Sequence[PairJob], judged: Judged, reruns: int
+            ) -> dict[str, int]:
     """How many pair runs ran, came from the cache or were saved, and why; check executions."""
     judged_by = [c for c, base in plan.clean.items() if base.judgeable]
-    slots = [p.slot for p in pairs]
-    cached = judged.cached(pairs)
-    counts = {"run": sum(judged.executions.get(s, 0) for s in slots),
-              **judged.executions_by_role(slots),
+    pairs = [j.pair for j in jobs]
+    cached = judged.cached(jobs)
+    counts = {"run": sum(judged.executions.get(p, 0) for p in pairs),
+              **judged.executions_by_role(pairs),
               "cached": cached,
-              "cache_misses": sum(1 for s in slots if s in judged.executions
-                                  and s not in judged.unreadable),
-              "cache_unreadable": sum(1 for s in slots if s in judged.unreadable),
-              "skipped_after_kill": sum(1 for s in slots if s in judged.skipped) * reruns,
-              "pairs": len(slots),
-              "mutants_judged": len({s[1] for s in slots}),
+              "cache_misses": sum(1 for p in pairs if p in judged.executions
+                                  and p not in judged.unreadable),
+              "cache_unreadable": sum(1 for p in pairs if p in judged.unreadable),
+              "skipped_after_kill": sum(1 for p in pairs if p in judged.skipped) * reruns,
+              "pairs": len(pairs),
+              "mutants_judged": len({p.key for p in pairs}),
               "saved_by_coverage": 0, "saved_by_compiler_or_claims": 0, "not_judgeable": 0}
     for mutant in plan.mutants:
         if mutant.id in plan.ignored:
@@ -497,7 +491,7 @@ def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> 
         return S.NO_COVERAGE
     if not base.judgeable:
         return S.NOT_JUDGEABLE
-    found = runs.get((check_id, plan.key(mutant)))
+    found = runs.get(Pair(check_id, plan.key(mutant)))
     return S.NOT_RUN if found is None else found.status
 
 
@@ -522,7 +516,7 @@ def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurv
         pairs = {c: _pair_status(plan, c, mutant, runs) for c in applicable}
         status = lane_status(pairs.values())
         killers = [c for c, s in pairs.items() if s is S.KILLED]
-        flaky = [f"{c} in {runs[(c, plan.key(mutant))].rate} reruns" for c, s in pairs.items()
+        flaky = [f"{c} in {runs[Pair(c, plan.key(mutant))].rate} reruns" for c, s in pairs.items()
                  if s is S.FLAKY]
         reason = (f"killed by {', '.join(killers)}" if killers else
                   "no applicable check executes its lines" if status is S.NO_COVERAGE else
@@ -540,8 +534,8 @@ def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurv
             outcomes_by_id[mutant_id] = dataclasses.replace(
                 outcomes_by_id[mutant_id], reason=f"{dup.reason} ({dup.of}: "
                                                   f"{first.status.value})")
-    results = tuple(runs[(c, plan.key(m))] for m in plan.mutants for c in applicable
-                    if (c, plan.key(m)) in runs)
+    results = tuple(runs[Pair(c, plan.key(m))] for m in plan.mutants for c in applicable
+                    if Pair(c, plan.key(m)) in runs)
     assert plan.lines is not None
     return LaneSurvey(lane.name, lane.module, plan.file,
                       tuple(outcomes_by_id[m.id] for m in plan.mutants),

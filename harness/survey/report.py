@@ -18,7 +18,8 @@ from typing import Any
 
 from arib.execute import python_version, sdk_version
 from arib.ground.files import atomic_write_text
-from arib.ground.model import MutantKey, MutantStatus
+from arib.ground.keys import MutantKey
+from arib.ground.model import MutantStatus
 from arib.ground.provenance import environment, harness_commit
 from arib.reports.mutation import (
     STATUS_MAP,
@@ -109,7 +110,7 @@ def survey_mutation_report(surveys: Sequence[LaneSurvey],
                 covered_by=covered, killed_by=killed,
                 tests_completed=sum(len(r.runs) for r in runs),
                 duration_s=sum(r.duration_s for r in runs),
-                report_id=MutantKey(s.lane, o.mutant.id).report_id))
+                key=MutantKey(s.lane, o.mutant.id)))
         files[f"{s.lane}/{module_path(s.module, s.file)}"] = file_entry(src, entries)
     report = report_document(files, sorted(check_ids), thresholds=thresholds)
     validate_mutation_report(report)

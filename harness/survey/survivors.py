@@ -25,7 +25,7 @@ from typing import Any
 
 from arib.ground.errors import BenchError
 from arib.ground.family import active_family
-from arib.ground.model import MutantKey
+from arib.ground.keys import MutantKey
 from arib.ground.package import data_path
 
 SURVIVORS_DIR = data_path("arib.mutants", "survivors")
