@@ -150,11 +150,12 @@ def _base_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
 
 def error_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions, reason: str,
                   tb: str | None = None, duration_s: float = 0.0,
-                  seeds: Sequence[int] = ()) -> Finding:
-    """A finding for when the harness could not judge; names the reason."""
+                  seeds: Sequence[int] = (), *, timed_out: bool = False) -> Finding:
+    """A finding for when the harness could not judge; names the reason (``timed_out``: the
+    run ended at its time limit)."""
     return Finding(**_base_finding(check, target, opts, seeds), verdict=Verdict.ERROR,
                    trials=0, violating_trials=0, counts=Counts(), duration_s=duration_s,
-                   reason=reason, traceback=tb)
+                   reason=reason, traceback=tb, timed_out=timed_out)
 
 
 def child_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
@@ -163,9 +164,9 @@ def child_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
 
     The one way a failed child (``ChildStatus`` timeout, crash or raised) becomes a result,
     for admission, the survey and the bench; its detail is the traceback. The reason names
-    the status; a child killed at its hard time limit ``limit_s`` is marked as a timeout.
+    the status; a child killed at its hard time limit ``limit_s`` timed out (``timed_out``).
     ``lane_child`` keeps the bench's own wording, ``lane child <status>: <detail>`` (300
-    characters of it), with no timeout mark, as its result files have it.
+    characters of it), as its result files have it.
     """
     if outcome.status is ChildStatus.OK:
         return outcome.value  # type: ignore[no-any-return]
@@ -177,11 +178,8 @@ def child_finding(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             ChildStatus.CRASH: f"child crashed: {outcome.detail}",
             ChildStatus.RAISED: "child raised out of the harness",
         }[outcome.status]
-    finding = error_finding(check, target, opts, reason, outcome.detail or None,
-                            outcome.duration_s)
-    if outcome.status is ChildStatus.TIMEOUT and not lane_child:
-        finding = dataclasses.replace(finding, modes={"timeout": 1})
-    return finding
+    return error_finding(check, target, opts, reason, outcome.detail or None,
+                         outcome.duration_s, timed_out=outcome.status is ChildStatus.TIMEOUT)
 
 
 def summarize(check: CheckSpec, target: TargetSpec, opts: RunOptions, trials: Sequence[Trial],
@@ -275,10 +273,10 @@ async def family_claims(target: TargetSpec, obj: Any) -> str | None:
 
 def _timed_out(check: CheckSpec, target: TargetSpec, opts: RunOptions, index: int, seed: int,
                seeds: Sequence[int], duration_s: float, note: str = "") -> Finding:
-    finding = error_finding(check, target, opts,
-                            f"trial {index} (seed {seed}) exceeded the check timeout of "
-                            f"{check.timeout_s:.1f}s{note}", None, duration_s, seeds)
-    return dataclasses.replace(finding, modes={"timeout": 1})
+    return error_finding(check, target, opts,
+                         f"trial {index} (seed {seed}) exceeded the check timeout of "
+                         f"{check.timeout_s:.1f}s{note}", None, duration_s, seeds,
+                         timed_out=True)
 
 
 async def _judge(check: CheckSpec, target: TargetSpec, opts: RunOptions,

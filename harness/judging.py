@@ -113,7 +113,7 @@ def clean_base(check_id: str, lane: str, findings: Sequence[Finding]) -> CleanBa
 
 def run_status(check: CheckSpec, expected: Verdict, findings: Sequence[Finding]) -> MutantStatus:
     """A mutant's status from its reruns: a timeout is a kill only for a "does not hang" check."""
-    timeouts = sum(1 for f in findings if f.modes.get("timeout"))
+    timeouts = sum(1 for f in findings if f.timed_out)
     return mutant_status([f.verdict for f in findings], expected, timeouts,
                          hang_kills=check.hang_invariant)
 
@@ -123,6 +123,8 @@ def evidence(findings: Sequence[Finding]) -> str:
     parts = []
     for f in findings[:1]:
         parts.append(f"verdict {f.verdict.value}")
+        if f.timed_out:
+            parts.append("timed out")
         if f.violating_trials:
             parts.append(f"{f.violating_trials}/{f.trials} trials violated")
         if f.counts.total:

@@ -108,11 +108,27 @@ def test_an_entry_written_before_entries_kept_their_evidence_is_refused(tmp_path
     assert AdmissionCache(tmp_path).lookup("k")[1] is Lookup.CONTRADICTED
 
 
-def test_a_timeout_is_a_kill_only_where_the_check_says_so() -> None:
-    timed_out = [{"verdict": "error", "violating_trials": 0, "modes": {"timeout": 1}}]
+# A rerun that timed out, as the cache's evidence keeps it now, and as entries written before
+# ``timed_out`` existed kept it (the old mark: the one mode of an error finding).
+TIMED_OUT = [{"verdict": "error", "violating_trials": 0, "modes": {}, "timed_out": True}]
+OLD_TIMED_OUT = [{"verdict": "error", "violating_trials": 0, "modes": {"timeout": 1}}]
+
+
+@pytest.mark.parametrize("timed_out", [TIMED_OUT, OLD_TIMED_OUT], ids=["now", "before"])
+def test_a_timeout_is_a_kill_only_where_the_check_says_so(timed_out) -> None:
     killed = dataclasses.replace(result(), runs=(Verdict.ERROR,))
     assert contradiction(killed, timed_out, hang_kills=True) is None
     assert "gives 'timeout'" in (contradiction(killed, timed_out, hang_kills=False) or "")
+    error = [{**timed_out[0], "timed_out": False}]  # an error that did not time out
+    assert "gives 'error'" in (contradiction(killed, error, hang_kills=True) or "")
+
+
+def test_an_entry_kept_with_the_old_timeout_mark_is_read_not_refused(tmp_path: Path) -> None:
+    timeout = dataclasses.replace(result(), status=MutantStatus.TIMEOUT, runs=(Verdict.ERROR,))
+    (tmp_path / "k.json").write_text(json.dumps(
+        {**timeout.to_json(), "proof": OLD_TIMED_OUT, "hang_kills": False}))
+    found, state = AdmissionCache(tmp_path).lookup("k", False)
+    assert state is Lookup.HIT and found is not None and found.status is MutantStatus.TIMEOUT
 
 
 def test_the_sample_of_hits_re_judged_is_seeded_and_its_share_is_kept(tmp_path: Path) -> None:

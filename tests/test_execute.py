@@ -116,7 +116,7 @@ def test_a_trial_that_ignores_cancellation_is_reported_by_the_watchdog():
     outcome = run_one(lambda: run_check(check, REFERENCE, opts), timeout_s=25)
     assert outcome.status.value == "ok", outcome.detail  # reported, not killed
     finding = outcome.value
-    assert finding.verdict is Verdict.ERROR and finding.modes == {"timeout": 1}
+    assert finding.verdict is Verdict.ERROR and finding.timed_out and finding.modes == {}
     assert "did not end when cancelled" in (finding.reason or "")
 
 
@@ -143,28 +143,30 @@ def test_a_child_that_delivered_gives_its_finding_itself():
     assert child_finding(check, REFERENCE, opts, outcome, 5.0, lane_child=True) is delivered
 
 
-# Each failed ChildStatus, and the finding it becomes: (reason, modes) as admission and the
-# survey word it, then as the bench words it for a lane's child.
+# Each failed ChildStatus, and the finding it becomes: (reason, timed out) as admission and
+# the survey word it, then as the bench words it for a lane's child.
 FAILED = [
-    (ChildStatus.TIMEOUT, "child killed at its hard time limit (12.3s + grace)",
-     {"timeout": 1}, "lane child timeout: died of SIGKILL"),
-    (ChildStatus.CRASH, "child crashed: died of SIGKILL", {}, "lane child crash: died of SIGKILL"),
-    (ChildStatus.RAISED, "child raised out of the harness", {},
+    (ChildStatus.TIMEOUT, "child killed at its hard time limit (12.3s + grace)", True,
+     "lane child timeout: died of SIGKILL"),
+    (ChildStatus.CRASH, "child crashed: died of SIGKILL", False,
+     "lane child crash: died of SIGKILL"),
+    (ChildStatus.RAISED, "child raised out of the harness", False,
      "lane child raised: died of SIGKILL"),
 ]
 
 
-@pytest.mark.parametrize("status, reason, modes, lane_reason", FAILED)
-def test_a_failed_child_is_one_error_finding_naming_its_status(status, reason, modes,
+@pytest.mark.parametrize("status, reason, timed_out, lane_reason", FAILED)
+def test_a_failed_child_is_one_error_finding_naming_its_status(status, reason, timed_out,
                                                                lane_reason):
     check, opts = small("ARIB-CONC-003", trials=1)
     outcome = ChildOutcome(status, detail="died of SIGKILL", duration_s=4.5)
-    for finding, why, marks in (
-            (child_finding(check, SQLITE_FILE, opts, outcome, 12.34), reason, modes),
+    for finding, why in (
+            (child_finding(check, SQLITE_FILE, opts, outcome, 12.34), reason),
             (child_finding(check, SQLITE_FILE, opts, outcome, 12.34, lane_child=True),
-             lane_reason, {})):
+             lane_reason)):
         assert finding.verdict is Verdict.ERROR
-        assert finding.reason == why and finding.modes == marks
+        assert finding.reason == why and finding.modes == {}  # a timeout is no trial's mode
+        assert finding.timed_out is timed_out  # the bench's lane child's too
         assert finding.traceback == "died of SIGKILL" and finding.duration_s == 4.5
         assert (finding.invariant_id, finding.target) == (check.id, SQLITE_FILE.name)
         assert finding.trials == finding.violating_trials == 0 and finding.seeds == ()

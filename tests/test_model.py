@@ -171,3 +171,35 @@ def test_a_reused_clean_base_says_so_and_round_trips_through_json():
     assert "reused" not in flaky.to_json()
     cached = CleanBase("ARIB-X-001", "lane", (), 0.0, cached=True)
     assert CleanBase.from_json(cached.to_json()) == cached
+
+
+def test_a_timeout_is_an_outcome_of_the_run_written_and_read_back():
+    timed = finding(E, trials=0, violating_trials=0, reason="trial 0 exceeded", timed_out=True)
+    assert timed.to_json()["timed_out"] is True and timed.to_json()["modes"] == {}
+    assert Finding.from_json(timed.to_json()) == timed
+    assert finding(H).to_json()["timed_out"] is False
+
+
+@pytest.mark.parametrize("written, timed_out, modes", [
+    # before the field existed: an error finding with the old mark is read as timed out,
+    # and the mark leaves its modes
+    ({"verdict": "error", "modes": {"timeout": 1}}, True, {}),
+    ({"verdict": "error", "modes": {}}, False, {}),  # another error: a crash, a bad claim
+    ({"verdict": "error"}, False, {}),
+    # a trial's mode of that name on a judged finding is a mode, never a timeout
+    ({"verdict": "violated", "modes": {"timeout": 1}}, False, {"timeout": 1}),
+    # with the field, the field alone decides
+    ({"verdict": "error", "modes": {"timeout": 1}, "timed_out": False}, False, {"timeout": 1}),
+    ({"verdict": "error", "modes": {}, "timed_out": True}, True, {}),
+])
+def test_a_finding_written_before_timed_out_existed_reads_as_it_meant(written, timed_out, modes):
+    document = {**finding(E, trials=0, violating_trials=0, reason="r").to_json(), **written}
+    if "timed_out" not in written:
+        del document["timed_out"]
+    if "modes" not in written:
+        del document["modes"]
+    if written["verdict"] == "violated":
+        document |= {"violating_trials": 1, "replay": "cmd"}
+    assert model.recorded_timeout(document) is timed_out
+    back = Finding.from_json(document)
+    assert back.timed_out is timed_out and dict(back.modes) == modes

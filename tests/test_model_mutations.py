@@ -42,7 +42,7 @@ H, V, N, E = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE, Verdict.ERR
 FINDING_KEYS = {
     "invariant_id", "invariant", "fault", "target", "sdk_version", "python_version", "verdict",
     "trials", "violating_trials", "counts", "seeds", "duration_s", "params", "samples", "modes",
-    "reason", "traceback", "replay", "ops", "service_version", "violation_modes",
+    "reason", "traceback", "replay", "ops", "service_version", "violation_modes", "timed_out",
 }
 
 
@@ -297,7 +297,7 @@ def test_failed_child_outcome_is_an_error_finding(conc, status, reason):
     assert finding.target == REFERENCE.name and finding.invariant_id == conc.id
     assert finding.params["run_seed"] == derive_seed(3, "admission", 1)
     assert finding.params["trials"] == 1
-    assert finding.modes == ({"timeout": 1} if status is ChildStatus.TIMEOUT else {})
+    assert finding.timed_out is (status is ChildStatus.TIMEOUT) and finding.modes == {}
 
 
 def test_failed_child_without_detail_has_no_traceback(conc):
@@ -383,7 +383,7 @@ def test_cache_key_follows_runs_versions_and_mutant(conc, fake_sources, monkeypa
 
 
 def timed_out() -> Finding:
-    return full_finding(verdict=E, modes={"timeout": 1})
+    return full_finding(verdict=E, modes={}, timed_out=True)
 
 
 def test_status_of_timeouts(conc):

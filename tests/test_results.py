@@ -11,6 +11,7 @@ from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
 from arib.ground.errors import ResultsError
 from arib.ground.files import atomic_write_text
+from arib.ground.model import Finding
 from arib.reports.markdown import render_markdown
 from arib.runs.bench import BenchConfig, run_bench
 from arib.runs.results import read_results, validate
@@ -117,3 +118,42 @@ def test_a_scheduled_violation_validates_and_its_schedule_is_shown(small_run):
     document["findings"][-1]["schedule"]["text"] = "not a schedule"
     with pytest.raises(ResultsError, match="fails bench-run.schema.json"):
         validate(document)
+
+
+# Every family's runs (COMMITTED is openai-agents' alone).
+EVERY_RUN = sorted((Path(__file__).parent.parent / "results").glob("*-*-*.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [p for p in EVERY_RUN if p not in COMMITTED],
+                         ids=lambda p: p.name)
+def test_every_familys_committed_results_validate(path):
+    assert read_results(path)["findings"]
+
+
+def test_committed_findings_read_back_and_a_timeout_is_read_as_it_was_written():
+    """Files written before ``timed_out`` existed: a finding without it did not time out, but
+    an error finding with the old mark (modes {"timeout": 1}) did, and the mark leaves it."""
+    marked = unmarked = 0
+    for path in EVERY_RUN:
+        for written in json.loads(path.read_text(encoding="utf-8"))["findings"]:
+            back = Finding.from_json(written)
+            old_mark = written["verdict"] == "error" and "timeout" in written.get("modes", {})
+            assert "timed_out" not in written  # none was written with the field yet
+            assert back.timed_out is old_mark, (path.name, written["invariant_id"])
+            assert "timeout" not in back.modes or not back.timed_out
+            marked += old_mark
+            unmarked += not old_mark
+    assert marked and unmarked  # both readings were exercised on real files
+
+
+def test_a_timed_out_finding_validates_and_only_as_an_error(small_run):
+    document = json.loads(small_run.json_path.read_text())
+    held = next(f for f in document["findings"] if f["verdict"] == "held")
+    assert held["timed_out"] is False
+    held["timed_out"] = True  # a held cell cannot have timed out
+    with pytest.raises(ResultsError, match="fails bench-run.schema.json"):
+        validate(document)
+    held |= {"verdict": "error", "reason": "trial 0 exceeded the check timeout of 1.0s",
+             "trials": 0, "violating_trials": 0}
+    validate(document)

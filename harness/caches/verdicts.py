@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from arib.ground.files import atomic_write_text
-from arib.ground.model import MutantResult, MutantStatus, Verdict, mutant_status
+from arib.ground.model import MutantResult, MutantStatus, Verdict, mutant_status, recorded_timeout
 from arib.ground.sources import module_source
 
 DEFAULT_DIR = Path(os.environ.get("ARIB_CACHE_DIR", ".arib-cache"))
@@ -65,9 +65,11 @@ DEFAULT_VERIFY = 0.03
 
 
 def proof_of(findings: Any) -> list[dict[str, Any]]:
-    """The evidence a status rests on: each rerun's verdict, trials, modes, counts, a sample."""
+    """The evidence a status rests on: each rerun's verdict, trials, modes, whether it timed
+    out, counts, a sample."""
     return [{"verdict": f.verdict.value, "trials": f.trials,
              "violating_trials": f.violating_trials, "modes": dict(f.modes),
+             "timed_out": f.timed_out,
              "counts": {k: v for k, v in f.counts.to_json().items() if v},
              "sample": (f.samples[0] if f.samples else f.reason or "")[:300]}
             for f in findings]
@@ -79,7 +81,8 @@ def contradiction(result: MutantResult, proof: Any, hang_kills: bool) -> str | N
         return "it keeps no evidence for its status"
     try:
         verdicts = tuple(Verdict(run["verdict"]) for run in proof)
-        timeouts = sum(1 for run in proof if run.get("modes", {}).get("timeout"))
+        # an entry written before ``timed_out`` existed marks a timeout the old way
+        timeouts = sum(1 for run in proof if recorded_timeout(run))
         for run in proof:
             violated = Verdict(run["verdict"]) is Verdict.VIOLATED
             if violated != (int(run.get("violating_trials", 0)) > 0):

@@ -178,6 +178,9 @@ class Finding:
     # over every trial the decisions taken and how many of them the scheduler controlled.
     schedule: Mapping[str, Any] | None = None
     control: Mapping[str, int] | None = None
+    # The run ended at its time limit (a trial past the check's timeout, or a child killed at
+    # its hard limit): an outcome of the run, not a mode of its trials; the verdict is error.
+    timed_out: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this finding (the schedule fields only for a scheduled check)."""
@@ -203,6 +206,7 @@ class Finding:
             "ops": list(self.ops),
             "service_version": self.service_version,
             "violation_modes": dict(self.violation_modes),
+            "timed_out": self.timed_out,
         } | ({"schedule": dict(self.schedule) if self.schedule is not None else None,
               "control": dict(self.control)} if self.control is not None else {})
 
@@ -217,7 +221,11 @@ class Finding:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Finding:
-        """A finding from its JSON form."""
+        """A finding from its JSON form; one written before ``timed_out`` existed reads as
+        timed out when it carries the old mark (``recorded_timeout``), which leaves its modes."""
+        timed_out = recorded_timeout(data)
+        modes = {k: v for k, v in dict(data.get("modes", {})).items()
+                 if not (timed_out and "timed_out" not in data and k == LEGACY_TIMEOUT_MODE)}
         return cls(
             invariant_id=data["invariant_id"],
             invariant=data["invariant"],
@@ -233,7 +241,7 @@ class Finding:
             duration_s=float(data["duration_s"]),
             params=dict(data.get("params", {})),
             samples=tuple(data.get("samples", ())),
-            modes=dict(data.get("modes", {})),
+            modes=modes,
             reason=data.get("reason"),
             traceback=data.get("traceback"),
             replay=data.get("replay"),
@@ -242,12 +250,28 @@ class Finding:
             violation_modes=dict(data.get("violation_modes", {})),
             schedule=data.get("schedule"),
             control=data.get("control"),
+            timed_out=timed_out,
         )
 
     @property
     def signature(self) -> tuple[str, str, int, Counts]:
         """What must agree between two runs on the same versions."""
         return (self.verdict.value, self.invariant_id, self.violating_trials, self.counts)
+
+
+# Before ``Finding.timed_out`` existed a timeout was marked as the one mode of an error finding,
+# ``modes={"timeout": 1}``: result files and verdict caches written then still carry it.
+LEGACY_TIMEOUT_MODE = "timeout"
+
+
+def recorded_timeout(data: Mapping[str, Any]) -> bool:
+    """Whether the JSON form of a finding (or a verdict cache's evidence of one rerun) records
+    a timeout: its ``timed_out`` field; without one (written before it existed), an error
+    finding marked with the old mode ``timeout``. A form with neither did not time out."""
+    if "timed_out" in data:
+        return bool(data["timed_out"])
+    modes = data.get("modes") or {}
+    return data.get("verdict") == Verdict.ERROR.value and bool(modes.get(LEGACY_TIMEOUT_MODE))
 
 
 @dataclass(frozen=True)
