@@ -26,8 +26,8 @@ import libcst as cst
 
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.model import MutantKind
+from arib.ground.sources import installed_source
 from arib.mutants.base import MutantSpec, mutant_id
-from arib.mutants.hook import installed_source
 from arib.mutants.operators import OPERATORS, Operator, Replacement
 from arib.mutants.report import GenerationReport as GenerationReport  # re-exported
 from arib.mutants.report import select as select  # re-exported

@@ -13,9 +13,9 @@ Nothing is written anywhere: the mutated code is compiled in memory under the fi
 real path, so tracebacks and ``inspect.getsource`` show the mutated lines while the module's
 ``__file__`` stays the real path.
 
-``installed_source(name)`` reads an installed module's path and text (the generator's input),
-and ``edited_source(name, original, replacement)`` makes one textual edit of it (the parity
-gate's generated-style mutants).
+``edited_source(name, original, replacement)`` makes one textual edit of an installed module's
+source (``arib.ground.sources.installed_source``, the generator's input too): the parity gate's
+generated-style mutants.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from arib.ground.errors import MutantDefinitionError
-from arib.ground.sources import module_path
+from arib.ground.sources import installed_source
 from arib.mutants.swap import UnitSwap, swap_in
 
 
@@ -198,18 +198,6 @@ def _remember_lines(finder: MutantFinder) -> None:
     for name in (finder.filename, finder.path):
         # mtime None: linecache.checkcache keeps the entry instead of re-reading the file.
         linecache.cache[name] = (len(finder.source), None, lines, name)
-
-
-def installed_source(module: str) -> tuple[str, str]:
-    """The path and text of the installed module ``module`` (read only, never written; found
-    without importing it or its packages: arib.ground.sources)."""
-    path = module_path(module)
-    if path is None:
-        raise MutantDefinitionError(
-            f"module {module!r} is not installed as a source file; install the SDK extra "
-            f"that provides it"
-        )
-    return str(path), path.read_text(encoding="utf-8")
 
 
 def edited_source(module: str, original: str, replacement: str) -> str:

@@ -11,9 +11,10 @@ from typing import Protocol, TypeVar
 from arib.ground.errors import MutantDefinitionError
 from arib.ground.keys import MutantKey
 from arib.ground.selector import Selector
+from arib.ground.sources import installed_source
 from arib.mutants.base import MutantSpec
 from arib.mutants.hangs import hang_prone_first
-from arib.mutants.hook import installed_source, prepare
+from arib.mutants.hook import prepare
 from arib.mutants.report import GenerationReport, select
 from arib.targets.base import TargetSpec
 from arib.targets.registry import get_target

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
@@ -209,6 +210,18 @@ async def verify_close_scope(spec: TargetSpec, session: Any) -> str | None:
             f"get_items() after close() raised {exc!r}; fix the adapter's Claims"
         )
     return None
+
+
+async def quiet_close(session: Any) -> None:
+    """Disposal after a trial: call ``session``'s close() if it has one (awaiting an async
+    one); the trial is over, so a failing close is not evidence here and is not raised."""
+    close = getattr(session, "close", None)
+    if not callable(close):
+        return
+    with contextlib.suppress(Exception):
+        result = close()
+        if inspect.isawaitable(result):
+            await result
 
 
 async def close_session(spec: TargetSpec, session: Any) -> None:

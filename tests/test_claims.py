@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import anyio
+import pytest
+
 from arib.checks.registry import get_check
 from arib.execute import RunOptions, run_check
 from arib.ground.model import Verdict
-from arib.targets.base import Claims, verify_claims
+from arib.targets.base import Claims, quiet_close, verify_claims
 from arib.targets.openai_agents.reference import REFERENCE
 from arib.targets.openai_agents.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 
@@ -67,3 +70,34 @@ def test_honest_missing_close_abstains():
                         RunOptions(params=check.resolve_params({"trials": 1})))
     assert finding.verdict is Verdict.NOT_APPLICABLE
     assert finding.trials == 0 and "no close()" in (finding.reason or "")
+
+
+class Recording:
+    """A store whose close() records that it ran, then does what ``how`` says."""
+
+    def __init__(self, how: str) -> None:
+        self.how, self.closed = how, 0
+
+    def close(self):  # type: ignore[no-untyped-def]
+        self.closed += 1
+        if self.how == "raises":
+            raise RuntimeError("close failed")
+        if self.how == "async":
+            async def done() -> None:
+                self.closed += 1
+            return done()
+        return None
+
+
+@pytest.mark.parametrize("how, closed", [("sync", 1), ("async", 2), ("raises", 1)])
+def test_quiet_close_closes_either_way_and_a_failing_close_is_not_raised(how, closed):
+    store = Recording(how)
+    anyio.run(quiet_close, store)
+    assert store.closed == closed  # an async close was awaited (2: called, then run)
+
+
+def test_quiet_close_leaves_a_store_without_close_alone():
+    anyio.run(quiet_close, WithoutClose())
+    odd = WithoutClose()
+    odd.close = "not callable"  # type: ignore[attr-defined]
+    anyio.run(quiet_close, odd)

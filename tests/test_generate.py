@@ -20,12 +20,12 @@ from arib.checks.base import Selector
 from arib.ground.child import ChildStatus, run_jobs
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.model import MutantKind
+from arib.ground.sources import installed_source
 from arib.mutants.base import MutantSpec, mutant_id
 from arib.mutants.generate import (
     GenerationReport,
     generate,
     generate_from_source,
-    installed_source,
     select,
 )
 from arib.mutants.operators import OPERATORS, Operator

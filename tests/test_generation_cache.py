@@ -20,9 +20,9 @@ from arib.caches.generation import (
     same,
 )
 from arib.ground.model import MutantKind
+from arib.ground.sources import installed_source
 from arib.mutants import pool
 from arib.mutants.generate import GenerationReport, generate
-from arib.mutants.hook import installed_source
 from arib.targets.openai_agents.sdk import SQLITE_FILE, SQLITE_MEMORY
 
 MODULE, BACKEND = SQLITE_FILE.module, SQLITE_FILE.backend

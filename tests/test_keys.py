@@ -102,15 +102,15 @@ def test_a_generated_mutant_is_named_by_its_function_before_and_after(
              "    def pop(self):\n        return None\n"
     spec = MutantSpec("m-1", MutantKind.GENERATED, "reference", "fake.store", "Store.add",
                       "flip", "x + 1", "x - 1", "d", source=module.replace("x + 1", "x - 1"))
-    monkeypatch.setattr(keys, "installed_source", lambda name: module)
+    monkeypatch.setattr(keys, "_key_source", lambda name: module)
     named = keys.mutant_source(spec)
     assert set(named) == {"function_before", "function_after"}
     other_pop = module.replace("return None", "return 0")  # another version: pop changed
-    monkeypatch.setattr(keys, "installed_source", lambda name: other_pop)
+    monkeypatch.setattr(keys, "_key_source", lambda name: other_pop)
     assert keys.mutant_source(dataclasses.replace(
         spec, source=other_pop.replace("x + 1", "x - 1"))) == named
     changed = module.replace("x + 1", "x + 1 + 0")
-    monkeypatch.setattr(keys, "installed_source", lambda name: changed)
+    monkeypatch.setattr(keys, "_key_source", lambda name: changed)
     assert keys.mutant_source(dataclasses.replace(
         spec, source=changed.replace("x + 1", "x - 1"))) != named
     handwritten = get_mutant("reference_lost_update")

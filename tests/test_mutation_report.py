@@ -16,8 +16,9 @@ import pytest
 
 from arib.ground.errors import ResultsError
 from arib.ground.model import MutantResult, MutantStatus, Verdict
+from arib.ground.sources import installed_source
 from arib.mutants.base import MutantSpec
-from arib.mutants.generate import generate, installed_source
+from arib.mutants.generate import generate
 from arib.mutants.registry import get_mutant
 from arib.reports import html as mutation_html
 from arib.reports.html import ViewerUnavailableError, render_page, write_html

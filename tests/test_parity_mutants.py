@@ -16,8 +16,9 @@ import pytest
 
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.model import ExitCode, MutantKind
+from arib.ground.sources import installed_source
 from arib.mutants.base import FORCED, HANDWRITTEN
-from arib.mutants.hook import edited_source, installed_source
+from arib.mutants.hook import edited_source
 from arib.mutants.registry import get_mutant, handwritten_mutants
 from arib.parity.fault_workflows import FAULT_WORKFLOWS
 from arib.parity.gate import GateOptions, check

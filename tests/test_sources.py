@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from arib.ground.sources import module_path, module_source
+from arib.ground.errors import MutantDefinitionError
+from arib.ground.sources import installed_source, module_path, module_source
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND = "agents.memory.sqlite_session"
@@ -41,10 +42,10 @@ def test_a_backend_module_is_found_and_read_without_importing_the_sdk():
         f"assert 'class SQLiteSession' in module_source({BACKEND!r})\n"
         "from arib.caches.verdicts import source_hash\n"
         f"source_hash({BACKEND!r})\n"
-        "from arib.caches.keys import installed_source\n"
-        f"assert installed_source({BACKEND!r})\n"
-        "from arib.mutants.hook import installed_source as hook_source\n"
-        f"hook_source({BACKEND!r})\n")
+        "from arib.caches import keys\n"
+        f"assert keys._key_source({BACKEND!r}) == module_source({BACKEND!r})\n"
+        "from arib.ground.sources import installed_source\n"
+        f"assert installed_source({BACKEND!r})[1] == module_source({BACKEND!r})\n")
     assert not {m for m in loaded if m == "agents" or m.startswith("agents.")}
 
 
@@ -91,3 +92,11 @@ def test_a_package_served_by_another_finder_is_found_by_importlib(tmp_path, monk
         assert module_path("arib_hidden_pkg.mod") == hidden / "mod.py"
     finally:
         sys.modules.pop("arib_hidden_pkg", None)
+
+
+def test_installed_source_is_the_file_and_its_text_or_names_the_fix():
+    path, text = installed_source(BACKEND)
+    assert path == str(module_path(BACKEND)) and text == module_source(BACKEND)
+    with pytest.raises(MutantDefinitionError,
+                       match=r"'no_such_package_arib' is not installed as a source file; install"):
+        installed_source("no_such_package_arib")

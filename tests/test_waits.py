@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from arib.checks.registry import get_check
+from arib.ground.sources import installed_source
 from arib.judging import MIN_MUTANT_TIMEOUT_S, WAIT_MARGIN_S, mutant_timeout
-from arib.mutants.generate import installed_source
 from arib.targets.base import BuildContext
 from arib.targets.openai_agents.reference import BUSY_DEADLINE_S, REFERENCE
 from arib.targets.openai_agents.sdk import ASYNC_SQLITE_MODULE, SQLITE_BUSY_TIMEOUT_S, SQLITE_MODULE

@@ -9,7 +9,6 @@ object the factory returns; a bare factory claims that the store has no ``close(
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from arib.ground.errors import UsageError
-from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
+from arib.targets.base import BuildContext, Claims, Handle, TargetSpec, quiet_close
 
 # The openai-agents Session protocol: what the object a factory returns must offer.
 SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
@@ -106,16 +105,6 @@ async def _make(user: Lane, ctx: BuildContext) -> Any:
     return made
 
 
-async def _quiet_close(user: Lane, session: Any) -> None:
-    """Disposal after a trial: a failing close is not evidence here."""
-    if not user.claims.has_close or not callable(getattr(session, "close", None)):
-        return
-    with contextlib.suppress(Exception):
-        result = session.close()
-        if inspect.isawaitable(result):
-            await result
-
-
 def _builder(user: Lane) -> Callable[[BuildContext], Any]:
     """An ``arib.targets.base.Builder`` that calls the user's factory on the trial's root."""
 
@@ -126,7 +115,8 @@ def _builder(user: Lane) -> Callable[[BuildContext], Any]:
             return await build(ctx)
 
         async def dispose() -> None:
-            await _quiet_close(user, session)
+            if user.claims.has_close:  # a store that claims none is not closed
+                await quiet_close(session)
 
         return Handle(session=session, reopen=reopen, dispose=dispose)
 

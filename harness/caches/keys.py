@@ -59,7 +59,7 @@ def mutant_source(mutant: MutantSpec) -> dict[str, str | None]:
 def _function_change(module: str, qualname: str, source: str) -> tuple[tuple[str, str], ...]:
     """``mutant_source`` of a generated mutant, parsed once per mutant and process (a survey
     keys each mutant once per check, and parsing a module takes tens of milliseconds)."""
-    before = installed_source(module)
+    before = _key_source(module)
     was = function_source_hash(before, qualname) if before is not None else None
     now = changed_function_hash(before, source, qualname) if before is not None else None
     if was is None or now is None:
@@ -68,9 +68,9 @@ def _function_change(module: str, qualname: str, source: str) -> tuple[tuple[str
 
 
 @functools.cache
-def installed_source(module: str) -> str | None:
-    """The source of the installed ``module`` (read once per process, without importing it),
-    or None."""
+def _key_source(module: str) -> str | None:
+    """What a key reads of the installed ``module``: its source, read once per process
+    without importing it (``arib.ground.sources.module_source``), or None when unreadable."""
     try:
         return module_source(module)
     except (OSError, SyntaxError, UnicodeDecodeError):

@@ -1,10 +1,13 @@
 """An installed module's source, read without running the module or its packages.
 
 Cache keys and mutant generation read the source of a lane's backend module (e.g.
-``agents.memory.sqlite_session``). Finding it with ``importlib.util.find_spec`` or reading it
-with ``inspect.getsource`` would import its packages first (``agents/__init__.py`` imports the
-whole SDK, a second and a half), before any run needs them. Here the import system's path
-finder looks for each package in turn and runs none of them.
+``agents.memory.sqlite_session``): ``module_source`` gives the text (OSError when there is
+none, for a key that names what it could not read), ``installed_source`` the file and the text
+(a MutantDefinitionError naming the fix when there is none, for what must mutate it). Finding
+it with ``importlib.util.find_spec`` or reading it with ``inspect.getsource`` would import its
+packages first (``agents/__init__.py`` imports the whole SDK, a second and a half), before any
+run needs them. Here the import system's path finder looks for each package in turn and runs
+none of them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import importlib.util
 import sys
 import tokenize
 from pathlib import Path
+
+from arib.ground.errors import MutantDefinitionError
 
 
 def _origin(spec: importlib.machinery.ModuleSpec | None) -> Path | None:
@@ -60,5 +65,22 @@ def module_source(name: str) -> str:
     path = module_path(name)
     if path is None:
         raise OSError(f"module {name!r} has no source file here")
+    return _read(path)
+
+
+def installed_source(name: str) -> tuple[str, str]:
+    """The path and text of the installed module ``name`` (read only, never written; found
+    without importing it or its packages); MutantDefinitionError when it is not installed as a
+    source file."""
+    path = module_path(name)
+    if path is None:
+        raise MutantDefinitionError(
+            f"module {name!r} is not installed as a source file; install the SDK extra "
+            f"that provides it"
+        )
+    return str(path), _read(path)
+
+
+def _read(path: Path) -> str:
     with tokenize.open(path) as stream:
         return stream.read()

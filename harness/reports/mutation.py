@@ -44,8 +44,8 @@ from arib.ground.family import active_family
 from arib.ground.keys import MutantKey
 from arib.ground.model import MutantKind, MutantResult, MutantStatus
 from arib.ground.package import checkout_name
+from arib.ground.sources import installed_source
 from arib.mutants.base import MutantSpec
-from arib.mutants.hook import installed_source
 from arib.runs.results import load_schema
 
 if TYPE_CHECKING:

@@ -19,7 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from arib.targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
+from arib.targets.base import (
+    BuildContext,
+    Claims,
+    FixedGuard,
+    Handle,
+    NotApplicable,
+    TargetSpec,
+    quiet_close,
+)
 from arib.targets.openai_agents.rows import NOT_JSON, RowWriter, sqlite_row_writer
 
 SQLITE_MODULE = "agents.memory.sqlite_session"
@@ -29,17 +37,6 @@ SQLALCHEMY_MODULE = "agents.extensions.memory.sqlalchemy_session"
 # What SQLAlchemy loads by URL for sqlite+aiosqlite: a TargetSpec.preload.
 SQLALCHEMY_SQLITE_DRIVER = ("sqlalchemy.ext.asyncio", "sqlalchemy.pool",
                             "sqlalchemy.dialects.sqlite.aiosqlite")
-
-
-async def _quiet_close(session: Any) -> None:
-    # Disposal after a trial: the trial is over, so a failing close is not evidence here.
-    close = getattr(session, "close", None)
-    if close is None:
-        return
-    with contextlib.suppress(Exception):
-        result = close()
-        if hasattr(result, "__await__"):
-            await result
 
 
 def _messages_writer(ctx: BuildContext) -> RowWriter:
@@ -59,7 +56,7 @@ def _file_builder(make: Callable[[BuildContext], Any], raw_rows: bool = True
             return await build(ctx)
 
         async def dispose() -> None:
-            await _quiet_close(session)
+            await quiet_close(session)
 
         return Handle(session=session, reopen=reopen, dispose=dispose,
                       write_undecodable=_messages_writer(ctx) if raw_rows else None)
@@ -251,7 +248,7 @@ async def _build_sqlite_memory(ctx: BuildContext) -> Handle:
         raise NotApplicable(private)
 
     async def dispose() -> None:
-        await _quiet_close(session)
+        await quiet_close(session)
 
     return Handle(session=session, reopen=reopen, dispose=dispose, private_store=private)
 

@@ -35,7 +35,15 @@ from arib.ground.services import (
     redis_keys,
     redis_probe,
 )
-from arib.targets.base import BuildContext, Claims, FixedGuard, Handle, NotApplicable, TargetSpec
+from arib.targets.base import (
+    BuildContext,
+    Claims,
+    FixedGuard,
+    Handle,
+    NotApplicable,
+    TargetSpec,
+    quiet_close,
+)
 from arib.targets.net import require_tcp, service_url
 from arib.targets.openai_agents.rows import (
     NOT_JSON,
@@ -92,17 +100,6 @@ def _require_redis(url: str, lane: str) -> None:
             f"live server; fix: check that the server is still running "
             f"(ServiceManager.check('redis')) and restart the run"
         ) from exc
-
-
-async def _close_quietly(session: Any) -> None:
-    # Disposal after a trial: the trial is over, so a failing close is not evidence here.
-    close = getattr(session, "close", None)
-    if close is None:
-        return
-    with contextlib.suppress(Exception):
-        result = close()
-        if hasattr(result, "__await__"):
-            await result
 
 
 async def _dispose_engine(session: Any) -> None:
@@ -179,7 +176,7 @@ async def _build_redis_from_url(ctx: BuildContext) -> Handle:
     )
 
     async def dispose() -> None:
-        await _close_quietly(session)
+        await quiet_close(session)
         await _expire_on_users_redis(ctx, url)
 
     return _handle(ctx, session, _build_redis_from_url, dispose, _redis_rows(ctx, url))
@@ -198,7 +195,7 @@ async def _build_redis_injected(ctx: BuildContext) -> Handle:
     )
 
     async def dispose() -> None:
-        await _close_quietly(session)  # documented no-op for an injected client
+        await quiet_close(session)  # documented no-op for an injected client
         with contextlib.suppress(Exception):
             await client.aclose()
         await _expire_on_users_redis(ctx, url)
@@ -264,7 +261,7 @@ async def _build_encrypted_sqlite(ctx: BuildContext) -> Handle:
     session = encrypt_session.EncryptedSession(ctx.session_id, inner, **options)
 
     async def dispose() -> None:
-        await _close_quietly(inner)
+        await quiet_close(inner)
 
     return _handle(ctx, session, _build_encrypted_sqlite, dispose, _encrypted_rows(ctx))
 
