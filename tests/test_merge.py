@@ -243,3 +243,14 @@ def test_an_admission_merge_missing_a_check_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no shard admitted 'ARIB-B-001'"):
         merge_admissions(paths, tmp_path)
     assert not (tmp_path / "admission.json").exists()
+
+
+def test_a_merged_bench_names_the_cells_no_shard_measured_in_their_one_form() -> None:
+    from arib.runs.merge import _bench_gaps
+
+    docs = [{"coverage": {"complete": True}, "admission": [{"check_id": "ARIB-X-001",
+                                                            "admitted": True}]}]
+    findings = [{"invariant_id": "ARIB-X-001", "target": "a-lane"}]
+    gaps = _bench_gaps(docs, findings, ["ARIB-X-001"], ["a-lane", "b-lane"])
+    assert gaps == ["1 cell(s) have no finding in any shard: ARIB-X-001 on b-lane"]
+    assert _bench_gaps(docs, findings, ["ARIB-X-001"], ["a-lane"]) == []

@@ -216,7 +216,7 @@ def _measure(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
             finding = dataclasses.replace(
                 finding, service_version=prepared.versions.get(run.lane.service))
         findings[index] = finding
-        progress.advance(f"{run.check.id} on {run.lane.name}: {finding.verdict.value}")
+        progress.advance(f"{run.cell}: {finding.verdict.value}")
 
     observer = config.on_lane_start
     first_cell: list[float | None] = []

@@ -68,11 +68,11 @@ class CellChange:
         """One line naming the cell and both sides (with their violations' modes when those
         changed), then how its rates were judged."""
         if self.kind is ChangeKind.MODE:
-            text = (f"{self.check} on {self.lane}: violated in another way: "
+            text = (f"{self.cell}: violated in another way: "
                     f"{summary(self.before)} {_modes_of(self.before)} -> {summary(self.after)} "
                     f"{_modes_of(self.after)}")
         else:
-            text = f"{self.check} on {self.lane}: {summary(self.before)} -> {summary(self.after)}"
+            text = f"{self.cell}: {summary(self.before)} -> {summary(self.after)}"
         return text if self.judgement is None else f"{text}: {self.judgement.describe()}"
 
     def to_json(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from arib.ground.errors import UsageError
 from arib.ground.files import atomic_write_text
+from arib.ground.keys import Cell
 from arib.ground.model import ExitCode, Verdict
 from arib.runs.shard import Split, load_shards
 
@@ -128,9 +129,9 @@ def _bench_gaps(docs: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[st
         for a in d.get("admission", ()):
             verdicts.setdefault(a["check_id"], set()).add(bool(a["admitted"]))
     gaps += [f"shards disagree on admitting {c}" for c, seen in verdicts.items() if len(seen) > 1]
-    have = {(f["invariant_id"], f["target"]) for f in findings}
-    missing = [f"{c} on {lane}" for c in admitted for lane in measured if (c, lane) not in have]
+    have = {Cell.of(f) for f in findings}
+    missing = [cell for c in admitted for lane in measured if (cell := Cell(c, lane)) not in have]
     if missing:
         gaps.append(f"{len(missing)} cell(s) have no finding in any shard: "
-                    f"{', '.join(missing[:5])}")
+                    f"{', '.join(map(str, missing[:5]))}")
     return gaps
