@@ -87,6 +87,8 @@ class Family:
     environment: tuple[tuple[str, str], ...] = ()
     # -> (subparsers) -> None: the family's own commands of `python -m arib` ("" none)
     commands: str = ""
+    # -> WorkflowKind: the workflows the family's parity gate replays on every lane ("" none)
+    parity: str = ""
     # a module with SEED_SDK, SEED_CELLS ({Cell: verdict}) and SEED_NOTES ({check id: why}):
     # a published release's cells a run of that version is compared with ("" none)
     seed: str = ""

@@ -44,4 +44,5 @@ LANGGRAPH = Family(
     nox_session="langgraph",
     tests="tests/langgraph",
     commands="arib.official.command:add_parsers",
+    parity="arib.parity.graph_gate:GRAPH_KIND",
 )
