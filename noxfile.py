@@ -47,9 +47,14 @@ from arib.dev.noxsupport import (  # noqa: E402  (standard library only; nox's P
     take_option,
 )
 from arib.ground.errors import UnknownNameError  # noqa: E402
-from arib.ground.family import Family, get_family  # noqa: E402  (standard library only)
+from arib.ground.family import (  # noqa: E402  (standard library only)
+    Family,
+    all_families,
+    apply_environment,
+    default_family,
+    get_family,
+)
 from arib.ground.invocations import (  # noqa: E402  (standard library only)
-    DEFAULT_FAMILY,
     REPORT_REQUIREMENTS,
     bench_command,
     harness_command,
@@ -60,7 +65,7 @@ from arib.ground.invocations import (  # noqa: E402  (standard library only)
 from arib.ground.package import LAYOUT  # noqa: E402  (standard library only)
 
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
-os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+apply_environment()  # every family's switches (the SDKs' tracing off), for every session
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["selftest"]
@@ -70,9 +75,10 @@ nox.options.download_python = "never"
 
 PYTHONS = ["3.10", "3.12", "3.13"]
 BENCH_PYTHON = "3.12"
-DEFAULT_SDKS = ["0.19.2", "0.24.0"]
-LONG_SDKS = ["0.19.2", "0.19.4", "0.20.0", "0.22.3", "0.23.1", "0.24.0"]
-PINNED_SDK = "0.24.0"
+# The default family's versions: what selftest and the reports run on, and what the bench
+# measures (each family's record names them).
+DEFAULT = get_family(default_family())
+PINNED_SDK = DEFAULT.pinned
 LOCKS = ROOT / "harness" / "locks"
 UV = find_uv() or "uv"
 
@@ -90,7 +96,7 @@ os.environ["PATH"] = os.pathsep.join([str(_links), os.environ.get("PATH", "")])
 
 def lock_file(session: nox.Session, sdk: str) -> Path:
     """The lock file of one SDK version; a version without one stops the session with the fix."""
-    return family_lock_file(session, get_family(DEFAULT_FAMILY), sdk)
+    return family_lock_file(session, DEFAULT, sdk)
 
 
 def installing_only(session: nox.Session) -> bool:
@@ -122,8 +128,8 @@ def selftest(session: nox.Session) -> None:
         admission = subprocess.Popen([python, "-m", "arib", "admit", "--all", "--quiet"],
                                      cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
-            # The LangGraph family's tests need its own locked environment: `nox -s langgraph`.
-            session.run("pytest", "-m", "not slow", "--ignore=tests/langgraph", "-n", "auto",
+            # Another family's tests need its own locked environment (its nox session).
+            session.run("pytest", "-m", "not slow", *family_test_ignores(), "-n", "auto",
                         "--dist", "worksteal", *session.posargs)
         finally:
             code = admission.wait()
@@ -133,38 +139,46 @@ def selftest(session: nox.Session) -> None:
         session.error(f"admission failed (exit {code}): see its report above")
 
 
-# The LangGraph family's pinned combination: langgraph-checkpoint, -sqlite and -postgres.
-LANGGRAPH_PINNED = "cp4.3.2+sq3.1.2+pg3.2.0"
+def family_test_ignores() -> list[str]:
+    """``--ignore`` of each family's own tests (those its nox session runs)."""
+    return [f"--ignore={family.tests}" for family in all_families() if family.tests]
 
 
-@nox.session(python=BENCH_PYTHON)
-def langgraph(session: nox.Session) -> None:
-    """Run the LangGraph family's tests and admit its checks, in its pinned locked environment.
+def family_tests(session: nox.Session) -> None:
+    """Run a family's own tests and admit its checks in its pinned locked environment.
 
-    Every locked combination's environment is built first (.nox/sdk-envs/, as the bench builds
-    them): tests/langgraph/test_probe_locks.py probes every lane in each of them."""
-    session.install("-r", str(LOCKS / "langgraph" / f"langgraph-{LANGGRAPH_PINNED}.txt"))
+    The session is named by the family record's ``nox_session`` (`nox -s langgraph`). Every locked
+    version's environment is built first (.nox/sdk-envs/, as the bench builds them): a family's
+    probe test (tests/langgraph/test_probe_locks.py) probes every lane in each of them."""
+    family = next(f for f in all_families() if f.tests and f.nox_session == session.name)
+    session.install("-r", str(family_lock_file(session, family, family.pinned)))
     session.install("--no-deps", "-e", ".")
-    family = get_family("langgraph")
-    for label in locked_versions(LOCKS / "langgraph", family.name):
+    lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
+    for label in locked_versions(lock_dir, family.name):
         sdk_env(session, label, family)
-    session.run("pytest", "tests/langgraph", *session.posargs)
-    session.run("python", "-m", "arib", "--family", "langgraph", "admit", "--all", "--quiet")
+    session.run("pytest", family.tests, *session.posargs)
+    session.run("python", "-m", "arib", "--family", family.name, "admit", "--all", "--quiet")
+
+
+# One session per family with tests of its own, named by its record (`nox -s langgraph`).
+for _family in all_families():
+    if _family.tests and _family.nox_session:
+        nox.session(name=_family.nox_session, python=BENCH_PYTHON)(family_tests)
 
 
 @nox.session(python=BENCH_PYTHON)
 def slowtest(session: nox.Session) -> None:
     """Run the slow tests: real servers mid-run, Chromium, determinism, full parity timing."""
     install(session, PINNED_SDK, report=True)
-    # The LangGraph family's slow tests run in its own environment: `nox -s langgraph`.
-    session.run("pytest", "-m", "slow", "--ignore=tests/langgraph", *session.posargs)
+    # Another family's slow tests run in its own environment (its nox session).
+    session.run("pytest", "-m", "slow", *family_test_ignores(), *session.posargs)
 
 
 def sdk_env(session: nox.Session, sdk: str, family: Family | None = None) -> Path:
     """The environment of one version of a family (openai-agents by default): created once,
     then reused (incremental runs); an environment pip finds inconsistent stops the session
     before anything is measured."""
-    family = family or get_family(DEFAULT_FAMILY)
+    family = family or DEFAULT
     lock = family_lock_file(session, family, sdk)
     env = sdk_env_dir(ROOT, family.stem(sdk), BENCH_PYTHON)
     stamp = env / ".lock-sha"
@@ -225,38 +239,47 @@ def family_lock_file(session: nox.Session, family: Family, version: str) -> Path
 
 @nox.session(python=BENCH_PYTHON)
 def bench(session: nox.Session) -> None:
-    """Admit, measure every lane per version (`-- --versions all`, `--family langgraph`), compare.
+    """Admit, measure every lane per version (`-- --versions all`, `--family NAME`), compare.
 
-    `-- --family langgraph [--versions LABEL,...|all]` measures the LangGraph family's
-    combinations, each in its own environment."""
+    Each version is measured in its own environment (`python -m arib --family NAME bench --sdk
+    V`), then, where the family's record asks for it, the parity gate produces its results;
+    the family's cross-version report follows. The versions are the record's (`bench_versions`,
+    `all_versions`, else every lock file's)."""
     name, args = split_family(session.posargs)
-    if name != DEFAULT_FAMILY:
-        family = known_family(session, name)
-        bench_family(session, family, args)
-        return
+    family = known_family(session, name)
+    lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
+    every = list(family.all_versions) or locked_versions(lock_dir, family.name)
     # Every version is checked against the lock files before anything is measured.
-    versions, rest, error = split_versions(args, DEFAULT_SDKS, LONG_SDKS, LOCKS)
+    versions, rest, error = split_versions(args, family.bench_versions, every, lock_dir,
+                                           family.name, family.components)
+    if error is None and not versions:
+        usage = bench_command(family=family.name)
+        error = (f"no {family.name} version to measure: name them, `{usage} --versions "
+                 f"V[,V]` or `--versions all` (locked: {', '.join(every) or 'none'})")
     if error is not None:
         session.error(error)
-    install(session, PINNED_SDK, report=True)
+    install(session, PINNED_SDK, report=True)  # compare reads the results; draws the picture
     if installing_only(session):
-        for sdk in versions:
-            sdk_env(session, sdk)
+        for version in versions:
+            sdk_env(session, version, family)
         return
+    flag = [] if family is DEFAULT else ["--family", family.name]
 
-    def steps(sdk: str) -> list[Step]:
-        python = str(sdk_env(session, sdk) / "bin" / "python")
+    def steps(version: str) -> list[Step]:
+        python = str(sdk_env(session, version, family) / "bin" / "python")
         # The bench, then the parity gate, as the explicit producer of results/parity/ and its
         # history; exit 1 of either is findings (violations, divergences), not a failure.
-        return [Step("bench", (python, "-m", "arib", "bench", "--sdk", sdk, *rest)),
-                Step("parity gate", (python, "-m", "arib", "parity", "update"))]
+        found = [Step("bench", (python, "-m", "arib", *flag, "bench", "--sdk", version, *rest))]
+        if family.bench_parity:
+            found.append(Step("parity gate", (python, "-m", "arib", *flag, "parity", "update")))
+        return found
 
-    outcome = run_steps(versions, steps, lambda step: run_step(session, step))
+    outcome = run_steps(versions, steps, lambda step: run_step(session, step), family.name)
     if outcome.refusal is not None:  # nothing after a refused step: arib.dev.noxsteps
         session.error(outcome.refusal)
-    session.run("python", "-m", "arib", "compare")
+    session.run("python", "-m", "arib", *flag, "compare", *out_args(rest))
     if outcome.failed:
-        session.error(bench_failed(list(outcome.failed)))
+        session.error(bench_failed(list(outcome.failed), family.name))
 
 
 def run_step(session: nox.Session, step: Step) -> int:
@@ -268,26 +291,12 @@ def run_step(session: nox.Session, step: Step) -> int:
     return code
 
 
-def bench_failed(failed: list[str], family: str = DEFAULT_FAMILY) -> str:
+def bench_failed(failed: list[str], family: str | None = None) -> str:
     """The bench's closing error: which versions failed and what their exit codes mean."""
     return (f"bench failed for {', '.join(failed)}: exit 3 = cells changed against the "
             f"accepted baseline (`{harness_command('accept --sdk V', family)}`), exit 4 = an "
             f"error finding or nothing measured (e.g. no check admitted on that version: see "
             f"its report's admission table)")
-
-# The LangGraph family's combinations (langgraph-checkpoint, -sqlite, -postgres), oldest first:
-# every minor line of the three (checkpoint 1.0-4.3, sqlite 1.0-3.1, postgres 1.0-3.2) in a
-# combination pip accepts. -sqlite and -postgres 1.0 need checkpoint 1.x, 2.0 needs 2.x. The
-# first is the oldest release of each the family supports: checkpoint 1.0.1 (1.0.0 combines
-# with no -postgres release: each requires >=1.0.1), -sqlite 1.0.0 and -postgres 1.0.0.
-LANGGRAPH_OLDEST = "cp1.0.1+sq1.0.0+pg1.0.0"
-LANGGRAPH_ALL = [LANGGRAPH_OLDEST, "cp1.0.12+sq1.0.4+pg1.0.9", "cp2.0.10+sq2.0.0+pg2.0.0",
-                 "cp2.0.26+sq2.0.11+pg2.0.24", "cp2.1.2+sq2.0.6+pg2.0.25",
-                 "cp3.0.1+sq3.0.0+pg3.0.0", "cp4.0.3+sq3.0.3+pg3.0.5",
-                 "cp4.1.1+sq3.1.0+pg3.1.0", "cp4.2.0+sq3.1.1+pg3.1.2",
-                 "cp4.3.2+sq3.1.2+pg3.2.0"]
-FAMILY_VERSIONS = {"langgraph": ([LANGGRAPH_ALL[0], LANGGRAPH_PINNED], LANGGRAPH_ALL)}
-
 
 def out_args(args: list[str]) -> list[str]:
     """The bench's ``--out DIR`` (either spelling), for the compare that follows it."""
@@ -302,41 +311,6 @@ def known_family(session: nox.Session, name: str) -> Family:
     except UnknownNameError as exc:
         session.error(str(exc))
         raise  # session.error raises; this line only tells the type checker
-
-
-def bench_family(session: nox.Session, family: Family, args: list[str]) -> None:
-    """The bench of a family other than openai-agents: each version in its own environment
-    (`python -m arib --family NAME bench --sdk LABEL`), then its cross-version report."""
-    lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
-    # A family without a list here: `all` is every version it has a lock file of.
-    default, every = FAMILY_VERSIONS.get(family.name,
-                                         ([], locked_versions(lock_dir, family.name)))
-    versions, rest, error = split_versions(args, default, every, lock_dir, family.name,
-                                           family.components)
-    if error is None and not versions:
-        usage = bench_command(family=family.name)
-        error = (f"no {family.name} version to measure: name them, `{usage} --versions "
-                 f"V[,V]` or `--versions all` (locked: "
-                 f"{', '.join(every) or 'none'})")
-    if error is not None:
-        session.error(error)
-    install(session, PINNED_SDK, report=True)  # compare reads the results; draws the picture
-    if installing_only(session):
-        for version in versions:
-            sdk_env(session, version, family)
-        return
-
-    def steps(version: str) -> list[Step]:
-        python = str(sdk_env(session, version, family) / "bin" / "python")
-        return [Step("bench", (python, "-m", "arib", "--family", family.name, "bench",
-                               "--sdk", version, *rest))]
-
-    outcome = run_steps(versions, steps, lambda step: run_step(session, step), family.name)
-    if outcome.refusal is not None:  # nothing after a refused step: arib.dev.noxsteps
-        session.error(outcome.refusal)
-    session.run("python", "-m", "arib", "--family", family.name, "compare", *out_args(rest))
-    if outcome.failed:
-        session.error(bench_failed(list(outcome.failed), family.name))
 
 
 @nox.session(python=BENCH_PYTHON)
@@ -373,7 +347,7 @@ def lock(session: nox.Session) -> None:
     name, versions = split_family(session.posargs)
     family = known_family(session, name)
     example = "cp4.3.2+sq3.1.2+pg3.2.0" if family.components else "0.24.0"
-    flag = "" if name == DEFAULT_FAMILY else f"--family {name} "
+    flag = "" if family is DEFAULT else f"--family {name} "
     if not versions:
         session.error(f"name the version(s) to lock: nox -s lock -- {flag}{example}")
     lock_dir = LOCKS if family.lock_dir is None else family.lock_dir

@@ -35,7 +35,7 @@ from arib.checks.base import CheckSpec, NotApplicable, TrialContext, describe
 from arib.ground import scratch
 from arib.ground.child import ChildOutcome, ChildStatus, Watchdog, finish_early, in_child
 from arib.ground.family import active_family
-from arib.ground.model import Counts, Finding, Trial, Verdict
+from arib.ground.model import Counts, Finding, Loop, Trial, Verdict
 from arib.ground.schedule import Schedule, ScheduleError, Scheduler, TrialPlanner, activated
 from arib.mutants.base import MutantSpec
 from arib.targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
@@ -446,7 +446,7 @@ def run_check(check: CheckSpec, target: TargetSpec, opts: RunOptions,
             # A mutant that drops an await leaves coroutines unawaited; the verdict says so.
             warnings.simplefilter("ignore", RuntimeWarning)
             mutant.apply()
-        backend_options = {"use_uvloop": True} if opts.loop == "uvloop" else {}
+        backend_options = Loop(opts.loop).backend_options()
         with _workdir(None if check.on_disk else opts.tmpdir) as tmp:
             return anyio.run(_judge_and_deliver, check, target, opts, mutant, tmp,
                              backend="asyncio", backend_options=backend_options)

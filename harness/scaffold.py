@@ -7,6 +7,8 @@ from pathlib import Path
 
 from arib.checks.registry import ID_RULE, load_checks
 from arib.ground.errors import UsageError
+from arib.ground.family import active_family
+from arib.ground.package import checkout_name
 from arib.targets.registry import get_target
 
 CHECK_TEMPLATE = '''"""{check_id}: TODO the invariant in one sentence."""
@@ -71,8 +73,15 @@ def {mutant_name}() -> None:
 '''
 
 
+def _folder(package: str) -> Path:
+    """The checkout folder of a package of the project (``arib.checks.openai_agents`` ->
+    checks/openai_agents)."""
+    return Path(*checkout_name(package).split("."))
+
+
 def scaffold(check_id: str, lane: str, root: Path) -> tuple[Path, Path]:
-    """Write checks/<area>_<nnn>.py and mutants/<area>_<nnn>.py; refuse to overwrite."""
+    """Write <area>_<nnn>.py in the active family's checks and mutants folders (for
+    openai-agents, checks/openai_agents/ and mutants/openai_agents/); refuse to overwrite."""
     if not ID_RULE.match(check_id):
         raise UsageError(f"check id {check_id!r} does not look like ARIB-AREA-001; pick one "
                          f"that does, e.g. ARIB-POP-001")
@@ -81,9 +90,14 @@ def scaffold(check_id: str, lane: str, root: Path) -> tuple[Path, Path]:
     target = get_target(lane)
     slug = re.sub(r"^ARIB-", "", check_id).lower().replace("-", "_")
     mutant_name = f"{slug}_{target.name.replace('-', '_')}_todo"
-    check_path = root / "checks" / f"{slug}.py"
-    mutant_path = root / "mutants" / f"{slug}.py"
+    family = active_family()
+    check_path = root / _folder(family.checks) / f"{slug}.py"
+    mutant_path = root / _folder(family.mutants) / f"{slug}.py"
     for path in (check_path, mutant_path):
+        if not path.parent.is_dir():
+            raise UsageError(f"no folder {str(path.parent)!r}: the rule: a check and its first "
+                             f"mutant go into the {family.name} family's folders of a checkout; "
+                             f"fix: run from the project's checkout or pass --root")
         if path.exists():
             raise UsageError(f"{str(path)!r} exists already; remove it or pick another id")
     fields = {"check_id": check_id, "lane": target.name, "backend": target.backend,

@@ -79,10 +79,31 @@ def test_a_bad_entry_point_is_named_with_the_fix(tmp_path: Path, monkeypatch: py
     monkeypatch.syspath_prepend(str(tmp_path))
     get_family.cache_clear()
     try:
-        with pytest.raises(PluginError, match=message):
+        with pytest.raises(PluginError, match=message) as raised:
             get_family(name)
     finally:
         get_family.cache_clear()
+    if name == "broken":  # the import's own error is chained, never hidden
+        assert isinstance(raised.value.__cause__, ModuleNotFoundError)
+
+
+def test_a_family_that_fails_to_import_stops_the_command_with_its_traceback(
+        tmp_path: Path) -> None:
+    install_entry_point(tmp_path, "broken", "no_such_module_xyz:FAMILY", dist="broken-fam")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    env.pop("ARIB_FAMILY", None)
+    done = subprocess.run([sys.executable, "-m", "arib", "list"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "family 'broken' ('no_such_module_xyz:FAMILY') cannot be loaded" in done.stderr
+    assert "Traceback" in done.stderr and "No module named 'no_such_module_xyz'" in done.stderr
+
+
+def test_exactly_one_family_is_the_default() -> None:
+    from arib.ground.family import all_families, default_family
+
+    assert [f.name for f in all_families() if f.default] == [default_family()] == [
+        "openai-agents"]
 
 
 def test_an_unknown_family_on_the_command_line_exits_2(tmp_path: Path) -> None:

@@ -203,3 +203,66 @@ def test_imports_the_layers_allow_are_not_reported(tmp_path, text):
                                     "def __getattr__(name):\n"
                                     "    import arib.api\n")
     assert violations(_tree(tmp_path, files)) == []
+
+
+# Families are plugins: their names and packages live in their records (targets/<family>/
+# family.py) and folders, never in the harness. The parity gate's workflows and LangGraph's
+# official-suite command still do (issue 37, point 4: they move into their families).
+NOT_YET_FAMILY_FREE = ("harness/parity/", "harness/official/")
+# The project's own tools (not installed) measure its families by name: the throughput bench
+# times ARIB-CONC-001 on SQLiteSession beside mutmut.
+OWN_TOOLS = ("harness/dev/",)
+
+
+def _family_words() -> tuple[str, ...]:
+    from arib.ground.family import all_families
+
+    words = []
+    for family in all_families():
+        words.append(family.name)
+        for field in (family.checks, family.mutants, family.reference):
+            words.append(field.partition(":")[0])
+    return tuple(sorted(set(words)))
+
+
+def names_a_family(root: Path, path: Path, words: tuple[str, ...]) -> list[str]:
+    """The lines of ``path``'s code (not its docstrings or comments) that name a family: a
+    string or an import that holds a family's name or one of its packages."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                       ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings:
+            text = node.value
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            text = " ".join([getattr(node, "module", None) or "",
+                             *(alias.name for alias in node.names)])
+        if text and any(word in text for word in words):
+            found.append(f"{path.relative_to(root)}:{node.lineno} names a family: {text[:80]!r}")
+    return found
+
+
+def test_the_harness_names_no_family():
+    words = _family_words()
+    assert "openai-agents" in words and "arib.checks.langgraph" in words
+    found = [line for path in sorted((ROOT / "harness").rglob("*.py"))
+             if not str(path.relative_to(ROOT)).startswith(NOT_YET_FAMILY_FREE + OWN_TOOLS)
+             for line in names_a_family(ROOT, path, words)]
+    assert not found, "the harness names a family (move it to the family's record):\n" + \
+        "\n".join(found)
+
+
+def test_a_family_named_in_code_is_found(tmp_path):
+    module = tmp_path / "harness" / "bad.py"
+    module.parent.mkdir()
+    module.write_text('"""Mentions openai-agents in prose: fine."""\n'
+                      'NAME = "openai-agents"\nfrom arib.checks.langgraph import x\n')
+    found = names_a_family(tmp_path, module, ("openai-agents", "arib.checks.langgraph"))
+    assert sorted(line.split(" names")[0] for line in found) == ["harness/bad.py:2",
+                                                               "harness/bad.py:3"]

@@ -92,8 +92,9 @@ def test_only_the_servers_of_the_named_lanes_are_started(
 
 
 def test_service_lanes_start_spread_among_the_local_lanes() -> None:
+    from arib.ground.model import Loop
     from arib.parity.gate import spread_service_lanes
-    from arib.parity.lanes import Loop, select_lanes
+    from arib.parity.lanes import select_lanes
     from arib.targets.openai_agents.services import SERVICE_TARGETS
 
     targets = tuple(t for t in SERVICE_TARGETS if t.service)

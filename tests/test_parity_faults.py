@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from arib.ground.model import ExitCode
+from arib.ground.model import ExitCode, Loop
 from arib.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
 from arib.parity.faultkit import (
     batch_state,
@@ -21,7 +21,7 @@ from arib.parity.faultkit import (
     spread,
 )
 from arib.parity.gate import GateOptions, check
-from arib.parity.lanes import LaneSpec, Loop
+from arib.parity.lanes import LaneSpec
 from arib.parity.workflows import REFERENCE_WORKFLOWS, step_pool
 from arib.targets.base import Claims, Handle, TargetSpec
 from arib.targets.openai_agents.reference import REFERENCE

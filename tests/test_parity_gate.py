@@ -13,13 +13,12 @@ import jsonschema
 import pytest
 
 from arib.cli.main import build_parser, main
-from arib.ground.model import ExitCode
+from arib.ground.model import ExitCode, Loop
 from arib.parity import KIND
 from arib.parity.cli import run_command
 from arib.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
 from arib.parity.gate import SCHEMA, GateOptions, check, update
 from arib.parity.history import HISTORY_KIND, p95, read_history
-from arib.parity.lanes import Loop
 from arib.parity.workflows import REFERENCE_WORKFLOWS
 from arib.runs.results import SCHEMA_DIR
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec

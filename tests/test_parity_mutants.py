@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
-from arib.ground.model import ExitCode, MutantKind
+from arib.ground.model import ExitCode, Loop, MutantKind
 from arib.ground.sources import installed_source
 from arib.mutants.base import FORCED, HANDWRITTEN
 from arib.mutants.hook import edited_source
 from arib.mutants.registry import get_mutant, handwritten_mutants
 from arib.parity.fault_workflows import FAULT_WORKFLOWS
 from arib.parity.gate import GateOptions, check
-from arib.parity.lanes import Loop
 from arib.parity.mutantkit import must_kill, mutant_lane
 from arib.parity.mutants import PARITY_MUTANTS, get_parity_mutant
 from arib.parity.workflows import REFERENCE_WORKFLOWS

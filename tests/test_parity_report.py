@@ -10,11 +10,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from arib.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
+from arib.ground.model import ExitCode, Loop, Verdict, merge_verdicts, verdict_exit_code
 from arib.ground.services import NotMeasured
 from arib.parity.history import HistoryEntry, append_history
 from arib.parity.judge import budget_reasons, judge_history, lane_reasons
-from arib.parity.lanes import REFERENCE_LANE, Loop
+from arib.parity.lanes import REFERENCE_LANE
 from arib.parity.options import GateOptions
 from arib.parity.report import (
     SCHEMA,

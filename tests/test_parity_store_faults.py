@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
+from arib.ground.model import Loop
 from arib.parity.fault_workflows import FAULT_WORKFLOWS
 from arib.parity.faultkit import Abstain, StoreAccess
 from arib.parity.gate import GateOptions, check
-from arib.parity.lanes import Loop
 from arib.parity.store_faults import (
     after_cancelled_close,
     first_call_class,

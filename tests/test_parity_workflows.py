@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from arib.ground.errors import UnknownNameError, UsageError
+from arib.ground.model import Loop
 from arib.parity.generative import (
     DEFAULT_CASES,
     GENERATIVE_DOMAIN,
@@ -20,7 +21,7 @@ from arib.parity.generative import (
     generate,
     replay_command,
 )
-from arib.parity.lanes import REFERENCE_LANE, Loop, parse_loops, select_lanes
+from arib.parity.lanes import REFERENCE_LANE, parse_loops, select_lanes
 from arib.parity.normalize import RULES, NormalizationRule, normalize_reads
 from arib.parity.steps import Read, canonical_json, digest, display
 from arib.parity.workflows import (

@@ -80,10 +80,12 @@ def test_survey_rows_and_duplicates_merge_their_evidence() -> None:
         row("m-s", ["violated", "violated", "held"], status="flaky")]}
     run = run_file("2026-02-01", "1.0", [row("m-s", ["violated"] * 3, "1/2 trials violated")],
                    family="openai-agents")
-    entries = select([Source("results/survey/fam-1.0/lane-a.json", "survey", survey),
+    entries = select([Source("results/survey/openai-agents-1.0/lane-a.json", "survey", survey),
                       Source("results/r.json", "run", run)])
     (entry,) = [e for e in entries if e.mutant_id == "m-s"]
-    assert entry.family == "openai-agents"  # a survey folder not named langgraph-...
+    assert entry.family == "openai-agents"  # the family that names the survey's folder
+    with pytest.raises(ResultsError, match="'fam-1.0' names no known family"):
+        select([Source("results/survey/fam-1.0/lane-a.json", "survey", survey)])
     assert len(entry.why) == 2 and entry.sdk == "1.0"
 
 

@@ -19,10 +19,11 @@ def load(path, name):
 
 
 def test_scaffold_writes_a_valid_check_and_mutant(tmp_path):
-    (tmp_path / "checks").mkdir()
-    (tmp_path / "mutants").mkdir()
+    (tmp_path / "checks" / "openai_agents").mkdir(parents=True)
+    (tmp_path / "mutants" / "openai_agents").mkdir(parents=True)
     check_path, mutant_path = scaffold("ARIB-DEMO-001", "sqlite-file", tmp_path)
-    assert check_path.name == "demo_001.py" and mutant_path.name == "demo_001.py"
+    assert check_path == tmp_path / "checks" / "openai_agents" / "demo_001.py"
+    assert mutant_path == tmp_path / "mutants" / "openai_agents" / "demo_001.py"
     spec = validate_module(load(check_path, "scaffolded_check"))
     assert spec.id == "ARIB-DEMO-001" and spec.mutants == ("demo_001_sqlite_file_todo",)
     assert spec.generated[0].target == "sqlite-file"
@@ -37,16 +38,21 @@ def test_scaffold_writes_a_valid_check_and_mutant(tmp_path):
     ("ARIB-DEMO-001", "nope", UnknownNameError, "unknown backend lane 'nope'"),
 ])
 def test_scaffold_refuses_bad_input(tmp_path, check_id, lane, error, needle):
-    (tmp_path / "checks").mkdir()
-    (tmp_path / "mutants").mkdir()
+    (tmp_path / "checks" / "openai_agents").mkdir(parents=True)
+    (tmp_path / "mutants" / "openai_agents").mkdir(parents=True)
     with pytest.raises(error, match=needle):
         scaffold(check_id, lane, tmp_path)
 
 
 def test_scaffold_never_overwrites(tmp_path):
-    (tmp_path / "checks").mkdir()
-    (tmp_path / "mutants").mkdir()
-    (tmp_path / "checks" / "demo_001.py").write_text("# mine\n")
+    (tmp_path / "checks" / "openai_agents").mkdir(parents=True)
+    (tmp_path / "mutants" / "openai_agents").mkdir(parents=True)
+    (tmp_path / "checks" / "openai_agents" / "demo_001.py").write_text("# mine\n")
     with pytest.raises(UsageError, match="exists already"):
         scaffold("ARIB-DEMO-001", "sqlite-file", tmp_path)
-    assert (tmp_path / "checks" / "demo_001.py").read_text() == "# mine\n"
+    assert (tmp_path / "checks" / "openai_agents" / "demo_001.py").read_text() == "# mine\n"
+
+
+def test_scaffold_outside_a_checkout_says_where_it_writes(tmp_path):
+    with pytest.raises(UsageError, match=r"no folder .*checks/openai_agents.*--root"):
+        scaffold("ARIB-DEMO-001", "sqlite-file", tmp_path)

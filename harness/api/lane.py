@@ -100,7 +100,7 @@ async def _make(user: Lane, ctx: BuildContext) -> Any:
     if missing:
         raise TypeError(
             f"factory {user.label!r} returned {made!r} ({type(made).__name__}), which lacks "
-            f"{', '.join(missing)}; the rule: it returns an openai-agents Session "
+            f"{', '.join(missing)}; the rule: it returns a Session "
             f"({', '.join(SESSION_METHODS)}); fix the factory's return value")
     return made
 

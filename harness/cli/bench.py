@@ -29,8 +29,8 @@ def add_parsers(sub: Any) -> None:
     """The parsers of bench, accept and compare."""
     p = sub.add_parser("bench", help="admit checks, run them on every lane, write results/")
     add_common(p)
-    p.add_argument("--sdk", help="expected version of the family's distribution here (for "
-                                 "openai-agents, the SDK's version)")
+    p.add_argument("--sdk", help="expected version of the family's distribution here (the "
+                                 "default family's: the SDK's version)")
     p.add_argument("--lanes", type=LANES, help="comma-separated lanes (default: every real "
                                                 "local lane)")
     p.add_argument("--checks", type=CHECKS, help="comma-separated check ids (default: all)")
@@ -175,9 +175,8 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """`python -m arib compare`: write the cross-version report of whole runs."""
-    from arib.ground.family import DEFAULT as DEFAULT_FAMILY
     from arib.ground.family import active_family
-    from arib.ground.invocations import bench_command
+    from arib.ground.invocations import bench_command, is_default
     from arib.runs.baseline import newest_whole_runs
     from arib.runs.compare import load_runs, write_cross_version
 
@@ -194,6 +193,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
                          f"`{bench_command(family=active_family().name)}` (a "
                          f"partial run, with --lanes or --checks, is never compared)")
     family = active_family().name  # each family its own report: never another's overwritten
-    name = "cross-version.md" if family == DEFAULT_FAMILY else f"cross-version-{family}.md"
+    name = "cross-version.md" if is_default(family) else f"cross-version-{family}.md"
     print("\n".join(write_cross_version(docs, Path(args.report or out / name))))
     return 0

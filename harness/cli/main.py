@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -35,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Mutation-first integrity bench for agent session backends."))
     parser.add_argument("--version", action="version", version=_version_line())
     parser.add_argument("--family", default=None, help=(
-        "the runtime family to measure (default: $ARIB_FAMILY, else openai-agents); families "
+        "the runtime family to measure (default: $ARIB_FAMILY, else the default family); families "
         "are registered in the entry-point group arib.families"))
     sub = parser.add_subparsers(dest="command", required=True)
     # One module per command group, each adding its parsers in the order `--help` lists them.
@@ -62,12 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     line and its traceback, never 1, which means "violated".
     """
     from arib.ground import interrupts, owners, scratch
+    from arib.ground.family import apply_environment
 
-    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    try:
+        apply_environment()  # every family's switches (the SDKs' tracing off) before any import
+        parser = build_parser()  # with each family's own commands
+    except BenchError as exc:  # a family plugin that cannot be loaded: named with its traceback
+        print(f"error: {exc}", file=sys.stderr)
+        if exc.__cause__ is not None:
+            import traceback
+
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
+        return int(exc.exit_code)
     reaped = owners.reap()  # servers and folders of runs that died without cleaning up
     if reaped:
         print(owners.describe(reaped), file=sys.stderr)
-    parser = build_parser()
     try:
         # A selection's own check (arib.runs.selection) raises UsageError through argparse.
         args = parser.parse_args(argv)

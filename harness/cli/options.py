@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arib.ground.errors import ParameterError, UsageError
+from arib.ground.model import Loop
 from arib.runs.selection import name_list
-
-KNOWN_LOOPS = ("asyncio", "uvloop")
 
 CHECKS = name_list("--checks", "check id", "ARIB-CONC-001,ARIB-POP-001")
 LANES = name_list("--lanes", "lane", "sqlite-file,redis-from-url")
@@ -95,8 +94,9 @@ def expect_sdk(requested: str | None) -> None:
 
 
 def check_loop(loop: str) -> str:
-    if loop not in KNOWN_LOOPS:
-        raise UsageError(f"unknown event loop {loop!r}: use one of {', '.join(KNOWN_LOOPS)}")
+    known = [member.value for member in Loop]
+    if loop not in known:
+        raise UsageError(f"unknown event loop {loop!r}: use one of {', '.join(known)}")
     return loop
 
 

@@ -20,6 +20,8 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from arib.ground.invocations import family_name
+
 # Exit codes of a step that ran: findings or a failure the closing line reports.
 RAN = frozenset({0, 1, 3, 4})
 # Of those, the codes that are findings about the versions, not a failure of the session.
@@ -61,7 +63,7 @@ def exit_meaning(code: int) -> str:
 
 
 def run_steps(versions: Sequence[str], steps: Callable[[str], Sequence[Step]],
-              run: Callable[[Step], int], family: str = "openai-agents") -> Outcome:
+              run: Callable[[Step], int], family: str | None = None) -> Outcome:
     """Run ``steps(version)`` for each version in turn with ``run`` (which returns the exit
     code); stop at the first step whose code is not an outcome (see the module docstring)."""
     failed: list[str] = []
@@ -79,7 +81,7 @@ def run_steps(versions: Sequence[str], steps: Callable[[str], Sequence[Step]],
                        + (f", the versions {', '.join(later)}" if later else "")
                        + " and the cross-version report")
             return Outcome(tuple(failed), (
-                f"the {step.label} of {family} {version} exited {code} "
+                f"the {step.label} of {family_name(family)} {version} exited {code} "
                 f"({exit_meaning(code)}): nothing after it ran in this session ({skipped} "
                 f"were not run), so no other version's results were touched; fix the cause "
                 f"it printed above and run the session again"))

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from arib.ground.invocations import (  # the runtime's messages name the same commands
-    DEFAULT_FAMILY,
     LOCK_DIR,
     component_versions,
+    family_name,
     label_form_error,
     lock_command,
     unlocked_version_error,
@@ -154,7 +154,7 @@ def split_family(args: Sequence[str]) -> tuple[str, list[str]]:
     """Take ``--family NAME`` out of a session's arguments: (the family, the rest); the
     default family when none is named."""
     family, rest = take_option(args, "--family")
-    return DEFAULT_FAMILY if family is None else family, rest
+    return family_name(family), rest
 
 
 def take_option(args: Sequence[str], name: str) -> tuple[str | None, list[str]]:
@@ -173,7 +173,7 @@ def take_option(args: Sequence[str], name: str) -> tuple[str | None, list[str]]:
 
 
 def split_versions(args: Sequence[str], default: Sequence[str], every: Sequence[str],
-                   lock_dir: Path = LOCK_DIR, family: str = DEFAULT_FAMILY,
+                   lock_dir: Path = LOCK_DIR, family: str | None = None,
                    components: Sequence[tuple[str, str]] = ()
                    ) -> tuple[list[str], list[str], str | None]:
     """Take ``--versions a,b`` (or ``all``) out of the bench's arguments.
@@ -205,7 +205,7 @@ _ONLY_WITH = re.compile(r"#\s*only with\s+(?P<label>\w+)\s*(?P<op>>=|<)\s*(?P<bo
 
 
 def fill_requirements(template: str, version: str, components: Sequence[tuple[str, str]] = (),
-                      family: str = DEFAULT_FAMILY) -> tuple[str, list[str]]:
+                      family: str | None = None) -> tuple[str, list[str]]:
     """The requirements of one version: ``{sdk}`` (or each component's ``{label}``) filled in,
     and each line whose ``# only with LABEL>=X`` (or ``<X``) does not hold left out.
 
@@ -214,7 +214,7 @@ def fill_requirements(template: str, version: str, components: Sequence[tuple[st
     """
     values = component_versions(version, components) if components else {"sdk": version}
     if values is None:
-        raise ValueError(label_form_error(version, family, components))
+        raise ValueError(label_form_error(version, family_name(family), components))
     kept, omitted = [], []
     for line in template.splitlines():
         condition = _ONLY_WITH.search(line)

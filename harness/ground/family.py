@@ -7,8 +7,10 @@ its item stores are read by the checks' common helpers. The harness asks the *ac
 for each of these and names none of them itself.
 
 Families are found in the entry-point group ``arib.families`` (an installed package adds one
-with ``[project.entry-points."arib.families"] name = "module:FAMILY"``), besides the built-in
-openai-agents family, which is found even when this project runs uninstalled from a checkout.
+with ``[project.entry-points."arib.families"] name = "module:FAMILY"``; this project's own are
+registered the same way in its pyproject.toml, which is read instead where the project is not
+installed: nox's own Python imports this module from the checkout). The family measured when
+none is named is the one whose record says ``default=True``.
 Installed packages can also add lanes to a family, in the group ``arib.lanes.<family name>``
 (e.g. a user's own Session subclass as an openai-agents lane; see ``plugin_lanes``).
 Every field that names code is a ``"module:attribute"`` reference, resolved only when used, so
@@ -20,7 +22,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -31,9 +32,6 @@ from arib.ground.errors import PluginError, UnknownNameError
 ENTRY_POINT_GROUP = "arib.families"
 LANE_GROUP_PREFIX = "arib.lanes."  # + a family's name: lanes installed packages add to it
 ENV_VAR = "ARIB_FAMILY"  # the active family, inherited by every child process
-DEFAULT = "openai-agents"
-BUILTIN: Mapping[str, str] = {DEFAULT: "arib.targets.openai_agents.family:OPENAI_AGENTS",
-                              "langgraph": "arib.targets.langgraph.family:LANGGRAPH"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +70,28 @@ class Family:
     # packages): (label, distribution) pairs; its version is then the installed versions
     # joined, "cp4.3.2+sq3.1.2+pg3.2.0", so that each combination has its own lock and results.
     components: tuple[tuple[str, str], ...] = ()
+    # The family measured when none is named (--family, $ARIB_FAMILY): exactly one has it.
+    default: bool = False
+    # What nox runs: the version its sessions test and draw reports with, the versions
+    # `nox -s bench` measures by default and with `--versions all` (() there: every version
+    # with a lock file), and the session whose environment holds the pinned version (and,
+    # with ``tests``, runs that folder of tests and admits the family's checks).
+    pinned: str = ""
+    bench_versions: tuple[str, ...] = ()
+    all_versions: tuple[str, ...] = ()
+    nox_session: str = ""
+    tests: str = ""  # its own tests, run by its nox session, never by selftest; "" none
+    bench_parity: bool = False  # `nox -s bench` runs `parity update` after each version
+    # Environment variables every run sets for this family (unless set already), e.g. the
+    # SDK's tracing switched off: the bench never reaches the network.
+    environment: tuple[tuple[str, str], ...] = ()
+    # -> (subparsers) -> None: the family's own commands of `python -m arib` ("" none)
+    commands: str = ""
+    # -> WorkflowKind: the workflows the family's parity gate replays on every lane ("" none)
+    parity: str = ""
+    # a module with SEED_SDK, SEED_CELLS ({Cell: verdict}) and SEED_NOTES ({check id: why}):
+    # a published release's cells a run of that version is compared with ("" none)
+    seed: str = ""
 
     def resolve(self, field_name: str) -> Any:
         """The object a ``"module:attribute"`` field names, imported now."""
@@ -207,8 +227,9 @@ def _load(name: str, ref: str) -> Family:
     except Exception as exc:  # a plugin's import can fail any way: name it, never crash
         raise PluginError(
             f"family {name!r} ({ref!r}) cannot be loaded: {type(exc).__name__}: {exc}; "
-            f"fix or uninstall the package that registers it in {ENTRY_POINT_GROUP!r}"
-        ) from None
+            f"fix or uninstall the package that registers it in {ENTRY_POINT_GROUP!r} (its "
+            f"import traceback is chained below)"
+        ) from exc
     if not isinstance(value, Family) or value.name != name:
         raise PluginError(
             f"entry point {name!r} = {ref!r} in {ENTRY_POINT_GROUP!r} is {value!r}; the rule: "
@@ -217,9 +238,59 @@ def _load(name: str, ref: str) -> Family:
     return value
 
 
+def _checkout_entry_points() -> dict[str, str]:
+    """name -> "module:attr" of the ``arib.families`` table of the checkout's pyproject.toml,
+    for a process that runs this project uninstalled (nox's own Python)."""
+    from arib.ground.package import checkout_root
+
+    root = checkout_root()
+    if root is None:
+        return {}
+    found: dict[str, str] = {}
+    section = False
+    for line in (root / "pyproject.toml").read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped == f'[project.entry-points."{ENTRY_POINT_GROUP}"]'
+        elif section and "=" in stripped and not stripped.startswith("#"):
+            name, _, value = stripped.partition("=")
+            found[name.strip().strip('"')] = value.strip().strip('"')
+    return found
+
+
 def known_families() -> dict[str, str]:
-    """Every family's name -> "module:attr": the built-in one, then the entry points."""
-    return {**BUILTIN, **_entry_points()}
+    """Every family's name -> "module:attr": the installed ``arib.families`` entry points
+    (this project's own among them), or the checkout's table where it is not installed."""
+    installed = _entry_points()
+    if any(ref.startswith("arib.") for ref in installed.values()):
+        return installed
+    return {**_checkout_entry_points(), **installed}
+
+
+@functools.cache
+def default_family() -> str:
+    """The name of the family measured when none is named: the one whose record says
+    ``default=True`` (PluginError when none does, or several)."""
+    marked = [name for name in sorted(known_families()) if get_family(name).default]
+    if len(marked) != 1:
+        raise PluginError(
+            f"the installed families mark {len(marked)} as the default "
+            f"({', '.join(marked) or 'none'}): the rule: exactly one family record says "
+            f"default=True; fix the records, or name the family with --family")
+    return marked[0]
+
+
+def all_families() -> tuple[Family, ...]:
+    """Every known family's record, by name."""
+    return tuple(get_family(name) for name in sorted(known_families()))
+
+
+def apply_environment() -> None:
+    """Set every known family's environment variables that are not set yet (the SDKs'
+    tracing off), before anything of a family is imported."""
+    for family in all_families():
+        for key, value in family.environment:
+            os.environ.setdefault(key, value)
 
 
 @functools.cache
@@ -243,5 +314,5 @@ def use_family(name: str) -> Family:
 
 
 def active_family() -> Family:
-    """The family this process measures: ``$ARIB_FAMILY``, else openai-agents."""
-    return get_family(os.environ.get(ENV_VAR) or DEFAULT)
+    """The family this process measures: ``$ARIB_FAMILY``, else the default family."""
+    return get_family(os.environ.get(ENV_VAR) or default_family())

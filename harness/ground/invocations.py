@@ -16,7 +16,20 @@ LOCK_DIR = Path(__file__).parent.parent / "locks"
 REPORT_REQUIREMENTS = ("matplotlib==3.10.9",)
 
 
-DEFAULT_FAMILY = "openai-agents"  # its lock command takes the version alone
+
+
+def is_default(family: str | None) -> bool:
+    """True for the default family (None names it): its commands need no ``--family``."""
+    from arib.ground.family import default_family
+
+    return family is None or family == default_family()
+
+
+def family_name(family: str | None) -> str:
+    """``family``, or the default family's name for None."""
+    from arib.ground.family import default_family
+
+    return default_family() if family is None else family
 
 
 def version_key(version: str) -> tuple[tuple[int, ...], ...]:
@@ -29,27 +42,28 @@ def version_key(version: str) -> tuple[tuple[int, ...], ...]:
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
-def versions_noun(family: str) -> str:
-    """How messages name a family's versions: "SDK" for openai-agents, else the family."""
-    return "SDK" if family == DEFAULT_FAMILY else family
+def versions_noun(family: str | None) -> str:
+    """How messages name a family's versions: "SDK" for the default family's, else the
+    family's name."""
+    return "SDK" if is_default(family) else family_name(family)
 
 
-def lock_command(version: str, family: str = DEFAULT_FAMILY) -> str:
+def lock_command(version: str, family: str | None = None) -> str:
     """The command that compiles the lock file of one version of ``family``."""
-    flag = "" if family == DEFAULT_FAMILY else f"--family {family} "
+    flag = "" if is_default(family) else f"--family {family} "
     return f"nox -s lock -- {flag}{version}"
 
 
-def bench_command(version: str | None = None, family: str = DEFAULT_FAMILY) -> str:
+def bench_command(version: str | None = None, family: str | None = None) -> str:
     """The command that measures ``version`` of ``family`` (its default versions: None)."""
-    args = ([] if family == DEFAULT_FAMILY else [f"--family {family}"]) + (
+    args = ([] if is_default(family) else [f"--family {family}"]) + (
         [] if version is None else [f"--versions {version}"])
     return "nox -s bench" + (f" -- {' '.join(args)}" if args else "")
 
 
-def harness_command(args: str, family: str = DEFAULT_FAMILY) -> str:
-    """``python -m arib ARGS``, naming ``--family`` when it is not openai-agents."""
-    flag = "" if family == DEFAULT_FAMILY else f"--family {family} "
+def harness_command(args: str, family: str | None = None) -> str:
+    """``python -m arib ARGS``, naming ``--family`` when it is not the default family."""
+    flag = "" if is_default(family) else f"--family {family} "
     return f"python -m arib {flag}{args}"
 
 
@@ -81,19 +95,21 @@ def label_form_error(version: str, family: str,
             f"each component's released version, in that order, e.g. {example!r}")
 
 
-def locked_versions(lock_dir: Path = LOCK_DIR, family: str = DEFAULT_FAMILY) -> list[str]:
+def locked_versions(lock_dir: Path = LOCK_DIR, family: str | None = None) -> list[str]:
     """The versions of a family that have a lock file, oldest first (components labels by
     their components in order)."""
-    names = (p.name.removeprefix(f"{family}-").removesuffix(".txt")
-             for p in lock_dir.glob(f"{family}-*.txt"))
+    name = family_name(family)
+    names = (p.name.removeprefix(f"{name}-").removesuffix(".txt")
+             for p in lock_dir.glob(f"{name}-*.txt"))
     return sorted(names, key=version_key)
 
 
 def unlocked_version_error(version: str, lock_dir: Path = LOCK_DIR,
-                           family: str = DEFAULT_FAMILY,
+                           family: str | None = None,
                            components: Sequence[tuple[str, str]] = ()) -> str | None:
     """None when ``version`` has a lock file, else one line naming it and the fix (a label
     not of the family's form is refused first, with the form)."""
+    family = family_name(family)
     malformed = label_form_error(version, family, components)
     if malformed is not None:
         return malformed

@@ -67,6 +67,17 @@ class ExitCode(enum.IntEnum):
     ERROR_OR_NOTHING = 4
 
 
+class Loop(str, enum.Enum):
+    """The event loop a run uses: asyncio's own, or uvloop (a check, a bench, a parity lane)."""
+
+    ASYNCIO = "asyncio"
+    UVLOOP = "uvloop"
+
+    def backend_options(self) -> dict[str, Any]:
+        """``anyio.run`` backend options for this loop."""
+        return {"use_uvloop": True} if self is Loop.UVLOOP else {}
+
+
 @dataclass(frozen=True)
 class Counts:
     """Violation counters of a finding, summed over its trials."""

@@ -75,6 +75,34 @@ def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> 
     return paths
 
 
+def add_parsers(sub: Any) -> None:
+    """`official`: the LangGraph family's command (its record's ``commands``)."""
+    from arib.cli.options import LANES, add_common
+
+    p = sub.add_parser("official", help="LangGraph: the official conformance suite beside our "
+                                        "checks (its reference run per lane; --mutants: both "
+                                        "on the survey's generated mutants)")
+    add_common(p)
+    p.add_argument("--lanes", type=LANES, help="comma-separated checkpointer lanes (default: "
+                                                "all)")
+    p.add_argument("--out", default="results", help="results folder: the newest bench result "
+                   "of the version is read there, the tables go to OUT/official/")
+    p.add_argument("--mutants", action="store_true", help="also judge the generated mutants "
+                   "with both suites and compare their scores")
+    p.add_argument("--reruns", type=int, default=1,
+                   help="with --mutants: reruns per mutant (default 1); a kill must repeat in "
+                        "3 reruns at least, as in the survey")
+    p.add_argument("--timeout", type=float, default=20.0,
+                   help="with --mutants: seconds per run at most (default 20: one run is the "
+                        "whole suite, 58 to 66 tests; at 10 s, PostgreSQL pool and pipeline "
+                        "mutants timed out on a loaded machine)")
+    p.add_argument("--workers", type=int, default=0, help="parallel children (default: cores)")
+    p.add_argument("--examples", type=int, default=3,
+                   help="with --mutants: diffs shown per one-sided kind")
+    p.add_argument("--no-cache", action="store_true")
+    p.set_defaults(func=cmd_official)
+
+
 def cmd_official(args: argparse.Namespace) -> int:
     """The reference run and its table; with ``--mutants``, the comparison on mutants."""
     from arib.execute import fast_tmpdir, sdk_version

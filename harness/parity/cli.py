@@ -80,29 +80,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser  # type: ignore[no-any-return]
 
 
-# The workflows each family's parity gate runs (``module:attribute`` of its WorkflowKind): the
-# active family (``--family``) chooses; the gate and its rules are the same for every kind.
-PARITY_KINDS = {
-    "openai-agents": "arib.parity.options:AGENT_KIND",
-    "langgraph": "arib.parity.graph_gate:GRAPH_KIND",
-}
-
-
 def active_kind() -> Any:
-    """The active family's ``WorkflowKind``; UsageError for a family with no parity workflows."""
-    import importlib
-
+    """The active family's ``WorkflowKind`` (its record's ``parity``); UsageError for a
+    family with no parity workflows."""
     from arib.ground.errors import UsageError
-    from arib.ground.family import active_family
+    from arib.ground.family import active_family, all_families
 
-    family = active_family().name
-    if family not in PARITY_KINDS:
+    family = active_family()
+    if not family.parity:
+        with_gate = [f.name for f in all_families() if f.parity]
         raise UsageError(
-            f"family {family!r} has no parity workflows (families with a parity gate: "
-            f"{', '.join(PARITY_KINDS)}); run parity with --family set to one of them"
+            f"family {family.name!r} has no parity workflows (families with a parity gate: "
+            f"{', '.join(with_gate)}); run parity with --family set to one of them"
         )
-    module, _, attr = PARITY_KINDS[family].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return family.resolve("parity")
 
 
 def options_from_args(

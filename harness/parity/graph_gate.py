@@ -17,6 +17,7 @@ import dataclasses
 import functools
 
 from arib.ground.errors import UnknownNameError
+from arib.ground.model import Loop
 from arib.ground.services import NotMeasured
 from arib.parity.graph_records import rules_table
 from arib.parity.graph_steps import (
@@ -28,7 +29,7 @@ from arib.parity.graph_steps import (
     Rewind,
     play_graph,
 )
-from arib.parity.lanes import LaneSpec, Loop, named_targets, parse_loops
+from arib.parity.lanes import LaneSpec, named_targets, parse_loops
 from arib.parity.options import GateOptions, Selection, WorkflowKind
 from arib.parity.records import Workflow
 from arib.parity.runner import run_lane_async

@@ -11,7 +11,6 @@ this module never starts a service.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import importlib
 import importlib.util
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arib.ground.errors import UnknownNameError, UsageError
+from arib.ground.model import Loop
 from arib.ground.services import NotMeasured
 from arib.targets.base import TargetSpec
 from arib.targets.openai_agents.reference import REFERENCE
@@ -31,18 +31,6 @@ from arib.targets.openai_agents.sdk import (
     SQLITE_MEMORY,
 )
 from arib.targets.openai_agents.services import ENCRYPTED_SQLALCHEMY_SQLITE, ENCRYPTED_SQLITE
-
-
-class Loop(str, enum.Enum):
-    """The event loop a lane runs under."""
-
-    ASYNCIO = "asyncio"
-    UVLOOP = "uvloop"
-
-    def backend_options(self) -> dict[str, Any]:
-        """``anyio.run`` backend options for this loop."""
-        return {"use_uvloop": True} if self is Loop.UVLOOP else {}
-
 
 # The in-memory lanes are the bench's own (arib.targets.openai_agents.sdk); the parity history keys
 # the SQLAlchemy one by the name it had before it became a check lane.

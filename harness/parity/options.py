@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arib.ground.errors import UsageError
+from arib.ground.model import Loop
 from arib.ground.services import NotMeasured
-from arib.parity.lanes import REFERENCE_LANE, LaneSpec, Loop
+from arib.parity.lanes import REFERENCE_LANE, LaneSpec
 from arib.targets.base import TargetSpec
 
 if TYPE_CHECKING:

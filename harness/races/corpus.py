@@ -107,9 +107,14 @@ def sampled_reason(row: Mapping[str, Any]) -> str | None:
 def _family_sdk(source: Source) -> tuple[str, str]:
     doc = source.document
     if source.role == "survey":
-        family = "langgraph" if Path(source.path).parent.name.startswith("langgraph") \
-            else "openai-agents"
-        return family, str(doc["sdk"])
+        from arib.ground.family import known_families
+
+        folder = Path(source.path).parent.name  # results/survey/<family>-<version>/
+        named = [n for n in known_families() if folder.startswith(f"{n}-")]
+        if not named:
+            raise ResultsError(f"survey folder {folder!r} names no known family: the rule: "
+                               f"<family>-<version>; fix: rename it or install its family")
+        return max(named, key=len), str(doc["sdk"])
     return str(doc["sdk"]["name"]), str(doc["sdk"]["version"])
 
 

@@ -31,8 +31,15 @@ from arib.races.corpus import Entry
 MEASUREMENT_KIND = "arib-race-measurement"
 SIDES = ("before", "after")
 WORKER = Path(__file__).with_name("worker.py")
-# The environment nox builds for each family's pinned version, relative to a checkout.
-ENVIRONMENTS = {"openai-agents": ".nox/bench/bin/python", "langgraph": ".nox/langgraph/bin/python"}
+
+
+def environment_python(family: str) -> str:
+    """The Python of the environment nox builds for a family's pinned version, relative to a
+    checkout: that of the family's nox session."""
+    from arib.ground.family import get_family
+
+    return f".nox/{get_family(family).nox_session}/bin/python"
+
 
 
 @dataclass(frozen=True)
@@ -67,11 +74,15 @@ class Worker:
     """One checkout's worker process for one family (see races_worker.py)."""
 
     def __init__(self, root: Path, family: str, lanes: Sequence[str]) -> None:
-        python = root / ENVIRONMENTS[family]
+        from arib.ground.family import apply_environment, get_family
+
+        python = root / environment_python(family)
         if not python.exists():
+            session = get_family(family).nox_session
             raise UsageError(f"no environment {str(python)!r} for {family} in {str(root)!r}: the "
                              f"rule: each side runs in its own checkout's environment; fix: cd "
-                             f"{root} && nox -s bench langgraph --install-only")
+                             f"{root} && nox -s {session} --install-only")
+        apply_environment()  # the families' switches (tracing off), inherited by the worker
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         code = f"import runpy; runpy.run_path({str(WORKER)!r}, run_name='__main__')"
         self.process = subprocess.Popen(

@@ -97,7 +97,7 @@ def main() -> int:
     """Serve requests until stdin ends."""
     answer_to = sys.stdout
     sys.stdout = sys.stderr
-    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    # The families' switches (the SDKs' tracing off) come set by the measuring process.
     scratch = _import("arib.ground.scratch")
     family = _import("arib.ground.family")
     active_family, use_family = family.active_family, family.use_family

@@ -8,7 +8,6 @@ from typing import Any
 
 from arib.ground.keys import Cell
 from arib.reports.evidence import evidence_key, grouped, lane_list
-from arib.runs.seed import SEED_CELLS, SEED_FAMILY, SEED_NOTES, SEED_SDK
 
 SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",
           "error": "**ERROR**"}
@@ -144,8 +143,24 @@ def _admission(admissions: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _seed_comparison(findings: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = [f"## Against the seed's published cells ({SEED_FAMILY} {SEED_SDK})", ""]
+def _seed(doc: Mapping[str, Any]) -> Any:
+    """The family's seed module (its record's ``seed``) when this run is of the seed's
+    version, else None."""
+    from arib.ground.errors import UnknownNameError
+    from arib.ground.family import get_family
+
+    try:
+        family = get_family(doc["sdk"]["name"])
+    except UnknownNameError:  # a run of a family not installed here: no seed to compare with
+        return None
+    seed = family.resolve("seed") if family.seed else None
+    return seed if seed is not None and doc["sdk"]["version"] == seed.SEED_SDK else None
+
+
+def _seed_comparison(findings: Sequence[Mapping[str, Any]], seed: Any, family: str
+                     ) -> list[str]:
+    SEED_CELLS, SEED_NOTES = seed.SEED_CELLS, seed.SEED_NOTES  # noqa: N806 - the module's names
+    lines = [f"## Against the seed's published cells ({family} {seed.SEED_SDK})", ""]
     differ = []
     for f in findings:
         seed = SEED_CELLS.get(Cell.of(f))
@@ -214,8 +229,9 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         lines += ["## Not measured", ""]
         lines += [f"- `{n['name']}`: {n['reason']}" for n in doc["not_measured"]]
         lines.append("")
-    if sdk == SEED_SDK and doc["sdk"]["name"] == SEED_FAMILY:
-        lines += _seed_comparison(findings)
+    seed = _seed(doc)
+    if seed is not None:
+        lines += _seed_comparison(findings, seed, doc["sdk"]["name"])
     lines += _admission(doc["admission"])
     bad = [f for f in findings if f["verdict"] in ("violated", "error")]
     if bad:

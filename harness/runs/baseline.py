@@ -292,8 +292,7 @@ def committed_gaps(baseline_file: Path, results: Path) -> list[str]:
     problems = baseline_gaps(baseline, newest, [c.to_json() for c in load_checks()])
     if problems:
         family = active_family().name
-        command = "nox -s bench -- " + ("" if family == "openai-agents" else
-                                        f"--family {family} ") + f"--versions {version} --accept"
+        command = f"{bench_command(version, family)} --accept"
         problems.append(f"fix: measure {family} {version} again and accept the run as its "
                         f"baseline (`{command}`), then commit results/baselines/")
     return problems

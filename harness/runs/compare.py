@@ -345,7 +345,7 @@ def cross_version_markdown(documents: Sequence[Mapping[str, Any]],
     there is none.
     """
     docs = sorted(documents, key=lambda d: version_key(d["sdk"]["version"]))
-    family = docs[0]["sdk"]["name"] if docs else "openai-agents"
+    family = docs[0]["sdk"]["name"] if docs else invocations.family_name(None)
     lines = [f"# Integrity bench across {family} versions", "",
              "Generated from the result files by `python -m arib compare`; do not edit.", "",
              "Sources: " + ", ".join(f"`{d.get('_path', '?')}`" for d in docs), ""]

@@ -1,7 +1,7 @@
 """The openai-agents family: session backends, measured per openai-agents version.
 
-Registered as the entry point ``openai-agents`` of the group ``arib.families`` (pyproject.toml)
-and built in (arib.ground.family.BUILTIN), so that a checkout runs without installing.
+Registered as the entry point ``openai-agents`` of the group ``arib.families`` (pyproject.toml);
+the default family, measured when none is named.
 """
 
 from __future__ import annotations
@@ -26,4 +26,13 @@ OPENAI_AGENTS = Family(
     lock_dir=data_path("arib", "locks"),
     packages=("openai", "pydantic", "sqlalchemy", "aiosqlite", "anyio", "libcst",
               "jsonschema", "uvloop", "mutmut", "pytest", "redis", "asyncpg", "cryptography"),
+    default=True,
+    pinned="0.24.0",
+    bench_versions=("0.19.2", "0.24.0"),
+    all_versions=("0.19.2", "0.19.4", "0.20.0", "0.22.3", "0.23.1", "0.24.0"),
+    nox_session="bench",
+    bench_parity=True,
+    environment=(("OPENAI_AGENTS_DISABLE_TRACING", "1"),),
+    seed="arib.targets.openai_agents.seed",
+    parity="arib.parity.options:AGENT_KIND",
 )

@@ -13,12 +13,12 @@ import pytest
 
 from arib.cli.main import main
 from arib.ground.errors import UnknownNameError
+from arib.ground.model import Loop
 from arib.parity import KIND
 from arib.parity.gate import SCHEMA, check
 from arib.parity.graph_gate import GRAPH_KIND, GRAPH_WORKFLOWS, select_graph_lanes
 from arib.parity.graph_records import Aliases, normalize, order_writes
 from arib.parity.graph_steps import Compile, History, Invoke, play_graph
-from arib.parity.lanes import Loop
 from arib.parity.options import GateOptions
 from arib.parity.records import Workflow, WorkflowResult
 from arib.runs.results import SCHEMA_DIR

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from arib.ground.keys import Cell
 
-SEED_FAMILY = "openai-agents"  # the seed measured this family's sessions
 SEED_SDK = "0.19.2"
 
 SEED_LANES = {
