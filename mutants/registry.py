@@ -1,6 +1,9 @@
-"""Every hand-written mutant of the active family, by name or id, with a clear error for an
+"""The one catalogue of the active family's mutants, by name or id, with a clear error for an
 unknown one. A family's mutants are those that the modules of its mutants package register
-(openai-agents: mutants/openai_agents/, LangGraph: mutants/langgraph/)."""
+(openai-agents: mutants/openai_agents/, LangGraph: mutants/langgraph/): the hand-written ones
+its checks are paired with (``@handwritten``), and apart from them, in each module's
+``PARITY_MUTANTS`` table, those its parity gate must fail on (``arib.mutants.parity``), which
+admission and the survey never see."""
 
 from __future__ import annotations
 
@@ -55,6 +58,31 @@ def forced_broken(lane: str = "") -> MutantSpec:
             f"it with @handwritten(..., forced=True)"
         )
     return found[0]
+
+
+def parity_mutants() -> tuple[MutantSpec, ...]:
+    """Every parity mutant of the active family: the ``PARITY_MUTANTS`` tables of its mutants
+    package's modules, in module order."""
+    package = active_family().mutants
+    _load_all(package)
+    pkg = importlib.import_module(package)
+    found: list[MutantSpec] = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if not info.ispkg and not info.name.startswith("_"):
+            module = importlib.import_module(f"{package}.{info.name}")
+            found.extend(getattr(module, "PARITY_MUTANTS", ()))
+    return tuple(found)
+
+
+def get_parity_mutant(name: str) -> MutantSpec:
+    """A parity mutant by name or id; an unknown one raises UnknownNameError listing the known."""
+    mutants = parity_mutants()
+    for mutant in mutants:
+        if name in (mutant.name, mutant.id):
+            return mutant
+    known = ", ".join(m.name for m in mutants) or "none"
+    raise UnknownNameError(f"unknown parity mutant {name!r} of family "
+                           f"{active_family().name!r}: use one of {known}")
 
 
 def get_mutant(key: str) -> MutantSpec:

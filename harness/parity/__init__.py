@@ -17,7 +17,8 @@ Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``arib.parity.rep
 - ``lanes``: targets x event loops, plus the in-memory and encrypted lane variants;
 - ``runner``: lanes in forked children; ``compare``: lanes against the reference lane;
 - ``generative``: cases composed from the reference pool by seed;
-- ``mutants`` and ``fault_mutants``: the mutants the gate must kill (``mutantkit``: what one is);
+- the mutants the gate must kill are the family's (``arib.mutants.registry.parity_mutants``;
+  ``arib.mutants.parity``: what one is);
 - ``history``: the p95 history; ``retained``: reusable lane reports;
 - ``gate``: the gate's steps, ``check`` (read-only) and ``update`` (the producer); ``plan``:
   lane bindings, reuse and start order; ``judge``: each criterion as fail reasons;

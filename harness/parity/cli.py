@@ -58,7 +58,8 @@ def _configure(parser: argparse.ArgumentParser, *, producer: bool) -> None:
     parser.add_argument("--json", action="store_true", help="print the report JSON")
     if not producer:
         parser.add_argument(
-            "--mutant", help="install a parity mutant (see arib.parity.mutants) first"
+            "--mutant",
+            help="install a parity mutant of the family (see arib.mutants.registry) first",
         )
     parser.set_defaults(func=run_command, parity_command="update" if producer else "check")
 
@@ -143,7 +144,7 @@ def options_from_args(
     )
     opts.validate()
     if opts.mutant:
-        from arib.parity.mutants import get_parity_mutant
+        from arib.mutants.registry import get_parity_mutant
 
         get_parity_mutant(opts.mutant)
     return opts

@@ -46,11 +46,11 @@ from arib.ground.files import atomic_write_text
 from arib.ground.model import Verdict
 from arib.ground.services import NotMeasured
 from arib.mutants.base import MutantSpec
+from arib.mutants.registry import get_parity_mutant
 from arib.parity.compare import Comparison, compare
 from arib.parity.history import HistoryEntry, append_history, read_history
 from arib.parity.judge import budget_reasons, comparison_reasons, judge_history, lane_reasons
 from arib.parity.lanes import LaneSpec
-from arib.parity.mutants import get_parity_mutant
 from arib.parity.options import GateOptions, out_inside_results
 from arib.parity.plan import LanePlan, plan_lanes, spread_service_lanes
 from arib.parity.report import (

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from arib.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
 from arib.ground.services import NotMeasured
 from arib.mutants.base import MutantSpec
+from arib.mutants.parity import parity_json
 from arib.parity.compare import Comparison
 from arib.parity.lanes import REFERENCE_LANE
-from arib.parity.mutantkit import parity_json
 from arib.parity.options import GateOptions
 from arib.parity.records import workflow_domains
 from arib.parity.runner import LaneReport, LaneStatus

@@ -23,9 +23,9 @@ import anyio
 
 from arib.ground.child import ChildStatus, run_jobs
 from arib.mutants.base import MutantSpec
+from arib.mutants.parity import applies_to
 from arib.parity.faultkit import StoreAccess
 from arib.parity.lanes import LaneSpec
-from arib.parity.mutantkit import applies_to
 from arib.parity.options import LANE_TIMEOUT_S
 from arib.parity.records import Read, Workflow, WorkflowResult, digest, display
 from arib.targets.base import BuildContext, verify_claims

@@ -17,7 +17,7 @@ import sqlite3
 from typing import Any
 
 from arib.mutants.base import MutantSpec
-from arib.parity.mutantkit import backend, generated, handwritten
+from arib.mutants.parity import backend, generated, handwritten
 from arib.targets.openai_agents.sdk import (
     ADVANCED_SQLITE_MODULE,
     ASYNC_SQLITE_MODULE,
@@ -228,7 +228,7 @@ def _advanced_tables_refused_by_driver_error() -> None:
     cls.__init__ = __init__
 
 
-FAULT_MUTANTS: tuple[MutantSpec, ...] = (
+PARITY_MUTANTS: tuple[MutantSpec, ...] = (
     handwritten(
         "parity_reference_keeps_cancelled_write",
         "reference",

@@ -4,15 +4,16 @@ A gate that no divergence can fail measures nothing, so the gate ships with muta
 fail on every one that is not marked equivalent (``tests/test_parity_mutants.py``). A mutant is
 installed only in the forked child of the lanes of its target (and loop, when it names one), so
 exactly one backend diverges while every other lane stays clean. The fault workflows' mutants
-are in ``arib.parity.fault_mutants``; what a mutant is, in ``arib.parity.mutantkit``.
+are in ``arib.mutants.openai_agents.parity_faults``; what a mutant is, in ``arib.mutants.parity``.
 
 - hand-written mutants are overrides, our own code, patched onto the backend class;
 - generated-style mutants are one textual edit of the installed module's source, served by the
   mutated-source import hook ``arib.mutants.hook.serve_mutated_module``; site-packages is never
   written.
 
-Each is a ``MutantSpec`` kept in this module's table only (``PARITY_MUTANTS``), never in the
-hand-written table of ``arib.mutants.base``, so admission never pairs a check with one.
+Each is a ``MutantSpec`` in this module's ``PARITY_MUTANTS`` table, which the one catalogue
+(``arib.mutants.registry.parity_mutants``) gathers apart from the hand-written mutants the
+checks are paired with, so admission never pairs a check with one.
 
 An *equivalent* mutant changes the storage but not what any read returns; the gate cannot and
 must not fail on it. It is kept with its reason so that the blind spot is written down.
@@ -23,10 +24,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from arib.ground.errors import UnknownNameError
 from arib.mutants.base import MutantSpec
-from arib.parity.fault_mutants import FAULT_MUTANTS
-from arib.parity.mutantkit import backend, generated, handwritten
+from arib.mutants.parity import backend, generated, handwritten
 from arib.targets.openai_agents.sdk import (
     ADVANCED_SQLITE_MODULE,
     ASYNC_SQLITE_MODULE,
@@ -139,20 +138,3 @@ PARITY_MUTANTS: tuple[MutantSpec, ...] = (
         ),
     ),
 )
-
-
-PARITY_MUTANTS = PARITY_MUTANTS + FAULT_MUTANTS
-
-
-def parity_mutants() -> tuple[MutantSpec, ...]:
-    """Every parity mutant, the fault workflows' included."""
-    return PARITY_MUTANTS
-
-
-def get_parity_mutant(name: str) -> MutantSpec:
-    """A parity mutant by name or id; an unknown one raises UnknownNameError listing the known."""
-    for mutant in PARITY_MUTANTS:
-        if name in (mutant.name, mutant.id):
-            return mutant
-    known = ", ".join(m.name for m in PARITY_MUTANTS)
-    raise UnknownNameError(f"unknown parity mutant {name!r}: use one of {known}")

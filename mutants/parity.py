@@ -1,4 +1,5 @@
-"""How a parity mutant is made: a ``MutantSpec`` of one backend lane (``arib.parity.mutants``).
+"""How a parity mutant is made: a ``MutantSpec`` of one backend lane (a family's parity
+tables, e.g. ``arib.mutants.openai_agents.parity``).
 
 A parity mutant is the bench's ``MutantSpec``, with the fields parity uses: ``loop`` (installed
 only under that event loop, when set), ``workflow`` (the fault workflow written to see it) and
@@ -8,9 +9,10 @@ clean: a hand-written mutant is an override (our own code) patched onto the back
 generated-style mutant is one textual edit of the installed module's source, served by the
 mutated-source import hook ``arib.mutants.hook``. Site-packages is never written.
 
-The constructors here register nothing in ``arib.mutants.base`` (``HANDWRITTEN``, ``FORCED``): the
-parity mutants live in parity's own table only, so admission and the survey never pair a check
-with one.
+The constructors here register nothing in ``arib.mutants.base`` (``HANDWRITTEN``, ``FORCED``): a
+family's parity mutants are in its modules' ``PARITY_MUTANTS`` tables, which the catalogue
+(``arib.mutants.registry.parity_mutants``) keeps apart, so admission and the survey never pair
+a check with one.
 """
 
 from __future__ import annotations
