@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from types import ModuleType
 
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.family import active_family
@@ -17,12 +18,13 @@ from arib.mutants.base import DEFINED_IN, FORCED, HANDWRITTEN, MutantSpec
 
 
 @functools.cache
-def _load_all(package: str) -> None:
+def _load_all(package: str) -> tuple[ModuleType, ...]:
+    """Every module of a family's mutants package, imported (each registers its mutants),
+    by name; its helpers (``_name``) are not."""
     pkg = importlib.import_module(package)
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        # every module of a family's mutants package registers mutants, but its helpers
-        if not info.ispkg and not info.name.startswith("_"):
-            importlib.import_module(f"{package}.{info.name}")
+    return tuple(importlib.import_module(f"{package}.{info.name}")
+                 for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name)
+                 if not info.ispkg and not info.name.startswith("_"))
 
 
 def _family_specs(table: dict[str, MutantSpec]) -> list[MutantSpec]:
@@ -63,15 +65,8 @@ def forced_broken(lane: str = "") -> MutantSpec:
 def parity_mutants() -> tuple[MutantSpec, ...]:
     """Every parity mutant of the active family: the ``PARITY_MUTANTS`` tables of its mutants
     package's modules, in module order."""
-    package = active_family().mutants
-    _load_all(package)
-    pkg = importlib.import_module(package)
-    found: list[MutantSpec] = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.ispkg and not info.name.startswith("_"):
-            module = importlib.import_module(f"{package}.{info.name}")
-            found.extend(getattr(module, "PARITY_MUTANTS", ()))
-    return tuple(found)
+    return tuple(mutant for module in _load_all(active_family().mutants)
+                 for mutant in getattr(module, "PARITY_MUTANTS", ()))
 
 
 def get_parity_mutant(name: str) -> MutantSpec:

@@ -13,13 +13,14 @@ In memory a key is its type, never a tuple or an f-string; ``@`` is not a key's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from arib.ground.errors import UsageError
 
 _ON = " on "
+_K = TypeVar("_K")
 
 
 def _part(kind: str, name: str, value: str, banned: str) -> None:
@@ -31,9 +32,18 @@ def _part(kind: str, name: str, value: str, banned: str) -> None:
             f"{name} (lanes and check ids are names such as 'sqlite-file', 'ARIB-CONC-001')")
 
 
-def _bad(text: str, kind: str, form: str, example: str) -> UsageError:
-    return UsageError(f"{text!r} is not a {kind}: the form is {form}, e.g. {example!r}; fix "
-                      f"the text (it is what str() of a {kind} writes)")
+def _parse(text: str, sep: str, kind: str, form: str, example: str,
+           build: Callable[[str, str], _K]) -> _K:
+    """``build(head, tail)`` of ``text`` split at its first ``sep``; a UsageError naming the
+    text, the form and an example when it has no ``sep`` or ``build`` refuses the parts."""
+    head, found, tail = text.partition(sep)
+    try:
+        if found:
+            return build(head, tail)
+    except UsageError:
+        pass
+    raise UsageError(f"{text!r} is not a {kind}: the form is {form}, e.g. {example!r}; fix "
+                     f"the text (it is what str() of a {kind} writes)")
 
 
 @dataclass(frozen=True, order=True)
@@ -59,13 +69,7 @@ class MutantKey:
     @classmethod
     def parse(cls, text: str) -> MutantKey:
         """The key whose ``str()`` is ``text``; a UsageError names the text and the form."""
-        lane, sep, mutant_id = text.partition(":")
-        try:
-            if sep:
-                return cls(lane, mutant_id)
-        except UsageError:
-            pass
-        raise _bad(text, "mutant key", cls.FORM, cls.EXAMPLE)
+        return _parse(text, ":", "mutant key", cls.FORM, cls.EXAMPLE, cls)
 
     def to_json(self) -> dict[str, str]:
         """The JSON form of this key."""
@@ -95,13 +99,7 @@ class Cell:
     @classmethod
     def parse(cls, text: str) -> Cell:
         """The cell whose ``str()`` is ``text``; a UsageError names the text and the form."""
-        check_id, sep, lane = text.partition(_ON)
-        try:
-            if sep:
-                return cls(check_id, lane)
-        except UsageError:
-            pass
-        raise _bad(text, "cell", cls.FORM, cls.EXAMPLE)
+        return _parse(text, _ON, "cell", cls.FORM, cls.EXAMPLE, cls)
 
     @classmethod
     def of(cls, finding: Mapping[str, Any]) -> Cell:
@@ -143,13 +141,8 @@ class Pair:
     @classmethod
     def parse(cls, text: str) -> Pair:
         """The pair whose ``str()`` is ``text``; a UsageError names the text and the form."""
-        check_id, sep, key = text.partition(_ON)
-        try:
-            if sep:
-                return cls(check_id, MutantKey.parse(key))
-        except UsageError:
-            pass
-        raise _bad(text, "pair", cls.FORM, cls.EXAMPLE)
+        return _parse(text, _ON, "pair", cls.FORM, cls.EXAMPLE,
+                      lambda check_id, key: cls(check_id, MutantKey.parse(key)))
 
     def to_json(self) -> dict[str, str]:
         """The JSON form of this pair."""
