@@ -149,3 +149,31 @@ def test_admit_bench_and_survey_measure_the_toy_family(toy_path: Path) -> None:
     assert document["kind"] == "arib-survey-set"
     assert [lane["lane"] for lane in document["lanes"]] == ["toy-reference", "notes-file"]
     assert "surveyed" in machine.stderr
+
+
+def test_official_refuses_a_family_without_its_own_suite(capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    from arib.cli.main import main
+
+    assert main(["--family", "openai-agents", "official"]) == 2
+    err = capsys.readouterr().err
+    assert "family 'openai-agents' has none" in err and "--family langgraph official" in err
+
+
+def test_a_record_naming_something_else_than_its_kind_is_refused(monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    import dataclasses
+
+    from arib.ground.errors import UsageError
+    from arib.official.suite import active_suite
+    from arib.parity.options import active_kind
+
+    lanes = "arib.targets.openai_agents.lanes:ALL_TARGETS"
+    wrong = dataclasses.replace(get_family("openai-agents"), parity=lanes, official=lanes)
+    monkeypatch.setattr(family_mod, "active_family", lambda: wrong)
+    monkeypatch.setattr("arib.official.suite.active_family", lambda: wrong)
+    with pytest.raises(UsageError, match="parity='arib.targets.openai_agents.lanes:ALL_TARGETS'"
+                                         " is a tuple, not a WorkflowKind"):
+        active_kind()
+    with pytest.raises(UsageError, match="is a tuple, not an OfficialSuite"):
+        active_suite()

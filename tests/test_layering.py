@@ -206,9 +206,7 @@ def test_imports_the_layers_allow_are_not_reported(tmp_path, text):
 
 
 # Families are plugins: their names and packages live in their records (targets/<family>/
-# family.py) and folders, never in the harness. The parity gate's workflows and LangGraph's
-# official-suite command still do (issue 37, point 4: they move into their families).
-NOT_YET_FAMILY_FREE = ("harness/parity/", "harness/official/")
+# family.py) and folders, never in the harness.
 # The project's own tools (not installed) measure its families by name: the throughput bench
 # times ARIB-CONC-001 on SQLiteSession beside mutmut.
 OWN_TOOLS = ("harness/dev/",)
@@ -252,7 +250,7 @@ def test_the_harness_names_no_family():
     words = _family_words()
     assert "openai-agents" in words and "arib.checks.langgraph" in words
     found = [line for path in sorted((ROOT / "harness").rglob("*.py"))
-             if not str(path.relative_to(ROOT)).startswith(NOT_YET_FAMILY_FREE + OWN_TOOLS)
+             if not str(path.relative_to(ROOT)).startswith(OWN_TOOLS)
              for line in names_a_family(ROOT, path, words)]
     assert not found, "the harness names a family (move it to the family's record):\n" + \
         "\n".join(found)

@@ -92,14 +92,14 @@ def test_only_the_servers_of_the_named_lanes_are_started(
 
 
 def test_service_lanes_start_spread_among_the_local_lanes() -> None:
+    from arib.checks.openai_agents.parity.kind import AGENT_KIND
     from arib.ground.model import Loop
     from arib.parity.gate import spread_service_lanes
     from arib.parity.lanes import select_lanes
-    from arib.targets.openai_agents.services import SERVICE_TARGETS
 
-    targets = tuple(t for t in SERVICE_TARGETS if t.service)
+    targets = AGENT_KIND.service_targets()
     services = {t.service: "unused://" for t in targets if t.service}
-    lanes, _ = select_lanes(None, (Loop.ASYNCIO, Loop.UVLOOP), targets, services)
+    lanes, _ = select_lanes(AGENT_KIND, None, (Loop.ASYNCIO, Loop.UVLOOP), (), services)
     order = [lane for lane, _ in spread_service_lanes([(lane, {}) for lane in lanes])]
     assert sorted(lane.name for lane in order) == sorted(lane.name for lane in lanes)
     served = [i for i, lane in enumerate(order) if lane.target.service is not None]

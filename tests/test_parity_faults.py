@@ -10,9 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
-from arib.ground.model import ExitCode, Loop
-from arib.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
-from arib.parity.faultkit import (
+import arib.checks.openai_agents.parity.kind as agent_kind
+from arib.checks.openai_agents.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
+from arib.checks.openai_agents.parity.workflows import REFERENCE_WORKFLOWS, step_pool
+from arib.checks.parity.faultkit import (
     batch_state,
     builtin_class,
     interrupt,
@@ -20,9 +21,8 @@ from arib.parity.faultkit import (
     projection,
     spread,
 )
+from arib.ground.model import ExitCode, Loop
 from arib.parity.gate import GateOptions, check
-from arib.parity.lanes import LaneSpec
-from arib.parity.workflows import REFERENCE_WORKFLOWS, step_pool
 from arib.targets.base import Claims, Handle, TargetSpec
 from arib.targets.openai_agents.reference import REFERENCE
 from arib.targets.openai_agents.reference import _build as build_reference
@@ -175,7 +175,7 @@ def test_a_reference_lane_that_abstains_is_a_failed_step(
         description="a reference without close()",
         reference=True,
     )
-    monkeypatch.setattr("arib.parity.lanes.REFERENCE_LANE", LaneSpec(broken, Loop.ASYNCIO))
+    monkeypatch.setattr(agent_kind, "ALL_TARGETS", (broken, *agent_kind.ALL_TARGETS[1:]))
     workflows = tuple(w for w in FAULT_WORKFLOWS if w.name == "fault_concurrent_close")
     report = gate(tmp_path, "sqlite-memory", workflows=workflows)
     assert report["exit_code"] == ExitCode.ERROR_OR_NOTHING

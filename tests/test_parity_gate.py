@@ -12,14 +12,15 @@ from typing import Any
 import jsonschema
 import pytest
 
+import arib.checks.openai_agents.parity.kind as agent_kind
+from arib.checks.openai_agents.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
+from arib.checks.openai_agents.parity.workflows import REFERENCE_WORKFLOWS
 from arib.cli.main import build_parser, main
 from arib.ground.model import ExitCode, Loop
 from arib.parity import KIND
 from arib.parity.cli import run_command
-from arib.parity.fault_workflows import FAULT_WORKFLOWS, GATE_WORKFLOWS
 from arib.parity.gate import SCHEMA, GateOptions, check, update
 from arib.parity.history import HISTORY_KIND, p95, read_history
-from arib.parity.workflows import REFERENCE_WORKFLOWS
 from arib.runs.results import SCHEMA_DIR
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
 from arib.targets.openai_agents.reference import REFERENCE
@@ -430,7 +431,6 @@ def test_a_failing_harness_step_still_writes_a_report(
 def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arib.parity.lanes import LaneSpec
 
     broken = TargetSpec(
         name="reference",
@@ -441,7 +441,7 @@ def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
         description="broken",
         reference=True,
     )
-    monkeypatch.setattr("arib.parity.lanes.REFERENCE_LANE", LaneSpec(broken, Loop.ASYNCIO))
+    monkeypatch.setattr(agent_kind, "ALL_TARGETS", (broken, *agent_kind.ALL_TARGETS[1:]))
     report, folder = check(options(tmp_path))
     shutil.rmtree(folder)
     assert report["exit_code"] == ExitCode.ERROR_OR_NOTHING
@@ -455,7 +455,7 @@ def test_a_broken_reference_lane_is_a_failed_step_not_a_flood_of_mismatches(
 
 def test_probe_workflows_hold_on_the_reference_lane(tmp_path: Path) -> None:
     # Once a finding (the reference differed from every SDK backend), now a guard.
-    from arib.parity.workflows import PROBE_WORKFLOWS, REFERENCE_WORKFLOWS
+    from arib.checks.openai_agents.parity.workflows import PROBE_WORKFLOWS, REFERENCE_WORKFLOWS
 
     assert set(PROBE_WORKFLOWS) <= set(REFERENCE_WORKFLOWS)
 

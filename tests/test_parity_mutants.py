@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from arib.checks.openai_agents.parity.fault_workflows import FAULT_WORKFLOWS
+from arib.checks.openai_agents.parity.workflows import REFERENCE_WORKFLOWS
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.model import ExitCode, Loop, MutantKind
 from arib.ground.sources import installed_source
@@ -21,9 +23,7 @@ from arib.mutants.base import FORCED, HANDWRITTEN
 from arib.mutants.hook import edited_source
 from arib.mutants.parity import must_kill, mutant_lane
 from arib.mutants.registry import get_mutant, get_parity_mutant, handwritten_mutants, parity_mutants
-from arib.parity.fault_workflows import FAULT_WORKFLOWS
 from arib.parity.gate import GateOptions, check
-from arib.parity.workflows import REFERENCE_WORKFLOWS
 
 PARITY_MUTANTS = parity_mutants()
 # Enough of the pool to meet every defect: ordering, tool outputs, combining marks.

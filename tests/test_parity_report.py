@@ -10,11 +10,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from arib.checks.openai_agents.parity.workflows import REFERENCE_WORKFLOWS, WorkflowResult
 from arib.ground.model import ExitCode, Loop, Verdict, merge_verdicts, verdict_exit_code
 from arib.ground.services import NotMeasured
 from arib.parity.history import HistoryEntry, append_history
 from arib.parity.judge import budget_reasons, judge_history, lane_reasons
-from arib.parity.lanes import REFERENCE_LANE
 from arib.parity.options import GateOptions
 from arib.parity.report import (
     SCHEMA,
@@ -30,9 +30,9 @@ from arib.parity.report import (
     nothing_compared,
 )
 from arib.parity.runner import LaneReport, LaneStatus
-from arib.parity.workflows import REFERENCE_WORKFLOWS, WorkflowResult
 from arib.runs.results import SCHEMA_DIR
 
+REF = "reference@asyncio"
 SMALL = tuple(w for w in REFERENCE_WORKFLOWS if w.name in ("chat_multi_turn", "pop_item_undo"))
 
 
@@ -81,7 +81,7 @@ def test_a_run_whose_step_failed_reports_every_workflow_missing_and_no_history(
     assert document["history_path"] == str(tmp_path / "history.jsonl")
     assert document["elapsed_ms"] == 12.346 and document["budget_ms"] == 60_000.0
     assert document["workflows"] == ["chat_multi_turn", "pop_item_undo"]
-    assert document["workflow_count"] == 2 and document["reference_lane"] == REFERENCE_LANE.name
+    assert document["workflow_count"] == 2 and document["reference_lane"] == REF
     assert document["not_measured"] == [{"lane": "redis-lane", "reason": "no server"}]
     assert document["failures"] == [{"kind": "step_failed", "text": reason.text}]
     assert document["generative"]["case_count"] == 0
@@ -136,20 +136,21 @@ def test_each_lane_has_the_verdict_of_the_reasons_that_name_it() -> None:
     run_wide = FailReason(Verdict.VIOLATED, "elapsed over budget")
     diverged = FailReason(Verdict.VIOLATED, "hash differs", "x@asyncio")
     broken = FailReason(Verdict.ERROR, "missing workflow", "x@asyncio")
-    assert lane_verdict(lane, [other, run_wide]) is Verdict.HELD
-    assert lane_verdict(lane, [other, diverged]) is Verdict.VIOLATED
-    assert lane_verdict(lane, [diverged, broken]) is Verdict.ERROR
+    assert lane_verdict(lane, [other, run_wide], reference=REF) is Verdict.HELD
+    assert lane_verdict(lane, [other, diverged], reference=REF) is Verdict.VIOLATED
+    assert lane_verdict(lane, [diverged, broken], reference=REF) is Verdict.ERROR
     # A lane that abstained from everything compared nothing: not applicable, unless named.
     idle = replace(lane, workflows=_results("no close()", "no limit"))
-    assert lane_verdict(idle, [other, run_wide]) is Verdict.NOT_APPLICABLE
-    assert lane_verdict(idle, [diverged]) is Verdict.VIOLATED
-    summary = lane_summary(lane, ["a note"], lane_verdict(lane, [other, diverged]))
+    assert lane_verdict(idle, [other, run_wide], reference=REF) is Verdict.NOT_APPLICABLE
+    assert lane_verdict(idle, [diverged], reference=REF) is Verdict.VIOLATED
+    summary = lane_summary(lane, ["a note"], lane_verdict(lane, [other, diverged], reference=REF))
     assert summary.verdict is Verdict.VIOLATED and summary.to_json()["verdict"] == "violated"
     assert summary.notes == ("a note",)
     # The gate's verdict is the merge of its lanes' verdicts and the reasons naming no lane.
     reasons = [other, run_wide, diverged]
     lanes = [lane, replace(_lane("y@asyncio"), workflows=_results(None))]
-    merged = merge_verdicts([Verdict.HELD, *(lane_verdict(r, reasons) for r in lanes),
+    merged = merge_verdicts([Verdict.HELD,
+                             *(lane_verdict(r, reasons, reference=REF) for r in lanes),
                              *(r.verdict for r in reasons if r.lane is None)])
     assert merged is gate_verdict(reasons) is Verdict.ERROR
 
@@ -159,10 +160,10 @@ def test_no_lane_is_held_when_the_reference_lane_failed() -> None:
     reference = replace(_lane("reference@asyncio"), workflows=_results(None))
     broken = _lane("reference@asyncio", status=LaneStatus.ERROR)
     failed = FailReason(Verdict.ERROR, "lane 'reference@asyncio' failed", "reference@asyncio")
-    lines = lane_summaries([broken, ok], {"x@asyncio": ["n"]}, [failed])
+    lines = lane_summaries([broken, ok], {"x@asyncio": ["n"]}, [failed], REF)
     assert [(x.name, x.verdict, x.notes) for x in lines] == [
         ("reference@asyncio", Verdict.ERROR, ()), ("x@asyncio", Verdict.ERROR, ("n",))]
-    lines = lane_summaries([reference, ok], {}, [])
+    lines = lane_summaries([reference, ok], {}, [], REF)
     assert [x.verdict for x in lines] == [Verdict.HELD, Verdict.HELD]
 
 

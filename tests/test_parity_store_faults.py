@@ -11,17 +11,17 @@ from typing import Any
 import anyio
 import pytest
 
-from arib.ground.model import Loop
-from arib.parity.fault_workflows import FAULT_WORKFLOWS
-from arib.parity.faultkit import Abstain, StoreAccess
-from arib.parity.gate import GateOptions, check
-from arib.parity.store_faults import (
+from arib.checks.openai_agents.parity.fault_workflows import FAULT_WORKFLOWS
+from arib.checks.openai_agents.parity.store_faults import (
     after_cancelled_close,
     first_call_class,
     read_class,
     refusal_class,
 )
-from arib.parity.workflows import run_workflow
+from arib.checks.openai_agents.parity.workflows import run_workflow
+from arib.checks.parity.faultkit import Abstain, StoreAccess
+from arib.ground.model import Loop
+from arib.parity.gate import GateOptions, check
 from arib.targets.base import BuildContext
 from arib.targets.openai_agents.reference import REFERENCE
 from arib.targets.openai_agents.sdk import SQLITE_FILE
@@ -51,7 +51,7 @@ def gate(tmp_path: Path, lanes: str, names: tuple[str, ...]) -> dict[str, Any]:
 def test_the_store_fault_workflows_are_registered_once_each() -> None:
     names = [w.name for w in FAULT_WORKFLOWS]
     assert all(names.count(n) == 1 for n in (*RELEASE, *TABLES))
-    import arib.parity.fault_workflows as module
+    import arib.checks.openai_agents.parity.fault_workflows as module
 
     assert all(f"``{n}``" in (module.__doc__ or "") for n in (*RELEASE, *TABLES))
 

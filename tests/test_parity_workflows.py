@@ -10,6 +10,15 @@ from pathlib import Path
 import anyio
 import pytest
 
+from arib.checks.openai_agents.parity.kind import AGENT_KIND, RULES
+from arib.checks.openai_agents.parity.steps import Read, canonical_json, digest, display
+from arib.checks.openai_agents.parity.workflows import (
+    REFERENCE_WORKFLOWS,
+    Workflow,
+    run_workflow,
+    step_pool,
+)
+from arib.checks.parity.normalize import NormalizationRule, normalize_reads
 from arib.ground.errors import UnknownNameError, UsageError
 from arib.ground.model import Loop
 from arib.parity.generative import (
@@ -21,16 +30,11 @@ from arib.parity.generative import (
     generate,
     replay_command,
 )
-from arib.parity.lanes import REFERENCE_LANE, parse_loops, select_lanes
-from arib.parity.normalize import RULES, NormalizationRule, normalize_reads
-from arib.parity.steps import Read, canonical_json, digest, display
-from arib.parity.workflows import (
-    REFERENCE_WORKFLOWS,
-    Workflow,
-    run_workflow,
-    step_pool,
-)
+from arib.parity.lanes import parse_loops, select_lanes
 from arib.targets.base import BuildContext
+
+POOL = AGENT_KIND.cases
+assert POOL is not None
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +81,7 @@ def test_display_shortens_long_strings_but_keeps_their_digest() -> None:
 
 
 async def _run_on(target_name: str, workflow: Workflow) -> object:
-    lanes, _ = select_lanes(target_name, (Loop.ASYNCIO,))
+    lanes, _ = select_lanes(AGENT_KIND, target_name, (Loop.ASYNCIO,))
     lane = lanes[-1]
     with tempfile.TemporaryDirectory() as tmp:
         handle = await lane.target.build(BuildContext(Path(tmp), f"parity-{workflow.name}"))
@@ -150,9 +154,9 @@ def test_every_written_rule_has_a_reason() -> None:
 
 
 def test_generated_cases_are_deterministic_distinct_and_composed_from_the_pool() -> None:
-    cases = generate(seed=7)
+    cases = generate(AGENT_KIND, seed=7)
     assert len(cases) == DEFAULT_CASES >= 40
-    assert generate(seed=7) == cases
+    assert generate(AGENT_KIND, seed=7) == cases
     assert len({c.seed for c in cases}) == len(cases)
     assert len({tuple(map(repr, c.workflow.steps)) for c in cases}) >= 30
     pool = set(step_pool())
@@ -162,13 +166,13 @@ def test_generated_cases_are_deterministic_distinct_and_composed_from_the_pool()
         assert set(case.operators) <= set(OPERATORS)
         assert all(step in pool or step.kind == "limit_reads" for step in case.workflow.steps)
     assert {op for c in cases for op in c.operators} == set(OPERATORS)
-    assert compose(cases[3].seed) == cases[3]
-    assert generate(seed=7, only_case_seed=cases[5].seed) == (cases[5],)
+    assert compose(cases[3].seed, POOL) == cases[3]
+    assert generate(AGENT_KIND, seed=7, only_case_seed=cases[5].seed) == (cases[5],)
     assert case_seed(7, 5) == cases[5].seed
 
 
 def test_replay_command_names_the_case_seed_lane_and_loop() -> None:
-    case = compose(12345)
+    case = compose(12345, POOL)
     assert replay_command(case, "sqlite-file@uvloop") == (
         "python -m arib parity check --cases 1 --case-seed 12345 --lanes sqlite-file "
         "--loops uvloop"
@@ -177,9 +181,9 @@ def test_replay_command_names_the_case_seed_lane_and_loop() -> None:
 
 
 def test_lane_selection_always_starts_with_the_reference_lane() -> None:
-    lanes, _ = select_lanes(None, (Loop.ASYNCIO, Loop.UVLOOP))
+    lanes, _ = select_lanes(AGENT_KIND, None, (Loop.ASYNCIO, Loop.UVLOOP))
     names = [lane.name for lane in lanes]
-    assert names[0] == REFERENCE_LANE.name == "reference@asyncio"
+    assert names[0] == AGENT_KIND.reference_lane == "reference@asyncio"
     assert "reference@uvloop" in names
     for target in (
         "sqlite-file",
@@ -190,13 +194,13 @@ def test_lane_selection_always_starts_with_the_reference_lane() -> None:
         "sqlalchemy-memory",
     ):
         assert f"{target}@asyncio" in names and f"{target}@uvloop" in names
-    only, _ = select_lanes("sqlite-memory@uvloop", (Loop.ASYNCIO,))
+    only, _ = select_lanes(AGENT_KIND, "sqlite-memory@uvloop", (Loop.ASYNCIO,))
     assert [lane.name for lane in only] == ["reference@asyncio", "sqlite-memory@uvloop"]
 
 
 def test_bad_lane_and_loop_names_are_usage_errors_naming_the_value() -> None:
     with pytest.raises(UnknownNameError, match="'nope'"):
-        select_lanes("nope", (Loop.ASYNCIO,))
+        select_lanes(AGENT_KIND, "nope", (Loop.ASYNCIO,))
     with pytest.raises(UsageError, match="'trio'"):
         parse_loops("asyncio,trio")
     assert parse_loops(None) == (Loop.ASYNCIO, Loop.UVLOOP)

@@ -16,7 +16,9 @@ from arib.checks.base import CheckSpec, TrialContext
 from arib.checks.common import trials_param
 from arib.ground.family import active_family
 from arib.ground.model import Counts, Trial
-from arib.targets.langgraph.official.suite import SUITE, SuiteStatus, run_suite
+from arib.ground.official import OfficialSuite, SuiteStatus
+from arib.targets.base import TargetSpec
+from arib.targets.langgraph.official.suite import SUITE, reference_runs, run_suite
 
 OFFICIAL_ID = "OFFICIAL-CONFORMANCE"
 
@@ -58,3 +60,22 @@ def official_check(baseline: Mapping[str, frozenset[str]], timeout_s: float = 60
         timeout_s=timeout_s,
         module=__name__,
     )
+
+
+def _checkpointer_lanes() -> tuple[TargetSpec, ...]:
+    from arib.targets.langgraph.lanes import CHECKPOINTER_LANES
+
+    return CHECKPOINTER_LANES
+
+
+# What the family record names (``official``): the suite the harness's `official` command runs.
+OFFICIAL_SUITE = OfficialSuite(
+    name=SUITE,
+    module="langgraph.checkpoint.conformance",
+    lanes=_checkpointer_lanes,
+    reference_runs=reference_runs,
+    check=official_check,
+    check_id=OFFICIAL_ID,
+    code=("arib.targets.langgraph.official.suite", __name__),
+    lane_kind="checkpointer lane",
+)

@@ -1,5 +1,5 @@
-"""`probe`, and each family's own commands (its record's ``commands``, e.g. LangGraph's
-`official`): the family tools."""
+"""`probe`, `official` (when a family has its own conformance suite), and each family's own
+commands (its record's ``commands``): the family tools."""
 
 from __future__ import annotations
 
@@ -24,7 +24,12 @@ def add_parsers(sub: Any) -> None:
 
     from arib.ground.family import all_families
 
-    for family in all_families():
+    families = all_families()
+    if any(family.official for family in families):
+        from arib.official.command import add_parsers as add_official
+
+        add_official(sub)
+    for family in families:
         if family.commands:
             family.resolve("commands")(sub)
 

@@ -89,6 +89,9 @@ class Family:
     commands: str = ""
     # -> WorkflowKind: the workflows the family's parity gate replays on every lane ("" none)
     parity: str = ""
+    # -> arib.ground.official.OfficialSuite: the family's own conformance suite, run beside our
+    # checks by `python -m arib official` ("" none)
+    official: str = ""
     # a module with SEED_SDK, SEED_CELLS ({Cell: verdict}) and SEED_NOTES ({check id: why}):
     # a published release's cells a run of that version is compared with ("" none)
     seed: str = ""

@@ -1,7 +1,8 @@
-"""The LangGraph family's official conformance suite beside our checks (issue 14, point 5).
+"""A family's own conformance suite beside our checks (LangGraph's, issue 14, point 5).
 
-``side``: the side-by-side table of the suite's reference run and our bench findings;
-``mutants``: both suites on the same generated mutants (one survey); ``command``: ``python -m
-harness --family langgraph official``. The suite itself runs in
-``targets/langgraph/official/`` (the family's own code).
+``suite``: the active family's ``OfficialSuite`` (its record's ``official``; what one is:
+``arib.ground.official``); ``side``: the side-by-side table of the suite's reference run and our
+bench findings; ``mutants``: both suites on the same generated mutants (one survey);
+``command``: ``python -m arib official``. The suite itself runs in the family's own code
+(LangGraph's in ``targets/langgraph/official/`` and ``checks/langgraph/_official.py``).
 """

@@ -1,4 +1,6 @@
-"""``python -m arib --family langgraph official``: the official suite beside our checks.
+"""``python -m arib official``: the active family's own conformance suite beside our checks
+(LangGraph's ``langgraph-checkpoint-conformance``: ``python -m arib --family langgraph
+official``).
 
 Writes ``<out>/official/<family>-<version>-side-by-side.{json,md}`` (the reference run on
 every checkpointer lane beside the newest bench result of the version in ``<out>``) and, with
@@ -11,7 +13,6 @@ was measured, 2 for misuse.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -24,34 +25,24 @@ from arib.ground.model import ExitCode
 from arib.targets.base import TargetSpec
 
 
-def checkpointer_lanes(text: str | None) -> tuple[TargetSpec, ...]:
-    """The lanes ``--lanes`` names, each one of ``CHECKPOINTER_LANES`` (all by default)."""
-    from arib.targets.langgraph.lanes import CHECKPOINTER_LANES
+def suite_lanes(text: str | None) -> tuple[TargetSpec, ...]:
+    """The lanes ``--lanes`` names, each one the active family's suite tests (all by
+    default)."""
+    from arib.official.suite import active_suite
 
+    _, suite = active_suite()
+    lanes: tuple[TargetSpec, ...] = suite.lanes()
     if not text:
-        return CHECKPOINTER_LANES
-    known = {lane.name: lane for lane in CHECKPOINTER_LANES}
+        return lanes
+    known = {lane.name: lane for lane in lanes}
     chosen = []
     for name in (part.strip() for part in text.split(",") if part.strip()):
         if name not in known:
             raise UnknownNameError(
-                f"lane {name!r} is not a checkpointer lane: the official suite tests "
-                f"checkpointers only; use one of {', '.join(known)}")
+                f"lane {name!r} is not a {suite.lane_kind}: {suite.name} tests only those; "
+                f"use one of {', '.join(known)}")
         chosen.append(known[name])
     return tuple(chosen)
-
-
-def _require_suite() -> None:
-    from arib.ground.family import active_family
-
-    family = active_family().name
-    if family != "langgraph":
-        raise UsageError(f"`official` compares LangGraph checkpointers, and the active family "
-                         f"is {family!r}; run `python -m arib --family langgraph official`")
-    if importlib.util.find_spec("langgraph.checkpoint.conformance") is None:
-        raise UsageError("langgraph-checkpoint-conformance is not installed in this "
-                         "environment; install the family's lock file (harness/locks/langgraph/"
-                         "), which pins it, then rerun")
 
 
 def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> list[Path]:
@@ -76,15 +67,16 @@ def _write(folder: Path, stem: str, document: dict[str, Any], markdown: str) -> 
 
 
 def add_parsers(sub: Any) -> None:
-    """`official`: the LangGraph family's command (its record's ``commands``)."""
+    """`official`: added when a family has an official suite (its record's ``official``)."""
     from arib.cli.options import LANES, add_common
 
-    p = sub.add_parser("official", help="LangGraph: the official conformance suite beside our "
-                                        "checks (its reference run per lane; --mutants: both "
-                                        "on the survey's generated mutants)")
+    p = sub.add_parser("official", help="a family's own conformance suite beside our checks "
+                                        "(its reference run per lane; --mutants: both on the "
+                                        "survey's generated mutants; LangGraph's "
+                                        "checkpointers)")
     add_common(p)
-    p.add_argument("--lanes", type=LANES, help="comma-separated checkpointer lanes (default: "
-                                                "all)")
+    p.add_argument("--lanes", type=LANES, help="comma-separated lanes the suite tests "
+                                                "(default: all)")
     p.add_argument("--out", default="results", help="results folder: the newest bench result "
                    "of the version is read there, the tables go to OUT/official/")
     p.add_argument("--mutants", action="store_true", help="also judge the generated mutants "
@@ -106,20 +98,19 @@ def add_parsers(sub: Any) -> None:
 def cmd_official(args: argparse.Namespace) -> int:
     """The reference run and its table; with ``--mutants``, the comparison on mutants."""
     from arib.execute import fast_tmpdir, sdk_version
-    from arib.ground.family import active_family
     from arib.ground.files import writable_folder
+    from arib.ground.official import SuiteStatus
     from arib.ground.services import ServiceManager
     from arib.lanes import prepare_lanes
     from arib.official.side import SideBySide, our_sides
-    from arib.targets.langgraph.official.suite import SuiteStatus, reference_runs, suite_version
+    from arib.official.suite import active_suite
 
-    _require_suite()
+    family, suite = active_suite(installed=True)
     if args.param and not args.mutants:
         raise UsageError(f"--param {args.param[0]!r} sets a parameter of our checks in the "
                          f"mutant survey, which runs only with --mutants; add --mutants or "
                          f"drop --param")
-    family = active_family()
-    lanes = checkpointer_lanes(args.lanes)
+    lanes = suite_lanes(args.lanes)
     out = Path(args.out)
     folder = writable_folder(out / "official")
     version = sdk_version()
@@ -133,10 +124,10 @@ def cmd_official(args: argparse.Namespace) -> int:
         known = {lane.name for lane in family.resolve("lanes")}
         missing = {m.name: m.reason for m in prepared.not_measured
                    if m.name in asked or (not args.lanes and m.name not in known)}
-        runs = reference_runs(prepared.lanes, prepared.services, version=version,
+        runs = suite.reference_runs(prepared.lanes, prepared.services, version=version,
                               workers=workers, tmpdir=fast_tmpdir())
         reference = family.resolve("reference").name
-        table = SideBySide(version, suite_version(), runs,
+        table = SideBySide(version, suite.version(), runs,
                            our_sides([r.lane for r in runs], out, version, reference), missing)
         print(table.markdown())
         for path in _write(folder, f"{stem}-side-by-side", table.to_json(), table.markdown()):
@@ -152,7 +143,7 @@ def cmd_official(args: argparse.Namespace) -> int:
 
 
 def _code(runs: Any, missing: dict[str, str]) -> int:
-    from arib.targets.langgraph.official.suite import SuiteStatus
+    from arib.ground.official import SuiteStatus
 
     for lane, why in missing.items():
         print(f"{lane}: {why}")
@@ -182,17 +173,17 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
         lane_sides,
         survey_with_official,
     )
+    from arib.official.suite import active_suite
     from arib.survey.survivors import load_survivors
-    from arib.targets.langgraph.official.suite import suite_version
     from arib.targets.registry import family_lanes
 
+    _, suite = active_suite()
     params = parse_params(args.param)
     ours = select_checks(None, params)
     # The official check's verdicts depend on the suite's version, each lane's clean failures
     # and this subpackage's code, which the survey's cache key does not name: its folder does.
-    tag = cache_key(suite=suite_version(), baseline={k: sorted(v) for k, v in baseline.items()},
-                    code=source_hash("arib.targets.langgraph.official.suite",
-                                     "arib.checks.langgraph._official"))
+    tag = cache_key(suite=suite.version(), baseline={k: sorted(v) for k, v in baseline.items()},
+                    code=source_hash(*suite.code))
     cache = AdmissionCache(None if args.no_cache else DEFAULT_DIR / f"official-{tag[:16]}")
     settings = {"run_seed": args.seed, "reruns": args.reruns,
                 "kill_reruns": max(args.reruns, KILL_RERUNS), "timeout_s": args.timeout,
@@ -202,7 +193,7 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
         timeout_s=args.timeout, run_seed=args.seed, cache=cache, quiet=args.quiet, params=params,
         services=services,
         survivors=load_survivors(sdk_version(), [lane.name for lane in family_lanes()]))
-    comparison = MutantComparison(sdk_version(), suite_version(), tuple(c.id for c in ours),
+    comparison = MutantComparison(sdk_version(), suite.version(), tuple(c.id for c in ours),
                                   tuple(lane_sides(s) for s in surveys), settings, missing,
                                   time.perf_counter() - started)
     text = comparison.markdown(args.examples)

@@ -2,7 +2,7 @@
 
 One survey (``arib.survey.engine``: the same generation, compiler sorting, coverage selection,
 forked children and time limits) judges every generated mutant of each lane with our checks
-and with the official suite as one more "check" (``arib.checks.langgraph._official``).
+and with the official suite as one more "check" (its ``OfficialSuite.check``).
 Each mutant the survey judged (not set aside as equivalent, duplicate or not applicable) is
 then killed by both, only by ours, only by the official suite, or by neither.
 """
@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arib.checks.base import CheckSpec
-from arib.checks.langgraph._official import OFFICIAL_ID, official_check
 from arib.ground.model import MutantStatus
 from arib.mutants.base import MutantSpec
+from arib.official.suite import active_suite
 from arib.survey.lane import LaneSurvey
 from arib.survey.scores import LANE_WIDE
-from arib.targets.langgraph.official.suite import SUITE
 
 S = MutantStatus
 
@@ -148,6 +147,7 @@ class LaneSides:
 
 def lane_sides(survey: LaneSurvey) -> LaneSides:
     """The comparison on one lane from its survey (with the official check among its checks)."""
+    official_id = active_suite()[1].check_id
     clean = {c: base.describe() for c, base in sorted(survey.clean.items())}
     ids = tuple(o.mutant.id for o in survey.outcomes)
     if survey.error is not None:
@@ -161,13 +161,13 @@ def lane_sides(survey: LaneSurvey) -> LaneSides:
         if outcome.status in LANE_WIDE:
             aside[outcome.status.value] += 1
             continue
-        ours = {c: s for c, s in outcome.checks.items() if c != OFFICIAL_ID}
+        ours = {c: s for c, s in outcome.checks.items() if c != official_id}
         rows.append(MutantSides(survey.lane, outcome.mutant, ours,
-                                outcome.checks.get(OFFICIAL_ID),
+                                outcome.checks.get(official_id),
                                 {c: rate for (c, m), rate in rates.items()
                                  if m == outcome.mutant.id}))
-    judges = {"official": any(b.judgeable for c, b in survey.clean.items() if c == OFFICIAL_ID),
-              "ours": any(b.judgeable for c, b in survey.clean.items() if c != OFFICIAL_ID)}
+    judges = {"official": any(b.judgeable for c, b in survey.clean.items() if c == official_id),
+              "ours": any(b.judgeable for c, b in survey.clean.items() if c != official_id)}
     return LaneSides(survey.lane, len(survey.outcomes), dict(sorted(aside.items())),
                      tuple(rows), clean, None, judges, ids)
 
@@ -197,17 +197,19 @@ class MutantComparison:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of the comparison."""
-        return {"kind": "arib-official-mutants", "version": self.version, "suite": SUITE,
+        _, suite = active_suite()
+        return {"kind": "arib-official-mutants", "version": self.version, "suite": suite.name,
                 "suite_version": self.suite_version, "our_checks": list(self.our_checks),
-                "official_check": OFFICIAL_ID, "settings": dict(self.settings),
+                "official_check": suite.check_id, "settings": dict(self.settings),
                 "totals": self.totals(), "lanes": [lane.to_json() for lane in self.lanes],
                 "not_measured": dict(self.not_measured),
                 "duration_s": round(self.duration_s, 3)}
 
     def markdown(self, examples: int = 3) -> str:
         """The score table, then a few mutants of each one-sided kind with their diffs."""
-        lines = [f"# {SUITE} {self.suite_version} against our checks on the same mutants, "
-                 f"langgraph {self.version}", "",
+        family, suite = active_suite()
+        lines = [f"# {suite.name} {self.suite_version} against our checks on the same mutants, "
+                 f"{family.name} {self.version}", "",
                  f"Our checks: {', '.join(self.our_checks) or 'none'}. The official suite "
                  f"kills a mutant when a test that passes on the clean saver fails. A kill "
                  f"counts only when it repeats: violated in every rerun, "
@@ -258,14 +260,15 @@ def _pct(value: float | None, judges: bool = True) -> str:
 
 
 def _examples(lanes: Sequence[LaneSides], side: Side, count: int) -> list[str]:
+    family, suite = active_suite()
     rows = [r for lane in lanes for r in lane.rows if r.side is side]
     lines = ["", f"## {SIDE_TITLES[side]}: {len(rows)} mutants", ""]
     if not rows:
         return lines + ["none"]
     lines += [f"- `{r.mutant.id}` {r.lane} {r.mutant.operator} `{r.mutant.qualname}`: ours "
-              f"{_states(r)}, official {r.shown(OFFICIAL_ID, r.official)}" for r in rows]
+              f"{_states(r)}, official {r.shown(suite.check_id, r.official)}" for r in rows]
     for r in _spread(rows, count):
-        lines += ["", f"`python -m arib --family langgraph show {r.mutant.id} --lane "
+        lines += ["", f"`python -m arib --family {family.name} show {r.mutant.id} --lane "
                       f"{r.lane}`: {r.mutant.description}", "", "```diff",
                   r.mutant.diff().rstrip(), "```"]
     return lines
@@ -297,7 +300,7 @@ def survey_with_official(lanes: Sequence[Any], ours: Sequence[CheckSpec],
     the other fields of ``arib.survey.engine.SurveyConfig`` (reruns, workers, timeout_s, ...)."""
     from arib.survey.engine import SurveyConfig, survey
 
-    official = official_check(baseline, config.get("timeout_s", 10.0))
+    official = active_suite()[1].check(baseline, config.get("timeout_s", 10.0))
     # Every pair runs: who kills a mutant (ours, the official suite, both) is the comparison,
     # so no side may be skipped because the other killed first.
     config = {**config, "first_kill": False}

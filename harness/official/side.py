@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arib.targets.langgraph.official.suite import SUITE, OfficialRun, SuiteStatus
+from arib.ground.official import SuiteStatus
+from arib.official.suite import active_suite
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,15 @@ class SideBySide:
 
     version: str
     suite_version: str
-    official: tuple[OfficialRun, ...]
+    official: tuple[Any, ...]  # the suite's runs, one per lane (OfficialSuite.reference_runs)
     ours: tuple[OurSide, ...]
     not_measured: Mapping[str, str]  # lane -> why neither side could run there
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of the table."""
-        return {"kind": "arib-official-side-by-side", "version": self.version, "suite": SUITE,
+        family, suite = active_suite()
+        return {"kind": "arib-official-side-by-side", "version": self.version,
+                "suite": suite.name,
                 "suite_version": self.suite_version,
                 "lanes": [{"lane": run.lane, "official": run.to_json(), "ours": our.to_json()}
                           for run, our in zip(self.official, self.ours, strict=True)],
@@ -60,7 +63,9 @@ class SideBySide:
 
     def markdown(self) -> str:
         """The table in Markdown, then the failing official tests with their messages."""
-        lines = [f"# {SUITE} {self.suite_version} beside our checks, langgraph {self.version}",
+        family, suite = active_suite()
+        lines = [f"# {suite.name} {self.suite_version} beside our checks, {family.name} "
+                 f"{self.version}",
                  "", "Official: the suite's own `validate` (single caller, async API) on savers "
                  "built by the lane's builder, one fresh store per capability. Ours: the "
                  "newest bench result of this version.", "",
@@ -102,7 +107,7 @@ def our_sides(lanes: Sequence[str], folder: Path, version: str, reference: str =
     path = newest_bench(folder, version)
     if path is None:
         why = (f"no bench result of {version} in {str(folder)!r}: run `python -m arib "
-               f"--family langgraph bench --out {folder}`")
+               f"--family {active_suite()[0].name} bench --out {folder}`")
         return tuple(OurSide(lane, None, {}, why) for lane in lanes)
     document = read_results(path)
     absent = {m["name"]: m["reason"] for m in document.get("not_measured", [])}

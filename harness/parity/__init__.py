@@ -1,22 +1,15 @@
-"""The parity gate: reference agent workflows on every backend lane, one replay digest.
+"""The parity gate: a family's reference workflows on every lane, one replay digest.
 
 Report contract ``kind = "arib/agent-session-parity-v1"`` (see ``arib.parity.report`` and
-``harness/schemas/parity-report.schema.json``). Parts:
+``harness/schemas/parity-report.schema.json``). This package is the gate alone, the same for
+every family; what a family changes is its ``WorkflowKind`` (``arib.checks.parity.kind``), named
+by its record's ``parity`` field and defined with its workflows, steps, faults and rules in
+``checks/<family>/parity/``. Parts:
 
-- ``records``: what every kind of workflow shares (reads, digests, ``Workflow``,
-  ``WorkflowResult``), importable without the SDK; ``options.WorkflowKind``: what a family
-  changes (lanes, how a lane plays a workflow, rules, reference lane), ``AGENT_KIND`` the
-  sessions' own;
-- ``graph_gate``, ``graph_steps``, ``graph_records``: the LangGraph kind (graph runs on every
-  checkpointer lane, their steps, their plain JSON and written normalization rules);
-- ``steps``: the steps workflows are made of, and the context they run in;
-- ``workflows``: the reference workflows (offline openai-agents runs with a scripted model);
-- ``fault_workflows``: every fault a check injects, as a workflow (steps in ``faults`` and
-  ``races``, shared tools and outcome classes in ``faultkit``);
-- ``normalize``: the written table of normalization rules;
-- ``lanes``: targets x event loops, plus the in-memory and encrypted lane variants;
+- ``options``: ``GateOptions`` and the active family's kind; ``lanes``: a kind's targets under
+  event loops, and the selection (reference lane first);
 - ``runner``: lanes in forked children; ``compare``: lanes against the reference lane;
-- ``generative``: cases composed from the reference pool by seed;
+- ``generative``: cases composed by seed from the pool the kind gives;
 - the mutants the gate must kill are the family's (``arib.mutants.registry.parity_mutants``;
   ``arib.mutants.parity``: what one is);
 - ``history``: the p95 history; ``retained``: reusable lane reports;

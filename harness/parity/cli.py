@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,22 +80,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser  # type: ignore[no-any-return]
 
 
-def active_kind() -> Any:
-    """The active family's ``WorkflowKind`` (its record's ``parity``); UsageError for a
-    family with no parity workflows."""
-    from arib.ground.errors import UsageError
-    from arib.ground.family import active_family, all_families
-
-    family = active_family()
-    if not family.parity:
-        with_gate = [f.name for f in all_families() if f.parity]
-        raise UsageError(
-            f"family {family.name!r} has no parity workflows (families with a parity gate: "
-            f"{', '.join(with_gate)}); run parity with --family set to one of them"
-        )
-    return family.resolve("parity")
-
-
 def options_from_args(
     args: argparse.Namespace,
     extra_targets: Sequence[Any] = (),
@@ -113,6 +96,7 @@ def options_from_args(
         LANE_TIMEOUT_S,
         RESULTS_DIR,
         GateOptions,
+        active_kind,
         default_workers,
     )
 
@@ -165,7 +149,7 @@ def validate_args(
     opts = options_from_args(args, service_targets, {})
     if args.out:
         out_inside_results(Path(args.out), opts.results_dir)
-    opts.kind.select(opts)  # unknown names raise here
+    opts.selection()  # unknown names raise here
     named = named_targets(opts.lanes)
     return opts, tuple(t for t in service_targets if named is None or t.name in named)
 
@@ -227,7 +211,6 @@ def handle(
     """
     from arib.parity.gate import check, update
 
-    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     opts = options_from_args(args, extra_targets, services, unavailable)
     out = Path(args.out) if args.out else None
     if args.parity_command == "update":
@@ -249,6 +232,7 @@ def run_command(args: argparse.Namespace) -> int:
     """
     from arib.ground.services import ServiceManager
     from arib.lanes import prepare_lanes
+    from arib.parity.options import active_kind
 
     service_lanes = active_kind().service_targets()
     _, wanted = validate_args(args, service_lanes)

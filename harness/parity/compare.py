@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from arib.parity.records import Read, Workflow, WorkflowResult
+from arib.checks.parity.records import Read, Workflow, WorkflowResult
 from arib.parity.runner import LaneReport
 
 DIFF_MAX_LINES = 120

@@ -114,9 +114,10 @@ def run_gate(opts: GateOptions, *, mode: str) -> GateRun:
     """
     opts.validate()
     mutant = get_parity_mutant(opts.mutant) if opts.mutant else None
-    lanes, not_measured = opts.kind.select(opts)
-    known = {m.name for m in not_measured}
-    not_measured = (*not_measured, *(m for m in opts.unavailable if m.name not in known))
+    lanes, selected_out = opts.selection()
+    # A lane whose server could not be had keeps the service manager's reason (it says why).
+    unavailable = {m.name: m for m in opts.unavailable}
+    not_measured = (*(unavailable.pop(m.name, m) for m in selected_out), *unavailable.values())
     started_at = now_iso()
     started = time.perf_counter()
     try:
@@ -188,7 +189,7 @@ def _run_gate(
     if opts.cases:
         from arib.parity.generative import generate
 
-        generated = tuple(generate(opts.seed, opts.cases, opts.case_seed))
+        generated = generate(opts.kind, opts.seed, opts.cases, opts.case_seed)
     case_workflows = [(c.seed, c.workflow) for c in generated]
     sdk = sdk_version()
     commit = provenance.harness_commit()
@@ -250,7 +251,7 @@ def _run_planned(
         timeout_s=opts.lane_timeout_s,
         tmpdir=opts.tmpdir,
         workers=opts.workers,
-        run_lane=opts.kind.run_lane,
+        play=opts.kind.play,
     )
     reports = dict(plan.kept)
     reports.update((r.lane, r) for r in ran)

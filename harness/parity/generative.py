@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arib.checks.parity.kind import CasePool, WorkflowKind
+from arib.checks.parity.records import Workflow
+from arib.ground.errors import UsageError
 from arib.parity.options import DEFAULT_CASES
-from arib.parity.steps import LimitReads, StepSpec
-from arib.parity.workflows import REFERENCE_WORKFLOWS, Workflow
 
 MAX_STEPS = 9
 GENERATIVE_DOMAIN = "generative"
@@ -57,11 +58,13 @@ def _pick(rng: random.Random, pool: Sequence[Workflow]) -> Workflow:
     return pool[rng.randrange(len(pool))]
 
 
-def compose(seed: int, pool: Sequence[Workflow] = REFERENCE_WORKFLOWS) -> GeneratedCase:
-    """The case for ``seed``: deterministic, at most ``MAX_STEPS`` steps, never empty."""
+def compose(seed: int, cases: CasePool) -> GeneratedCase:
+    """The case for ``seed`` drawn from ``cases``: deterministic, at most ``MAX_STEPS`` steps,
+    never empty."""
+    pool = cases.workflows()
     rng = random.Random(seed)
     first = _pick(rng, pool)
-    steps: list[StepSpec] = list(first.steps)
+    steps: list[Any] = list(first.steps)
     sources = [first.name]
     operators: list[str] = []
     for _ in range(rng.randint(1, 3)):
@@ -72,7 +75,7 @@ def compose(seed: int, pool: Sequence[Workflow] = REFERENCE_WORKFLOWS) -> Genera
         elif op == "interleave":
             other = _pick(rng, pool)
             sources.append(other.name)
-            merged: list[StepSpec] = []
+            merged: list[Any] = []
             a, b = list(steps), list(other.steps)
             while a or b:
                 if a and (not b or rng.random() < 0.5):
@@ -88,8 +91,8 @@ def compose(seed: int, pool: Sequence[Workflow] = REFERENCE_WORKFLOWS) -> Genera
         elif op == "truncate" and len(steps) > 1:
             steps = steps[: rng.randint(1, len(steps) - 1)]
     steps = steps[:MAX_STEPS]
-    if rng.random() < 0.5:
-        steps.append(LimitReads((1, 2, 4)))
+    if cases.closing_step is not None and rng.random() < 0.5:
+        steps.append(cases.closing_step())
     name = f"case-{seed}"
     description = f"{'+'.join(operators)} of {', '.join(sources)}"
     workflow = Workflow(name, GENERATIVE_DOMAIN, description, tuple(steps))
@@ -97,12 +100,17 @@ def compose(seed: int, pool: Sequence[Workflow] = REFERENCE_WORKFLOWS) -> Genera
 
 
 def generate(
-    seed: int, count: int = DEFAULT_CASES, only_case_seed: int | None = None
+    kind: WorkflowKind, seed: int, count: int = DEFAULT_CASES, only_case_seed: int | None = None
 ) -> tuple[GeneratedCase, ...]:
-    """``count`` cases from ``seed``, or just the case of ``only_case_seed`` when given."""
+    """``count`` of ``kind``'s cases from ``seed``, or just the case of ``only_case_seed``."""
+    if kind.cases is None:
+        raise UsageError(
+            f"{kind.family} parity workflows have no generated cases (asked for {count!r}); "
+            "use --cases 0"
+        )
     if only_case_seed is not None:
-        return (compose(only_case_seed),)
-    return tuple(compose(case_seed(seed, i)) for i in range(count))
+        return (compose(only_case_seed, kind.cases),)
+    return tuple(compose(case_seed(seed, i), kind.cases) for i in range(count))
 
 
 def replay_command(case: GeneratedCase, lane: str, mutant: str | None = None) -> str:

@@ -8,20 +8,18 @@ imports the SDK, whose import alone takes seconds on a busy machine.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from arib.checks.parity.kind import WorkflowKind
+from arib.checks.parity.records import Workflow
 from arib.ground.errors import UsageError
 from arib.ground.model import Loop
 from arib.ground.services import NotMeasured
-from arib.parity.lanes import REFERENCE_LANE, LaneSpec
+from arib.parity.lanes import Selection, select_lanes
 from arib.targets.base import TargetSpec
-
-if TYPE_CHECKING:
-    from arib.parity.records import Workflow
-    from arib.parity.runner import LaneReport
 
 DEFAULT_BUDGET_MS = 60_000.0
 DEFAULT_P95_MIN_SAMPLES = 8
@@ -41,84 +39,25 @@ def _fast_tmpdir() -> str | None:
     return fast_tmpdir()
 
 
-Selection = tuple[tuple[LaneSpec, ...], tuple[NotMeasured, ...]]
+def active_kind() -> WorkflowKind:
+    """The active family's ``WorkflowKind`` (its record's ``parity``); UsageError for a
+    family with no parity workflows."""
+    from arib.ground.family import active_family, all_families
 
-
-@dataclass(frozen=True)
-class WorkflowKind:
-    """What a gate run's workflows are and where they run: all a family changes in the gate.
-
-    The gate's rules (the comparison with the reference lane, the criteria, the verdicts, the
-    exit codes and the report contract) are the same for every kind. ``select`` gives the lanes
-    (reference lane first) and those not measured here; ``run_lane`` runs one lane's workflows
-    in its child (``runner.run_lane_async``'s signature); ``rules`` is the written table of
-    normalization rules; ``default_workflows`` what runs when no workflow is named.
-    """
-
-    family: str
-    reference_lane: str
-    select: Callable[[GateOptions], Selection]
-    run_lane: Callable[..., Awaitable[LaneReport]]
-    preload: Callable[[], None]
-    rules: Callable[[], list[dict[str, str]]]
-    default_workflows: Callable[[], tuple[Workflow, ...]]
-    # The lanes that need a server: the command line starts those the selection names.
-    service_targets: Callable[[], tuple[TargetSpec, ...]]
-    generates_cases: bool = True
-
-    def folder(self, version: str) -> str:
-        """The name of this kind's folder under ``results/parity/`` for ``version``: the
-        version alone for openai-agents (as before families), else ``<family>-<version>``."""
-        return version if self.family == "openai-agents" else f"{self.family}-{version}"
-
-
-def _agent_select(opts: GateOptions) -> Selection:
-    from arib.parity.lanes import select_lanes
-
-    return select_lanes(opts.lanes, opts.loops, opts.extra_targets, opts.services)
-
-
-async def _agent_lane(*args: Any) -> LaneReport:
-    from arib.parity.runner import run_lane_async
-
-    return await run_lane_async(*args)
-
-
-def _agent_preload() -> None:
-    from arib.parity.runner import preload
-
-    preload()
-
-
-def _agent_rules() -> list[dict[str, str]]:
-    from arib.parity.normalize import rules_table
-
-    return rules_table()
-
-
-def _agent_workflows() -> tuple[Workflow, ...]:
-    from arib.parity.fault_workflows import GATE_WORKFLOWS
-
-    return GATE_WORKFLOWS
-
-
-def _agent_service_targets() -> tuple[TargetSpec, ...]:
-    from arib.targets.openai_agents.services import SERVICE_TARGETS
-
-    return tuple(t for t in SERVICE_TARGETS if t.service is not None)
-
-
-# The sessions' kind: offline openai-agents runs and fault workflows on every session lane.
-AGENT_KIND = WorkflowKind(
-    family="openai-agents",
-    reference_lane=REFERENCE_LANE.name,
-    select=_agent_select,
-    run_lane=_agent_lane,
-    preload=_agent_preload,
-    rules=_agent_rules,
-    default_workflows=_agent_workflows,
-    service_targets=_agent_service_targets,
-)
+    family = active_family()
+    if not family.parity:
+        with_gate = [f.name for f in all_families() if f.parity]
+        raise UsageError(
+            f"family {family.name!r} has no parity workflows (families with a parity gate: "
+            f"{', '.join(with_gate)}); run parity with --family set to one of them"
+        )
+    kind = family.resolve("parity")
+    if not isinstance(kind, WorkflowKind):
+        raise UsageError(
+            f"family {family.name!r}: parity={family.parity!r} is a {type(kind).__name__}, "
+            "not a WorkflowKind; fix the family's record"
+        )
+    return kind
 
 
 @dataclass(frozen=True)
@@ -146,14 +85,18 @@ class GateOptions:
     tmpdir: str | None = field(default_factory=_fast_tmpdir)
     # Lanes run at once, each in its own process and temporary root (see run_lanes).
     workers: int = field(default_factory=default_workers)
-    # What the workflows are: the sessions' agent runs, or another family's (graph runs).
-    kind: WorkflowKind = AGENT_KIND
+    # What the workflows are and where they run: the active family's unless given.
+    kind: WorkflowKind = field(default_factory=active_kind)
 
     @property
     def run_workflows(self) -> tuple[Workflow, ...]:
-        """The workflows to run: those given, else the kind's (for the sessions, the agent and
-        fault workflows)."""
+        """The workflows to run: those given, else the kind's."""
         return self.workflows or self.kind.default_workflows()
+
+    def selection(self) -> Selection:
+        """The lanes to run (reference lane first) and those not measured here; an unknown
+        lane raises UnknownNameError."""
+        return select_lanes(self.kind, self.lanes, self.loops, self.extra_targets, self.services)
 
     def validate(self) -> None:
         """Raise UsageError naming the first bad value."""

@@ -18,14 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from arib.checks.parity.records import workflow_domains
 from arib.ground.model import ExitCode, Verdict, merge_verdicts, verdict_exit_code
 from arib.ground.services import NotMeasured
 from arib.mutants.base import MutantSpec
 from arib.mutants.parity import parity_json
 from arib.parity.compare import Comparison
-from arib.parity.lanes import REFERENCE_LANE
 from arib.parity.options import GateOptions
-from arib.parity.records import workflow_domains
 from arib.parity.runner import LaneReport, LaneStatus
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ def lane_verdict(
     reasons: Sequence[FailReason],
     *,
     reference_failed: bool = False,
-    reference: str = REFERENCE_LANE.name,
+    reference: str,
 ) -> Verdict:
     """One lane's comparison with the reference lane, merged over the reasons naming it.
 
@@ -171,7 +170,7 @@ def lane_summaries(
     reports: Sequence[LaneReport],
     notes: Mapping[str, Sequence[str]],
     reasons: Sequence[FailReason],
-    reference: str = REFERENCE_LANE.name,
+    reference: str,
 ) -> tuple[LaneSummary, ...]:
     """Every lane's line, with its notes and its verdict over the run's fail ``reasons``
     (``reference``: the name of the lane the others were compared with)."""

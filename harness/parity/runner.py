@@ -10,24 +10,26 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
-import os
+import functools
 import tempfile
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from arib.checks.parity.faultkit import StoreAccess
+from arib.checks.parity.kind import Play
+from arib.checks.parity.records import Read, Workflow, WorkflowResult, digest, display
 from arib.ground.child import ChildStatus, run_jobs
+from arib.ground.family import apply_environment
 from arib.mutants.base import MutantSpec
 from arib.mutants.parity import applies_to
-from arib.parity.faultkit import StoreAccess
 from arib.parity.lanes import LaneSpec
 from arib.parity.options import LANE_TIMEOUT_S
-from arib.parity.records import Read, Workflow, WorkflowResult, digest, display
 from arib.targets.base import BuildContext, verify_claims
 
 LANE_KIND = "arib/agent-session-parity-lane-v1"
@@ -157,19 +159,6 @@ def _failed(workflow: Workflow, lane: str, error: str, case_seed: int | None) ->
     )
 
 
-async def _run_agent_workflow(workflow: Workflow, session: Any, **kwargs: Any) -> WorkflowResult:
-    """``workflows.run_workflow``, imported when first run: it needs the SDK."""
-    from arib.parity.workflows import run_workflow
-
-    return await run_workflow(workflow, session, **kwargs)
-
-
-# How a lane plays one workflow on the object its target built: (workflow, that object,
-# lane=, case_seed=, store=) -> its result. Agent workflows by default; a WorkflowKind may
-# give its own (the LangGraph graph runs).
-Play = Callable[..., Awaitable[WorkflowResult]]
-
-
 class _LaneBroken(Exception):
     """The lane's backend cannot be built or lies about itself: the lane ends in error."""
 
@@ -226,10 +215,10 @@ async def run_lane_async(
     mutant: str | None = None,
     tmpdir: str | None = None,
     *,
-    play: Play = _run_agent_workflow,
+    play: Play,
 ) -> LaneReport:
     """Run every workflow and case of one lane in this process, on the running event loop
-    (``play`` plays one workflow: agent workflows unless a kind gives its own).
+    (``play``, the family's ``WorkflowKind.play``, plays one workflow).
 
     The stores live under ``tmpdir`` (the gate passes tmpfs where there is one: what it
     compares is what the session returns, never durability, and SQLite's fsync on a shared
@@ -291,15 +280,15 @@ def _lane_job(
     binding: Mapping[str, Any],
     applied: MutantSpec | None,
     tmpdir: str | None,
-    run_lane: Callable[..., Awaitable[LaneReport]],
+    play: Play,
 ) -> Callable[[], LaneReport]:
     def job() -> LaneReport:
         cpu = time.process_time()
-        os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+        apply_environment()  # every family's switches (the SDKs' tracing off)
         if applied is not None:
             applied.apply()
         report = anyio.run(
-            run_lane,
+            functools.partial(run_lane_async, play=play),
             lane,
             workflows,
             cases,
@@ -325,13 +314,12 @@ def run_lanes(
     timeout_s: float = LANE_TIMEOUT_S,
     tmpdir: str | None = None,
     workers: int = 1,
-    run_lane: Callable[..., Awaitable[LaneReport]] | None = None,
+    play: Play,
 ) -> list[LaneReport]:
     """Run each (lane, binding) in its own forked child, ``workers`` at a time; the reports
     come back in the order given. A crash or hang of a child becomes an ERROR lane report.
 
-    ``run_lane`` runs one lane's workflows in the child (``run_lane_async``'s signature; the
-    default runs agent workflows, a ``WorkflowKind`` gives its own).
+    ``play`` (the family's ``WorkflowKind.play``) plays one workflow in a lane's child.
 
     Lanes share nothing but the servers: each has its own process and temporary root, and the
     service targets derive their Redis key prefix and PostgreSQL tables from that root.
@@ -343,7 +331,7 @@ def run_lanes(
     ]
     jobs = [
         _lane_job(
-            lane, workflows, cases, services, binding, mutant_, tmpdir, run_lane or run_lane_async
+            lane, workflows, cases, services, binding, mutant_, tmpdir, play
         )
         for (lane, binding), mutant_ in zip(lanes, applied, strict=True)
     ]
@@ -370,54 +358,3 @@ def run_lanes(
         )
     return reports
 
-
-def run_lane(
-    lane: LaneSpec,
-    workflows: Sequence[Workflow],
-    cases: Sequence[tuple[int, Workflow]],
-    *,
-    services: Mapping[str, str],
-    binding: Mapping[str, Any],
-    mutant: MutantSpec | None = None,
-    timeout_s: float = LANE_TIMEOUT_S,
-    tmpdir: str | None = None,
-) -> LaneReport:
-    """Run one lane in a forked child (``run_lanes`` with one lane)."""
-    return run_lanes(
-        [(lane, binding)],
-        workflows,
-        cases,
-        services=services,
-        mutant=mutant,
-        timeout_s=timeout_s,
-        tmpdir=tmpdir,
-    )[0]
-
-
-def preload() -> None:
-    """Import what every lane needs once in the parent, so each forked child starts warm.
-
-    ``set_tracing_disabled`` builds the SDK's trace provider (and its HTTP client) on first
-    use; doing it here once saves every child that work. It starts no thread: the exporter's
-    worker starts on the first span, and with tracing disabled there is none.
-    """
-    import agents
-    import agents.extensions.memory.advanced_sqlite_session  # noqa: F401
-    import agents.extensions.memory.async_sqlite_session  # noqa: F401
-    import agents.extensions.memory.sqlalchemy_session  # noqa: F401
-    import agents.memory.sqlite_session  # noqa: F401
-    import aiosqlite  # noqa: F401
-    import anyio._backends._asyncio  # noqa: F401 - anyio.run imports it lazily
-    import sqlalchemy.dialects.sqlite.aiosqlite  # noqa: F401
-    import sqlalchemy.ext.asyncio  # noqa: F401
-    import sqlalchemy.pool  # noqa: F401
-
-    try:
-        import agents.extensions.memory.encrypt_session  # noqa: F401
-    except ImportError:
-        pass
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        pass
-    agents.set_tracing_disabled(True)

@@ -43,6 +43,6 @@ LANGGRAPH = Family(
     all_versions=ALL,
     nox_session="langgraph",
     tests="tests/langgraph",
-    commands="arib.official.command:add_parsers",
-    parity="arib.parity.graph_gate:GRAPH_KIND",
+    official="arib.checks.langgraph._official:OFFICIAL_SUITE",
+    parity="arib.checks.langgraph.parity.kind:GRAPH_KIND",
 )

@@ -7,7 +7,7 @@ is langchain-core's ``FakeMessagesListChatModel`` with scripted answers, every m
 an explicit id, and retries back off by a fixed interval without jitter. What a run leaves in
 the checkpointer (and so its state history) is therefore the same on every lane up to the ids
 and timestamps LangGraph itself generates, which the gate normalizes
-(``arib.parity.graph_steps``).
+(``arib.checks.langgraph.parity.steps``).
 """
 
 from __future__ import annotations

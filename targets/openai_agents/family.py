@@ -34,5 +34,5 @@ OPENAI_AGENTS = Family(
     bench_parity=True,
     environment=(("OPENAI_AGENTS_DISABLE_TRACING", "1"),),
     seed="arib.targets.openai_agents.seed",
-    parity="arib.parity.options:AGENT_KIND",
+    parity="arib.checks.openai_agents.parity.kind:AGENT_KIND",
 )

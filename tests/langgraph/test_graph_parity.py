@@ -11,16 +11,17 @@ from typing import Any
 import jsonschema
 import pytest
 
+from arib.checks.langgraph.parity.kind import GRAPH_KIND
+from arib.checks.langgraph.parity.records import Aliases, normalize, order_writes
+from arib.checks.langgraph.parity.steps import Compile, History, Invoke, play_graph
+from arib.checks.langgraph.parity.workflows import GRAPH_WORKFLOWS
+from arib.checks.parity.records import Workflow, WorkflowResult
 from arib.cli.main import main
 from arib.ground.errors import UnknownNameError
 from arib.ground.model import Loop
 from arib.parity import KIND
 from arib.parity.gate import SCHEMA, check
-from arib.parity.graph_gate import GRAPH_KIND, GRAPH_WORKFLOWS, select_graph_lanes
-from arib.parity.graph_records import Aliases, normalize, order_writes
-from arib.parity.graph_steps import Compile, History, Invoke, play_graph
 from arib.parity.options import GateOptions
-from arib.parity.records import Workflow, WorkflowResult
 from arib.runs.results import SCHEMA_DIR
 from arib.targets.base import BuildContext
 from arib.targets.langgraph import graphs, lanes
@@ -215,7 +216,7 @@ def test_a_saver_raising_on_one_lane_is_that_lanes_violation(
     assert report["exit_code"] == 1
     verdicts = {lane["name"]: lane["verdict"] for lane in report["lanes"]}
     assert verdicts["lg-sqlite-file@asyncio"] == "violated"
-    assert verdicts["lg-memory@asyncio"] == "held"
+    assert verdicts["lg-memory@asyncio"] == "held", report["fail_reasons"]
     assert report["failed_workflows"] == {"lg-sqlite-file@asyncio": ["graph_retry_policy"]}
     error = lane_file(folder, "lg-sqlite-file@asyncio")["workflows"][0]["error"]
     assert "disk refused the checkpoint" in error and "Traceback" in error
@@ -226,7 +227,7 @@ def test_service_lanes_without_their_server_are_not_measured_with_the_reason(
 ) -> None:
     pg = dataclasses.replace(lanes.SQLITE_FILE, name="lg-postgres-test", service="postgres")
     monkeypatch.setattr(lanes, "CHECKPOINTER_LANES", (*lanes.CHECKPOINTER_LANES, pg))
-    chosen, missing = select_graph_lanes(GateOptions(kind=GRAPH_KIND, cases=0))
+    chosen, missing = GateOptions(kind=GRAPH_KIND, cases=0).selection()
     assert "lg-postgres-test" not in {lane.target.name for lane in chosen}
     by_name = {m.name: m.reason for m in missing}
     assert "lg-postgres-test" in by_name
@@ -237,7 +238,7 @@ def test_service_lanes_without_their_server_are_not_measured_with_the_reason(
     assert {"lg-reference@asyncio", "lg-memory+sync@uvloop", "lg-sqlite-file@uvloop"} <= names
     assert "lg-sqlite-file+sync@asyncio" not in names  # sync-only: no second variant
     with pytest.raises(UnknownNameError, match="'lg-nope'"):
-        select_graph_lanes(GateOptions(kind=GRAPH_KIND, cases=0, lanes="lg-nope"))
+        GateOptions(kind=GRAPH_KIND, cases=0, lanes="lg-nope").selection()
 
 
 def test_the_command_runs_the_graph_gate_for_the_langgraph_family(tmp_path: Path) -> None:
@@ -254,7 +255,7 @@ def test_the_command_runs_the_graph_gate_for_the_langgraph_family(tmp_path: Path
 
 
 def test_each_kind_keeps_its_own_results_folder() -> None:
-    from arib.parity.options import AGENT_KIND
+    from arib.checks.openai_agents.parity.kind import AGENT_KIND
 
     assert AGENT_KIND.folder("0.24.0") == "0.24.0"  # the sessions' folders, as before
     assert GRAPH_KIND.folder("cp4.3.2+sq3.1.2+pg3.2.0") == "langgraph-cp4.3.2+sq3.1.2+pg3.2.0"

@@ -16,7 +16,7 @@ from arib.ground.errors import UnknownNameError
 from arib.ground.model import ExitCode, MutantStatus, Verdict
 from arib.mutants.base import MutantSpec
 from arib.mutants.registry import forced_broken, get_mutant
-from arib.official.command import checkpointer_lanes
+from arib.official.command import suite_lanes
 from arib.official.mutants import LaneSides, MutantComparison, MutantSides, Side
 from arib.official.side import our_sides
 from arib.targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
@@ -117,8 +117,8 @@ def test_who_kills_a_mutant() -> None:
 
 def test_a_lane_that_is_not_a_checkpointer_is_refused_by_name() -> None:
     with pytest.raises(UnknownNameError, match="'lg-nope'.*lg-memory"):
-        checkpointer_lanes("lg-memory,lg-nope")
-    assert checkpointer_lanes("lg-memory") == (MEMORY,)
+        suite_lanes("lg-memory,lg-nope")
+    assert suite_lanes("lg-memory") == (MEMORY,)
 
 
 def test_our_side_without_a_bench_result_names_the_command(tmp_path: Path) -> None:

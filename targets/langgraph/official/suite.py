@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from arib.ground.official import SuiteStatus
 from arib.targets.base import BuildContext, TargetSpec
 from arib.targets.langgraph.lanes import API
 
@@ -50,14 +51,6 @@ class Bridge(str, enum.Enum):
 
     NATIVE = "native"  # the saver's own async methods
     THREAD = "sync-in-thread"  # the saver's sync methods, each in a worker thread
-
-
-class SuiteStatus(str, enum.Enum):
-    """What one run of the suite on one lane came to."""
-
-    PASSED = "passed"  # every test of every detected capability passed
-    FAILED = "failed"  # at least one test failed
-    ERROR = "error"  # the suite could not run to its end (the saver could not be built, ...)
 
 
 def bridge_of(lane: TargetSpec) -> Bridge:

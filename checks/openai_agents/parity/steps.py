@@ -4,7 +4,7 @@ A step is a turn of an agent run with a scripted model (chat, tool calls, a hand
 output, a failing or a cancelled turn and its retry, a turn under a ``SessionSettings`` limit)
 or a direct session operation (reads with and without ``limit``, ``pop_item`` undoing a turn,
 ``clear_session``). ``WorkflowContext.read`` records what the session returned; the digest of
-a workflow is taken over those reads (see arib.parity.workflows).
+a workflow is taken over those reads (see arib.checks.openai_agents.parity.workflows).
 """
 
 from __future__ import annotations
@@ -18,14 +18,7 @@ import anyio
 from agents import Agent, RunConfig, Runner, function_tool
 from pydantic import BaseModel
 
-from arib.parity.records import (  # noqa: F401 - re-exported: steps read and digest
-    DISPLAY_STRING_LIMIT,
-    Read,
-    canonical_json,
-    digest,
-    display,
-)
-from arib.parity.scripted import (
+from arib.checks.openai_agents.parity.scripted import (
     Block,
     ScriptedFailure,
     ScriptedModel,
@@ -33,6 +26,13 @@ from arib.parity.scripted import (
     function_call,
     message,
     plain,
+)
+from arib.checks.parity.records import (  # noqa: F401 - re-exported: steps read and digest
+    DISPLAY_STRING_LIMIT,
+    Read,
+    canonical_json,
+    digest,
+    display,
 )
 
 LARGE_CONTENT_BYTES = 200 * 1024
@@ -90,7 +90,7 @@ class WorkflowContext:
     reads: list[Read] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     step_label: str = ""
-    # Access beyond the session for fault steps (arib.parity.faultkit.StoreAccess).
+    # Access beyond the session for fault steps (arib.checks.parity.faultkit.StoreAccess).
     store: Any = None
 
     def next_id(self, prefix: str) -> str:

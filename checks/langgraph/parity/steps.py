@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 
 import anyio.to_thread
 
-from arib.parity.faultkit import Abstain
-from arib.parity.graph_records import GRAPH_RULES, Aliases, normalize, plain
-from arib.parity.records import (
+from arib.checks.langgraph.parity.records import GRAPH_RULES, Aliases, normalize, plain
+from arib.checks.parity.faultkit import Abstain
+from arib.checks.parity.records import (
     Read,
     Workflow,
     WorkflowResult,

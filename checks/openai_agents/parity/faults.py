@@ -1,7 +1,7 @@
 """Fault steps on one session: cancellation, close, redelivery and a killed writer process.
 
 Each step injects the fault one check injects and records outcome classes (see
-``arib.parity.faultkit``). Its docstring says which check, what is compared and why the
+``arib.checks.parity.faultkit``). Its docstring says which check, what is compared and why the
 record is free of legitimate nondeterminism. Items are fixed per step, so equal behaviour gives
 equal records on every lane.
 """
@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 
 from arib.checks import _forked
 from arib.checks.base import race, race_threads
-from arib.parity.faultkit import (
+from arib.checks.openai_agents.parity.steps import StepSpec, WorkflowContext
+from arib.checks.parity.faultkit import (
     StoreAccess,
     batch_state,
     bounded,
@@ -24,7 +25,6 @@ from arib.parity.faultkit import (
     read,
     spread,
 )
-from arib.parity.steps import StepSpec, WorkflowContext
 
 FORK_TIMEOUT_S = 20.0
 

@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from arib.parity.normalize import NormalizationRule
-from arib.parity.records import canonical_json
+from arib.checks.parity.normalize import NormalizationRule
+from arib.checks.parity.records import canonical_json
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 HEX_ID = r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])"

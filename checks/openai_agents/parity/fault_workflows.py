@@ -1,7 +1,7 @@
 """The fault workflows: every fault a check injects, as a parity workflow.
 
 A check judges one lane against its invariant; a fault workflow records how the lane came out
-of the same fault (outcome classes, see ``arib.parity.faultkit``), and the gate compares
+of the same fault (outcome classes, see ``arib.checks.parity.faultkit``), and the gate compares
 that record with the reference lane's. So two drop-in backends that each keep an invariant in
 different ways (one keeps a cancelled write, the other rolls it back) are a divergence, with
 the differing record as evidence. The step docstrings say what is compared and why it does not
@@ -34,7 +34,7 @@ a fault's outcome class is a record of its own, not a read a later agent turn sh
 
 from __future__ import annotations
 
-from arib.parity.faults import (
+from arib.checks.openai_agents.parity.faults import (
     CancelledWrite,
     CloseRacesWrite,
     ConcurrentClose,
@@ -42,7 +42,7 @@ from arib.parity.faults import (
     WriterKilled,
     WritesAfterClose,
 )
-from arib.parity.races import (
+from arib.checks.openai_agents.parity.races import (
     ClearRacesWriters,
     ConcurrentAppends,
     ConcurrentBatches,
@@ -51,13 +51,13 @@ from arib.parity.races import (
     LimitReadsRaceAppends,
     PeerSessions,
 )
-from arib.parity.store_faults import (
+from arib.checks.openai_agents.parity.store_faults import (
     CancelledClose,
     CancelledFirstCall,
     FailedOpen,
     MisconfiguredTables,
 )
-from arib.parity.workflows import REFERENCE_WORKFLOWS, Workflow
+from arib.checks.openai_agents.parity.workflows import REFERENCE_WORKFLOWS, Workflow
 
 FAULT_WORKFLOWS: tuple[Workflow, ...] = (
     Workflow(

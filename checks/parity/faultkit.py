@@ -1,8 +1,8 @@
 """What the fault workflows share: store access beyond one session, outcome classes, abstaining.
 
-A fault workflow (``arib.parity.faults``) injects a fault that a check injects (a cancelled
-write, a close racing a write, concurrent writers, ...) and records the *outcome class* of each
-step rather than raw reads, so that two lanes compare equal exactly when they behave alike:
+A fault workflow (``arib.checks.openai_agents.parity.faults``) injects a fault that a check injects
+(a cancelled write, a close racing a write, concurrent writers, ...) and records the *outcome class*
+of each step rather than raw reads, so that two lanes compare equal exactly when they behave alike:
 
 - an item set is a class (``absent``, ``present``, ``partial``, ``duplicated``), never a count
   that a thread schedule can move;

@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from arib.parity.steps import Read
+from arib.checks.parity.records import Read
 
 
 @dataclass(frozen=True)
@@ -61,28 +60,16 @@ def _matches(selector: str, value: str) -> bool:
     return selector == "*" or value in selector.split(",")
 
 
-# The table. Empty, by measurement: on openai-agents 0.19.2 and 0.24.0, with the scripted model of
-# arib.parity.scripted, every value in every stored item is one the workflow chose (item and
-# call ids come from the workflow's counter, handoff outputs are fixed JSON). The SDK's own
-# nondeterministic values (uuid4 occurrence keys of run items, trace ids) never enter a stored
-# item or a model input: the 15 reference workflows and 40 generated cases give byte-identical
-# replay digests across 16 lanes, two event loops, repeated runs and both SDK versions. So no
-# workflow has a ``replay_hash_normalized`` today; a rule is added here, with its reason, the
-# day a backend or SDK version stores such a value (e.g. a server-assigned id or timestamp).
-RULES: tuple[NormalizationRule, ...] = ()
-
-
 def normalize_reads(
     reads: Sequence[Read],
     *,
     lane: str,
     domain: str,
-    rules: Sequence[NormalizationRule] | None = None,
+    rules: Sequence[NormalizationRule],
 ) -> tuple[list[Read], tuple[str, ...]]:
-    """The reads with every applicable rule applied, and the ids of the rules that changed any."""
-    from arib.parity.steps import Read
-
-    active = [r for r in (RULES if rules is None else rules) if r.applies(lane, domain)]
+    """The reads with every applicable rule of ``rules`` (a family's written table) applied,
+    and the ids of the rules that changed any."""
+    active = [r for r in rules if r.applies(lane, domain)]
     if not active:
         return list(reads), ()
     used: set[str] = set()
@@ -100,7 +87,3 @@ def normalize_reads(
         return list(reads), ()
     return out, tuple(sorted(used))
 
-
-def rules_table() -> list[dict[str, str]]:
-    """The rules as JSON, for the report."""
-    return [r.to_json() for r in RULES]

@@ -23,15 +23,8 @@ from typing import Any
 
 from agents import set_tracing_disabled
 
-from arib.parity.normalize import normalize_reads
-from arib.parity.records import (
-    Workflow,
-    WorkflowResult,
-    play_steps,
-    result_from_reads,
-    workflow_domains,
-)
-from arib.parity.steps import (
+from arib.checks.openai_agents.parity.kind import RULES
+from arib.checks.openai_agents.parity.steps import (
     CancelledTurn,
     ChatTurn,
     ClearSession,
@@ -47,6 +40,14 @@ from arib.parity.steps import (
     StructuredTurn,
     ToolTurn,
     WorkflowContext,
+)
+from arib.checks.parity.normalize import normalize_reads
+from arib.checks.parity.records import (
+    Workflow,
+    WorkflowResult,
+    play_steps,
+    result_from_reads,
+    workflow_domains,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ async def run_workflow(
         lambda exc: [{"error": type(exc).__name__, "message": str(exc)[:500]}])
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     reads = tuple(ctx.reads)
-    normalized, rules = normalize_reads(reads, lane=lane, domain=workflow.domain)
+    normalized, rules = normalize_reads(reads, lane=lane, domain=workflow.domain, rules=RULES)
     return result_from_reads(
         workflow, reads, tuple(normalized), rules, error=error, elapsed_ms=elapsed_ms,
         case_seed=case_seed, abstained=abstained,

@@ -23,9 +23,9 @@ import anyio.lowlevel
 
 from arib.checks import _forked
 from arib.checks.base import Barrier
-from arib.parity.faultkit import bounded, key, multiset, projection, read
-from arib.parity.faults import FORK_TIMEOUT_S, _store, forked_writer
-from arib.parity.steps import StepSpec, WorkflowContext
+from arib.checks.openai_agents.parity.faults import FORK_TIMEOUT_S, _store, forked_writer
+from arib.checks.openai_agents.parity.steps import StepSpec, WorkflowContext
+from arib.checks.parity.faultkit import bounded, key, multiset, projection, read
 
 
 def _item(tag: str) -> dict[str, Any]:

@@ -154,7 +154,7 @@ async def play_steps(workflow: Any, ctx: Any, lane: str,
     """Run ``workflow``'s steps on ``ctx`` in order (either kind of workflow): (error,
     abstention). A step raising ``faultkit.Abstain`` ends it as not applicable on this lane;
     any other exception ends it, recorded as ``raised(exc)`` and kept as the evidence."""
-    from arib.parity.faultkit import Abstain
+    from arib.checks.parity.faultkit import Abstain
 
     for index, step in enumerate(workflow.steps):
         ctx.step_label = f"{index:02d}.{step.kind}"

@@ -2,7 +2,7 @@
 (ARIB-TABLES-001).
 
 Each step injects the fault its check injects and records outcome classes (see
-``arib.parity.faultkit``), exactly those the check's invariant fixes, so two lanes that each
+``arib.checks.parity.faultkit``), exactly those the check's invariant fixes, so two lanes that each
 keep the invariant record the same. Its docstring says which check, what is compared and why
 the record is free of legitimate nondeterminism. Items are fixed per step.
 
@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 
 import anyio
 
+from arib.checks.openai_agents.parity.faults import _items, _store
+from arib.checks.openai_agents.parity.steps import StepSpec, WorkflowContext
 from arib.checks.openai_agents.release_001 import (
     FD_DIR,
     is_store_error,
@@ -30,7 +32,7 @@ from arib.checks.openai_agents.release_001 import (
     settled_open_files,
 )
 from arib.checks.openai_agents.tables_001 import MISCONFIGURED
-from arib.parity.faultkit import (
+from arib.checks.parity.faultkit import (
     OP_TIMEOUT_S,
     Abstain,
     StoreAccess,
@@ -42,8 +44,6 @@ from arib.parity.faultkit import (
     read,
     spread,
 )
-from arib.parity.faults import _items, _store
-from arib.parity.steps import StepSpec, WorkflowContext
 
 TABLE_OPTIONS = ("create_tables", "sessions_table", "messages_table")
 
