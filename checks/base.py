@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,24 @@ class Param:
 
 
 @dataclass(frozen=True)
+class ParityFault:
+    """A check's fault as a parity workflow: its name, domain and sentence, and the step that
+    injects the same fault and records how a lane came out of it (``step``: "module:attribute"
+    naming a step class, built with no arguments; imported only when the gate runs, as it
+    needs the SDK). The family's parity gate derives its fault workflows from these."""
+
+    name: str
+    domain: str
+    description: str
+    step: str
+
+    def build_step(self) -> Any:
+        """The step, imported now."""
+        module, _, attribute = self.step.partition(":")
+        return getattr(importlib.import_module(module), attribute)()
+
+
+@dataclass(frozen=True)
 class CheckSpec:
     """One invariant check: its id, sentence, fault, parameters, body and paired mutants."""
 
@@ -78,6 +97,9 @@ class CheckSpec:
     # silent uncontrolled run (start them with ``actors()``, ``race()``, ``race_threads()``).
     concurrent: bool = False
     schedule: SchedulePlan = field(default_factory=SchedulePlan)
+    # The check's fault as the family's parity workflows (a fault workflow is derived from the
+    # check that injects the fault, never written beside it).
+    parity: tuple[ParityFault, ...] = ()
 
     def resolve_params(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Defaults overlaid with overrides, each validated; an unknown name is an error."""

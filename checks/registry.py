@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from arib.checks.base import CheckSpec
+from arib.checks.base import CheckSpec, ParityFault
 from arib.ground.errors import CheckDefinitionError, UnknownNameError
 from arib.ground.family import active_family
 from arib.ground.schedule import ScheduleError
@@ -53,6 +53,14 @@ def validate_module(module: ModuleType) -> CheckSpec:
         raise CheckDefinitionError(
             f"check {spec.id!r} in {name!r} has no 'trials' parameter; add Param('trials', ...)"
         )
+    for fault in spec.parity:
+        module_, _, attribute = getattr(fault, "step", "").partition(":")
+        if not isinstance(fault, ParityFault) or not fault.name.startswith("fault_") \
+                or not module_ or not attribute.isidentifier():
+            raise CheckDefinitionError(
+                f"check {spec.id!r} in {name!r} has parity fault {fault!r}: each is a "
+                f"ParityFault('fault_<what>', domain, description, 'module:StepClass'); "
+                f"fix its parity=(...)")
     if spec.concurrent:
         try:
             spec.schedule.validate(f"check {spec.id!r} in {name!r}")

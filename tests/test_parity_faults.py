@@ -196,3 +196,30 @@ def test_lanes_run_two_at_a_time_give_the_same_records_as_one_at_a_time(tmp_path
     assert one["parameters"]["workers"] == 1 and two["parameters"]["workers"] == 2
     assert one["ok"] and two["ok"], (one["fail_reasons"], two["fail_reasons"])
     assert [lane["name"] for lane in one["lanes"]] == [lane["name"] for lane in two["lanes"]]
+
+
+def test_fault_workflows_are_derived_from_the_checks_that_inject_the_faults() -> None:
+    from arib.checks.openai_agents.parity.fault_workflows import (
+        CLOSE_RACES_WRITE,
+        fault_workflow_table,
+    )
+    from arib.checks.registry import load_checks
+
+    table = dict(fault_workflow_table())
+    assert [w.name for w in FAULT_WORKFLOWS] == [CLOSE_RACES_WRITE.name, *table]
+    assert table == {
+        "fault_cancelled_write": "ARIB-CANCEL-001", "fault_clear_races_writers": "ARIB-CLEAR-001",
+        "fault_concurrent_appends": "ARIB-CONC-001", "fault_concurrent_close": "ARIB-CONC-002",
+        "fault_writes_after_close": "ARIB-CONC-003", "fault_writer_killed": "ARIB-DUR-001",
+        "fault_peer_sessions": "ARIB-ISO-001", "fault_limit_reads_race_appends": "ARIB-LIMIT-001",
+        "fault_instances_on_one_store": "ARIB-MULTI-001",
+        "fault_concurrent_batches": "ARIB-ORDER-001", "fault_concurrent_pops": "ARIB-POP-001",
+        "fault_cancelled_first_call": "ARIB-RELEASE-001", "fault_failed_open": "ARIB-RELEASE-001",
+        "fault_cancelled_close": "ARIB-RELEASE-001", "fault_redelivery": "ARIB-REPLAY-001",
+        "fault_misconfigured_tables": "ARIB-TABLES-001",
+    }
+    by_check = {c.id: c for c in load_checks("arib.checks.openai_agents")}
+    for workflow in FAULT_WORKFLOWS[1:]:
+        (fault,) = [f for f in by_check[table[workflow.name]].parity if f.name == workflow.name]
+        assert (workflow.domain, workflow.description) == (fault.domain, fault.description)
+        assert [type(s) for s in workflow.steps] == [type(fault.build_step())]

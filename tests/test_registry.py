@@ -144,6 +144,20 @@ def test_module_without_mutants(package):
         load_checks(name)
 
 
+@pytest.mark.parametrize("fault", [
+    "ParityFault('fault_x', 'd', 'text', 'no_colon_here')",
+    "ParityFault('x', 'd', 'text', 'pkg.mod:Step')",
+    "('fault_x', 'd', 'text', 'pkg.mod:Step')",
+])
+def test_a_malformed_parity_fault_is_refused_naming_it(package, fault):
+    text = GOOD.replace("mutants={mutants!r})", "mutants={mutants!r}, parity=(" + fault + ",))")
+    text = text.replace("import CheckSpec, Param", "import CheckSpec, Param, ParityFault")
+    name = package("badfault", {"a": text.format(id="ARIB-T-001",
+                                                 mutants=("reference_racy_close",))})
+    with pytest.raises(CheckDefinitionError, match="has parity fault .*fix its parity"):
+        load_checks(name)
+
+
 def test_two_checks_with_one_id(package):
     text = GOOD.format(id="ARIB-T-001", mutants=("reference_racy_close",))
     name = package("dupid", {"a": text, "b": text})

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from arib.checks._suspend import at_suspension, cancel_current
-from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.base import CheckSpec, Param, ParityFault, Selector, TrialContext, describe
 from arib.checks.common import canonical, read_items, trials_param
 from arib.checks.openai_agents._stores import require_shared_store
 from arib.ground.model import Counts, Trial
@@ -273,4 +273,12 @@ CHECK = CheckSpec(
         Selector("sqlalchemy-sqlite-file", "SQLAlchemySession.add_items", "early_return"),
     ),
     timeout_s=60.0,
+    parity=(
+        ParityFault(
+            "fault_cancelled_write", "fault:cancel",
+            "add_items cancelled at its first, last and middle suspensions: kept or rolled "
+            "back",
+            "arib.checks.openai_agents.parity.faults:CancelledWrite",
+        ),
+    ),
 )

@@ -37,6 +37,7 @@ from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
+    ParityFault,
     SchedulePlan,
     Selector,
     TrialContext,
@@ -262,4 +263,11 @@ CHECK = CheckSpec(
     timeout_s=60.0,
     concurrent=True,
     schedule=SchedulePlan("random", timers="virtual"),
+    parity=(
+        ParityFault(
+            "fault_clear_races_writers", "fault:concurrency",
+            "clear_session races two batch writers: the state of some serial order",
+            "arib.checks.openai_agents.parity.races:ClearRacesWriters",
+        ),
+    ),
 )

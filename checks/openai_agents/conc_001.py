@@ -6,6 +6,7 @@ from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
+    ParityFault,
     SchedulePlan,
     Selector,
     TrialContext,
@@ -88,4 +89,12 @@ CHECK = CheckSpec(
     timeout_s=60.0,
     concurrent=True,
     schedule=SchedulePlan("random", timers="virtual"),
+    parity=(
+        ParityFault(
+            "fault_concurrent_appends", "fault:concurrency",
+            "four writers append three items each, together: every item once, in writer "
+            "order",
+            "arib.checks.openai_agents.parity.races:ConcurrentAppends",
+        ),
+    ),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from arib.checks.base import (
     CheckSpec,
     Param,
+    ParityFault,
     SchedulePlan,
     Selector,
     TrialContext,
@@ -85,4 +86,11 @@ CHECK = CheckSpec(
     timeout_s=60.0,
     concurrent=True,
     schedule=SchedulePlan("random", {"w": 75}, timers="virtual"),
+    parity=(
+        ParityFault(
+            "fault_concurrent_close", "fault:close",
+            "four close() calls at once, then reads: idempotent and refused",
+            "arib.checks.openai_agents.parity.faults:ConcurrentClose",
+        ),
+    ),
 )

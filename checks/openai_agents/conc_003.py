@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from arib.checks.base import CheckSpec, Selector, TrialContext, describe
+from arib.checks.base import CheckSpec, ParityFault, Selector, TrialContext, describe
 from arib.checks.common import canonical, read_items, trials_param
 from arib.ground.model import Counts, Trial
 
@@ -191,4 +191,11 @@ CHECK = CheckSpec(
     requires_close=True,
     requires_terminal_close=True,
     timeout_s=60.0,
+    parity=(
+        ParityFault(
+            "fault_writes_after_close", "fault:close",
+            "add, add([]), pop and clear on a closed session: refused loudly or not",
+            "arib.checks.openai_agents.parity.faults:WritesAfterClose",
+        ),
+    ),
 )

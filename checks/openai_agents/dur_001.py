@@ -21,7 +21,15 @@ import time
 from typing import Any
 
 from arib.checks import _forked
-from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.base import (
+    CheckSpec,
+    NotApplicable,
+    Param,
+    ParityFault,
+    Selector,
+    TrialContext,
+    describe,
+)
 from arib.checks.common import canonical, read_items, trials_param
 from arib.checks.openai_agents._stores import process_local_store
 from arib.ground.model import Counts, Trial
@@ -227,4 +235,12 @@ CHECK = CheckSpec(
     ),
     timeout_s=60.0,
     on_disk=True,
+    parity=(
+        ParityFault(
+            "fault_writer_killed", "fault:process",
+            "a writer process killed after three acknowledged appends: acknowledged ones "
+            "kept",
+            "arib.checks.openai_agents.parity.faults:WriterKilled",
+        ),
+    ),
 )

@@ -27,7 +27,15 @@ from typing import Any
 
 import anyio
 
-from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    ParityFault,
+    Selector,
+    TrialContext,
+    describe,
+)
 from arib.checks.common import canonical, read_items, tally, trials_param
 from arib.checks.openai_agents._stores import PEER_SUFFIX, open_peer, require_shared_store
 from arib.ground.model import Counts, Trial
@@ -356,4 +364,12 @@ CHECK = CheckSpec(
                  "flip_comparison"),
     ),
     timeout_s=60.0,
+    parity=(
+        ParityFault(
+            "fault_peer_sessions", "fault:concurrency",
+            "two session ids on one store race appends, a pop and a clear: never each "
+            "other's",
+            "arib.checks.openai_agents.parity.races:PeerSessions",
+        ),
+    ),
 )

@@ -36,7 +36,15 @@ from typing import Any
 
 import anyio
 
-from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, describe
+from arib.checks.base import (
+    Barrier,
+    CheckSpec,
+    Param,
+    ParityFault,
+    Selector,
+    TrialContext,
+    describe,
+)
 from arib.checks.common import (
     canonical,
     first_differences,
@@ -365,4 +373,11 @@ CHECK = CheckSpec(
         Selector("reference", "ReferenceSession.get_items*", "widen_session_filter"),
     ),
     timeout_s=60.0,
+    parity=(
+        ParityFault(
+            "fault_limit_reads_race_appends", "fault:concurrency",
+            "limit reads while two writers append: each window a suffix of some prefix",
+            "arib.checks.openai_agents.parity.races:LimitReadsRaceAppends",
+        ),
+    ),
 )

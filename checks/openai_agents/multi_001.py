@@ -29,6 +29,7 @@ from arib.checks.base import (
     CheckSpec,
     NotApplicable,
     Param,
+    ParityFault,
     Selector,
     TrialContext,
     describe,
@@ -277,4 +278,11 @@ CHECK = CheckSpec(
         Selector("async-sqlite-file", "AsyncSQLiteSession.add_items", "early_return"),
     ),
     timeout_s=60.0,
+    parity=(
+        ParityFault(
+            "fault_instances_on_one_store", "fault:process",
+            "two instances and a second process append at one instant: every item kept",
+            "arib.checks.openai_agents.parity.races:InstancesOnOneStore",
+        ),
+    ),
 )

@@ -23,6 +23,7 @@ from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
+    ParityFault,
     SchedulePlan,
     Selector,
     TrialContext,
@@ -197,4 +198,12 @@ CHECK = CheckSpec(
     timeout_s=60.0,
     concurrent=True,
     schedule=SchedulePlan("random", timers="virtual"),
+    parity=(
+        ParityFault(
+            "fault_concurrent_batches", "fault:concurrency",
+            "three writers add two 3-item batches each, together: batches whole and in "
+            "order",
+            "arib.checks.openai_agents.parity.races:ConcurrentBatches",
+        ),
+    ),
 )

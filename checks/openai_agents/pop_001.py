@@ -41,6 +41,7 @@ from arib.checks.base import (
     Barrier,
     CheckSpec,
     Param,
+    ParityFault,
     SchedulePlan,
     Selector,
     TrialContext,
@@ -260,4 +261,11 @@ CHECK = CheckSpec(
     hang_invariant=True,
     concurrent=True,
     schedule=SchedulePlan("random", timers="virtual"),
+    parity=(
+        ParityFault(
+            "fault_concurrent_pops", "fault:concurrency",
+            "three pops at once on five items, then on two: newest first, each once",
+            "arib.checks.openai_agents.parity.races:ConcurrentPops",
+        ),
+    ),
 )

@@ -35,7 +35,15 @@ from typing import Any
 import anyio
 
 from arib.checks._suspend import at_suspension, cancel_current
-from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
+from arib.checks.base import (
+    CheckSpec,
+    NotApplicable,
+    Param,
+    ParityFault,
+    Selector,
+    TrialContext,
+    describe,
+)
 from arib.checks.common import canonical, read_items, trials_param
 from arib.checks.openai_agents._calls import ProblemLog, Stop
 from arib.ground.model import Trial
@@ -337,4 +345,24 @@ CHECK = CheckSpec(
     requires_close=True,
     hang_invariant=True,
     timeout_s=120.0,
+    parity=(
+        ParityFault(
+            "fault_cancelled_first_call", "fault:release",
+            "a fresh instance's first read cancelled while it connects: next read served, "
+            "files released once closed",
+            "arib.checks.openai_agents.parity.store_faults:CancelledFirstCall",
+        ),
+        ParityFault(
+            "fault_failed_open", "fault:release",
+            "a first call on a store whose folder does not exist: the store's own error, "
+            "then served once the folder exists",
+            "arib.checks.openai_agents.parity.store_faults:FailedOpen",
+        ),
+        ParityFault(
+            "fault_cancelled_close", "fault:release",
+            "close() cancelled at its suspensions: ends cancelled, one more close() "
+            "releases every file",
+            "arib.checks.openai_agents.parity.store_faults:CancelledClose",
+        ),
+    ),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from arib.checks.base import CheckSpec, Selector, TrialContext, describe
+from arib.checks.base import CheckSpec, ParityFault, Selector, TrialContext, describe
 from arib.checks.common import first_differences, read_items, tally, trials_param
 from arib.ground.model import Counts, Trial
 
@@ -67,4 +67,11 @@ CHECK = CheckSpec(
         Selector("reference", "ReferenceSession.get_items", "flip_comparison"),
     ),
     timeout_s=60.0,
+    parity=(
+        ParityFault(
+            "fault_redelivery", "fault:redelivery",
+            "a batch of items with ids delivered twice: stored once or twice",
+            "arib.checks.openai_agents.parity.faults:Redelivery",
+        ),
+    ),
 )

@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from arib.checks.base import CheckSpec, NotApplicable, Selector, TrialContext, describe
+from arib.checks.base import CheckSpec, NotApplicable, ParityFault, Selector, TrialContext, describe
 from arib.checks.common import canonical, read_items, trials_param
 from arib.checks.openai_agents._calls import CALL_TIMEOUT_S, ProblemLog, Stop
 from arib.ground.model import Trial
@@ -181,5 +181,13 @@ CHECK = CheckSpec(
     generated=(
         Selector("advanced-sqlite-file", "AdvancedSQLiteSession._resolve_base_table_owners",
                  "flip_comparison"),
+    ),
+    parity=(
+        ParityFault(
+            "fault_misconfigured_tables", "fault:tables",
+            "instances configured for tables the store does not hold: refused with "
+            "ValueError, the store unchanged",
+            "arib.checks.openai_agents.parity.store_faults:MisconfiguredTables",
+        ),
     ),
 )
