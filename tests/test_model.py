@@ -203,3 +203,19 @@ def test_a_finding_written_before_timed_out_existed_reads_as_it_meant(written, t
     assert model.recorded_timeout(document) is timed_out
     back = Finding.from_json(document)
     assert back.timed_out is timed_out and dict(back.modes) == modes
+
+
+def test_a_loop_is_parsed_by_one_rule_for_every_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from arib.ground.errors import UsageError
+    from arib.ground.model import Loop
+
+    assert Loop.parse("asyncio") is Loop.ASYNCIO
+    with pytest.raises(UsageError, match="unknown event loop 'trio': use one of asyncio, uvloop"):
+        Loop.parse("trio")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "uvloop" else real(name, *a))
+    with pytest.raises(UsageError, match="'uvloop' asked for but uvloop is not installed"):
+        Loop.parse("uvloop")

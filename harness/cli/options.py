@@ -94,10 +94,9 @@ def expect_sdk(requested: str | None) -> None:
 
 
 def check_loop(loop: str) -> str:
-    known = [member.value for member in Loop]
-    if loop not in known:
-        raise UsageError(f"unknown event loop {loop!r}: use one of {', '.join(known)}")
-    return loop
+    """The name of the loop ``--loop`` names (``Loop.parse``: the same rule as parity's
+    ``--loops``)."""
+    return Loop.parse(loop).value
 
 
 def at_least(value: int, least: int, option: str, why: str) -> int:

@@ -77,6 +77,24 @@ class Loop(str, enum.Enum):
         """``anyio.run`` backend options for this loop."""
         return {"use_uvloop": True} if self is Loop.UVLOOP else {}
 
+    @classmethod
+    def parse(cls, text: str) -> Loop:
+        """The loop named ``text``; UsageError naming it when it is unknown, or when it is
+        uvloop and uvloop is not installed (every command's ``--loop`` and ``--loops``)."""
+        import importlib.util
+
+        from arib.ground.errors import UsageError
+
+        try:
+            loop = cls(text)
+        except ValueError:
+            known = ", ".join(m.value for m in cls)
+            raise UsageError(f"unknown event loop {text!r}: use one of {known}") from None
+        if loop is cls.UVLOOP and importlib.util.find_spec("uvloop") is None:
+            raise UsageError("event loop 'uvloop' asked for but uvloop is not installed; "
+                             "install uvloop or use asyncio")
+        return loop
+
 
 @dataclass(frozen=True)
 class Counts:

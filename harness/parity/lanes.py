@@ -8,7 +8,6 @@ never starts a service.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,13 +47,7 @@ def parse_loops(text: str | None) -> tuple[Loop, ...]:
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
-        try:
-            loop = Loop(part)
-        except ValueError:
-            known = ", ".join(m.value for m in Loop)
-            raise UsageError(f"unknown event loop {part!r}: use one of {known}") from None
-        if loop is Loop.UVLOOP and importlib.util.find_spec("uvloop") is None:
-            raise UsageError("event loop 'uvloop' asked for but uvloop is not installed")
+        loop = Loop.parse(part)
         if loop not in loops:
             loops.append(loop)
     if not loops:
