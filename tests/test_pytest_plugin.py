@@ -103,3 +103,23 @@ def test_a_check_that_does_not_apply_skips_and_a_stray_param_is_refused(tmp_path
     done = run_pytest(str(test_file))
     assert done.returncode != 0
     assert "names 'ARIB-POP-001', which is not among the checks" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_default_items_follow_the_store_and_name_what_did_not_run(tmp_path: Path):
+    test_file = tmp_path / "test_defaults.py"
+    test_file.write_text(
+        "import pytest\nfrom tests.userstore.capable import unreadable_store\n\n"
+        "@pytest.mark.arib(unreadable_store)\n"
+        "def test_defaults(arib_report):\n    pass\n")
+    done = run_pytest(str(test_file), "--arib-trials", "1", "-k",
+                      "CONC-001 or CONC-002 or BRANCH-003 or CORRUPT")
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "PASSED" in out and "test_defaults[ARIB-CONC-001]" in out
+    assert re.search(r"SKIPPED \[1\] .*not run: needs close\(\): UnreadableBranches has no "
+                     r"callable close\(\)", out), out
+    assert "FAILED" in out and "test_defaults[ARIB-BRANCH-003]" in out
+    assert "RuntimeError('branch table unreadable')" in out
+    assert "CORRUPT" not in out  # out of a user store's reach: no item
+    assert "1 failed, 1 passed, 1 skipped" in out
