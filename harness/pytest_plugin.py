@@ -1,7 +1,7 @@
 """pytest plugin (entry point ``pytest11``): each invariant as its own test of your store.
 
 ```python
-@pytest.mark.arib(my_store)            # an arib.api.lane, or a bare factory
+@pytest.mark.arib(my_store)            # an arib.api.lane; a bare factory as lane(factory)
 def test_my_store(arib_report):
     '''One item per check: test_my_store[ARIB-CONC-001], ...; fails with the report.'''
 ```
@@ -9,7 +9,7 @@ def test_my_store(arib_report):
 With no checks named, the items are the checks the store's capabilities call for
 (``arib.api.capability``: found on one instance the factory makes at collection); a default
 check whose need the object does not meet is a skipped item naming the need, and one whose
-capability probe raised fails with the cause.
+capability probe raised is an error at setup, with the cause.
 
 Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``. The plugin is inert
 in a run with no ``arib`` marker: it imports nothing of the harness until a marked test is

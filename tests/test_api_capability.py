@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from arib.api import Capability, Report, lane, validate
 from arib.api.capability import DEFAULT_CHECKS, OUT_OF_REACH, needs, plan, probe
 from arib.api.lane import as_lane
@@ -15,9 +17,10 @@ from tests.userstore import capable
 from tests.userstore.faulty import raising_store
 from tests.userstore.stores import json_store
 
-CLOSE_CHECKS = ("ARIB-CONC-002", "ARIB-CONC-003", "ARIB-DRAIN-001")
+CLOSE_CHECKS = ("ARIB-CONC-002", "ARIB-CONC-003", "ARIB-DRAIN-001", "ARIB-RELEASE-001")
 PLAIN = ("ARIB-CONC-001", "ARIB-ORDER-001", "ARIB-POP-001", "ARIB-CLEAR-001", "ARIB-ISO-001",
-         "ARIB-FIDELITY-001")
+         "ARIB-FIDELITY-001", "ARIB-ATOM-001", "ARIB-CANCEL-001", "ARIB-FRESH-001",
+         "ARIB-ISO-002", "ARIB-DUR-001")
 SMALL = {"ARIB-CONC-001": {"writers": 4, "appends": 10}}
 
 
@@ -48,7 +51,7 @@ def test_a_store_without_close_runs_the_plain_and_limit_checks_and_lists_the_res
 
 def test_a_close_found_on_the_object_brings_the_close_checks_and_the_claims():
     made = plan(as_lane(capable.closing_store), None)
-    assert ids(made)[-3:] == list(CLOSE_CHECKS)
+    assert ids(made)[-4:] == list(CLOSE_CHECKS)
     assert made.lane.claims.has_close and not made.lane.claims.close_is_async
     found = plan(as_lane(capable.async_closing_store), None).lane.claims
     assert found.has_close and found.close_is_async
@@ -102,9 +105,9 @@ def test_the_report_lists_what_did_not_run_with_the_reason():
     made = plan(as_lane(json_store), None)
     report = Report("pkg.store", "store", 0, (), 0.0, skipped=made.skipped,
                     capabilities=made.capabilities)
-    text = str(report)
-    assert ("  not run        ARIB-CONC-002, ARIB-CONC-003, ARIB-DRAIN-001, ARIB-USAGE-003: "
-            "needs close():\n                 JsonFileSession has no callable close()") in text
+    text = str(report).replace("\n" + " " * 17, " ")  # wrapped lines joined
+    assert ("\n  not run        ARIB-CONC-002, ARIB-CONC-003, ARIB-DRAIN-001, ARIB-RELEASE-001, "
+            "ARIB-USAGE-003: needs close(): JsonFileSession has no callable close()\n") in text
     assert "ARIB-CORRUPT-001" in text and "name it in checks= to run it" in text
     data = report.to_json()
     assert data["skipped"]["ARIB-CONC-002"].startswith("needs close()")
@@ -123,3 +126,25 @@ def test_the_readme_table_names_what_each_capability_is_needed_by():
     for capability in Capability:
         assert documented[capability.value.strip("()")] == {
             i for i in DEFAULT_CHECKS if capability in needs(get_check(i))}, capability
+
+
+def test_a_write_after_close_accepted_silently_fails_plain_validate():
+    report = validate(capable.leaky_close_store, trials=1)  # no checks= given
+    assert not report.passed
+    finding = report["ARIB-CONC-003"]
+    assert finding.verdict is Verdict.VIOLATED, finding
+    assert "add=silent_commit" in finding.samples[0]
+
+
+@pytest.mark.parametrize("factory", [capable.closing_store, capable.async_closing_store])
+def test_a_store_whose_close_ends_the_session_keeps_every_default(factory):
+    report = validate(factory, trials=1)
+    assert report.passed, report
+    verdicts = {f.invariant_id: f.verdict for f in report}
+    assert set(CLOSE_CHECKS) <= set(verdicts) and not set(CLOSE_CHECKS) & set(report.skipped)
+    for check_id in CLOSE_CHECKS[:3]:
+        assert verdicts.pop(check_id) is Verdict.HELD
+    # it keeps no file open: RELEASE-001 abstains, naming what it found on the object
+    assert verdicts.pop("ARIB-RELEASE-001") is Verdict.NOT_APPLICABLE
+    assert "holds no file under its store folder open" in report["ARIB-RELEASE-001"].reason
+    assert set(verdicts.values()) == {Verdict.HELD}

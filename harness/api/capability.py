@@ -57,15 +57,18 @@ METHODS: Mapping[Capability, tuple[str, ...]] = {
 # the Session protocol and beyond ``CheckSpec.requires_close`` / ``requires_terminal_close``
 # (read from the check: ``needs``). The family's other checks mostly judge what a built-in
 # lane's adapter reaches (the store's raw rows, a driver the harness injects faults into, a
-# constructor option, the SDK's wrapper classes), or hold a store to an edge these leave open
-# (ARIB-LIMIT-001 wants all items or a refusal for get_items(limit=-1), where ARIB-WINDOW-001
-# also accepts none); named in ``checks=``, they run, and abstain (not_applicable) where the
-# object shows the contract is not offered.
+# constructor option, the SDK's wrapper classes), or hold a store to more than the Session
+# protocol promises: ARIB-LIMIT-001 wants all items or a refusal for get_items(limit=-1)
+# (ARIB-WINDOW-001 also accepts none), ARIB-REPLAY-001 a redelivered batch shown once by its
+# item ids, ARIB-MULTI-001 writers in several processes. Named in ``checks=``, they run, and
+# abstain (not_applicable) where the object shows the contract is not offered.
 DEFAULT_NEEDS: Mapping[str, tuple[Capability, ...]] = {
     "ARIB-CONC-001": (), "ARIB-ORDER-001": (), "ARIB-POP-001": (), "ARIB-CLEAR-001": (),
-    "ARIB-ISO-001": (), "ARIB-FIDELITY-001": (),
+    "ARIB-ISO-001": (), "ARIB-FIDELITY-001": (), "ARIB-ATOM-001": (), "ARIB-CANCEL-001": (),
+    "ARIB-FRESH-001": (), "ARIB-ISO-002": (), "ARIB-DUR-001": (),
     "ARIB-WINDOW-001": (Capability.LIMIT,),
     "ARIB-CONC-002": (), "ARIB-CONC-003": (), "ARIB-DRAIN-001": (Capability.LIMIT,),
+    "ARIB-RELEASE-001": (),
     "ARIB-BRANCH-001": (Capability.BRANCHES, Capability.LIMIT),
     "ARIB-BRANCH-002": (Capability.BRANCHES, Capability.USAGE),
     "ARIB-BRANCH-003": (Capability.BRANCHES,),
@@ -189,8 +192,8 @@ def probe_in_child(user: Lane) -> Probed:
     asyncio.events._set_running_loop(None)
     with tempfile.TemporaryDirectory(prefix="arib-probe-") as tmp:
         try:
-            return contextvars.Context().run(anyio.run, _probe, user, Path(tmp),
-                                             backend="asyncio")
+            run = functools.partial(anyio.run, _probe, user, Path(tmp), backend="asyncio")
+            return contextvars.Context().run(run)
         except Exception as exc:  # noqa: BLE001 - the factory's own failure, reported
             return Probed(failed=f"factory {user.label!r} could not be built to look for "
                                  f"its capabilities: {exc!r}")
