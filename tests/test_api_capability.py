@@ -148,3 +148,13 @@ def test_a_store_whose_close_ends_the_session_keeps_every_default(factory):
     assert verdicts.pop("ARIB-RELEASE-001") is Verdict.NOT_APPLICABLE
     assert "holds no file under its store folder open" in report["ARIB-RELEASE-001"].reason
     assert set(verdicts.values()) == {Verdict.HELD}
+
+
+def test_a_stated_non_terminal_close_is_verified_and_its_checks_abstain():
+    made = plan(capable.flushing_store, None)
+    assert made.lane.claims.has_close and not made.lane.claims.close_is_terminal  # found + stated
+    report = validate(capable.flushing_store, checks=["ARIB-CONC-003", "ARIB-CONC-002"], trials=1)
+    for finding in report:
+        assert finding.verdict is Verdict.NOT_APPLICABLE, finding
+        assert "close() only flushes a cache" in finding.reason
+        assert "verified: a read after close() works" in finding.reason

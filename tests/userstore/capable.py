@@ -89,3 +89,10 @@ def lying_store(root: Path, session_id: str) -> JsonFileSession:
 def unreadable_store(root: Path, session_id: str) -> UnreadableBranches:
     """A store whose branch capability probe raises."""
     return UnreadableBranches(session_id, root / "store.json")
+
+
+@lane(close_is_terminal=False, close_note="close() only flushes a cache; the store documents "
+      "that the session stays usable")
+def flushing_store(root: Path, session_id: str) -> LeakyCloseSession:
+    """States that close() does not end the session (true here: reads work after it)."""
+    return LeakyCloseSession(session_id, root / "store.json")
