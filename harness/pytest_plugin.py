@@ -64,7 +64,9 @@ def _plan(config: pytest.Config, mark: pytest.Mark) -> Any:
     from arib.api.run import select_checks
 
     chosen = config.getoption("--arib-checks") or mark.kwargs.get("checks")
-    key = (mark.args[0], chosen if chosen is None or isinstance(chosen, str) else tuple(chosen))
+    # by identity: a factory need not be hashable (the marker keeps it alive)
+    key = (id(mark.args[0]), chosen if chosen is None or isinstance(chosen, str)
+           else tuple(chosen))
     if key not in _PLANS:
         checks = None if chosen is None else select_checks(chosen)
         _PLANS[key] = plan(as_lane(mark.args[0]), checks)
@@ -73,8 +75,8 @@ def _plan(config: pytest.Config, mark: pytest.Mark) -> Any:
 
 def _check_ids(config: pytest.Config, mark: pytest.Mark) -> list[str]:
     """The items of a marked test: the checks that run, then those that need what the object
-    lacks or whose probe raised (each reported by its item); a check out of a user store's
-    reach is left out."""
+    lacks or whose probe raised (each reported by its item); a check that is not in
+    DEFAULT_CHECKS gets no item."""
     from arib.api.capability import OUT_OF_REACH
 
     made = _plan(config, mark)
