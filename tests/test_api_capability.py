@@ -68,6 +68,10 @@ def test_a_declared_claim_is_kept_and_a_contradicted_one_is_refused():
     assert finding.verdict is Verdict.ERROR and not report.passed
     assert "claims has_close=True but JsonFileSession has no callable close()" in finding.reason
     assert "@lane(...) on tests.userstore.capable.lying_store" in finding.reason
+    # by default too: every check that runs is refused with the same reason
+    everything = validate(capable.lying_store, trials=1)
+    assert {f.verdict for f in everything} == {Verdict.ERROR} and not everything.passed
+    assert all("claims has_close=True" in (f.reason or "") for f in everything)
     # stated the other way round: the object's close() contradicts has_close=False
     denied = lane(capable.closing_store, has_close=False)
     assert not plan(denied, None).lane.claims.has_close
