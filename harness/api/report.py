@@ -41,7 +41,7 @@ class Report:
     duration_s: float
     # check id -> the Python call that reruns its first violating trial alone
     replays: Mapping[str, str] = field(default_factory=dict)
-    # check id -> why it was not run (a need the object does not meet, or out of reach)
+    # check id -> why it was not run (a need the object does not meet, or not a default)
     skipped: Mapping[str, str] = field(default_factory=dict)
     # what the probe found on the object (empty when it could not look)
     capabilities: tuple[Found, ...] = ()
