@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,14 +18,19 @@ from pathlib import Path
 
 import pytest
 
-from arib.ground.family import plugin_lanes
+from arib.ground.errors import UnknownNameError
+from arib.ground.family import lane_groups, plugin_lanes
 from arib.ground.services import ServiceManager
 from arib.lanes import prepare_lanes
+from arib.reports.show import find_mutant
 from arib.targets.registry import family_lanes, get_target
 
 ROOT = Path(__file__).resolve().parent.parent
-ENTRY_POINTS = """[arib.lanes.openai-agents]
+# The group as documented (a valid name), and the old hyphenated spelling, which is read too.
+ENTRY_POINTS = """[arib.lanes.openai_agents]
 user-json = tests.userstore.stores:json_store
+
+[arib.lanes.openai-agents]
 user-broken = no_such_module_for_lanes:LANE
 """
 
@@ -43,11 +49,12 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 def test_an_installed_lane_joins_the_family_and_a_broken_one_is_named(installed: Path) -> None:
     names = [t.name for t in family_lanes()]
-    assert names[-1] == "json_store" and "reference" in names
-    assert get_target("json_store").description.startswith("user factory")
+    assert names[-1] == "user-json" and "reference" in names  # the entry point's name
+    assert "json_store" not in names
+    assert get_target("user-json").description.startswith("user factory")
     with ServiceManager(environ={}) as manager:
-        prepared = prepare_lanes((get_target("json_store"),), manager)
-    assert [t.name for t in prepared.lanes] == ["json_store"]
+        prepared = prepare_lanes((get_target("user-json"),), manager)
+    assert [t.name for t in prepared.lanes] == ["user-json"]
     (broken,) = [n for n in prepared.not_measured if n.name == "user-broken"]
     assert "'userlanes'" in broken.reason and "no_such_module_for_lanes" in broken.reason
 
@@ -58,17 +65,32 @@ def test_a_lane_that_reuses_a_name_is_refused(tmp_path: Path,
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: clash\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
-        "[arib.lanes.openai-agents]\nmine = tests.userstore.stores:json_store\n"
-        "again = tests.userstore.stores:json_store\n")
+        "[arib.lanes.openai_agents]\nmine = tests.userstore.stores:json_store\n"
+        "reference = tests.userstore.stores:json_store\n"
+        "[arib.lanes.openai-agents]\nmine = tests.userstore.stores:racy_store\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     plugin_lanes.cache_clear()
     try:
         found = plugin_lanes("openai-agents", frozenset({"reference"}))
     finally:
         plugin_lanes.cache_clear()
-    assert [t.name for t in found.loaded] == ["json_store"]
-    ((name, why),) = found.failed
-    assert name == "again" and "already taken" in why and "'clash'" in why
+    assert [(t.name, t.backend) for t in found.loaded] == [("mine", "json_store")]
+    assert [name for name, _ in found.failed] == ["reference", "mine"]
+    assert all("already taken" in why and "'clash'" in why for _, why in found.failed)
+
+
+def test_the_groups_read_for_a_family() -> None:
+    assert lane_groups("openai-agents") == ("arib.lanes.openai_agents",
+                                            "arib.lanes.openai-agents")
+    assert lane_groups("langgraph") == ("arib.lanes.langgraph",)
+    assert re.fullmatch(r"\w+(\.\w+)*", lane_groups("openai-agents")[0])  # setuptools' rule
+
+
+def test_show_passes_over_a_plugin_lane_it_cannot_mutate(installed: Path) -> None:
+    assert find_mutant("sqlite_zero_limit_means_all", ["user-json"]).target == "sqlite-file"
+    with pytest.raises(UnknownNameError) as caught:
+        find_mutant("m-000000000000", ["user-json"])
+    assert "passed over" in str(caught.value) and "user-json" in str(caught.value)
 
 
 @pytest.mark.slow
@@ -76,17 +98,17 @@ def test_run_and_bench_measure_an_installed_lane(installed: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(ROOT)])}
     done = subprocess.run(
         [sys.executable, "-m", "arib", "run", "--check", "ARIB-CONC-001", "--lane",
-         "json_store", "--param", "ARIB-CONC-001.trials=1"],
+         "user-json", "--param", "ARIB-CONC-001.trials=1", "--json", "-"],
         cwd=installed, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     finding = json.loads(done.stdout)
-    assert finding["target"] == "json_store" and finding["verdict"] == "held"
+    assert finding["target"] == "user-json" and finding["verdict"] == "held"
     bench = subprocess.run(
-        [sys.executable, "-m", "arib", "bench", "--lanes", "json_store", "--checks",
+        [sys.executable, "-m", "arib", "bench", "--lanes", "user-json", "--checks",
          "ARIB-CONC-001", "--out", "results", "--quiet"],
         cwd=installed, env=env, capture_output=True, text=True, timeout=600)
     assert bench.returncode == 0, bench.stdout + bench.stderr
     (run,) = (installed / "results").glob("*-openai-agents-*.json")
     doc = json.loads(run.read_text())
-    assert [(f["target"], f["verdict"]) for f in doc["findings"]] == [("json_store", "held")]
+    assert [(f["target"], f["verdict"]) for f in doc["findings"]] == [("user-json", "held")]
     assert "user-broken" in {n["name"] for n in doc["not_measured"]}
