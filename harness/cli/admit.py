@@ -203,9 +203,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from arib.execute import SCHEDULE_MISMATCH, child_finding
     from arib.ground.child import ChildStatus, run_one
     from arib.ground.model import exit_code
-    from arib.reports.runtext import judged
     from arib.ground.services import NotMeasured, ServiceManager
     from arib.lanes import prepare_lanes
+    from arib.reports.runtext import judged
 
     check, lane, mutant, opts = _run_selection(args)
     repeat = args.repeat or 1

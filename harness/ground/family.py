@@ -184,8 +184,10 @@ def _as_specs(value: Any, name: str) -> list[Any]:
                 and callable(getattr(spec, "build", None))):
             raise TypeError(f"{spec!r} is not a lane (an arib.targets.base.TargetSpec, or a "
                             f"arib.api lane)")
-    if single and dataclasses.is_dataclass(specs[0]) and specs[0].name != name:
-        specs = [dataclasses.replace(specs[0], name=name)]  # type: ignore[type-var]
+    first = specs[0]
+    if single and first.name != name and dataclasses.is_dataclass(first) \
+            and not isinstance(first, type):
+        specs = [dataclasses.replace(first, name=name)]
     return specs
 
 
