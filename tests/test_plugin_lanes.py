@@ -13,11 +13,13 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from arib.dev.noxsupport import find_uv
 from arib.ground.errors import UnknownNameError
 from arib.ground.family import lane_groups, plugin_lanes
 from arib.ground.services import ServiceManager
@@ -112,3 +114,60 @@ def test_run_and_bench_measure_an_installed_lane(installed: Path) -> None:
     doc = json.loads(run.read_text())
     assert [(f["target"], f["verdict"]) for f in doc["findings"]] == [("user-json", "held")]
     assert "user-broken" in {n["name"] for n in doc["not_measured"]}
+
+
+def _documented_entry_points() -> str:
+    """The plugin-lane example of targets/README.md, as a user copies it."""
+    text = (ROOT / "targets" / "README.md").read_text()
+    (block,) = re.findall(r"```toml\n(\[project\.entry-points\.\"arib\.lanes\..*?\n)```", text,
+                          re.S)
+    return block
+
+
+@pytest.mark.slow
+def test_the_documented_plugin_lane_builds_and_runs(tmp_path: Path) -> None:
+    uv = find_uv()
+    if uv is None:
+        pytest.skip("uv is not installed (pip install uv): the example cannot be built here")
+    source = tmp_path / "src"
+    (source / "my_package").mkdir(parents=True)
+    (source / "my_package" / "__init__.py").write_text("")
+    (source / "my_package" / "lanes.py").write_text(
+        "from tests.userstore.stores import json_store as my_store  # an @arib.api.lane\n")
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\n'
+        'build-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "my-package"\nversion = "0.1"\n\n'
+        f"{_documented_entry_points()}\n"
+        '[tool.setuptools]\npackages = ["my_package"]\n')
+    built = subprocess.run([uv, "build", "--wheel", "--out-dir", str(tmp_path / "dist"),
+                            str(source)], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr  # setuptools takes the group
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)  # what an installer puts on the path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+
+    def arib(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "arib", *argv], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    listed = arib("list")
+    assert listed.returncode == 0 and "  my-store: user factory" in listed.stdout
+    ran = arib("run", "--check", "ARIB-CONC-001", "--lane", "my-store", "--param",
+               "ARIB-CONC-001.trials=1", "--json", "-")
+    assert ran.returncode == 0, ran.stderr
+    assert (json.loads(ran.stdout)["target"], json.loads(ran.stdout)["verdict"]) == (
+        "my-store", "held")
+    shown = arib("show", "sqlite_zero_limit_means_all")
+    assert shown.returncode == 0 and "lane:     sqlite-file" in shown.stdout, shown.stderr
+    missing = arib("show", "m-000000000000", "--lane", "my-store")
+    assert missing.returncode == 2 and "passed over" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize("page", ["targets/README.md", "harness/api/README.md"])
+def test_every_page_documents_the_group_the_harness_reads(page: str) -> None:
+    groups = re.findall(r'\[project\.entry-points\."(arib\.lanes\.[^"]+)"\]',
+                        (ROOT / page).read_text())
+    assert groups == [lane_groups("openai-agents")[0]]
