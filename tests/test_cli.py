@@ -77,6 +77,14 @@ def test_run_refuses_a_mutant_of_another_lane(capsys):
     assert "'async-sqlite-file'" in err and "'sqlite-file'" in err
 
 
+def test_run_refuses_a_json_path_it_cannot_write_before_running(capsys, tmp_path):
+    (tmp_path / "file").write_text("")
+    code, out, err = run(capsys, "run", "--check", "ARIB-CONC-001", "--lane", "sqlite-file",
+                         "--json", str(tmp_path / "file" / "f.json"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--json" in err and "is a file" in err
+
+
 def test_run_refuses_a_param_of_another_check(capsys):
     code, _, err = run(capsys, "run", "--check", "ARIB-CONC-001", "--lane", "sqlite-file",
                        "--param", "ARIB-POP-001.trials=1")

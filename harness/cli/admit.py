@@ -128,6 +128,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
 def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The check, lane, mutant and options of ``run``; refuses what does not fit together."""
     from arib.execute import RunOptions
+    from arib.ground.files import writable_folder
     from arib.reports.show import find_mutant
     from arib.targets.registry import get_target
 
@@ -155,6 +156,8 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                       first_index=_trial_index(args))
     if args.repeat is not None and args.repeat < 1:
         raise UsageError(f"--repeat {args.repeat!r}: the rule: at least 1 run; fix: --repeat 10")
+    if args.json and args.json != "-":  # before anything runs, so that no finding is lost
+        writable_folder(Path(args.json).resolve().parent, "--json")
     return check, lane, mutant, opts
 
 
