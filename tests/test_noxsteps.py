@@ -8,7 +8,14 @@ import sys
 
 import pytest
 
-from arib.dev.noxsteps import Outcome, Step, exit_meaning, run_steps
+from arib.dev.noxsteps import (
+    Outcome,
+    Step,
+    exit_meaning,
+    partial_note,
+    partial_selection,
+    run_steps,
+)
 
 
 def plan(sdk: str) -> list[Step]:
@@ -84,3 +91,22 @@ def test_real_processes_exit_codes_are_read_as_they_are(tmp_path):
     assert [p.name for p in sorted(tmp_path.iterdir())] == ["parity-1"]
     assert outcome.refusal is not None and "exited 2" in outcome.refusal
     assert outcome.to_json() == {"failed": [], "refusal": outcome.refusal}
+
+
+@pytest.mark.parametrize(("args", "selection"), [
+    (["--checks", "ARIB-CONC-001"], "--checks ARIB-CONC-001"),
+    (["--lanes=sqlite-file", "--workers", "1", "--checks", "A,B"],
+     "--lanes sqlite-file, --checks A,B"),
+    (["--shard", "1/2"], "--shard 1/2"),
+    (["--workers", "1", "--out", "r"], None),
+    ([], None),
+])
+def test_a_bench_with_a_selection_is_partial(args, selection):
+    assert partial_selection(args) == selection
+
+
+def test_a_partial_run_says_partial_and_why_it_is_not_compared():
+    note = partial_note("--checks ARIB-CONC-001", "openai-agents")
+    assert note.startswith("partial run (--checks ARIB-CONC-001): only those cells of "
+                           "openai-agents were measured")
+    assert "compares whole runs only, so it was not made" in note

@@ -56,3 +56,18 @@ def test_scaffold_never_overwrites(tmp_path):
 def test_scaffold_outside_a_checkout_says_where_it_writes(tmp_path):
     with pytest.raises(UsageError, match=r"no folder .*checks/openai_agents.*--root"):
         scaffold("ARIB-DEMO-001", "sqlite-file", tmp_path)
+
+
+def test_scaffold_from_a_folder_that_is_no_checkout_is_one_line_exit_2(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "arib", "scaffold", "ARIB-DEMO-001"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--root" in done.stderr
+    assert list(tmp_path.iterdir()) == []

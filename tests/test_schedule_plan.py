@@ -160,7 +160,7 @@ def test_run_replays_a_schedule_and_reports_how_often_it_reproduced(
     import shlex
 
     code = main([*shlex.split(argv), "--param", "ARIB-CONC-001.writers=3", "--param",
-                 "ARIB-CONC-001.appends=3", "--repeat", "2"])
+                 "ARIB-CONC-001.appends=3", "--repeat", "2", "--json", "-"])
     out, err = capsys.readouterr()
     assert code == 1 and json.loads(out)["verdict"] == "violated"
     assert "violated in 2 of 2 run(s)" in err and "as the first run in 2 of 2" in err

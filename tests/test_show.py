@@ -50,6 +50,7 @@ def test_run_installs_a_generated_mutant_by_id(capsys: pytest.CaptureFixture[str
     (mutant,) = [m for m in generated_for_lane("reference").mutants
                  if m.qualname == "ReferenceSession.add_items" and m.operator == "early_return"]
     code = main(["run", "--check", "ARIB-CONC-001", "--lane", "reference", "--mutant",
-                 mutant.id, "--param", "ARIB-CONC-001.trials=1"])
+                 mutant.id, "--param", "ARIB-CONC-001.trials=1", "--json", "-"])
     finding = json.loads(capsys.readouterr().out)
     assert code == 1 and finding["verdict"] == "violated"
+    assert finding["mutant"]["status"] == "killed" and finding["mutant"]["id"] == mutant.id

@@ -63,6 +63,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--repeat", type=int, metavar="N",
                    help="run N times and report how often the violation reproduced (default "
                         "1; 3 for a schedule with uncontrolled decisions)")
+    p.add_argument("--json", metavar="PATH", help="write the finding as JSON to PATH (`-`: "
+                                                  "to stdout instead of the text report)")
     p.set_defaults(func=cmd_run)
 
 
@@ -126,6 +128,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
 def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The check, lane, mutant and options of ``run``; refuses what does not fit together."""
     from arib.execute import RunOptions
+    from arib.ground.files import writable_folder
     from arib.reports.show import find_mutant
     from arib.targets.registry import get_target
 
@@ -153,6 +156,8 @@ def _run_selection(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                       first_index=_trial_index(args))
     if args.repeat is not None and args.repeat < 1:
         raise UsageError(f"--repeat {args.repeat!r}: the rule: at least 1 run; fix: --repeat 10")
+    if args.json and args.json != "-":  # before anything runs, so that no finding is lost
+        writable_folder(Path(args.json).resolve().parent, "--json")
     return check, lane, mutant, opts
 
 
@@ -198,11 +203,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run one check on one lane (a replay), with the servers the lane needs."""
     import dataclasses
 
-    from arib.execute import SCHEDULE_MISMATCH
+    from arib.execute import SCHEDULE_MISMATCH, child_finding
     from arib.ground.child import ChildStatus, run_one
     from arib.ground.model import exit_code
     from arib.ground.services import NotMeasured, ServiceManager
     from arib.lanes import prepare_lanes
+    from arib.reports.runtext import judged
 
     check, lane, mutant, opts = _run_selection(args)
     repeat = args.repeat or 1
@@ -213,13 +219,14 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"decided them): a replay may not reproduce it; running it {repeat} time(s)",
               file=sys.stderr)
     findings = []
+    limit_s = check.timeout_s + 15
     with ServiceManager() as manager:
         prepared = prepare_lanes((lane,), manager, backends=False, probe=False)
         opts = dataclasses.replace(opts, services=prepared.services)
         outcomes = []
         for _ in range(repeat if prepared.lanes else 0):
             outcome = run_one(functools.partial(_run_in_child, check, lane, opts, mutant),
-                              check.timeout_s + 15)
+                              limit_s)
             outcomes.append(outcome)
             if outcome.status is not ChildStatus.OK or isinstance(outcome.value, NotMeasured):
                 break
@@ -230,11 +237,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{lane.name}: {absent.reason}", file=sys.stderr)
         return int(ExitCode.ERROR_OR_NOTHING)
     assert last is not None
-    if last.status is not ChildStatus.OK:
-        print(f"error: the run's child {last.status.value}: {last.detail}", file=sys.stderr)
-        return int(ExitCode.ERROR_OR_NOTHING)
     for outcome in outcomes:
-        finding = outcome.value
+        # A child that timed out, crashed or raised is a finding too, with its evidence (the
+        # one way admission and the survey read it: arib.execute.child_finding).
+        finding = child_finding(check, lane, opts, outcome, limit_s)
         if lane.service is not None:
             finding = dataclasses.replace(finding,
                                           service_version=prepared.versions.get(lane.service))
@@ -242,10 +248,30 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"error: {finding.reason}", file=sys.stderr)
             return int(ExitCode.USAGE)
         findings.append(finding)
-    print(json.dumps(findings[0].to_json(), indent=1, ensure_ascii=False))
+    _print_run(args, check, findings, mutant)
     if repeat > 1 or opts.schedule is not None:
         print(reproduction(findings), file=sys.stderr)
-    return int(exit_code(findings))
+    return int(exit_code([judged(check, f) for f in findings]))
+
+
+def _print_run(args: argparse.Namespace, check: Any, findings: Sequence[Any],
+               mutant: Any) -> None:
+    """``run``'s output: the text report, or with ``--json -`` the JSON on stdout (with
+    ``--json PATH``, the JSON to PATH and the text on stdout)."""
+    from arib.ground.files import atomic_write_text
+    from arib.judging import run_status
+    from arib.reports.runtext import render_run, run_json
+
+    status = None if mutant is None else run_status(check, mutant.expected, findings)
+    if args.json:
+        text = json.dumps(run_json(check, findings, mutant, status), indent=1,
+                          ensure_ascii=False)
+        if args.json == "-":
+            print(text)
+            return
+        atomic_write_text(Path(args.json), text + "\n")
+        print(f"wrote {args.json}", file=sys.stderr)
+    print(render_run(check, findings, mutant, status))
 
 
 def reproduction(findings: Sequence[Any]) -> str:

@@ -12,6 +12,10 @@ subprocess). Then nothing after it runs in the session: not that version's next 
 would run in the same refused environment (a mislabelled environment's `parity update` rewrote
 the results of the version actually installed there), not the next versions, not the
 cross-version report.
+
+A run given ``--lanes``, ``--checks`` or ``--shard`` is partial: its results are written and the
+session exits by what its steps measured, but the cross-version report, which compares whole
+runs only, is not made, and the session says so (``partial_note``) instead of failing in it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from arib.ground.invocations import family_name
 RAN = frozenset({0, 1, 3, 4})
 # Of those, the codes that are findings about the versions, not a failure of the session.
 FINDINGS = frozenset({0, 1})
+# The bench's options that measure part of a version: a partial run, never compared.
+PARTIAL_OPTIONS = ("--lanes", "--checks", "--shard")
 
 
 @dataclass(frozen=True)
@@ -86,3 +92,23 @@ def run_steps(versions: Sequence[str], steps: Callable[[str], Sequence[Step]],
                 f"were not run), so no other version's results were touched; fix the cause "
                 f"it printed above and run the session again"))
     return Outcome(tuple(failed), None)
+
+
+def partial_selection(args: Sequence[str]) -> str | None:
+    """The options among the bench's ``args`` that make its run partial (``--checks X``),
+    in words; None for a whole run."""
+    found: list[str] = []
+    it = iter(args)
+    for arg in it:
+        name, eq, value = arg.partition("=")
+        if name in PARTIAL_OPTIONS:
+            found.append(f"{name} {value if eq else next(it, '')}".strip())
+    return ", ".join(found) or None
+
+
+def partial_note(selection: str, family: str | None = None) -> str:
+    """What the bench session says instead of comparing a partial run across versions."""
+    return (f"partial run ({selection}): only those cells of {family_name(family)} were "
+            f"measured and written, and the session exits by what they measured; the "
+            f"cross-version report compares whole runs only, so it was not made (a run "
+            f"without --lanes, --checks or --shard makes it)")

@@ -12,13 +12,16 @@ registered the same way in its pyproject.toml, which is read instead where the p
 installed: nox's own Python imports this module from the checkout). The family measured when
 none is named is the one whose record says ``default=True``.
 Installed packages can also add lanes to a family, in the group ``arib.lanes.<family name>``
-(e.g. a user's own Session subclass as an openai-agents lane; see ``plugin_lanes``).
+with every ``-`` written ``_`` (``arib.lanes.openai_agents``: packaging tools refuse a hyphen
+in a group; the hyphenated spelling is read too), e.g. a user's own store as an openai-agents
+lane; the entry point's name is the lane's name (see ``plugin_lanes``).
 Every field that names code is a ``"module:attribute"`` reference, resolved only when used, so
 that this ground floor imports nothing of checks/, mutants/ or targets/.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
@@ -146,7 +149,7 @@ class Family:
     @property
     def lane_group(self) -> str:
         """The entry-point group through which installed packages add lanes to this family."""
-        return f"{LANE_GROUP_PREFIX}{self.name}"
+        return lane_groups(self.name)[0]
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this family: name, distribution and description."""
@@ -162,30 +165,45 @@ class PluginLanes:
     failed: tuple[tuple[str, str], ...]  # (entry point name, why it is not measured)
 
 
-def _as_specs(value: Any) -> list[Any]:
-    """A TargetSpec, something with a ``spec()`` (arib.api's Lane), or a sequence of them."""
-    items = list(value) if isinstance(value, (list, tuple)) else [value]
+def lane_groups(family: str) -> tuple[str, ...]:
+    """The entry-point groups read for a family's plugin lanes: ``arib.lanes.`` + the family's
+    name with ``-`` as ``_`` (a valid group: ``arib.lanes.openai_agents``), then the name as
+    it is (``arib.lanes.openai-agents``, which packaging tools refuse, read for old installs)."""
+    return tuple(dict.fromkeys((f"{LANE_GROUP_PREFIX}{family.replace('-', '_')}",
+                                f"{LANE_GROUP_PREFIX}{family}")))
+
+
+def _as_specs(value: Any, name: str) -> list[Any]:
+    """A TargetSpec, something with a ``spec()`` (arib.api's Lane), or a sequence of them;
+    a single lane takes the entry point's ``name``, each of a sequence keeps its own."""
+    single = not isinstance(value, (list, tuple))
+    items = [value] if single else list(value)
     specs = [item.spec() if callable(getattr(item, "spec", None)) else item for item in items]
     for spec in specs:
         if not (isinstance(getattr(spec, "name", None), str)
                 and callable(getattr(spec, "build", None))):
             raise TypeError(f"{spec!r} is not a lane (an arib.targets.base.TargetSpec, or a "
                             f"arib.api lane)")
+    first = specs[0]
+    if single and first.name != name and dataclasses.is_dataclass(first) \
+            and not isinstance(first, type):
+        specs = [dataclasses.replace(first, name=name)]
     return specs
 
 
 @functools.cache
 def plugin_lanes(family: str, builtin: frozenset[str] = frozenset()) -> PluginLanes:
-    """The lanes installed packages register in ``arib.lanes.<family>``; an entry point that
-    fails to load, names no lane or reuses a lane's name is listed as failed, naming its
-    distribution, and the others go on."""
+    """The lanes installed packages register in the family's groups (``lane_groups``), each
+    named by its entry point; an entry point that fails to load, names no lane or reuses a
+    lane's name is listed as failed, naming its distribution, and the others go on."""
     loaded: list[Any] = []
     failed: list[tuple[str, str]] = []
     taken = set(builtin)
-    for ep in metadata.entry_points(group=f"{LANE_GROUP_PREFIX}{family}"):
+    eps = [ep for group in lane_groups(family) for ep in metadata.entry_points(group=group)]
+    for ep in eps:
         dist = getattr(getattr(ep, "dist", None), "name", None) or "an unknown distribution"
         try:
-            specs = _as_specs(ep.load())
+            specs = _as_specs(ep.load(), ep.name)
         except Exception as exc:  # a plugin can fail any way: name it, the others go on
             failed.append((ep.name, f"not measured: lane entry point {ep.name!r} = "
                                     f"{ep.value!r} of {dist!r} cannot be loaded "

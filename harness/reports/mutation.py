@@ -8,11 +8,21 @@ shows the whole check x mutant matrix; ``statusReason`` keeps one line of eviden
 
 Status mapping (ours -> schema), and the status of a mutant judged by several checks, by
 precedence: ``killed`` -> Killed (any check killed it); ``survived`` -> Survived, and
-``flaky`` -> Survived too (a kill that does not repeat does not count toward admission, so
-it is undetected; the reason starts ``flaky:``); ``timeout`` -> Timeout; ``error`` ->
-RuntimeError; ``no_coverage`` -> NoCoverage; ``equivalent``, ``duplicate``,
-``not_applicable`` and ``not_judgeable`` -> Ignored, with the reason (the author's waiver,
-the mutant it duplicates, the claim that rules it out, the clean verdicts).
+``flaky`` and ``timeout`` -> Survived too (neither is a kill: a kill that does not repeat
+does not count toward admission, and a timeout is a kill only under a "does not hang" check,
+where the mutant is already ``killed``; the reason starts ``flaky:`` or ``timeout:``);
+``no_coverage``, ``not_judgeable`` and ``error`` -> NoCoverage (no check judged it: the
+reason says which and why); ``equivalent``, ``duplicate``, ``not_applicable`` and
+``not_run`` -> Ignored, with the reason (the author's waiver, the mutant it duplicates, the
+claim that rules it out).
+
+So the viewer's two scores are the survey's (``arib.survey.scores``), by one formula: its
+mutation score, detected / (detected + undetected) with Killed and Timeout detected and
+Survived and NoCoverage undetected, is the score of all mutants, killed / (mutants -
+equivalent - duplicate - not_applicable); its score of covered code, detected / (detected +
+Survived), is the covered score, killed / (killed + survived + flaky + timeout). (Mapped to
+the schema's Timeout and RuntimeError, a timeout counted as detected and an error was left
+out of the total: the page showed 20.69 % where the survey said 19.6 %.)
 
 The survey builds its own document (``arib.survey.report``) from ``mutant_entry``,
 ``file_entry`` and ``report_document``, with one file per lane and module.
@@ -62,12 +72,12 @@ STATUS_MAP: dict[MutantStatus, str] = {
     MutantStatus.KILLED: "Killed",
     MutantStatus.SURVIVED: "Survived",
     MutantStatus.FLAKY: "Survived",
-    MutantStatus.TIMEOUT: "Timeout",
-    MutantStatus.ERROR: "RuntimeError",
+    MutantStatus.TIMEOUT: "Survived",
+    MutantStatus.ERROR: "NoCoverage",
     MutantStatus.EQUIVALENT: "Ignored",
     MutantStatus.DUPLICATE: "Ignored",
     MutantStatus.NOT_APPLICABLE: "Ignored",
-    MutantStatus.NOT_JUDGEABLE: "Ignored",
+    MutantStatus.NOT_JUDGEABLE: "NoCoverage",
     MutantStatus.NOT_RUN: "Ignored",
     MutantStatus.NO_COVERAGE: "NoCoverage",
 }

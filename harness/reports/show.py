@@ -14,28 +14,38 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from arib.execute import sdk_version
-from arib.ground.errors import UnknownNameError
+from arib.ground.errors import MutantDefinitionError, UnknownNameError
 from arib.ground.family import active_family
 from arib.ground.model import MutantKind
 from arib.mutants.base import MutantSpec
 
 
 def find_mutant(key: str, lanes: Sequence[str]) -> MutantSpec:
-    """A hand-written mutant by name or id, else a generated one by id on ``lanes``."""
+    """A hand-written mutant by name or id, else a generated one by id on ``lanes``; a lane
+    whose source cannot be mutated (a plugin lane's factory, say) is passed over, and named
+    only when the mutant is found nowhere."""
     from arib.mutants.pool import find_generated
     from arib.mutants.registry import get_mutant
 
     try:
         return get_mutant(key)
     except UnknownNameError:
-        found = find_generated(key, tuple(lanes))
-    if found is None:
-        raise UnknownNameError(
-            f"unknown mutant {key!r}: no hand-written mutant has that name or id, and no lane "
-            f"of {', '.join(lanes)} generates it from the installed source; the ids are listed "
-            f"by `python -m arib list` (hand-written) and `python -m arib survey` "
-            f"(generated)")
-    return found
+        pass
+    skipped: list[str] = []
+    for lane in lanes:
+        try:
+            found = find_generated(key, (lane,))
+        except MutantDefinitionError as exc:  # that lane generates nothing to look in
+            skipped.append(f"{lane} ({exc})")
+            continue
+        if found is not None:
+            return found
+    passed = f" (passed over, no mutants generated: {'; '.join(skipped)})" if skipped else ""
+    raise UnknownNameError(
+        f"unknown mutant {key!r}: no hand-written mutant has that name or id, and no lane "
+        f"of {', '.join(lanes)} generates it from the installed source{passed}; the ids are "
+        f"listed by `python -m arib list` (hand-written) and `python -m arib survey` "
+        f"(generated)")
 
 
 def survey_record(mutant: MutantSpec, folder: Path) -> dict | None:
