@@ -252,6 +252,14 @@ def bench(session: nox.Session) -> None:
     `all_versions`, else every lock file's)."""
     name, args = split_family(session.posargs)
     family = known_family(session, name)
+    if "-h" in args or "--help" in args:  # the options after `--` are the bench's: show them
+        install(session, PINNED_SDK)
+        session.run("python", "-m", "arib", *(["--family", name] if name else []), "bench",
+                    "--help")
+        session.log("nox -s bench -- [--family NAME] [--versions V[,V]|all] [bench options "
+                    "above]: each version in its own environment, then its parity gate and "
+                    "the cross-version compare")
+        return
     lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
     every = list(family.all_versions) or locked_versions(lock_dir, family.name)
     # Every version is checked against the lock files before anything is measured.
@@ -275,8 +283,12 @@ def bench(session: nox.Session) -> None:
         # The bench, then the parity gate, as the explicit producer of results/parity/ and its
         # history; exit 1 of either is findings (violations, divergences), not a failure.
         found = [Step("bench", (python, "-m", "arib", *flag, "bench", "--sdk", version, *rest))]
-        if family.bench_parity:
-            found.append(Step("parity gate", (python, "-m", "arib", *flag, "parity", "update")))
+        # A partial bench (--checks, --lanes, --shard) produces no parity results: the gate
+        # measures every lane, and its results belong beside whole runs only.
+        if family.bench_parity and partial_selection(rest) is None:
+            results = ["--results", out] if (out := take_option(rest, "--out")[0]) else []
+            found.append(Step("parity gate", (python, "-m", "arib", *flag, "parity", "update",
+                                              *results)))
         return found
 
     outcome = run_steps(versions, steps, lambda step: run_step(session, step), family.name)
