@@ -214,5 +214,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
         print("error: " + ("; ".join(f"{lane}: {why}" for lane, why in errors.items())
                            or "the survey judged no mutant: nothing was measured"),
               file=sys.stderr)
-        return int(ExitCode.ERROR_OR_NOTHING)
+        # a user's lane that cannot be surveyed is bad input (exit 2), after the others ran
+        return int(ExitCode.USAGE if any(s.bad_input for s in surveys)
+                   else ExitCode.ERROR_OR_NOTHING)
     return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
