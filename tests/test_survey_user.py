@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from arib.api import StoreSurvey, lane, survey_store
+from arib.api import StoreSurvey, lane, survey_store, validate
 from arib.ground.child import ChildStatus, run_jobs
 from arib.ground.errors import UsageError
 from arib.ground.family import plugin_lanes
@@ -195,3 +196,35 @@ def test_the_cli_surveys_an_installed_user_lane_and_a_bad_one_exits_2(
     bad = [line for line in out.splitlines() if line.startswith("error: ")]
     assert len(bad) == 1 and "lane 'local'" in bad[0] and "defined inside a function" in bad[0]
     assert "toy (arib_toy_store):" in out and "killed" in out  # the other lane went on
+
+
+DOC = ROOT / "harness" / "api" / "survey.md"
+
+
+@pytest.mark.slow
+def test_the_worked_example_of_the_docs_says_what_it_shows(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    """survey.md's store, written to a folder outside the repository, surveyed with the
+    default checks: the three drop_lock mutants survive, everything else covered is killed."""
+    blocks = re.findall(r"```python\n# (\w+\.py)\n(.*?)```", DOC.read_text(), re.S)
+    assert [name for name, _ in blocks] == ["careful_store.py", "my_lanes.py"]
+    for name, code in blocks:
+        (tmp_path / name).write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_lanes
+
+    try:
+        assert validate(my_lanes.careful).passed
+        result = survey_store(my_lanes.careful, fail_under=80)
+    finally:
+        for name in ("my_lanes", "careful_store"):
+            sys.modules.pop(name, None)
+    found = result.survey
+    survivors = sorted((o.mutant.qualname, o.mutant.operator) for o in found.survivors())
+    assert survivors == [(f"CarefulStore.{m}", "drop_lock")
+                         for m in ("add_items", "clear_session", "pop_item")]
+    scores = found.scores()
+    assert (len(found.outcomes), scores.count(S.KILLED)) == (9, 6)
+    covered = f"{scores.score_covered:.1%}"
+    assert f"score {covered} of all, {covered} of covered" in DOC.read_text()  # as printed
+    assert "threshold 80%: BELOW" in str(result) and not result.passed

@@ -30,7 +30,9 @@ def add_parsers(sub: Any) -> None:
     add_common(p)
     p.add_argument("--lanes", type=LANES, help="comma-separated lanes, or all (default: "
                                                 "reference + local lanes); service lanes start "
-                                                "their servers")
+                                                "their servers; a user's @lane by its name "
+                                                "(an entry point) or as module:attribute, "
+                                                "mutated in the class its factory returns")
     p.add_argument("--checks", type=CHECKS, help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=1, help=(
         "reruns per mutant (default 1); a pair violated in every rerun runs again until it "
