@@ -2,7 +2,8 @@
 
 The map of what the suite cannot see yet. Per lane:
 
-1. the mutants are generated from the installed module; the compiler sorts out the
+1. the mutants are generated from the installed module (of a user's lane: the class its
+   factory returns, ``arib.survey.user``); the compiler sorts out the
    equivalent and duplicate ones (``arib.mutants.equivalence``), and the lane's verified claims
    the ones that can never fire there (``not_applicable``);
 2. each check's clean base runs ``max(3, reruns)`` times, each in a forked child that
