@@ -11,7 +11,11 @@ With no checks named, the items are the checks the store's capabilities call for
 check whose need the object does not meet is a skipped item naming the need, and one whose
 capability probe raised is an error at setup, with the cause.
 
-Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``. The plugin is inert
+``@pytest.mark.arib(my_store, survey=80)`` adds one item, ``test_my_store[survey]``: the survey
+of the store's own code under the same checks (``arib.api.survey_store``), failing when the
+checks kill less than 80 % of the covered mutants; ``--arib-survey PCT`` adds it to every
+marked test. Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``,
+``--arib-survey PCT``. The plugin is inert
 in a run with no ``arib`` marker: it imports nothing of the harness until a marked test is
 collected.
 """
@@ -24,7 +28,8 @@ from typing import Any
 import pytest
 
 MARKER = "arib"
-_MARKER_KWARGS = ("checks", "params", "seed", "trials", "timeout_s", "workers")
+_MARKER_KWARGS = ("checks", "params", "seed", "trials", "timeout_s", "workers", "survey")
+SURVEY_ITEM = "survey"  # the id of the item that surveys the marked store
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,13 +41,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="trials of every check (default: each check's own)")
     group.addoption("--arib-checks", default=None, metavar="IDS",
                     help="comma-separated check ids, instead of the marker's or the default set")
+    group.addoption("--arib-survey", type=float, default=None, metavar="PCT",
+                    help="add a [survey] item to every arib test: mutate the store's own code "
+                         "and fail when the checks kill less than PCT %% of the covered "
+                         "mutants (default: the marker's survey=, else no survey)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker (so --strict-markers accepts it)."""
     config.addinivalue_line(
-        "markers", f"{MARKER}(factory, checks=None, params=None, seed=0, trials=None): judge "
-        "the store the factory makes, one test item per invariant (arib.api.validate)")
+        "markers", f"{MARKER}(factory, checks=None, params=None, seed=0, trials=None, "
+        "survey=None): judge the store the factory makes, one test item per invariant "
+        "(arib.api.validate); survey=PCT adds an item surveying the store's own code")
 
 
 def _marker(node: Any) -> pytest.Mark:
@@ -107,7 +117,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"({', '.join(sorted(own))}); "
             f"the rule: params is keyed by the id of a check that runs; fix the key, or add "
             f"the check to checks=")
+    if _survey_under(metafunc.config, mark) is not None:
+        ids = [*ids, SURVEY_ITEM]
     metafunc.parametrize("arib_check", ids, ids=ids)
+
+
+def _survey_under(config: pytest.Config, mark: pytest.Mark) -> float | None:
+    """The survey's threshold in percent: --arib-survey, else the marker's survey=, else None."""
+    given = config.getoption("--arib-survey")
+    value = given if given is not None else mark.kwargs.get("survey")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not 0 <= value <= 100):
+        raise pytest.UsageError(
+            f"@pytest.mark.{MARKER}(survey={value!r}): the rule: survey is the least covered "
+            f"score in percent, 0 to 100; fix: e.g. survey=80")
+    return None if value is None else float(value)
 
 
 @pytest.fixture
@@ -119,16 +143,19 @@ def arib_check() -> str:
 
 @pytest.fixture
 def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
-    """The arib.api.Report of this item's check on the marker's factory."""
+    """The arib.api.Report of this item's check on the marker's factory (an
+    arib.api.StoreSurvey for the [survey] item)."""
     from arib.api import validate
 
     mark = _marker(request.node)
+    if arib_check == SURVEY_ITEM:
+        return _survey(request.config, mark)
     made = _plan(request.config, mark)
     if arib_check in made.skipped:
         pytest.skip(f"not run: {made.skipped[arib_check]}")
     if arib_check in made.errors:
         pytest.fail(f"{arib_check}: {made.errors[arib_check]}", pytrace=False)
-    options = {k: v for k, v in mark.kwargs.items() if k != "checks"}
+    options = {k: v for k, v in mark.kwargs.items() if k not in ("checks", "survey")}
     for name in ("seed", "trials"):
         given = request.config.getoption(f"--arib-{name}")
         if given is not None:
@@ -136,6 +163,18 @@ def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
     params = options.pop("params", None) or {}
     options["params"] = {k: v for k, v in params.items() if k == arib_check}
     return validate(mark.args[0], checks=[arib_check], **options)
+
+
+def _survey(config: pytest.Config, mark: pytest.Mark) -> Any:
+    """The survey of the marked store under the checks its items run."""
+    from arib.api import survey_store
+
+    options = {k: v for k, v in mark.kwargs.items() if k in ("params", "seed", "timeout_s",
+                                                              "workers")}
+    if config.getoption("--arib-seed") is not None:
+        options["seed"] = config.getoption("--arib-seed")
+    return survey_store(mark.args[0], checks=_check_ids(config, mark),
+                        fail_under=_survey_under(config, mark), **options)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -146,7 +185,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     report = getattr(item, "funcargs", {}).get("arib_report")
     if report is None:
         return result
-    verdicts = {finding.verdict.value for finding in report.findings}
+    verdicts = {finding.verdict.value for finding in getattr(report, "findings", ())}
     if verdicts == {"not_applicable"}:
         pytest.skip(f"not applicable: {str(report).strip()}")
     if not report.passed:

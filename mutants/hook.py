@@ -116,7 +116,8 @@ def _dependents(module_name: str) -> tuple[list[str], list[str]]:
     forking (see ``prepare``) saves every child the scan of each module's globals.
     """
     root = module_name.split(".")[0]
-    key = (module_name, tuple(n for n in sys.modules if n == root or n.startswith(root + ".")))
+    key = (module_name, tuple(n for n in sys.modules if n == root or n.startswith(root + ".")
+                              or n in _WATCHED))
     if key not in _DEPENDENTS:
         if len(_DEPENDENTS) >= 64:
             _DEPENDENTS.clear()
@@ -126,6 +127,15 @@ def _dependents(module_name: str) -> tuple[list[str], list[str]]:
 
 
 _DEPENDENTS: dict[tuple[str, tuple[str, ...]], tuple[list[str], list[str]]] = {}
+# Modules outside a mutated module's package that may be built on it: a user's factory
+# module importing the store class it returns (arib.survey.user).
+_WATCHED: set[str] = set()
+
+
+def watch(module_name: str) -> None:
+    """Scan ``module_name`` too, besides a mutated module's own package, and rebind its names
+    of the mutated module's objects in place (call it in the parent, before any fork)."""
+    _WATCHED.add(module_name)
 
 
 def prepare(module_name: str) -> None:
@@ -137,14 +147,16 @@ def prepare(module_name: str) -> None:
 def _scan_dependents(module_name: str) -> tuple[list[str], list[str]]:
     """Scan every loaded module of the same package for ``_dependents``.
 
-    Only modules of the same top-level package are considered. A module depends on the
-    changed set when one of its globals is a class, function or module of that set; a
-    re-imported module joins the set (its own classes change), a package does not.
+    Only modules of the same top-level package, and the watched ones (``watch``), are
+    considered. A module depends on the changed set when one of its globals is a class,
+    function or module of that set; a re-imported module joins the set (its own classes
+    change), a package or a watched module does not (its names are rebound in place, so that
+    the functions it holds, a user's factory, see the new objects).
     """
     root = module_name.split(".")[0]
     names = [n for n, mod in list(sys.modules.items())
              if mod is not None and n != module_name
-             and (n == root or n.startswith(root + "."))]
+             and (n == root or n.startswith(root + ".") or n in _WATCHED)]
     changed = {module_name}
     reimport: list[str] = []
     refresh: list[str] = []
@@ -158,7 +170,7 @@ def _scan_dependents(module_name: str) -> tuple[list[str], list[str]]:
             if not any(_defined_in(v) in changed for v in list(vars(module).values())):
                 continue
             grew = True
-            if hasattr(module, "__path__"):
+            if hasattr(module, "__path__") or name in _WATCHED:  # rebound, not re-executed
                 refresh.append(name)
             else:
                 reimport.append(name)

@@ -60,7 +60,12 @@ _BY_MODULE: dict[tuple[str, str], GenerationReport] = {}
 def generated_for_lane(lane: str) -> GenerationReport:
     """Every generated mutant of a lane's backend module (generated once per module and
     process; each lane's report and mutants carry its own name)."""
-    target = get_target(lane)
+    return generated_for_target(get_target(lane))
+
+
+def generated_for_target(target: TargetSpec) -> GenerationReport:
+    """Every generated mutant of class ``target.backend`` in ``target.module``, on the lane
+    ``target`` names (a lane the registry need not know: a user's, see arib.survey.user)."""
     first = _BY_MODULE.get((target.module, target.backend))
     if first is None:
         first = _BY_MODULE[target.module, target.backend] = _generate(target)

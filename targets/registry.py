@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from arib.ground.errors import UnknownNameError
 from arib.ground.family import active_family, plugin_lanes
 from arib.targets.base import TargetSpec
@@ -37,8 +40,32 @@ def get_target(name: str) -> TargetSpec:
     )
 
 
+def lane_reference(ref: str) -> TargetSpec:
+    """The lane a ``module:attribute`` reference names: an ``arib.api`` lane (``@lane``) or a
+    TargetSpec, imported now (a user's lane named without installing an entry point)."""
+    module, _, attr = ref.partition(":")
+    try:
+        value: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise UnknownNameError(
+            f"lane reference {ref!r} cannot be imported ({type(exc).__name__}: {exc}); the "
+            f"rule: 'module:attribute' names an importable @lane factory or TargetSpec; fix "
+            f"the reference, or put its folder on PYTHONPATH") from exc
+    spec = value.spec() if callable(getattr(value, "spec", None)) else value
+    if not isinstance(spec, TargetSpec):
+        raise UnknownNameError(
+            f"lane reference {ref!r} names {value!r}, which is not a lane; the rule: "
+            f"'module:attribute' names an arib.api @lane factory or a TargetSpec; fix: "
+            f"decorate the factory with @arib.api.lane")
+    return spec
+
+
 def parse_lanes(text: str | None) -> tuple[TargetSpec, ...]:
-    """Lanes from a comma-separated list; None or empty means every real lane."""
+    """Lanes from a comma-separated list of names and ``module:attribute`` references (see
+    ``lane_reference``); None or empty means every real lane."""
     if not text:
         return real_lanes()
-    return tuple(get_target(part.strip()) for part in text.split(",") if part.strip())
+    return tuple(lane_reference(part.strip()) if ":" in part else get_target(part.strip())
+                 for part in text.split(",") if part.strip())

@@ -125,3 +125,25 @@ def test_default_items_follow_the_store_and_name_what_did_not_run(tmp_path: Path
     assert "RuntimeError('branch table unreadable')" in out
     assert "CORRUPT" not in out  # not a default check: no item
     assert "1 passed, 1 skipped, 20 deselected, 1 error" in out
+
+
+@pytest.mark.slow
+def test_survey_item_gates_the_store_by_its_covered_score_and_refuses_a_bad_threshold(
+        tmp_path: Path):
+    test_file = tmp_path / "test_survey_item.py"
+    test_file.write_text(
+        "import pytest\nfrom tests.userstore.stores import json_store\n\n"
+        "@pytest.mark.arib(json_store, checks=['ARIB-POP-001'], survey=100)\n"
+        "def test_store(arib_report):\n    pass\n")
+    done = run_pytest(str(test_file), "--arib-trials", "2")
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert re.search(r"PASSED \S+::test_store\[ARIB-POP-001\]", out), out
+    assert re.search(r"FAILED \S+::test_store\[survey\]", out), out
+    failure = out.split("test_store[survey] _")[1]
+    # POP-001 alone never clears a session: a clear_session that does nothing survives it
+    assert "survived early_return in JsonFileSession.clear_session" in failure
+    assert re.search(r"gate: json_store: covered score [\d.]+%, threshold 100%: BELOW", failure)
+    done = run_pytest(str(test_file), "--arib-survey", "101")
+    assert done.returncode != 0
+    assert "survey=101.0" in done.stdout + done.stderr, done.stdout + done.stderr

@@ -10,7 +10,7 @@ import pytest
 from arib.checks.registry import check_ids, check_index, file_stem, get_check, load_checks
 from arib.ground.errors import CheckDefinitionError, ParameterError, UnknownNameError
 from arib.mutants.registry import get_mutant, handwritten_mutants
-from arib.targets.registry import get_target, parse_lanes
+from arib.targets.registry import get_target, lane_reference, parse_lanes
 
 GOOD = """
 from arib.checks.base import CheckSpec, Param
@@ -227,3 +227,15 @@ def test_selectors_are_strict_on_the_pinned_sdk_version() -> None:
     assert get_family("openai-agents").pinned == SELECTORS_SDK
     noxfile = (Path(__file__).resolve().parent.parent / "noxfile.py").read_text()
     assert re.search(r"^PINNED_SDK = DEFAULT\.pinned$", noxfile, re.M)
+
+
+def test_a_lane_reference_names_a_user_lane_and_a_bad_one_is_refused_naming_it():
+    (found, builtin) = parse_lanes("tests.userstore.stores:json_store, reference")
+    assert (found.name, found.module, found.backend) == (
+        "json_store", "tests.userstore.stores", "JsonFileSession")  # its return annotation
+    assert builtin.name == "reference"
+    with pytest.raises(UnknownNameError, match="'tests.userstore.stores:nope' cannot be "
+                                               "imported"):
+        lane_reference("tests.userstore.stores:nope")
+    with pytest.raises(UnknownNameError, match="names .*JsonFileSession.*, which is not a lane"):
+        lane_reference("tests.userstore.stores:JsonFileSession")

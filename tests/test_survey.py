@@ -74,8 +74,8 @@ def twins(monkeypatch: pytest.MonkeyPatch, *lanes: TargetSpec) -> None:
     import arib.survey.engine
 
     by_name = {lane.name: lane for lane in (REFERENCE, *lanes)}
-    monkeypatch.setattr(arib.survey.engine, "generated_for_lane",
-                        lambda name: generate(by_name[name]))
+    monkeypatch.setattr(arib.survey.engine, "generated_for_target",
+                        lambda spec: generate(by_name[spec.name]))
 
 
 WAIVED = pick("ReferenceSession.get_items", "drop_lock")  # survives CONC-001

@@ -16,6 +16,7 @@ from arib.api.capability import Capability, Found
 from arib.api.lane import SESSION_METHODS, Lane, as_lane, lane
 from arib.api.report import Report
 from arib.api.run import DEFAULT_CHECKS, avalidate, validate
+from arib.api.survey import StoreSurvey, survey_store
 
 __all__ = ["DEFAULT_CHECKS", "SESSION_METHODS", "Capability", "Found", "Lane", "Report",
-           "as_lane", "avalidate", "lane", "validate"]
+           "StoreSurvey", "as_lane", "avalidate", "lane", "survey_store", "validate"]

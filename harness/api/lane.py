@@ -11,6 +11,7 @@ the object shows (``arib.api.capability``: a callable ``close`` is ``has_close=T
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,6 +44,8 @@ class Lane:
     claims: Claims
     name: str
     declared: frozenset[str] = frozenset(CLAIM_NAMES)
+    # "module:Class", the class a survey mutates; None: the class the factory returns
+    store: str | None = None
 
     def __call__(self, root: Path, session_id: str) -> Any:
         return self.factory(root, session_id)
@@ -59,46 +62,79 @@ class Lane:
         return replace(self, claims=replace(self.claims, **taken), declared=frozenset(CLAIM_NAMES))
 
     def spec(self) -> TargetSpec:
-        """The lane as a ``TargetSpec``, built the way ``targets/`` lanes are."""
+        """The lane as a ``TargetSpec``, built the way ``targets/`` lanes are; its module and
+        backend name the store class stated (``store=``, else the factory's return annotation
+        of a top-level class), else the factory (``arib.survey.user`` then finds the class
+        the factory returns)."""
+        module, _, backend = (self.store or _annotated(self.factory) or "").partition(":")
         return TargetSpec(
-            name=self.name, backend=getattr(self.factory, "__qualname__", self.name),
-            module=getattr(self.factory, "__module__", "") or "", claims=self.claims,
+            name=self.name,
+            backend=backend or getattr(self.factory, "__qualname__", self.name),
+            module=module or getattr(self.factory, "__module__", "") or "", claims=self.claims,
             build=_builder(self), description=f"user factory {self.label}")
 
 
 @overload
 def lane(factory: Factory, *, name: str | None = ..., has_close: bool | None = ...,
          close_is_async: bool | None = ..., close_is_terminal: bool | None = ...,
-         close_note: str | None = ...) -> Lane: ...
+         close_note: str | None = ..., store: type | str | None = ...) -> Lane: ...
 
 
 @overload
 def lane(factory: None = ..., *, name: str | None = ..., has_close: bool | None = ...,
          close_is_async: bool | None = ..., close_is_terminal: bool | None = ...,
-         close_note: str | None = ...) -> Callable[[Factory], Lane]: ...
+         close_note: str | None = ..., store: type | str | None = ...
+         ) -> Callable[[Factory], Lane]: ...
 
 
 def lane(factory: Factory | None = None, *, name: str | None = None,
          has_close: bool | None = None, close_is_async: bool | None = None,
-         close_is_terminal: bool | None = None, close_note: str | None = None
-         ) -> Lane | Callable[[Factory], Lane]:
+         close_is_terminal: bool | None = None, close_note: str | None = None,
+         store: type | str | None = None) -> Lane | Callable[[Factory], Lane]:
     """Decorate a store factory with its claims: ``@lane`` or ``@lane(has_close=True)``; a
-    claim left out (None) is found on the object the factory returns."""
+    claim left out (None) is found on the object the factory returns. ``store`` (a class or
+    ``"module:Class"``) names the class a survey mutates, when it is not the class the
+    factory returns."""
     stated = {"has_close": has_close, "close_is_async": close_is_async,
               "close_is_terminal": close_is_terminal, "close_note": close_note}
     declared = frozenset(k for k, v in stated.items() if v is not None)
     claims = Claims(has_close=bool(has_close), close_is_async=bool(close_is_async),
                     close_is_terminal=close_is_terminal is not False,
                     close_note=close_note or "")
+    store_ref = _store_ref(store)
 
     def wrap(made: Factory) -> Lane:
         if not callable(made):
             raise UsageError(f"lane() got {made!r}, which is not callable; the rule: a factory "
                              f"is (root: Path, session_id: str) -> Session; pass a function")
         return Lane(made, claims, name or str(getattr(made, "__qualname__", "user-store")),
-                    declared)
+                    declared, store_ref)
 
     return wrap if factory is None else wrap(factory)
+
+
+def _annotated(factory: Factory) -> str | None:
+    """``"module:Class"`` of a factory's return annotation naming a top-level class, or None."""
+    try:
+        made = typing.get_type_hints(factory).get("return")
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved says nothing
+        return None
+    if not isinstance(made, type) or "." in made.__qualname__:
+        return None
+    return f"{made.__module__}:{made.__qualname__}"
+
+
+def _store_ref(store: type | str | None) -> str | None:
+    """``store`` as ``"module:Class"``; UsageError naming anything else."""
+    if store is None:
+        return None
+    if isinstance(store, type):
+        return f"{store.__module__}:{store.__qualname__}"
+    module, sep, qualname = store.partition(":") if isinstance(store, str) else ("", "", "")
+    if not (sep and module and qualname):
+        raise UsageError(f"lane(store={store!r}): the rule: store is the class a survey "
+                         f"mutates, a class or 'module:Class'; fix: pass the class itself")
+    return store
 
 
 def as_lane(factory: Lane | Factory) -> Lane:

@@ -30,7 +30,9 @@ def add_parsers(sub: Any) -> None:
     add_common(p)
     p.add_argument("--lanes", type=LANES, help="comma-separated lanes, or all (default: "
                                                 "reference + local lanes); service lanes start "
-                                                "their servers")
+                                                "their servers; a user's @lane by its name "
+                                                "(an entry point) or as module:attribute, "
+                                                "mutated in the class its factory returns")
     p.add_argument("--checks", type=CHECKS, help="comma-separated check ids (default: all)")
     p.add_argument("--reruns", type=int, default=1, help=(
         "reruns per mutant (default 1); a pair violated in every rerun runs again until it "
@@ -214,5 +216,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
         print("error: " + ("; ".join(f"{lane}: {why}" for lane, why in errors.items())
                            or "the survey judged no mutant: nothing was measured"),
               file=sys.stderr)
-        return int(ExitCode.ERROR_OR_NOTHING)
+        # a user's lane that cannot be surveyed is bad input (exit 2), after the others ran
+        return int(ExitCode.USAGE if any(s.bad_input for s in surveys)
+                   else ExitCode.ERROR_OR_NOTHING)
     return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)

@@ -2,7 +2,8 @@
 
 The map of what the suite cannot see yet. Per lane:
 
-1. the mutants are generated from the installed module; the compiler sorts out the
+1. the mutants are generated from the installed module (of a user's lane: the class its
+   factory returns, ``arib.survey.user``); the compiler sorts out the
    equivalent and duplicate ones (``arib.mutants.equivalence``), and the lane's verified claims
    the ones that can never fire there (``not_applicable``);
 2. each check's clean base runs ``max(3, reruns)`` times, each in a forked child that
@@ -65,7 +66,7 @@ from arib.judging import (
 from arib.mutants.base import MutantSpec
 from arib.mutants.equivalence import Equivalence
 from arib.mutants.operators import OPERATORS
-from arib.mutants.pool import generated_for_lane
+from arib.mutants.pool import generated_for_target
 from arib.mutants.report import GenerationReport
 from arib.progress import Progress
 from arib.runs.shard import Split
@@ -74,6 +75,7 @@ from arib.survey.guards import Excluded, excluded_lines, executed_excluded, lane
 from arib.survey.lane import LaneSurvey, MutantOutcome
 from arib.survey.scores import lane_status
 from arib.survey.survivors import Category, Entry, by_lane
+from arib.survey.user import UserLaneError, store_lane
 from arib.targets.base import TargetSpec
 from arib.warm import warm_all
 
@@ -135,6 +137,7 @@ class _Plan:
     lines: ModuleLines | None = None
     ignored: dict[str, tuple[MutantStatus, str]] = field(default_factory=dict)
     error: str | None = None
+    bad_input: bool = False  # the error is the lane's own (arib.survey.user)
     clean: dict[str, CleanBase] = field(default_factory=dict)
     coverage: dict[str, frozenset[int]] = field(default_factory=dict)
     mutant_lines: dict[str, frozenset[int] | None] = field(default_factory=dict)
@@ -177,11 +180,18 @@ def _module_lines(source: str, filename: str) -> ModuleLines:
     return ModuleLines(source, filename)
 
 
-def _prepare(lane: TargetSpec) -> _Plan:
-    """Generate a lane's mutants and compare their compiled units (no child needed)."""
-    plan = _Plan(lane)
+def _prepare(given: TargetSpec, config: SurveyConfig) -> _Plan:
+    """Generate a lane's mutants and compare their compiled units (a child only to find the
+    class a user's factory returns, arib.survey.user)."""
+    plan = _Plan(given)
     try:
-        plan.report = generated_for_lane(lane.name)
+        plan.lane = lane = store_lane(given, config.services, config.tmpdir)
+    except UserLaneError as exc:  # one line naming the lane and the rule; the others go on
+        plan.fail(str(exc))
+        plan.bad_input = True
+        return plan
+    try:
+        plan.report = generated_for_target(lane)
         module = importlib.import_module(lane.module)  # imported before any child forks
         plan.file = str(module.__file__)
         with open(plan.file, encoding="utf-8") as handle:
@@ -256,7 +266,7 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
 
 def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
-    plans = [_prepare(lane) for lane in config.lanes]
+    plans = [_prepare(lane, config) for lane in config.lanes]
     if config.shard is not None:
         plans = _shard_plans(plans, config.shard)
 
@@ -504,7 +514,7 @@ def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurv
         return LaneSurvey(lane.name, lane.module, plan.file, outcomes,
                           plan.report.dropped_noncompiling if plan.report else 0,
                           plan.clean, {}, frozenset(), (), {}, plan.error,
-                          tuple(waivers.values()), plan.order)
+                          tuple(waivers.values()), plan.order, plan.bad_input)
     applicable = [c for c, base in plan.clean.items() if not base.abstains]
     outcomes_by_id: dict[str, MutantOutcome] = {}
     for mutant in plan.mutants:

@@ -70,6 +70,8 @@ class LaneSurvey:
     error: str | None = None  # why the lane could not be surveyed
     survivors_file: tuple[Entry, ...] = ()
     order: tuple[str, ...] = ()  # a shard's: every generated mutant id of the lane, in order
+    # its error is bad input: a user's lane whose store class cannot be found or mutated
+    bad_input: bool = False
 
     @property
     def mutants(self) -> tuple[MutantSpec, ...]:
@@ -121,6 +123,7 @@ class LaneSurvey:
             "file": self.file,
             "status": "error" if self.error else "ok",
             "error": self.error,
+            "bad_input": self.bad_input,
             "mutants": len(self.outcomes),
             "dropped_noncompiling": self.dropped_noncompiling,
             "scores": self.scores().to_json(),
