@@ -6,14 +6,19 @@ def test_my_store(arib_report):
     '''One item per check: test_my_store[ARIB-CONC-001], ...; fails with the report.'''
 ```
 
-Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``. The plugin is inert
-in a run with no ``arib`` marker: it imports nothing of the harness until a marked test is
-collected.
+Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``, ``--arib-trial-seed N``
+(rerun one trial; a failing item prints the pytest command that does it) and ``--arib-workers N``.
+The items of one marked test are judged together by the first of them to run, each check in
+its own forked child, up to ``--arib-workers`` (default: the cores) at once; under pytest-xdist
+(``-n auto``) each item is judged alone in the worker that runs it. The plugin is inert in a run
+with no ``arib`` marker: it imports nothing of the harness until a marked test is collected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import os
+import shlex
+from collections.abc import Generator, Hashable
 from typing import Any
 
 import pytest
@@ -31,6 +36,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="trials of every check (default: each check's own)")
     group.addoption("--arib-checks", default=None, metavar="IDS",
                     help="comma-separated check ids, instead of the marker's or the default set")
+    group.addoption("--arib-trial-seed", type=int, default=None, metavar="N",
+                    help="run only the trial of this seed (what a failing item's replay "
+                         "command passes)")
+    group.addoption("--arib-workers", type=int, default=None, metavar="N",
+                    help="checks judged at once for one marked test (default: the marker's "
+                         "workers=, else the cores); under pytest-xdist each item is judged "
+                         "alone in its worker")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -88,20 +100,82 @@ def arib_check() -> str:
                             "@pytest.mark.arib(factory) on the test")
 
 
+def _validate_options(config: pytest.Config, mark: pytest.Mark) -> dict[str, Any]:
+    """validate()'s keywords for a marked test: the marker's, then the command line's."""
+    options = {k: v for k, v in mark.kwargs.items() if k != "checks"}
+    for name in ("seed", "trials", "trial_seed", "workers"):
+        given = config.getoption(f"--arib-{name.replace('_', '-')}")
+        if given is not None:
+            options[name] = given
+    options.setdefault("workers", os.cpu_count() or 1)
+    options["params"] = dict(options.get("params") or {})
+    return options
+
+
+def _group(item: pytest.Item) -> Hashable:
+    """What items share one validate() call: the same test function, with the same
+    parameters besides its check."""
+    spec = getattr(item, "callspec", None)
+    others = {k: repr(v) for k, v in spec.params.items() if k != "arib_check"} if spec else {}
+    return (item.parent.nodeid if item.parent else "", getattr(item, "originalname", item.name),
+            tuple(sorted(others.items())))
+
+
+def _check_of(item: pytest.Item) -> str | None:
+    """The check id an item of a marked test judges; None for any other item."""
+    spec = getattr(item, "callspec", None)
+    return spec.params.get("arib_check") if spec is not None else None
+
+
+def _judge_group(request: pytest.FixtureRequest, mark: pytest.Mark, check: str) -> Any:
+    """The Report of every check of this item's group, judged in one validate() call (its
+    checks run at once, up to the workers), made once per session and group; under
+    pytest-xdist, of this item's check alone."""
+    from arib.api import validate
+
+    config = request.config
+    options = _validate_options(config, mark)
+    if hasattr(config, "workerinput"):  # an xdist worker runs a share of the items
+        checks = [check]
+    else:
+        group = _group(request.node)
+        found = [_check_of(i) for i in request.session.items if _group(i) == group]
+        checks = list(dict.fromkeys(c for c in found if c is not None))
+    cache: dict[Hashable, Any] = config.stash.setdefault(_REPORTS, {})
+    key = (_group(request.node), tuple(checks))
+    if check not in checks or key not in cache:
+        chosen = checks if check in checks else [check]
+        options["params"] = {k: v for k, v in options["params"].items() if k in chosen}
+        cache[key] = validate(mark.args[0], checks=chosen, **options)
+    return cache[key]
+
+
+_REPORTS = pytest.StashKey[dict]()
+
+
 @pytest.fixture
 def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
     """The arib.api.Report of this item's check on the marker's factory."""
-    from arib.api import validate
+    import dataclasses
 
-    mark = _marker(request.node)
-    options = {k: v for k, v in mark.kwargs.items() if k != "checks"}
-    for name in ("seed", "trials"):
-        given = request.config.getoption(f"--arib-{name}")
-        if given is not None:
-            options[name] = given
-    params = options.pop("params", None) or {}
-    options["params"] = {k: v for k, v in params.items() if k == arib_check}
-    return validate(mark.args[0], checks=[arib_check], **options)
+    report = _judge_group(request, _marker(request.node), arib_check)
+    return dataclasses.replace(
+        report, findings=tuple(f for f in report.findings if f.invariant_id == arib_check),
+        replays={k: v for k, v in report.replays.items() if k == arib_check})
+
+
+def replay_command(item: pytest.Item, report: Any) -> str:
+    """The pytest command that reruns this item's failing trial alone: its node id, the run
+    seed and the seed of the first violating trial (none for an error with no trial)."""
+    config = item.config
+    words = ["python", "-m", "pytest", item.nodeid, "--arib-seed", str(report.seed)]
+    recorded = shlex.split(report.findings[0].replay or "") if report.findings else []
+    if "--trial-seed" in recorded:
+        words += ["--arib-trial-seed", recorded[recorded.index("--trial-seed") + 1]]
+    trials = config.getoption("--arib-trials")
+    if trials is not None:
+        words += ["--arib-trials", str(trials)]
+    return shlex.join(words)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -116,5 +190,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     if verdicts == {"not_applicable"}:
         pytest.skip(f"not applicable: {str(report).strip()}")
     if not report.passed:
-        pytest.fail(str(report), pytrace=False)
+        pytest.fail(f"{report}\n\nreplay this trial: {replay_command(item, report)}",
+                    pytrace=False)
     return result
