@@ -18,6 +18,7 @@ from typing import Any
 from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from arib.checks.common import canonical, read_items, tally, trials_param
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within
 
 Item = dict[str, Any]
 
@@ -208,8 +209,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         mode = "altered" if counts.foreign else "lost"
     sample = None
     if counts.total:
-        sample = (f"{len(failed)}/{len(named)} shapes failed: {', '.join(failed)}; "
-                  + "; ".join(notes))[:400]
+        sample = join_within([f"{len(failed)}/{len(named)} shapes failed: {', '.join(failed)}",
+                              *notes], 400)
     return Trial(ctx.index, ctx.seed, counts.total > 0, counts, mode=mode, sample=sample,
                  ops=tuple(ctx.ops))
 
