@@ -44,7 +44,7 @@ def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:
     try:
         verdict = judge()
     except (TypeError, ValueError) as exc:
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="not_an_item",
+        return Trial(ctx.index, ctx.seed, True, Counts(wrong_result=1), mode="not_an_item",
                      sample=f"a read returned a value that is not a JSON item: {describe(exc)}",
                      ops=tuple(ctx.ops))
     return Trial(ctx.index, ctx.seed, verdict.violated, verdict.counts, mode=verdict.mode,
@@ -89,14 +89,17 @@ async def read_session_items(session: Any, limit: int | None = None) -> list[Any
     return items
 
 
-def tally(expected: Iterable[Any], seen: Iterable[Any], errors: int = 0) -> Counts:
-    """Lost, duplicated and foreign items of ``seen`` against ``expected`` (a multiset)."""
+def tally(expected: Iterable[Any], seen: Iterable[Any], errors: int = 0, raised: int = 0
+          ) -> Counts:
+    """Lost, duplicated and foreign items of ``seen`` against ``expected`` (a multiset), with
+    ``raised`` calls that raised and ``errors`` other wrong results (Counts.wrong_result)."""
     want = Counter(canonical(i) for i in expected)
     got = Counter(canonical(i) for i in seen)
     lost = sum(max(n - got[k], 0) for k, n in want.items())
     duplicated = sum(max(n - want[k], 0) for k, n in got.items() if k in want)
     foreign = sum(n for k, n in got.items() if k not in want)
-    return Counts(lost=lost, duplicated=duplicated, foreign=foreign, errors=errors)
+    return Counts(lost=lost, duplicated=duplicated, foreign=foreign, wrong_result=errors,
+                  raised=raised)
 
 
 def label(item: Any) -> str:

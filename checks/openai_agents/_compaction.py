@@ -357,7 +357,7 @@ def difference(expected: Sequence[Any], seen: Sequence[Any]) -> str:
 def raised_trial(ctx: TrialContext, what: str, exc: BaseException) -> Trial:
     """A violated trial: the store raised while ``what``, so nothing can be judged after."""
     ctx.log(f"{what} raised {describe(exc)}")
-    return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="op_raised",
+    return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="op_raised",
                  sample=f"{what} raised {describe(exc)}", ops=tuple(ctx.ops))
 
 

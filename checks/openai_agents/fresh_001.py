@@ -86,7 +86,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="open_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="open_failed",
                      sample=f"opening an instance raised {describe(exc)}", ops=tuple(ctx.ops))
     results: list[dict[str, Any]] = [{} for _ in crowd]
     raised = await race([first_call(s, k, results[i])

@@ -107,7 +107,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 if owner == "X":
                     last = len(items)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=f"add_items raised {describe(exc)}", ops=tuple(ctx.ops))
     ks = edge_limits(len(history), last)
     ctx.rng.shuffle(ks)

@@ -116,7 +116,7 @@ def describe_finding(path: Path, finding: dict) -> str:
     from arib.ground.model import Finding
 
     f = Finding.from_json(finding)
-    counts = ", ".join(f"{k} {v}" for k, v in f.counts.to_json().items() if v) or "none"
+    counts = ", ".join(f"{k} {v}" for k, v in f.counts.labelled().items() if v) or "none"
     lines = [f"{f.invariant_id} on {f.target}: {f.verdict.value} ({path})",
              f"  invariant: {f.invariant}",
              f"  fault:     {f.fault}",
