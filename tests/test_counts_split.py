@@ -67,3 +67,15 @@ def test_committed_results_still_read_and_render() -> None:
                                    ("lost", "duplicated", "foreign", "errors"))
     text = render_markdown(document)
     assert " errors " not in text.replace("writer errors", "")
+
+
+def test_compare_sees_no_change_in_the_split_alone() -> None:
+    from arib.runs.compare import same_counts, summary
+
+    old = {"lost": 1, "duplicated": 0, "foreign": 0, "errors": 2}
+    new = Counts(lost=1, wrong_result=1, raised=1).to_json()
+    assert same_counts(old, new) and same_counts(new, old)
+    assert not same_counts(new, Counts(lost=1, wrong_result=2).to_json())
+    assert not same_counts(old, Counts(lost=1, raised=3).to_json())
+    finding = {"verdict": "violated", "violating_trials": 1, "trials": 2, "counts": new}
+    assert summary(finding) == "violated 1/2 (lost 1, wrong_result 1, raised 1)"

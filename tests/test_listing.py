@@ -70,7 +70,8 @@ def test_bad_input_names_the_value(capsys: pytest.CaptureFixture[str], survey: P
         parse_statuses("survived,alive")
     assert main(["results", "--survey", str(survey), "--lane", "lane-z"]) == 2
     assert "lane 'lane-z' has no survey" in capsys.readouterr().err
-    assert main(["results", "--survey", str(tmp_path / "empty")]) == 0  # no lane: nothing listed
+    assert main(["results", "--survey", str(tmp_path / "empty")]) == 4
+    assert "no survey lane file in" in capsys.readouterr().err
     with pytest.raises(ResultsError, match="no written survey"):
         newest_survey(tmp_path / "none", tmp_path / "none" / "x")
 

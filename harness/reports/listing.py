@@ -125,6 +125,10 @@ def list_survey(folder: Path, statuses: Sequence[str],
     """Every lane's listing in ``folder`` (only ``lanes`` when given; one not surveyed there
     is refused naming the lanes that were)."""
     files = {path.stem: path for path in lane_files(folder)}
+    if not files:
+        raise ResultsError(f"no survey lane file in {str(folder)!r}: the rule: `results` lists "
+                           f"what `python -m arib survey --write` wrote there; fix: name the "
+                           f"folder it wrote (--survey DIR), or run it")
     wanted = list(lanes) if lanes else sorted(files)
     unknown = [lane for lane in wanted if lane not in files]
     if unknown:
