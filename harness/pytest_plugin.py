@@ -1,10 +1,15 @@
 """pytest plugin (entry point ``pytest11``): each invariant as its own test of your store.
 
 ```python
-@pytest.mark.arib(my_store)            # an arib.api.lane, or a bare factory
+@pytest.mark.arib(my_store)            # an arib.api.lane; a bare factory as lane(factory)
 def test_my_store(arib_report):
     '''One item per check: test_my_store[ARIB-CONC-001], ...; fails with the report.'''
 ```
+
+With no checks named, the items are the checks the store's capabilities call for
+(``arib.api.capability``: found on one instance the factory makes at collection); a default
+check whose need the object does not meet is a skipped item naming the need, and one whose
+capability probe raised is an error at setup, with the cause.
 
 Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``, ``--arib-trial-seed N``
 (rerun one trial; a failing item prints the pytest command that does it) and ``--arib-workers N``.
@@ -61,11 +66,35 @@ def _marker(node: Any) -> pytest.Mark:
     return mark
 
 
-def _check_ids(config: pytest.Config, mark: pytest.Mark) -> list[str]:
+_PLANS: dict[tuple[Any, Any], Any] = {}
+
+
+def _plan(config: pytest.Config, mark: pytest.Mark) -> Any:
+    """The arib.api.capability.Plan of a marked test (probed once per factory and checks)."""
+    from arib.api.capability import plan
+    from arib.api.lane import as_lane
     from arib.api.run import select_checks
 
     chosen = config.getoption("--arib-checks") or mark.kwargs.get("checks")
-    return [check.id for check in select_checks(chosen)]
+    # by identity: a factory need not be hashable (the marker keeps it alive)
+    key = (id(mark.args[0]), chosen if chosen is None or isinstance(chosen, str)
+           else tuple(chosen))
+    if key not in _PLANS:
+        checks = None if chosen is None else select_checks(chosen)
+        _PLANS[key] = plan(as_lane(mark.args[0]), checks)
+    return _PLANS[key]
+
+
+def _check_ids(config: pytest.Config, mark: pytest.Mark) -> list[str]:
+    """The items of a marked test: the checks that run, then those that need what the object
+    lacks or whose probe raised (each reported by its item); a check that is not in
+    DEFAULT_CHECKS gets no item."""
+    from arib.api.capability import OUT_OF_REACH
+
+    made = _plan(config, mark)
+    order = [c.id for c in made.run]
+    order += [i for i, why in made.skipped.items() if why != OUT_OF_REACH] + list(made.errors)
+    return order
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -139,8 +168,10 @@ def _judge_group(request: pytest.FixtureRequest, mark: pytest.Mark, check: str) 
         checks = [check]
     else:
         group = _group(request.node)
+        made = _plan(config, mark)  # a check skipped or errored at setup is not judged
         found = [_check_of(i) for i in request.session.items if _group(i) == group]
-        checks = list(dict.fromkeys(c for c in found if c is not None))
+        checks = list(dict.fromkeys(c for c in found if c is not None
+                                    and c not in made.skipped and c not in made.errors))
     cache: dict[Hashable, Any] = config.stash.setdefault(_REPORTS, {})
     key = (_group(request.node), tuple(checks))
     if check not in checks or key not in cache:
@@ -158,7 +189,13 @@ def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
     """The arib.api.Report of this item's check on the marker's factory."""
     import dataclasses
 
-    report = _judge_group(request, _marker(request.node), arib_check)
+    mark = _marker(request.node)
+    made = _plan(request.config, mark)
+    if arib_check in made.skipped:
+        pytest.skip(f"not run: {made.skipped[arib_check]}")
+    if arib_check in made.errors:
+        pytest.fail(f"{arib_check}: {made.errors[arib_check]}", pytrace=False)
+    report = _judge_group(request, mark, arib_check)
     return dataclasses.replace(
         report, findings=tuple(f for f in report.findings if f.invariant_id == arib_check),
         replays={k: v for k, v in report.replays.items() if k == arib_check})
