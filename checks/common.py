@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from arib.ground.family import active_family, get_family
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within, short_json, short_text
 
 if TYPE_CHECKING:
     from arib.checks.base import Param, TrialContext
@@ -43,7 +44,7 @@ def judged_trial(ctx: TrialContext, judge: Callable[[], Judgement]) -> Trial:
     try:
         verdict = judge()
     except (TypeError, ValueError) as exc:
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="not_an_item",
+        return Trial(ctx.index, ctx.seed, True, Counts(wrong_result=1), mode="not_an_item",
                      sample=f"a read returned a value that is not a JSON item: {describe(exc)}",
                      ops=tuple(ctx.ops))
     return Trial(ctx.index, ctx.seed, verdict.violated, verdict.counts, mode=verdict.mode,
@@ -88,28 +89,33 @@ async def read_session_items(session: Any, limit: int | None = None) -> list[Any
     return items
 
 
-def tally(expected: Iterable[Any], seen: Iterable[Any], errors: int = 0) -> Counts:
-    """Lost, duplicated and foreign items of ``seen`` against ``expected`` (a multiset)."""
+def tally(expected: Iterable[Any], seen: Iterable[Any], errors: int = 0, raised: int = 0
+          ) -> Counts:
+    """Lost, duplicated and foreign items of ``seen`` against ``expected`` (a multiset), with
+    ``raised`` calls that raised and ``errors`` other wrong results (Counts.wrong_result)."""
     want = Counter(canonical(i) for i in expected)
     got = Counter(canonical(i) for i in seen)
     lost = sum(max(n - got[k], 0) for k, n in want.items())
     duplicated = sum(max(n - want[k], 0) for k, n in got.items() if k in want)
     foreign = sum(n for k, n in got.items() if k not in want)
-    return Counts(lost=lost, duplicated=duplicated, foreign=foreign, errors=errors)
+    return Counts(lost=lost, duplicated=duplicated, foreign=foreign, wrong_result=errors,
+                  raised=raised)
 
 
 def label(item: Any) -> str:
-    """A short readable name for an item: its id, else its content, else its JSON."""
+    """A short readable name for an item: its id, else its content, else its JSON (a long
+    content or JSON shortened whole, saying what it leaves out: arib.ground.shorten)."""
     if isinstance(item, dict):
         if isinstance(item.get("id"), str):
             return f"{item.get('type', 'item')} {item['id']}"
         if isinstance(item.get("content"), str):
-            return f"{item.get('role', 'item')} {item['content'][:48]!r}"
-    return canonical(item)[:64]
+            return f"{item.get('role', 'item')} {short_text(item['content'], 48)!r}"
+    return short_json(item, 64)
 
 
 def first_differences(expected: Iterable[Any], seen: Iterable[Any], limit: int = 3) -> str:
-    """A short text naming a few lost, extra and foreign items, for a finding's samples."""
+    """A short text naming a few lost, extra and foreign items, for a finding's samples: at
+    most 400 characters, fewer names per kind rather than a name cut short."""
     want: Counter[str] = Counter()
     names: dict[str, str] = {}
     for item in expected:
@@ -122,9 +128,13 @@ def first_differences(expected: Iterable[Any], seen: Iterable[Any], limit: int =
     lost = [names[k] for k in want if got[k] < want[k]]
     extra = [f"{names[k]} x{got[k]}" for k in got if k in want and got[k] > want[k]]
     foreign = [names[k] for k in got if k not in want]
-    parts = []
-    for title, found in (("missing", lost), ("visible too often", extra), ("foreign", foreign)):
-        if found:
-            more = f" (+{len(found) - limit} more)" if len(found) > limit else ""
-            parts.append(f"{title}: " + ", ".join(found[:limit]) + more)
-    return "; ".join(parts)[:400]
+    for shown in range(max(limit, 1), 0, -1):
+        parts = []
+        for title, found in (("missing", lost), ("visible too often", extra),
+                             ("foreign", foreign)):
+            if found:
+                more = f" (+{len(found) - shown} more)" if len(found) > shown else ""
+                parts.append(f"{title}: " + ", ".join(found[:shown]) + more)
+        if len("; ".join(parts)) <= 400:
+            break
+    return join_within(parts, 400)

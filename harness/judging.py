@@ -128,7 +128,7 @@ def evidence(findings: Sequence[Finding]) -> str:
         if f.violating_trials:
             parts.append(f"{f.violating_trials}/{f.trials} trials violated")
         if f.counts.total:
-            parts.append(", ".join(f"{k} {v}" for k, v in f.counts.to_json().items() if v))
+            parts.append(", ".join(f"{k} {v}" for k, v in f.counts.labelled().items() if v))
         if f.modes:
             parts.append("modes " + ", ".join(f"{k}={v}" for k, v in f.modes.items()))
         if f.reason:

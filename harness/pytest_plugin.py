@@ -14,15 +14,22 @@ capability probe raised is an error at setup, with the cause.
 ``@pytest.mark.arib(my_store, survey=80)`` adds one item, ``test_my_store[survey]``: the survey
 of the store's own code under the same checks (``arib.api.survey_store``), failing when the
 checks kill less than 80 % of the covered mutants; ``--arib-survey PCT`` adds it to every
-marked test. Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``,
-``--arib-survey PCT``. The plugin is inert
-in a run with no ``arib`` marker: it imports nothing of the harness until a marked test is
-collected.
+marked test.
+
+Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``, ``--arib-survey PCT``,
+``--arib-trial-seed N`` (rerun one trial; a failing item prints the pytest command that does it)
+and ``--arib-workers N``. The items of one marked test are judged together by the first of them
+to run, each check in its own forked child, up to ``--arib-workers`` (default: the cores) at
+once; under pytest-xdist (``-n auto``) each item is judged alone in the worker that runs it.
+The plugin is inert in a run with no ``arib`` marker: it imports nothing of the harness until a
+marked test is collected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import os
+import shlex
+from collections.abc import Generator, Hashable
 from typing import Any
 
 import pytest
@@ -45,6 +52,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="add a [survey] item to every arib test: mutate the store's own code "
                          "and fail when the checks kill less than PCT %% of the covered "
                          "mutants (default: the marker's survey=, else no survey)")
+    group.addoption("--arib-trial-seed", type=int, default=None, metavar="N",
+                    help="run only the trial of this seed (what a failing item's replay "
+                         "command passes)")
+    group.addoption("--arib-workers", type=int, default=None, metavar="N",
+                    help="checks judged at once for one marked test (default: the marker's "
+                         "workers=, else the cores); under pytest-xdist each item is judged "
+                         "alone in its worker")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -141,11 +155,66 @@ def arib_check() -> str:
                             "@pytest.mark.arib(factory) on the test")
 
 
+def _validate_options(config: pytest.Config, mark: pytest.Mark) -> dict[str, Any]:
+    """validate()'s keywords for a marked test: the marker's, then the command line's."""
+    options = {k: v for k, v in mark.kwargs.items() if k not in ("checks", "survey")}
+    for name in ("seed", "trials", "trial_seed", "workers"):
+        given = config.getoption(f"--arib-{name.replace('_', '-')}")
+        if given is not None:
+            options[name] = given
+    options.setdefault("workers", os.cpu_count() or 1)
+    options["params"] = dict(options.get("params") or {})
+    return options
+
+
+def _group(item: pytest.Item) -> Hashable:
+    """What items share one validate() call: the same test function, with the same
+    parameters besides its check."""
+    spec = getattr(item, "callspec", None)
+    others = {k: repr(v) for k, v in spec.params.items() if k != "arib_check"} if spec else {}
+    return (item.parent.nodeid if item.parent else "", getattr(item, "originalname", item.name),
+            tuple(sorted(others.items())))
+
+
+def _check_of(item: pytest.Item) -> str | None:
+    """The check id an item of a marked test judges; None for any other item."""
+    spec = getattr(item, "callspec", None)
+    return spec.params.get("arib_check") if spec is not None else None
+
+
+def _judge_group(request: pytest.FixtureRequest, mark: pytest.Mark, check: str) -> Any:
+    """The Report of every check of this item's group, judged in one validate() call (its
+    checks run at once, up to the workers), made once per session and group; under
+    pytest-xdist, of this item's check alone."""
+    from arib.api import validate
+
+    config = request.config
+    options = _validate_options(config, mark)
+    if hasattr(config, "workerinput"):  # an xdist worker runs a share of the items
+        checks = [check]
+    else:
+        group = _group(request.node)
+        made = _plan(config, mark)  # a check skipped or errored at setup is not judged
+        found = [_check_of(i) for i in request.session.items if _group(i) == group]
+        checks = list(dict.fromkeys(c for c in found if c is not None and c != SURVEY_ITEM
+                                    and c not in made.skipped and c not in made.errors))
+    cache: dict[Hashable, Any] = config.stash.setdefault(_REPORTS, {})
+    key = (_group(request.node), tuple(checks))
+    if check not in checks or key not in cache:
+        chosen = checks if check in checks else [check]
+        options["params"] = {k: v for k, v in options["params"].items() if k in chosen}
+        cache[key] = validate(mark.args[0], checks=chosen, **options)
+    return cache[key]
+
+
+_REPORTS = pytest.StashKey[dict]()
+
+
 @pytest.fixture
 def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
     """The arib.api.Report of this item's check on the marker's factory (an
     arib.api.StoreSurvey for the [survey] item)."""
-    from arib.api import validate
+    import dataclasses
 
     mark = _marker(request.node)
     if arib_check == SURVEY_ITEM:
@@ -155,14 +224,24 @@ def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
         pytest.skip(f"not run: {made.skipped[arib_check]}")
     if arib_check in made.errors:
         pytest.fail(f"{arib_check}: {made.errors[arib_check]}", pytrace=False)
-    options = {k: v for k, v in mark.kwargs.items() if k not in ("checks", "survey")}
-    for name in ("seed", "trials"):
-        given = request.config.getoption(f"--arib-{name}")
-        if given is not None:
-            options[name] = given
-    params = options.pop("params", None) or {}
-    options["params"] = {k: v for k, v in params.items() if k == arib_check}
-    return validate(mark.args[0], checks=[arib_check], **options)
+    report = _judge_group(request, mark, arib_check)
+    return dataclasses.replace(
+        report, findings=tuple(f for f in report.findings if f.invariant_id == arib_check),
+        replays={k: v for k, v in report.replays.items() if k == arib_check})
+
+
+def replay_command(item: pytest.Item, report: Any) -> str:
+    """The pytest command that reruns this item's failing trial alone: its node id, the run
+    seed and the seed of the first violating trial (none for an error with no trial)."""
+    config = item.config
+    words = ["python", "-m", "pytest", item.nodeid, "--arib-seed", str(report.seed)]
+    recorded = shlex.split(report.findings[0].replay or "") if report.findings else []
+    if "--trial-seed" in recorded:
+        words += ["--arib-trial-seed", recorded[recorded.index("--trial-seed") + 1]]
+    trials = config.getoption("--arib-trials")
+    if trials is not None:
+        words += ["--arib-trials", str(trials)]
+    return shlex.join(words)
 
 
 def _survey(config: pytest.Config, mark: pytest.Mark) -> Any:
@@ -188,6 +267,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     verdicts = {finding.verdict.value for finding in getattr(report, "findings", ())}
     if verdicts == {"not_applicable"}:
         pytest.skip(f"not applicable: {str(report).strip()}")
-    if not report.passed:
-        pytest.fail(str(report), pytrace=False)
+    if not report.passed:  # a survey item's report has no trial to replay
+        replay = (f"\n\nreplay this trial: {replay_command(item, report)}"
+                  if hasattr(report, "findings") else "")
+        pytest.fail(f"{report}{replay}", pytrace=False)
     return result

@@ -104,7 +104,7 @@ def test_pop_from_the_oldest_end_is_wrong_end() -> None:
 def test_pop_that_raises_is_a_violation_with_the_exception() -> None:
     verdict = judge_pops(ITEMS, 2, [ITEMS[4]], ITEMS[:4], ["pop 1: RuntimeError: boom"])
     assert verdict.mode == "pop_raised" and "boom" in (verdict.sample or "")
-    assert verdict.counts.errors == 1
+    assert verdict.counts.raised == 1 and verdict.counts.wrong_result == 0
 
 
 # --- ARIB-CLEAR-001 counting ---------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_clear_listed_against_completion_order_is_not_serializable() -> None:
 
 def test_clear_call_that_raises_is_a_violation() -> None:
     verdict = judge_clear([], BATCHES, SEEDS, [], ["clear 0 raised OperationalError: locked"])
-    assert verdict.mode == "call_raised" and verdict.counts.errors == 1
+    assert verdict.mode == "call_raised" and verdict.counts.raised == 1
 
 
 # --- ARIB-ORDER-001 counting ---------------------------------------------------------------
@@ -250,4 +250,4 @@ def test_limit_lost_item_and_raising_read() -> None:
     verdict = judge_limit(HISTORY[:-1], HISTORY, APPENDED, [], [])
     assert verdict.mode == "lossy" and verdict.counts.lost == 1
     verdict = judge_limit(HISTORY, HISTORY, APPENDED, [], [], ["get_items raised X"])
-    assert verdict.mode == "call_raised" and verdict.counts.errors == 1
+    assert verdict.mode == "call_raised" and verdict.counts.raised == 1

@@ -72,17 +72,18 @@ def test_counts_add_every_field_separately():
     assert Counts(0, 5, 0, 0) + Counts(0, 2, 0, 0) == Counts(0, 7, 0, 0)
     assert Counts(0, 0, 5, 0) + Counts(0, 0, 2, 0) == Counts(0, 0, 7, 0)
     assert Counts(0, 0, 0, 5) + Counts(0, 0, 0, 2) == Counts(0, 0, 0, 7)
+    assert Counts(0, 0, 0, 0, 5) + Counts(0, 0, 0, 0, 2) == Counts(0, 0, 0, 0, 7)
 
 
 def test_counts_json_names_every_counter():
-    assert Counts(1, 2, 3, 4).to_json() == {"lost": 1, "duplicated": 2, "foreign": 3,
-                                            "errors": 4}
+    assert Counts(1, 2, 3, 4, 5).to_json() == {"lost": 1, "duplicated": 2, "foreign": 3,
+                                               "wrong_result": 4, "raised": 5, "errors": 9}
 
 
 def test_counts_from_json_defaults_missing_counters_to_zero():
     assert Counts.from_json({}) == Counts()
     assert Counts.from_json({"duplicated": "2"}) == Counts(duplicated=2)
-    assert Counts.from_json(Counts(5, 6, 7, 8).to_json()) == Counts(5, 6, 7, 8)
+    assert Counts.from_json(Counts(5, 6, 7, 8, 9).to_json()) == Counts(5, 6, 7, 8, 9)
 
 
 # --- Trial ------------------------------------------------------------------------------
@@ -92,7 +93,8 @@ def test_trial_json_shape_and_round_trip():
     trial = Trial(2, 99, True, Counts(lost=1), "lossy", "sample", ("a", "b"))
     assert trial.to_json() == {
         "index": 2, "seed": 99, "violated": True,
-        "counts": {"lost": 1, "duplicated": 0, "foreign": 0, "errors": 0},
+        "counts": {"lost": 1, "duplicated": 0, "foreign": 0, "wrong_result": 0, "raised": 0,
+                   "errors": 0},
         "mode": "lossy", "sample": "sample", "ops": ["a", "b"], "schedule": None,
     }
     assert Trial.from_json(trial.to_json()) == trial
@@ -115,7 +117,8 @@ def test_finding_json_has_exactly_the_schema_fields():
     assert document["reason"] == "why"
     assert document["traceback"] == "tb"
     assert document["service_version"] == "redis 7.2"
-    assert document["counts"] == {"lost": 1, "duplicated": 2, "foreign": 3, "errors": 4}
+    assert document["counts"] == {"lost": 1, "duplicated": 2, "foreign": 3, "wrong_result": 4,
+                                  "raised": 0, "errors": 4}
     assert document["seeds"] == [11, 12, 13] and document["ops"] == ["op1", "op2"]
     assert document["samples"] == ["s1", "s2"] and document["modes"] == {"lossy": 2, "exact": 1}
     assert document["violation_modes"] == {"lossy": 2}  # the violating trials' alone
@@ -408,7 +411,7 @@ def test_evidence_of_the_first_finding():
     first = full_finding(samples=("s1", "s2"))
     text = judging.evidence([first, full_finding(reason="second")])
     assert text == ("verdict violated; 2/3 trials violated; lost 1, duplicated 2, foreign 3, "
-                    "errors 4; modes lossy=2, exact=1; why; s1")
+                    "wrong_result 4; modes lossy=2, exact=1; why; s1")
 
 
 def test_evidence_leaves_out_what_is_empty():

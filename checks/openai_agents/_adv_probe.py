@@ -20,6 +20,7 @@ from arib.checks.base import NotApplicable, TrialContext, describe
 from arib.checks.common import canonical, first_differences, label, tally
 from arib.checks.openai_agents._adv_model import Figures, Model
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within, short_json, short_text
 
 # The advanced API a check needs on the runtime object, else it abstains.
 BRANCH_API = ("create_branch_from_turn", "create_branch_from_content", "switch_to_branch",
@@ -95,8 +96,8 @@ class Recorder:
         self.wedged = self.wedged or "locked" in str(exc).lower()
 
     def fail(self, mode: str, text: str) -> None:
-        """Record one problem of ``mode``, its text cut to 300 characters."""
-        self.problems.append((mode, text[:300]))
+        """Record one problem of ``mode``, its text shortened to 300 characters (marked)."""
+        self.problems.append((mode, short_text(text, 300)))
 
     async def call(self, text: str, fn: Callable[..., Awaitable[Any]], *args: Any,
                    **kwargs: Any) -> Any:
@@ -159,14 +160,13 @@ class Recorder:
         if not self.problems:
             return Trial(self.ctx.index, self.ctx.seed, False, counts, mode="exact",
                          ops=tuple(self.ctx.ops))
-        sample = "; ".join(text for _, text in self.problems[:3])
+        sample = join_within([text for _, text in self.problems[:3]], 600)
         return Trial(self.ctx.index, self.ctx.seed, True, counts, mode=self.problems[0][0],
-                     sample=sample[:600], ops=tuple(self.ctx.ops))
+                     sample=sample, ops=tuple(self.ctx.ops))
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value
-    return text if len(text) <= 160 else text[:157] + "..."
+    return short_text(value, 157) if isinstance(value, str) else short_json(value, 160)
 
 
 # --- reads judged against the model ------------------------------------------------------------

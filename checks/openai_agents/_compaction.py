@@ -38,6 +38,7 @@ import anyio
 from arib.checks.base import NotApplicable, Param, TrialContext, describe
 from arib.checks.common import canonical, label, read_items
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within
 
 COMPACTION_MODULE = "agents.memory.openai_responses_compaction_session"
 # Stores documented as able to replace a bounded suffix (by exact class), see the docstring.
@@ -356,7 +357,7 @@ def difference(expected: Sequence[Any], seen: Sequence[Any]) -> str:
 def raised_trial(ctx: TrialContext, what: str, exc: BaseException) -> Trial:
     """A violated trial: the store raised while ``what``, so nothing can be judged after."""
     ctx.log(f"{what} raised {describe(exc)}")
-    return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="op_raised",
+    return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="op_raised",
                  sample=f"{what} raised {describe(exc)}", ops=tuple(ctx.ops))
 
 
@@ -380,7 +381,7 @@ class Reads:
 
     def sample(self) -> str | None:
         """The problems noted, joined and cut to 400 characters, or None."""
-        return "; ".join(self.problems)[:400] or None
+        return join_within(self.problems, 400) or None
 
     def trial(self, ctx: TrialContext, counts: Counts, held_mode: str) -> Trial:
         """The trial: violated when a problem was noted (its first kind is the mode)."""

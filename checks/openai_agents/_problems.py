@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from arib.checks.common import label
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within
 
 if TYPE_CHECKING:
     from arib.checks.base import TrialContext
@@ -27,7 +28,7 @@ def problems_trial(ctx: TrialContext, problems: list[Problem], counts: Counts,
     two texts; else held, in ``held_mode``."""
     return Trial(ctx.index, ctx.seed, bool(problems), counts,
                  mode=problems[0][0] if problems else held_mode,
-                 sample="; ".join(text for _, text in problems[:2])[:400] if problems else None,
+                 sample=join_within([text for _, text in problems[:2]], 400) if problems else None,
                  ops=tuple(ctx.ops))
 
 

@@ -150,7 +150,7 @@ def judge_clear(final: Sequence[Any], batches: Mapping[str, Sequence[Any]],
                 errors: Sequence[str] = ()) -> ClearJudgement:
     """Judge the state a race of batch appends and clears left (see the module docstring)."""
     present, counts, problem = split_batches(final, batches, seeds)
-    counts = counts + Counts(errors=len(errors))
+    counts = counts + Counts(raised=len(errors))
     if errors:
         return ClearJudgement(counts, "call_raised", "; ".join(errors[:2]))
     if problem:
@@ -180,7 +180,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         await session.add_items(seeds)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=f"seed add_items raised {describe(exc)}", ops=tuple(ctx.ops))
     delays = [ctx.rng.randrange(0, writers + 1) for _ in range(clears)]
     tasks = [f"writer {w}" for w in range(writers)] + [f"clear {c}" for c in range(clears)]
@@ -225,7 +225,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         final = await read_items(session)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=len(errors) + 1),
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=len(errors) + 1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     return judged_trial(ctx, lambda: judge_clear(final, batches, seeds, calls, errors))

@@ -47,10 +47,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         seen = await read_items(session)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(expected), errors=len(errors) + 1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(expected), raised=len(errors) + 1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
-    counts = tally(expected, seen, errors=len(errors))
+    counts = tally(expected, seen, raised=len(errors))
     sample = "; ".join(errors[:2]) or first_differences(expected, seen) or None
     return Trial(ctx.index, ctx.seed, counts.total > 0, counts,
                  mode="lossy" if counts.total else "exact", sample=sample, ops=tuple(ctx.ops))

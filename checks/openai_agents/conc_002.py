@@ -27,7 +27,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await session.add_items([{"role": "user", "content": f"{ctx.seed:x} before close"}])
         await session.get_items()
     except Exception as exc:  # noqa: BLE001 - a backend that cannot be used before close
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=f"use before close raised {describe(exc)}", ops=tuple(ctx.ops))
     ctx.log(f"{closers} x close() released together")
     outcome = await race_close(ctx, session, closers)
@@ -47,7 +47,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     else:
         mode, sample = "idempotent", None
     violated = bool(raised) or still_open
-    return Trial(ctx.index, ctx.seed, violated, Counts(errors=len(raised)), mode=mode,
+    return Trial(ctx.index, ctx.seed, violated, Counts(raised=len(raised)), mode=mode,
                  sample=sample, ops=tuple(ctx.ops))
 
 

@@ -103,7 +103,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await session.add_items(before)
         await ctx.close(session)
     except Exception as exc:  # noqa: BLE001
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=f"write or close before the probe raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     if handle.private_store:
@@ -135,7 +135,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 notes.append(f"{op} {what}; store +{len(added)} -{len(removed)}")
             state = now
     except Exception as exc:  # noqa: BLE001 - a probe that cannot read shows nothing
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(before), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(before), raised=1),
                      mode="probe_failed", sample=f"probe read raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     lost = sum(1 for item in before if canonical(item) not in state)

@@ -117,7 +117,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 if written <= 3:
                     ctx.log(f"  {what}")
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), raised=1),
                      mode="setup_failed", sample=f"filling the store raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     probe = None

@@ -123,7 +123,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=f"setup raised {describe(exc)}", ops=tuple(ctx.ops))
     calls = [Call(f"{kind} #{n}", kind, [{"role": "user", "content": f"{tag}-add-{n}-{i}"}
                                          for i in range(ctx.rng.randint(1, 3))])
@@ -192,7 +192,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log(f"  close(): invoked t={stamps['close invoked']}, returned "
             f"t={stamps['close returned']}; marker appended through a fresh instance")
     if "close raised" in stamps:
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="close_raised",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="close_raised",
                      sample="close() raised while calls were in flight", ops=tuple(ctx.ops))
     verdict = judge_drain(seeds, calls + during + late, stamps["close invoked"],
                           stamps["close returned"], marker, final)

@@ -135,7 +135,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except NotApplicable:
         raise  # the store was the writer's own (in its memory): verified by the builder
     except Exception as exc:  # noqa: BLE001 - the store could not be reopened after the kill
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), raised=1),
                      mode="reopen_failed", sample=f"reopening raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     local = process_local_store(probe.session)
@@ -145,7 +145,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         seen = await read_items(probe.session)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be read after the kill
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), raised=1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     return _judge(ctx, plan, acked, in_flight, seen, problems)

@@ -18,6 +18,7 @@ from typing import Any
 from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from arib.checks.common import canonical, read_items, tally, trials_param
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within
 
 Item = dict[str, Any]
 
@@ -176,9 +177,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
         seen = await read_items(session)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
         return Trial(ctx.index, ctx.seed, True,
-                     Counts(lost=len(expected), errors=len(errors) + 1), mode="read_raised",
+                     Counts(lost=len(expected), raised=len(errors) + 1), mode="read_raised",
                      sample=f"get_items raised {describe(exc)}", ops=tuple(ctx.ops))
-    counts = tally(expected, seen, errors=len(errors))
+    counts = tally(expected, seen, raised=len(errors))
     got = Counter(canonical(i) for i in seen)
     failed = sorted({shape_of[canonical(i)] for i in expected if got[canonical(i)] == 0})
     notes = list(errors[:2])
@@ -192,7 +193,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         popped = await session.pop_item()
     except Exception as exc:  # noqa: BLE001 - a pop that raises returns nothing
         popped, notes = None, [*notes, f"pop_item raised {describe(exc)}"]
-        counts = counts + Counts(errors=1)
+        counts = counts + Counts(raised=1)
     newest = canonical(expected[-1])
     if popped is None or canonical(popped) != newest:
         shape = shape_of[newest]
@@ -202,14 +203,14 @@ async def run_trial(ctx: TrialContext) -> Trial:
         notes.append(f"pop_item returned {shape} {text}")
     if counts.total == 0:
         mode = "exact"
-    elif counts.errors and not (counts.lost or counts.foreign):
+    elif counts.raised and not (counts.lost or counts.foreign):
         mode = "raised"
     else:
         mode = "altered" if counts.foreign else "lost"
     sample = None
     if counts.total:
-        sample = (f"{len(failed)}/{len(named)} shapes failed: {', '.join(failed)}; "
-                  + "; ".join(notes))[:400]
+        sample = join_within([f"{len(failed)}/{len(named)} shapes failed: {', '.join(failed)}",
+                              *notes], 400)
     return Trial(ctx.index, ctx.seed, counts.total > 0, counts, mode=mode, sample=sample,
                  ops=tuple(ctx.ops))
 

@@ -24,6 +24,7 @@ from typing import Any
 from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe, race
 from arib.checks.common import canonical, read_items, trials_param
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within
 
 FIRST_CALLS: tuple[str, ...] = ("pop_item()", "clear_session()", "get_items()",
                                 "get_items(limit=2)")
@@ -85,7 +86,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except NotApplicable:
         raise  # no second instance can open this store: the check abstains
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="open_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="open_failed",
                      sample=f"opening an instance raised {describe(exc)}", ops=tuple(ctx.ops))
     results: list[dict[str, Any]] = [{} for _ in crowd]
     raised = await race([first_call(s, k, results[i])
@@ -110,7 +111,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                         f"{describe(exc)}")
     mode = "empty" if not problems else ("raised" if "raised" in problems[0] else "not_empty")
     return Trial(ctx.index, ctx.seed, bool(problems), Counts(errors=len(problems)), mode=mode,
-                 sample="; ".join(problems[:2])[:400] or None, ops=tuple(ctx.ops))
+                 sample=join_within(problems[:2], 400) or None, ops=tuple(ctx.ops))
 
 
 CHECK = CheckSpec(

@@ -28,6 +28,7 @@ from arib.checks.base import CheckSpec, Selector, TrialContext, describe
 from arib.checks.common import canonical, label, read_items, trials_param
 from arib.checks.openai_agents._stores import open_peer, require_shared_store
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within
 
 SUFFIX = ":counter"
 
@@ -143,9 +144,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     await pair.verify("the last appends")
     violated = bool(pair.problems)
     mode = pair.problems[0][0] if violated else "separate"
-    sample = "; ".join(text for _, text in pair.problems[:3]) if violated else None
+    sample = join_within([text for _, text in pair.problems[:3]], 400) if violated else None
     return Trial(ctx.index, ctx.seed, violated, pair.counts, mode=mode,
-                 sample=sample[:400] if sample else None, ops=tuple(ctx.ops))
+                 sample=sample or None, ops=tuple(ctx.ops))
 
 
 CHECK = CheckSpec(

@@ -53,7 +53,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         await writer.session.add_items(items[:cut])
         await writer.session.add_items(items[cut:])
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), raised=1),
                      mode="setup_failed", sample=f"key A's add_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     problems: list[Problem] = []

@@ -173,7 +173,7 @@ def judge_limit(history: Sequence[Any], expected: Sequence[Any], appended: dict[
     ``peer`` is what the peer session appended (its whole history), ``peer_reads`` its reads:
     each an ``Edge`` (any k; k >= 1 must give the peer's newest k).
     """
-    counts = tally(expected, history, errors=len(errors))
+    counts = tally(expected, history, raised=len(errors))
     if errors:
         return LimitJudgement(counts, "call_raised", "; ".join(errors[:2]))
     if counts.total:
@@ -293,7 +293,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 peer_reads.append(await edge_read(peer.session, k))
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
         return Trial(ctx.index, ctx.seed, True,
-                     Counts(lost=len(expected), errors=len(errors) + 1), mode="read_raised",
+                     Counts(lost=len(expected), raised=len(errors) + 1), mode="read_raised",
                      sample=f"final read raised {describe(exc)}", ops=tuple(ctx.ops))
     return judged_trial(
         ctx, lambda: judge_limit(history, expected, appended, windows, finals, errors,

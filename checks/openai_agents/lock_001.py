@@ -119,13 +119,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
             problem = f"{describe(exc)} after {time.monotonic() - started:.2f}s"
     ctx.log(f"the session's calls returned after {time.monotonic() - started:.2f}s")
     if problem is not None:
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(batch), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(batch), raised=1),
                      mode="lock_error_escaped", sample=f"opening or first use raised {problem}",
                      ops=tuple(ctx.ops))
     try:
         counts = tally(batch, seen)
     except (TypeError, ValueError) as exc:
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="not_an_item",
+        return Trial(ctx.index, ctx.seed, True, Counts(wrong_result=1), mode="not_an_item",
                      sample=f"a read returned a value that is not a JSON item: {describe(exc)}",
                      ops=tuple(ctx.ops))
     ordered = [canonical(i) for i in seen] == [canonical(i) for i in batch]

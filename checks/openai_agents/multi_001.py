@@ -160,7 +160,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         except NotApplicable:
             raise  # verified on the object: the workers are reaped below
         except Exception as exc:  # noqa: BLE001
-            return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+            return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                          sample=f"creating the store raised {describe(exc)}",
                          ops=tuple(ctx.ops))
         ctx.log(f"each worker opens {instances} instances on the same store and session id "
@@ -225,13 +225,14 @@ async def run_trial(ctx: TrialContext) -> Trial:
         seen = await read_items(probe.session)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
         return Trial(ctx.index, ctx.seed, True,
-                     Counts(lost=len(expected), errors=len(errors) + 1), mode="read_raised",
+                     Counts(lost=len(expected), raised=len(errors) + 1), mode="read_raised",
                      sample=f"get_items raised {describe(exc)}", ops=tuple(ctx.ops))
     try:
-        counts = tally(expected, seen, errors=len(errors) + len(hung))
+        counts = tally(expected, seen, raised=len(errors) + len(hung))
     except (TypeError, ValueError) as exc:  # items that are not JSON at all
         return Trial(ctx.index, ctx.seed, True,
-                     Counts(lost=len(expected), errors=len(errors) + 1), mode="unreadable_items",
+                     Counts(lost=len(expected), wrong_result=1, raised=len(errors)),
+                     mode="unreadable_items",
                      sample=f"get_items returned items that are not JSON: {describe(exc)}",
                      ops=tuple(ctx.ops))
     locked = [e for e in errors if _is_lock_error(e)]

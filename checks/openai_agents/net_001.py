@@ -309,7 +309,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             ctx.log(f"observer: add_items({len(seeds)} seed items); fault ranges {ranges}")
             await observer.add_items(seeds)
         except Exception as exc:  # noqa: BLE001 - a store that cannot be used is evidence
-            return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+            return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                          sample=f"setup raised {describe(exc)}", ops=tuple(ctx.ops))
         # Three faulted calls per operation and round on every lane: one per fault kind on a
         # server lane, three cancellations on a file lane.

@@ -96,7 +96,7 @@ def judge_order(seen: Sequence[Any], batches: Mapping[str, Sequence[Any]],
                 appends: Sequence[Append], errors: Sequence[str] = ()) -> OrderJudgement:
     """Judge one full read against the appends that produced it (see the module docstring)."""
     expected = [item for name in batches for item in batches[name]]
-    counts = tally(expected, seen, errors=len(errors))
+    counts = tally(expected, seen, raised=len(errors))
     if errors:
         return OrderJudgement(counts, "call_raised", "; ".join(errors[:2]))
     if counts.total:
@@ -161,7 +161,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         seen = await read_items(session)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
         return Trial(ctx.index, ctx.seed, True,
-                     Counts(lost=writers * per_writer * size, errors=len(errors) + 1),
+                     Counts(lost=writers * per_writer * size, raised=len(errors) + 1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     return judged_trial(ctx, lambda: judge_order(seen, batches, appends, errors))

@@ -129,7 +129,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         try:
             await session.add_items(seeds)
         except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-            return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+            return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                          sample=f"add_items raised {describe(exc)}", ops=tuple(ctx.ops))
         note("live ping", expect(await ask(ping), "True"))
         ctx.log(f"take the store down ({type(outage).__name__}); {downs} x ping()")

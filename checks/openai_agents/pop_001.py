@@ -78,7 +78,7 @@ def judge_pops(items: Sequence[Any], poppers: int, returned: Sequence[Any | None
     """
     got = [r for r in returned if r is not None]
     want = min(poppers, len(items))
-    counts = tally(items, [*got, *remaining], errors=len(errors))
+    counts = tally(items, [*got, *remaining], raised=len(errors))
     keep = [canonical(i) for i in items[: len(items) - want]]
     newest = Counter(canonical(i) for i in items[len(items) - want:])
     names = {canonical(r): label(r) for r in [*items, *got, *remaining]}
@@ -151,7 +151,7 @@ async def pop_race(ctx: TrialContext, session: Any, before: list[Any],
         if not all(is_item(r) for r in [*remaining, *settled]):
             raise TypeError("get_items() returned a value that is not a JSON item")
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
-        return PopJudgement(Counts(lost=len(before), errors=len(errors) + 1), "read_raised",
+        return PopJudgement(Counts(lost=len(before), raised=len(errors) + 1), "read_raised",
                             f"get_items raised {describe(exc)}")
     verdict = judge_pops(before, poppers, got, remaining, [errors[p] for p in sorted(errors)])
     if verdict.violated or [canonical(i) for i in settled] == [canonical(i) for i in remaining]:
@@ -194,7 +194,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         first_pop = await session.pop_item()
         await session.clear_session()
     except Exception as exc:  # noqa: BLE001 - a fresh store must serve any first call
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="pop_raised",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="pop_raised",
                      sample=f"a first call on a fresh store raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     if first_pop is not None:
@@ -205,7 +205,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         await fill(ctx, session, items)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=size, errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=size, raised=1), mode="setup_failed",
                      sample=f"add_items raised {describe(exc)}", ops=tuple(ctx.ops))
     probe = None
     if handle.private_store:

@@ -39,9 +39,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         seen = await read_items(session)
     except Exception as exc:  # noqa: BLE001
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(expected), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(expected), raised=1),
                      mode="read_raised", sample=describe(exc), ops=tuple(ctx.ops))
-    counts = tally(expected, seen, errors=len(errors))
+    counts = tally(expected, seen, raised=len(errors))
     if counts.duplicated:
         mode = "at_least_once"
     elif counts.lost:

@@ -133,7 +133,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         for batch in batches:
             await session.add_items(batch)
     except Exception as exc:  # noqa: BLE001 - a write the ttl makes fail is the evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(items), raised=1),
                      mode="write_refused", sample=f"add_items with ttl={ttl} raised "
                      f"{describe(exc)}", ops=tuple(ctx.ops))
     last = time.monotonic()

@@ -32,6 +32,7 @@ from arib.checks.base import CheckSpec, Param, Selector, TrialContext, describe
 from arib.checks.common import canonical, label, read_items, trials_param
 from arib.checks.openai_agents.iso_001 import PEER_SUFFIX, open_peer
 from arib.ground.model import Counts, Trial
+from arib.ground.shorten import join_within
 
 
 def edge_limits(history_len: int, last_batch: int) -> list[int | None]:
@@ -106,7 +107,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 if owner == "X":
                     last = len(items)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=f"add_items raised {describe(exc)}", ops=tuple(ctx.ops))
     ks = edge_limits(len(history), last)
     ctx.rng.shuffle(ks)
@@ -160,7 +161,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         mode = ("foreign" if "another session" in first or "X's items" in first else
                 "raised" if "raised" in first else "wrong_window")
     return Trial(ctx.index, ctx.seed, bool(problems), Counts(errors=len(problems)), mode=mode,
-                 sample="; ".join(problems[:2])[:400] or None, ops=tuple(ctx.ops))
+                 sample=join_within(problems[:2], 400) or None, ops=tuple(ctx.ops))
 
 
 CHECK = CheckSpec(

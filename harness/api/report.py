@@ -26,7 +26,7 @@ def _field(label: str, text: str, limit: int = 400) -> list[str]:
 
 
 def _counts(finding: Finding) -> str:
-    parts = [f"{name} {value}" for name, value in finding.counts.to_json().items() if value]
+    parts = [f"{name} {value}" for name, value in finding.counts.labelled().items() if value]
     return ", ".join(parts)
 
 

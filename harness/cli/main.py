@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from arib.cli import admit, bench, family, project, races, reports, survey
+from arib.cli import admit, bench, family, project, races, reports, results, survey
 from arib.ground.errors import BenchError
 from arib.ground.model import ExitCode
 
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parsers(sub)  # bench, accept, compare
     admit.add_parsers(sub)  # admit, run
     survey.add_parsers(sub)  # survey
+    results.add_parsers(sub)  # results
     project.add_parsers(sub)  # scaffold, docs
 
     from arib.parity.cli import add_parser as add_parity_parser

@@ -28,8 +28,13 @@ def add_parsers(sub: Any) -> None:
 
 
     p = sub.add_parser("show", help="one mutant: its diff, lane, operator, survey status and "
-                                    "the checks that killed it")
-    p.add_argument("mutant", help="a mutant id (m-...) or a hand-written mutant's name")
+                                    "the checks that killed it; or one finding of a bench run")
+    p.add_argument("mutant", metavar="ID", help=(
+        "a mutant id (m-...), a hand-written mutant's name, or a finding id 'CHECK on LANE' "
+        "(e.g. 'ARIB-CONC-001 on sqlite-file'; from the newest bench run of the installed "
+        "version, or --result FILE)"))
+    p.add_argument("--result", metavar="FILE", help="with a finding id: the bench result file "
+                                                    "to read (default: the newest run)")
     p.add_argument("--lane", help="look for a generated mutant on this lane only (faster)")
     p.add_argument("--survey", help="folder of a written survey (default: "
                                     "results/survey/<family>-<version>)")
@@ -99,9 +104,22 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """`python -m arib show ID`: one mutant's diff, lane, operator, status and killers."""
-    from arib.reports.show import default_survey_dir, describe, find_mutant
+    """`python -m arib show ID`: one mutant's diff, lane, operator, status and killers; or
+    one finding (``CHECK on LANE``) of a bench run."""
+    from arib.reports.show import (
+        default_survey_dir,
+        describe,
+        describe_finding,
+        find_finding,
+        find_mutant,
+        is_finding_id,
+    )
     from arib.targets.registry import family_lanes
+
+    if is_finding_id(args.mutant):
+        path, finding = find_finding(args.mutant, Path(args.result) if args.result else None)
+        print(describe_finding(path, finding))
+        return 0
 
     lanes = [args.lane] if args.lane else [t.name for t in family_lanes()]
     mutant = find_mutant(args.mutant, lanes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 
@@ -98,39 +98,73 @@ class Loop(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Counts:
-    """Violation counters of a finding, summed over its trials."""
+    """Violation counters of a finding, summed over its trials.
+
+    ``wrong_result``: calls that returned, with a wrong result (a read that showed the wrong
+    items, a pop that returned another item, a refused valid value); ``raised``: calls the
+    invariant says must succeed that raised an exception instead. Before the two were told
+    apart both were one counter, ``errors``; a check not yet split still passes ``errors=``,
+    which is counted as ``wrong_result`` (what it counted most). The JSON form keeps
+    ``errors``, their sum, so that readers of the old form read the same total
+    (``from_json`` states the rule for files written before the split).
+    """
 
     lost: int = 0
     duplicated: int = 0
     foreign: int = 0
-    errors: int = 0
+    wrong_result: int = 0
+    raised: int = 0
+    errors: InitVar[int] = 0  # the old, unsplit counter: added to wrong_result
+
+    def __post_init__(self, errors: int) -> None:
+        if errors:
+            object.__setattr__(self, "wrong_result", self.wrong_result + errors)
 
     def __add__(self, other: Counts) -> Counts:
         return Counts(
             self.lost + other.lost,
             self.duplicated + other.duplicated,
             self.foreign + other.foreign,
-            self.errors + other.errors,
+            self.wrong_result + other.wrong_result,
+            self.raised + other.raised,
         )
 
     @property
     def total(self) -> int:
         """All counters summed."""
-        return self.lost + self.duplicated + self.foreign + self.errors
+        return self.lost + self.duplicated + self.foreign + self.wrong_result + self.raised
 
     def to_json(self) -> dict[str, int]:
-        """The JSON form of these counts."""
+        """The JSON form of these counts; ``errors`` is wrong_result + raised, the one counter
+        of the form written before the split (kept for its readers)."""
         return {
             "lost": self.lost,
             "duplicated": self.duplicated,
             "foreign": self.foreign,
-            "errors": self.errors,
+            "wrong_result": self.wrong_result,
+            "raised": self.raised,
+            "errors": self.wrong_result + self.raised,
         }
+
+    def labelled(self) -> dict[str, int]:
+        """The counters people see, by the names that say what they count (no ``errors``)."""
+        return {k: v for k, v in self.to_json().items() if k != "errors"}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Counts:
-        """Counts from their JSON form; a missing counter is 0."""
-        return cls(**{k: int(data.get(k, 0)) for k in ("lost", "duplicated", "foreign", "errors")})
+        """Counts from their JSON form; a missing counter is 0. The rule for a form written
+        before the split (``errors`` and no ``wrong_result``): its ``errors`` is read as
+        ``wrong_result``, with ``raised`` 0, since the old form cannot tell them apart."""
+        split = "wrong_result" in data or "raised" in data
+        return cls(lost=int(data.get("lost", 0)), duplicated=int(data.get("duplicated", 0)),
+                   foreign=int(data.get("foreign", 0)),
+                   wrong_result=int(data.get("wrong_result" if split else "errors", 0)),
+                   raised=int(data.get("raised", 0)) if split else 0)
+
+
+# ``errors`` is an init-only argument: without its class attribute (the dataclass leaves the
+# default there) reading ``counts.errors`` fails loudly instead of giving 0.
+delattr(Counts, "errors")
 
 
 @dataclass(frozen=True)

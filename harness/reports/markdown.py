@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arib.ground.keys import Cell
+from arib.ground.model import Counts
 from arib.reports.evidence import evidence_key, grouped, lane_list
 
 SYMBOL = {"held": "held", "violated": "**VIOLATED**", "not_applicable": "n/a",
@@ -36,7 +37,8 @@ def _table(findings: Sequence[Mapping[str, Any]], lanes: Sequence[str],
 
 
 def _counts(f: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in f["counts"].items() if v) or "none"
+    return ", ".join(f"{k} {v}" for k, v in Counts.from_json(f["counts"]).labelled().items()
+                     if v) or "none"
 
 
 def _lane_rows(group: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -1,4 +1,5 @@
-"""``python -m arib show MUTANT_ID``: one mutant's diff, lane, operator, status and killers.
+"""``python -m arib show ID``: one mutant's diff, lane, operator, status and killers; or one
+finding of the newest bench run (its id is its cell, ``CHECK on LANE``).
 
 A hand-written mutant is found by name or id; a generated one by id among the pools of the
 active family's lanes (generated now from the installed source, as the survey does). Its
@@ -90,3 +91,54 @@ def describe(mutant: MutantSpec, survey_dir: Path) -> str:
 def default_survey_dir() -> Path:
     """Where ``survey --write`` puts this version's survey by default."""
     return Path("results/survey") / active_family().stem(sdk_version())
+
+
+def is_finding_id(key: str) -> bool:
+    """Whether ``key`` names a finding (a cell, ``CHECK on LANE``) rather than a mutant."""
+    from arib.ground.keys import Cell
+
+    return Cell.FORM.split(" ")[1] in key.split(" ")
+
+
+def find_finding(key: str, result: Path | None, results_dir: Path = Path("results")
+                 ) -> tuple[Path, dict]:
+    """The finding ``key`` (``CHECK on LANE``) in ``result``, else in the newest run of the
+    installed version under ``results_dir``, with the file it was read from."""
+    from arib.ground.keys import Cell
+    from arib.runs.baseline import latest_run
+    from arib.runs.results import read_results
+
+    cell = Cell.parse(key)
+    path = result if result is not None else latest_run(results_dir, sdk_version())
+    document = read_results(path)
+    for finding in document.get("findings", []):
+        if Cell.of(finding) == cell:
+            return path, finding
+    cells = sorted({str(Cell.of(f)) for f in document.get("findings", [])})
+    raise UnknownNameError(
+        f"no finding {key!r} in {str(path)!r}: the rule: a finding id is a measured cell, "
+        f"{Cell.FORM!r} (e.g. {cells[0] if cells else Cell.EXAMPLE!r}); fix the id, or name "
+        f"another run with --result FILE")
+
+
+def describe_finding(path: Path, finding: dict) -> str:
+    """What ``show CHECK on LANE`` prints: the verdict, its counts, samples and replay."""
+    from arib.ground.model import Finding
+
+    f = Finding.from_json(finding)
+    counts = ", ".join(f"{k} {v}" for k, v in f.counts.labelled().items() if v) or "none"
+    lines = [f"{f.invariant_id} on {f.target}: {f.verdict.value} ({path})",
+             f"  invariant: {f.invariant}",
+             f"  fault:     {f.fault}",
+             f"  versions:  sdk {f.sdk_version}, python {f.python_version}",
+             f"  trials:    {f.violating_trials} of {f.trials} violated; counts: {counts}"]
+    if f.reason:
+        lines.append(f"  reason:    {f.reason}")
+    if f.violation_modes:
+        lines.append("  modes:     " + ", ".join(f"{k} x{v}" for k, v in f.violation_modes.items()))
+    lines += [f"  sample:    {sample}" for sample in f.samples]
+    if f.replay:
+        lines.append(f"  replay:    {f.replay}")
+    if f.traceback:
+        lines += ["", f.traceback.rstrip()]
+    return "\n".join(lines)

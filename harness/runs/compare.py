@@ -13,6 +13,7 @@ from arib.ground import invocations
 from arib.ground.family import active_family
 from arib.ground.files import atomic_write_text
 from arib.ground.keys import Cell
+from arib.ground.model import Counts
 from arib.reports.evidence import grouped, lane_list, mask
 from arib.reports.heatmap import LEGEND, heatmap_svg, unavailable
 from arib.runs.coverage import coverage_of
@@ -88,8 +89,20 @@ def summary(finding: Mapping[str, Any] | None) -> str:
     if finding is None:
         return "absent"
     text = f"{finding['verdict']} {finding['violating_trials']}/{finding['trials']}"
-    counts = ", ".join(f"{k} {v}" for k, v in finding["counts"].items() if v)
+    shown = Counts.from_json(finding["counts"]).labelled()
+    counts = ", ".join(f"{k} {v}" for k, v in shown.items() if v)
     return f"{text} ({counts})" if counts else text
+
+
+def same_counts(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two findings' JSON counts agree: field by field when both tell wrong results
+    from exceptions; against a run written before that split, by the old form's counters
+    (lost, duplicated, foreign and their sum as errors), so the split alone is no change."""
+    ca, cb = Counts.from_json(a), Counts.from_json(b)
+    if "wrong_result" in a and "wrong_result" in b:
+        return ca == cb
+    return ((ca.lost, ca.duplicated, ca.foreign, ca.wrong_result + ca.raised)
+            == (cb.lost, cb.duplicated, cb.foreign, cb.wrong_result + cb.raised))
 
 
 def violation_modes(finding: Mapping[str, Any] | None) -> frozenset[str] | None:
@@ -145,7 +158,7 @@ def diff_runs(before: Mapping[str, Any], after: Mapping[str, Any],
             kind = ChangeKind.MODE
         elif (a["violating_trials"], a["trials"]) != (b["violating_trials"], b["trials"]):
             kind = ChangeKind.COUNT
-        elif a["counts"] != b["counts"]:
+        elif not same_counts(a["counts"], b["counts"]):
             kind = ChangeKind.DETAIL
         else:
             continue
