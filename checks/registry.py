@@ -7,6 +7,8 @@ that one module; ``load_checks`` imports them all (``list``, ``docs``, ``admit -
 survey). Check modules import no backend distribution at module level (the SDK, drivers,
 libcst): what a trial needs it imports itself, and ``CheckSpec.preload`` names what the parent
 imports once before forking the check's runs (tests/test_registry.py holds both rules).
+A user's own check package joins the active family's through an ``arib.checks`` entry point
+named by the family (arib.ground.extensions): its checks are found and judged by the same rules.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from types import ModuleType
 
 from arib.checks.base import CheckSpec, ParityFault
 from arib.ground.errors import CheckDefinitionError, UnknownNameError
+from arib.ground.extensions import CHECKS_GROUP, extension_packages
 from arib.ground.family import active_family
 from arib.ground.schedule import ScheduleError
 
@@ -83,10 +86,28 @@ def _import_check(name: str) -> ModuleType:
         ) from None
 
 
+def _packages(package: str | None) -> tuple[str, ...]:
+    """``package``; or, when None, the active family's checks and the user's own packages
+    (``arib.checks`` entry points named by the family)."""
+    if package:
+        return (package,)
+    family = active_family()
+    return (family.checks, *extension_packages(CHECKS_GROUP, family.name))
+
+
 def _check_modules(package: str) -> list[tuple[str, Path | None]]:
     """(module name, source file) of every check module of ``package``, without importing
-    them (the package itself is imported)."""
-    pkg = importlib.import_module(package)
+    them (the package itself is imported; a module stands for itself)."""
+    try:
+        pkg = importlib.import_module(package)
+    except Exception as exc:
+        raise CheckDefinitionError(
+            f"check package {package!r} cannot be imported: {type(exc).__name__}: {exc}; fix "
+            f"it (`python -c 'import {package}'` shows the traceback) or uninstall the package "
+            f"that registers it in {CHECKS_GROUP!r}") from None
+    if not hasattr(pkg, "__path__"):  # a user's entry point may name one module
+        origin = getattr(pkg, "__file__", None)
+        return [(package, Path(origin) if origin and origin.endswith(".py") else None)]
     found = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         # every module of a family's checks package is a check, but its helpers (``_name``)
@@ -127,12 +148,12 @@ def _declared_in(path: Path, mtime_ns: int, size: int) -> str | None:
 
 
 def declared_ids(package: str | None = None) -> dict[str, str] | None:
-    """Check id -> module name, read from the check modules' text (nothing imported); None
+    """Check id -> module name, read from the check modules' text (nothing imported; default:
+    the active family's checks and the user's own packages); None
     when a module declares no id that way or two declare one id (then only importing every
     module can tell, ``load_checks``)."""
-    package = package or active_family().checks
     ids: dict[str, str] = {}
-    for name, path in _check_modules(package):
+    for name, path in (m for p in _packages(package) for m in _check_modules(p)):
         check_id = declared_id(path)
         if check_id is None or check_id in ids:
             return None
@@ -150,11 +171,10 @@ def check_ids(package: str | None = None) -> frozenset[str]:
 
 
 def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
-    """Every check in ``package`` (default: the active family's checks), sorted by id; two
-    checks with one id is an error."""
-    package = package or active_family().checks
+    """Every check in ``package`` (default: the active family's checks and the user's own
+    packages), sorted by id; two checks with one id is an error."""
     found: dict[str, CheckSpec] = {}
-    for name, _ in _check_modules(package):
+    for name, _ in (m for p in _packages(package) for m in _check_modules(p)):
         spec = validate_module(_import_check(name))
         if spec.id in found:
             raise CheckDefinitionError(
