@@ -157,3 +157,8 @@ def test_admit_and_run_judge_the_users_check_with_the_users_mutants(user: Path) 
     assert replay and f"--mutants {user / 'my_mutants.py'} run" in replay.group(1)
     clean = arib(user, "run", "--check", "ARIB-MYPOP-001", "--lane", "sqlite-file")
     assert clean.returncode == 0, clean.stdout + clean.stderr
+    survey = arib(user, "survey", "--lanes", "reference", "--checks", "ARIB-MYPOP-001",
+                  "--quiet")
+    assert survey.returncode == 0, survey.stdout + survey.stderr
+    assert re.search(r"ARIB-MYPOP-001: score [\d.]+% of all, [\d.]+% of covered \(42 mutants: "
+                     r"killed \d+", survey.stdout), survey.stdout
