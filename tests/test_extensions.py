@@ -24,6 +24,7 @@ from arib.ground.errors import PluginError, UnknownNameError
 from arib.mutants import base, registry
 
 ROOT = Path(__file__).resolve().parents[1]
+USER_MODULES = ("byo_checks", "my_mutants", "arib_user_mutants_")  # what the example imports
 EXAMPLE = re.compile(r"<!-- example: (?P<path>\S+) -->\n```\w+\n(?P<text>.*?)```", re.S)
 
 
@@ -64,15 +65,16 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     declare(tmp_path / "site", "byo-checks", '[arib.checks]\nopenai-agents = byo_checks\n')
     monkeypatch.syspath_prepend(str(src))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.delenv(extensions.MUTANTS_VAR, raising=False)
-    tables = [(t, dict(t)) for t in (base.HANDWRITTEN, base.FORCED, base.DEFINED_IN)]
-    modules = set(sys.modules)
+    monkeypatch.setenv(extensions.MUTANTS_VAR, "")  # none; whatever a test sets is undone
     _clear()
+    registry.handwritten_mutants()  # the family's own, loaded once per process: they stay
+    _clear()
+    tables = [(t, set(t)) for t in (base.HANDWRITTEN, base.FORCED, base.DEFINED_IN)]
     yield tmp_path / "byo"
     for table, before in tables:
-        table.clear()
-        table.update(before)  # type: ignore[arg-type]
-    for name in set(sys.modules) - modules:
+        for key in set(table) - before:  # what the user's modules registered
+            del table[key]
+    for name in [n for n in sys.modules if n.startswith(USER_MODULES)]:
         del sys.modules[name]
     _clear()
 
@@ -124,9 +126,10 @@ def test_a_mutants_file_that_is_missing_or_broken_stops_the_run(user: Path, caps
     assert main(["--mutants", str(missing), "list"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and repr(str(missing)) in err and "not an existing .py" in err
+    assert os.environ[extensions.MUTANTS_VAR] == ""  # a refused file is not kept
     broken = user / "broken.py"
     broken.write_text("raise RuntimeError('no')\n")
-    os.environ[extensions.MUTANTS_VAR] = str(broken)  # the fixture's monkeypatch restores it
+    os.environ[extensions.MUTANTS_VAR] = str(broken)  # the fixture's monkeypatch undoes it
     with pytest.raises(PluginError, match=r"broken\.py.*RuntimeError: no"):
         registry.handwritten_mutants()
 

@@ -63,9 +63,17 @@ def use_mutants(paths: Sequence[str]) -> None:
     a path that is not a Python file is a UsageError naming it."""
     from arib.ground.extensions import MUTANTS_VAR, mutant_paths
 
-    before = [p for p in os.environ.get(MUTANTS_VAR, "").split(os.pathsep) if p]
+    was = os.environ.get(MUTANTS_VAR)
+    before = [p for p in (was or "").split(os.pathsep) if p]
     os.environ[MUTANTS_VAR] = os.pathsep.join([*before, *(str(Path(p).resolve()) for p in paths)])
-    mutant_paths()
+    try:
+        mutant_paths()
+    except BenchError:  # left as it was
+        if was is None:
+            del os.environ[MUTANTS_VAR]
+        else:
+            os.environ[MUTANTS_VAR] = was
+        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:
