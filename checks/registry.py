@@ -1,24 +1,23 @@
 """Discovers check modules in checks/ and validates each definition.
 
-A run imports only the checks it runs: ``get_check`` finds the module of an id in the
-modules' text (``declared_ids``: every check module writes its id as a string literal, in
-``CheckSpec(id="ARIB-...")`` or in a ``CHECK_ID = "ARIB-..."`` that the spec uses) and imports
-that one module; ``load_checks`` imports them all (``list``, ``docs``, ``admit --all``, the
-survey). Check modules import no backend distribution at module level (the SDK, drivers,
-libcst): what a trial needs it imports itself, and ``CheckSpec.preload`` names what the parent
-imports once before forking the check's runs (tests/test_registry.py holds both rules).
+A run imports only the checks it runs. The registry's index is the check modules' file names:
+every check module is named by its id (ARIB-CLEAR-001 is ``clear_001.py`` in its family's
+checks package), so ``check_index`` lists every id and ``get_check`` finds and imports the one
+module of an id without opening or importing any other check module. ``load_checks`` imports
+them all (``list``, ``docs``, ``admit --all``, the survey) and refuses a module that is not
+named by the id its CHECK has, so that the index and the imported checks always agree. Check
+modules import no backend distribution at module level (the SDK, drivers, libcst): what a
+trial needs it imports itself, and ``CheckSpec.preload`` names what the parent imports once
+before forking the check's runs (tests/test_registry.py holds these rules).
 A user's own check package joins the active family's through an ``arib.checks`` entry point
 named by the family (arib.ground.extensions): its checks are found and judged by the same rules.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
-import importlib.util
 import pkgutil
 import re
-from pathlib import Path
 from types import ModuleType
 
 from arib.checks.base import CheckSpec, ParityFault
@@ -28,10 +27,20 @@ from arib.ground.family import active_family
 from arib.ground.schedule import ScheduleError
 
 ID_RULE = re.compile(r"^ARIB-[A-Z]+-\d{3}$")
-# ``CHECK = CheckSpec(id="ARIB-X-001"`` or ``CHECK = CheckSpec(id=NAME`` with ``NAME = "..."``.
-_SPEC_ID = re.compile(r'^CHECK\s*=\s*CheckSpec\(\s*id\s*=\s*'
-                      r'(?:(?P<q>["\'])(?P<literal>ARIB-[A-Z]+-\d{3})(?P=q)|(?P<name>[A-Za-z_]\w*)\s*,)',
-                      re.M)
+# The file name of a check module: its id without ``ARIB-``, lower case, ``-`` as ``_``.
+_FILE_RULE = re.compile(r"^[a-z]+_\d{3}$")
+
+
+def file_stem(check_id: str) -> str:
+    """The file name (without ``.py``) of the module of ``check_id``: ARIB-CLEAR-001 ->
+    ``clear_001``."""
+    return check_id.removeprefix("ARIB-").lower().replace("-", "_")
+
+
+def _id_of_stem(stem: str) -> str | None:
+    """The check id a module's file name stands for (``clear_001`` -> ARIB-CLEAR-001), or
+    None when the name is not of that form."""
+    return f"ARIB-{stem.upper().replace('_', '-')}" if _FILE_RULE.match(stem) else None
 
 
 def validate_module(module: ModuleType) -> CheckSpec:
@@ -46,6 +55,14 @@ def validate_module(module: ModuleType) -> CheckSpec:
     if not spec.id or not ID_RULE.match(spec.id):
         raise CheckDefinitionError(
             f"check module {name!r} has id {spec.id!r}: an id looks like ARIB-AREA-001"
+        )
+    stem = name.rpartition(".")[2]
+    if stem != file_stem(spec.id):
+        raise CheckDefinitionError(
+            f"check module {name!r} defines check {spec.id!r}: the rule: a check module is "
+            f"named by its id (the registry finds a check by its file name, importing no other "
+            f"check); fix: rename {stem}.py to {file_stem(spec.id)}.py, or give its CheckSpec "
+            f"the id {_id_of_stem(stem) or 'its file name stands for'}"
         )
     if not spec.mutants:
         raise CheckDefinitionError(
@@ -95,9 +112,10 @@ def _packages(package: str | None) -> tuple[str, ...]:
     return (family.checks, *extension_packages(CHECKS_GROUP, family.name))
 
 
-def _check_modules(package: str) -> list[tuple[str, Path | None]]:
-    """(module name, source file) of every check module of ``package``, without importing
-    them (the package itself is imported; a module stands for itself)."""
+def _check_modules(package: str) -> list[str]:
+    """The name of every check module of ``package``, sorted, without importing them (the
+    package itself is imported): every module but its helpers (``_name``) and subpackages; a
+    module (a user's entry point may name one) stands for itself."""
     try:
         pkg = importlib.import_module(package)
     except Exception as exc:
@@ -105,103 +123,64 @@ def _check_modules(package: str) -> list[tuple[str, Path | None]]:
             f"check package {package!r} cannot be imported: {type(exc).__name__}: {exc}; fix "
             f"it (`python -c 'import {package}'` shows the traceback) or uninstall the package "
             f"that registers it in {CHECKS_GROUP!r}") from None
-    if not hasattr(pkg, "__path__"):  # a user's entry point may name one module
-        origin = getattr(pkg, "__file__", None)
-        return [(package, Path(origin) if origin and origin.endswith(".py") else None)]
-    found = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        # every module of a family's checks package is a check, but its helpers (``_name``)
-        if info.ispkg or info.name.startswith("_"):
-            continue
-        spec = importlib.util.find_spec(f"{package}.{info.name}")
-        origin = spec.origin if spec is not None else None
-        found.append((f"{package}.{info.name}",
-                      Path(origin) if origin and origin.endswith(".py") else None))
-    return found
+    if not hasattr(pkg, "__path__"):
+        return [package]
+    return [f"{package}.{info.name}"
+            for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name)
+            if not info.ispkg and not info.name.startswith("_")]
 
 
-def declared_id(path: Path | None) -> str | None:
-    """The check id a check module's source declares (see the module docstring), or None
-    when it declares none in that form."""
-    try:
-        stat = path.stat() if path is not None else None
-    except OSError:
-        return None
-    return _declared_in(path, stat.st_mtime_ns, stat.st_size) if stat is not None else None
-
-
-@functools.lru_cache(maxsize=1024)
-def _declared_in(path: Path, mtime_ns: int, size: int) -> str | None:
-    """``declared_id`` of one version of a file (read once per process)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    match = _SPEC_ID.search(text)
-    if match is None:
-        return None
-    if match["literal"]:
-        return match["literal"]
-    named = re.search(rf'^{re.escape(match["name"])}\s*=\s*(["\'])(ARIB-[A-Z]+-\d{{3}})\1\s*$',
-                      text, re.M)
-    return named[2] if named else None
-
-
-def declared_ids(package: str | None = None) -> dict[str, str] | None:
-    """Check id -> module name, read from the check modules' text (nothing imported; default:
-    the active family's checks and the user's own packages); None
-    when a module declares no id that way or two declare one id (then only importing every
-    module can tell, ``load_checks``)."""
-    ids: dict[str, str] = {}
-    for name, path in (m for p in _packages(package) for m in _check_modules(p)):
-        check_id = declared_id(path)
-        if check_id is None or check_id in ids:
-            return None
-        ids[check_id] = name
-    return ids
+def check_index(package: str | None = None) -> dict[str, str]:
+    """Check id -> module name of ``package`` (default: the active family's checks and the
+    user's own packages), read from the modules' file names: nothing is imported or opened. A
+    module whose file name is not of a check id's form is left out here and refused by
+    ``load_checks``; two modules of one id (a user's and the family's) are refused."""
+    index: dict[str, str] = {}
+    for name in (m for p in _packages(package) for m in _check_modules(p)):
+        check_id = _id_of_stem(name.rpartition(".")[2])
+        if check_id in index:
+            raise CheckDefinitionError(
+                f"two checks have id {check_id!r}: {index[check_id]!r} and {name!r}; the "
+                f"rule: a check id is one check; give the user's check a new id")
+        if check_id is not None:
+            index[check_id] = name
+    return dict(sorted(index.items()))
 
 
 def check_ids(package: str | None = None) -> frozenset[str]:
-    """Every check id of ``package`` (default: the active family's), read without importing
-    the checks where their modules declare them (``declared_ids``)."""
-    declared = declared_ids(package)
-    if declared is not None:
-        return frozenset(declared)
-    return frozenset(c.id for c in load_checks(package))
+    """Every check id of ``package`` (default: the active family's), from its index."""
+    return frozenset(check_index(package))
 
 
 def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
     """Every check in ``package`` (default: the active family's checks and the user's own
-    packages), sorted by id; two checks with one id is an error."""
-    found: dict[str, CheckSpec] = {}
-    for name, _ in (m for p in _packages(package) for m in _check_modules(p)):
-        spec = validate_module(_import_check(name))
-        if spec.id in found:
-            raise CheckDefinitionError(
-                f"two checks have id {spec.id!r}: {found[spec.id].module!r} and "
-                f"{spec.module!r}; give one of them a new id"
-            )
-        found[spec.id] = spec
-    return tuple(found[k] for k in sorted(found))
+    packages), sorted by id; a module not named by its check's id is an error, and so are two
+    modules of one id."""
+    check_index(package)  # two modules of one id are refused before any is imported
+    found = [validate_module(_import_check(name))
+             for name in (m for p in _packages(package) for m in _check_modules(p))]
+    return tuple(sorted(found, key=lambda spec: spec.id))
 
 
-def get_check(check_id: str, checks: tuple[CheckSpec, ...] | None = None) -> CheckSpec:
-    """The check with ``check_id`` (from ``checks``, else the active family's, importing only
-    its module); an unknown id raises UnknownNameError listing the known."""
-    if checks is None:
-        declared = declared_ids()
-        if declared is not None and check_id in declared:
-            spec = validate_module(_import_check(declared[check_id]))
-            if spec.id != check_id:
-                raise CheckDefinitionError(
-                    f"check module {spec.module!r} declares id {check_id!r} in its source but "
-                    f"its CHECK has id {spec.id!r}; give CheckSpec(id=...) the literal id, or "
-                    f"a CHECK_ID = \"ARIB-...\" that CHECK uses")
-            return spec
-    pool = checks if checks is not None else load_checks()
-    for spec in pool:
-        if spec.id == check_id:
-            return spec
+def get_check(check_id: str, checks: tuple[CheckSpec, ...] | None = None,
+              package: str | None = None) -> CheckSpec:
+    """The check with ``check_id``: from ``checks`` when given, else from ``package`` (default:
+    the active family's checks and the user's own packages), importing its module only. An
+    unknown id raises UnknownNameError naming it and listing the known ids."""
+    if checks is not None:
+        for spec in checks:
+            if spec.id == check_id:
+                return spec
+        known = [c.id for c in checks]
+        where = "the checks given"
+    else:
+        index = check_index(package)
+        if check_id in index:
+            return validate_module(_import_check(index[check_id]))
+        known = list(index)
+        where = (f"{', '.join(_packages(package))}, whose module files are named by the ids "
+                 f"(ARIB-AREA-001: area_001.py)")
     raise UnknownNameError(
-        f"unknown check id {check_id!r}: use one of {', '.join(c.id for c in pool)}"
+        f"unknown check id {check_id!r}: the rule: a check id names a check of {where}; "
+        f"fix: use one of {', '.join(known)}"
     )

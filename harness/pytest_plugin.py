@@ -1,10 +1,15 @@
 """pytest plugin (entry point ``pytest11``): each invariant as its own test of your store.
 
 ```python
-@pytest.mark.arib(my_store)            # an arib.api.lane, or a bare factory
+@pytest.mark.arib(my_store)            # an arib.api.lane; a bare factory as lane(factory)
 def test_my_store(arib_report):
     '''One item per check: test_my_store[ARIB-CONC-001], ...; fails with the report.'''
 ```
+
+With no checks named, the items are the checks the store's capabilities call for
+(``arib.api.capability``: found on one instance the factory makes at collection); a default
+check whose need the object does not meet is a skipped item naming the need, and one whose
+capability probe raised is an error at setup, with the cause.
 
 Options: ``--arib-seed N``, ``--arib-trials N``, ``--arib-checks ID,ID``. The plugin is inert
 in a run with no ``arib`` marker: it imports nothing of the harness until a marked test is
@@ -49,11 +54,35 @@ def _marker(node: Any) -> pytest.Mark:
     return mark
 
 
-def _check_ids(config: pytest.Config, mark: pytest.Mark) -> list[str]:
+_PLANS: dict[tuple[Any, Any], Any] = {}
+
+
+def _plan(config: pytest.Config, mark: pytest.Mark) -> Any:
+    """The arib.api.capability.Plan of a marked test (probed once per factory and checks)."""
+    from arib.api.capability import plan
+    from arib.api.lane import as_lane
     from arib.api.run import select_checks
 
     chosen = config.getoption("--arib-checks") or mark.kwargs.get("checks")
-    return [check.id for check in select_checks(chosen)]
+    # by identity: a factory need not be hashable (the marker keeps it alive)
+    key = (id(mark.args[0]), chosen if chosen is None or isinstance(chosen, str)
+           else tuple(chosen))
+    if key not in _PLANS:
+        checks = None if chosen is None else select_checks(chosen)
+        _PLANS[key] = plan(as_lane(mark.args[0]), checks)
+    return _PLANS[key]
+
+
+def _check_ids(config: pytest.Config, mark: pytest.Mark) -> list[str]:
+    """The items of a marked test: the checks that run, then those that need what the object
+    lacks or whose probe raised (each reported by its item); a check that is not in
+    DEFAULT_CHECKS gets no item."""
+    from arib.api.capability import OUT_OF_REACH
+
+    made = _plan(config, mark)
+    order = [c.id for c in made.run]
+    order += [i for i, why in made.skipped.items() if why != OUT_OF_REACH] + list(made.errors)
+    return order
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -94,6 +123,11 @@ def arib_report(request: pytest.FixtureRequest, arib_check: str) -> Any:
     from arib.api import validate
 
     mark = _marker(request.node)
+    made = _plan(request.config, mark)
+    if arib_check in made.skipped:
+        pytest.skip(f"not run: {made.skipped[arib_check]}")
+    if arib_check in made.errors:
+        pytest.fail(f"{arib_check}: {made.errors[arib_check]}", pytrace=False)
     options = {k: v for k, v in mark.kwargs.items() if k != "checks"}
     for name in ("seed", "trials"):
         given = request.config.getoption(f"--arib-{name}")

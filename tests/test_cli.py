@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -251,9 +250,9 @@ def test_a_check_module_that_cannot_be_imported_is_a_usage_error(capsys, tmp_pat
     (package / "__init__.py").write_text("")
     (package / "oops_001.py").write_text('CHECK = CheckSpec(id="ARIB-OOPS-001",\n')
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("load_checks", "declared_ids"):
-        monkeypatch.setattr(arib.checks.registry, name,
-                            functools.partial(getattr(arib.checks.registry, name), "brokenchecks"))
+    modules = arib.checks.registry._check_modules
+    monkeypatch.setattr(arib.checks.registry, "_check_modules",
+                        lambda _package: modules("brokenchecks"))
     code, _, err = run(capsys, "bench", "--lanes", "sqlite-file", "--quiet", *selection,
                        "--out", str(tmp_path / "r"))
     assert code == 2

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from arib.checks.registry import declared_ids, get_check, load_checks
+from arib.checks.registry import check_index, get_check, load_checks
 from arib.cli.main import main
 from arib.ground import extensions
-from arib.ground.errors import PluginError, UnknownNameError
+from arib.ground.errors import CheckDefinitionError, PluginError, UnknownNameError
 from arib.mutants import base, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,17 +80,24 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_the_page_shows_the_three_files_of_the_example() -> None:
-    assert set(example_files()) == {"pyproject.toml", "src/byo_checks/pop_newest.py",
+    assert set(example_files()) == {"pyproject.toml", "src/byo_checks/mypop_001.py",
                                     "my_mutants.py"}
 
 
 def test_an_installed_check_package_joins_the_family(user: Path) -> None:
     assert "ARIB-MYPOP-001" in {c.id for c in load_checks()}
-    assert (declared_ids() or {})["ARIB-MYPOP-001"] == "byo_checks.pop_newest"
+    assert check_index()["ARIB-MYPOP-001"] == "byo_checks.mypop_001"
     check = get_check("ARIB-MYPOP-001")
-    assert check.module == "byo_checks.pop_newest" and check.mutants == ("my_pop_returns_oldest",)
+    assert check.module == "byo_checks.mypop_001" and check.mutants == ("my_pop_returns_oldest",)
     # the family's own package alone, as the docs are generated from it
     assert "ARIB-MYPOP-001" not in {c.id for c in load_checks("arib.checks.openai_agents")}
+
+
+def test_a_users_check_that_reuses_an_id_is_refused(user: Path) -> None:
+    (user / "src" / "byo_checks" / "clear_001.py").write_text("CHECK = None\n")
+    with pytest.raises(CheckDefinitionError, match=r"two checks have id 'ARIB-CLEAR-001'.*"
+                                                   r"byo_checks\.clear_001"):
+        load_checks()
 
 
 def test_a_mutants_file_is_found_only_when_named(user: Path,

@@ -103,3 +103,25 @@ def test_a_check_that_does_not_apply_skips_and_a_stray_param_is_refused(tmp_path
     done = run_pytest(str(test_file))
     assert done.returncode != 0
     assert "names 'ARIB-POP-001', which is not among the checks" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_default_items_follow_the_store_and_name_what_did_not_run(tmp_path: Path):
+    test_file = tmp_path / "test_defaults.py"
+    test_file.write_text(
+        "import pytest\nfrom arib.api import lane\n"
+        "from tests.userstore.capable import unreadable_store\n\n"
+        "@pytest.mark.arib(lane(unreadable_store))\n"  # a bare function would be the marked one
+        "def test_defaults(arib_report):\n    pass\n")
+    done = run_pytest(str(test_file), "--arib-trials", "1", "-k",
+                      "CONC-001 or CONC-002 or BRANCH-003 or CORRUPT")
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "PASSED" in out and "test_defaults[ARIB-CONC-001]" in out
+    assert re.search(r"SKIPPED \[1\] .*not run: needs close\(\): UnreadableBranches has no "
+                     r"callable close\(\)", out), out
+    # the probe raised: an error at the item's setup, with the cause (the check is not judged)
+    assert "ERROR at setup of test_defaults[ARIB-BRANCH-003]" in out, out
+    assert "RuntimeError('branch table unreadable')" in out
+    assert "CORRUPT" not in out  # not a default check: no item
+    assert "1 passed, 1 skipped, 20 deselected, 1 error" in out

@@ -24,7 +24,7 @@ def test_scaffold_writes_a_valid_check_and_mutant(tmp_path):
     check_path, mutant_path = scaffold("ARIB-DEMO-001", "sqlite-file", tmp_path)
     assert check_path == tmp_path / "checks" / "openai_agents" / "demo_001.py"
     assert mutant_path == tmp_path / "mutants" / "openai_agents" / "demo_001.py"
-    spec = validate_module(load(check_path, "scaffolded_check"))
+    spec = validate_module(load(check_path, "scaffolded.demo_001"))  # named by its id
     assert spec.id == "ARIB-DEMO-001" and spec.mutants == ("demo_001_sqlite_file_todo",)
     assert spec.generated[0].target == "sqlite-file"
     assert "NotImplementedError" in check_path.read_text()

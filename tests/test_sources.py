@@ -70,6 +70,25 @@ def test_a_missing_submodule_is_reported_without_running_its_package():
     assert "agents" not in loaded
 
 
+def test_a_module_inside_nested_namespace_packages_is_found_without_importing_them(
+        tmp_path, monkeypatch):
+    # As langgraph.checkpoint.memory: langgraph and langgraph.checkpoint are namespace
+    # packages spread over two distributions' folders; none of them is imported to find it.
+    one, two = tmp_path / "one", tmp_path / "two"
+    (one / "arib_ns" / "inner").mkdir(parents=True)
+    (two / "arib_ns" / "inner" / "pkg").mkdir(parents=True)
+    (one / "arib_ns" / "inner" / "first.py").write_text("raise RuntimeError('imported')\n")
+    (two / "arib_ns" / "inner" / "pkg" / "__init__.py").write_text("raise RuntimeError('x')\n")
+    monkeypatch.syspath_prepend(str(two))
+    monkeypatch.syspath_prepend(str(one))
+    assert module_path("arib_ns.inner.first") == one / "arib_ns" / "inner" / "first.py"
+    assert module_path("arib_ns.inner.pkg") == two / "arib_ns" / "inner" / "pkg" / "__init__.py"
+    assert module_source("arib_ns.inner.first") == "raise RuntimeError('imported')\n"
+    assert module_path("arib_ns.inner") is None  # a namespace package has no source file
+    assert module_path("arib_ns.inner.missing") is None
+    assert not [m for m in sys.modules if m.startswith("arib_ns")]
+
+
 def test_a_package_served_by_another_finder_is_found_by_importlib(tmp_path, monkeypatch):
     # Not on sys.path: only a finder of its own (as an editable install has) can serve it.
     import importlib.abc

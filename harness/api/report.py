@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from arib.api.capability import Found
 from arib.ground.model import ExitCode, Finding, Verdict, exit_code
 
 _ORDER = {Verdict.ERROR: 0, Verdict.VIOLATED: 1, Verdict.HELD: 2, Verdict.NOT_APPLICABLE: 3}
@@ -40,6 +41,10 @@ class Report:
     duration_s: float
     # check id -> the Python call that reruns its first violating trial alone
     replays: Mapping[str, str] = field(default_factory=dict)
+    # check id -> why it was not run (a need the object does not meet, or not a default)
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    # what the probe found on the object (empty when it could not look)
+    capabilities: tuple[Found, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -90,7 +95,20 @@ class Report:
             elif finding.reason:
                 line += "  " + _clip(finding.reason, 70)
             lines.append(line)
+        lines += self._not_run()
         return "\n".join(lines)
+
+    def _not_run(self) -> list[str]:
+        """The checks not run, those with one reason on one line: ``  not run  IDS: why``."""
+        by_reason: dict[str, list[str]] = {}
+        for check_id, reason in self.skipped.items():
+            by_reason.setdefault(reason, []).append(check_id)
+        lines = [""] if by_reason else []
+        for reason, ids in by_reason.items():
+            lines += textwrap.wrap(f"{', '.join(sorted(ids))}: {reason}", _WIDTH,
+                                   initial_indent=f"  {'not run':<14} ",
+                                   subsequent_indent=" " * 17, break_on_hyphens=False)
+        return lines
 
     def _explain(self, finding: Finding) -> list[str]:
         head = f"{finding.verdict.value.upper()} {finding.invariant_id}"
@@ -120,4 +138,6 @@ class Report:
             "duration_s": round(self.duration_s, 4),
             "findings": [f.to_json() for f in self.findings],
             "replays": dict(self.replays),
+            "skipped": dict(self.skipped),
+            "capabilities": [c.to_json() for c in self.capabilities],
         }

@@ -3,7 +3,9 @@
 Every check runs in its own forked child with the bench's time limits (the check's timeout,
 then a hard kill after the grace the bench gives), so a store that hangs or crashes is an
 ``error`` finding, never a hung test. ``validate`` is synchronous; ``avalidate`` awaits it in a
-worker thread, so an async test's event loop keeps running.
+worker thread, so an async test's event loop keeps running. Asked for no particular checks,
+it runs the ones the store's capabilities call for (``arib.api.capability``) and lists the
+others in the report with the reason.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any
 from anyio import to_thread
 
 from arib.admission import GRACE_S
+from arib.api.capability import DEFAULT_CHECKS, plan
 from arib.api.lane import Factory, Lane, as_lane
 from arib.api.report import Report
 from arib.checks.base import CheckSpec
 from arib.checks.registry import get_check
-from arib.execute import RunOptions, child_finding, run_check
+from arib.execute import RunOptions, child_finding, error_finding, run_check
 from arib.ground.child import run_jobs
 from arib.ground.errors import ParameterError, UsageError
 from arib.ground.model import Finding
@@ -32,14 +35,12 @@ from arib.runs.selection import check_list
 from arib.targets.base import TargetSpec
 from arib.warm import warm
 
-# Checks that judge any plain openai-agents Session (get_items, add_items, pop_item,
-# clear_session) and need neither close(), a backend's own options, nor raw access to its rows.
-DEFAULT_CHECKS = ("ARIB-CONC-001", "ARIB-ORDER-001", "ARIB-POP-001", "ARIB-CLEAR-001",
-                  "ARIB-ISO-001", "ARIB-WINDOW-001", "ARIB-FIDELITY-001")
+__all__ = ["DEFAULT_CHECKS", "avalidate", "select_checks", "validate"]
 
 
 def select_checks(checks: Iterable[str] | str | None) -> tuple[CheckSpec, ...]:
-    """The checks named (default: DEFAULT_CHECKS); an unknown id raises UnknownNameError."""
+    """The checks named (None: every check of DEFAULT_CHECKS, before the store's capabilities
+    pick among them); an unknown id raises UnknownNameError."""
     if isinstance(checks, str):
         checks = [c.strip() for c in check_list("checks=", checks, "check id",
                                                 "'ARIB-CONC-001,ARIB-POP-001'").split(",")]
@@ -108,12 +109,15 @@ def validate(factory: Lane | Factory, *, checks: Iterable[str] | str | None = No
              params: Mapping[str, Mapping[str, int]] | None = None, trials: int | None = None,
              seed: int = 0, trial_seed: int | None = None, workers: int = 2,
              timeout_s: float | None = None) -> Report:
-    """Judge the store ``factory`` makes with ``checks`` (default: DEFAULT_CHECKS)."""
+    """Judge the store ``factory`` makes with ``checks``; by default, with every check of
+    DEFAULT_CHECKS whose needs the object meets (the report lists the others, and why)."""
     started = time.perf_counter()
-    user = as_lane(factory)
-    selected = select_checks(checks)
     params = dict(params or {})
-    _check_params(params, selected, trials)
+    candidates = select_checks(checks)
+    _check_params(params, candidates, trials)
+    made = plan(as_lane(factory), None if checks is None else candidates)
+    user = made.lane
+    selected = made.run
     if timeout_s is not None:
         selected = tuple(dataclasses.replace(c, timeout_s=float(timeout_s)) for c in selected)
     target = user.spec()
@@ -122,16 +126,22 @@ def validate(factory: Lane | Factory, *, checks: Iterable[str] | str | None = No
     jobs = [functools.partial(_judge, c, target, o) for c, o in zip(selected, opts, strict=True)]
     outcomes = run_jobs(jobs, workers=workers, timeout_s=limits,
                         before_fork=lambda i: warm(selected[i], target))
-    findings: list[Finding] = []
+    findings: dict[str, Finding] = {}
+    for check_id, reason in made.errors.items():  # a probe raised: judged as the harness's error
+        check = get_check(check_id)
+        opt = _options(check, params, trials, seed, trial_seed)
+        findings[check_id] = _for_user(user, error_finding(check, target, opt, reason))
     replays: dict[str, str] = {}
     for check, opt, outcome, limit in zip(selected, opts, outcomes, limits, strict=True):
         finding = _for_user(user, child_finding(check, target, opt, outcome, limit))
-        findings.append(finding)
+        findings[check.id] = finding
         replay = _replay(user, finding, check, opt)
         if replay:
             replays[check.id] = replay
-    return Report(factory=user.label, lane=target.name, seed=seed, findings=tuple(findings),
-                  duration_s=time.perf_counter() - started, replays=replays)
+    ordered = [findings[c.id] for c in candidates if c.id in findings]
+    return Report(factory=user.label, lane=target.name, seed=seed, findings=tuple(ordered),
+                  duration_s=time.perf_counter() - started, replays=replays,
+                  skipped=dict(made.skipped), capabilities=made.capabilities)
 
 
 async def avalidate(factory: Lane | Factory, **options: Any) -> Report:

@@ -44,12 +44,30 @@ def module_path(name: str) -> Path | None:
         if package is not None and depth < len(parts):
             search = list(getattr(package, "__path__", None) or [])
             continue
-        spec = importlib.machinery.PathFinder.find_spec(prefix, search)
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(prefix, search)
+        except KeyError:  # a namespace package inside one that is not imported (_portions)
+            if depth == len(parts):
+                return None  # the module itself is a namespace package: no source file
+            search = _portions(search, parts[depth - 1])
+            continue
         if spec is None:  # not on the path: another finder may serve its top-level package
             return _found_by_import(name) if depth == 1 else None
         if depth < len(parts):
-            search = list(spec.submodule_search_locations or [])
+            search = _portions(search, parts[depth - 1], spec.submodule_search_locations)
     return _origin(spec)
+
+
+def _portions(parent: list[str] | None, name: str, locations: object = None) -> list[str]:
+    """Where the submodules of package ``name`` are: a regular package's folders (its
+    ``locations``); else, for a namespace package (``langgraph``, ``langgraph.checkpoint``),
+    the folders ``name`` in its parent's locations. A namespace package's own search path
+    recomputes itself from its parent package's module, which is not imported here: the path
+    finder then raises KeyError naming that parent."""
+    if isinstance(locations, list):
+        return list(locations)
+    return [str(Path(base) / name) for base in (sys.path if parent is None else parent)
+            if (Path(base) / name).is_dir()]
 
 
 def _found_by_import(name: str) -> Path | None:

@@ -13,6 +13,7 @@ interface a lane's class serves (``sync``, ``async`` or ``both``); the checks ca
 from __future__ import annotations
 
 import importlib
+import re
 import sqlite3
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import anyio.to_thread
 
 from arib.ground.interrupts import alarm_after
+from arib.ground.sources import module_source
 from arib.targets.base import BuildContext, Claims, Handle, NotApplicable, TargetSpec
 from arib.targets.langgraph import stores
 from arib.targets.langgraph.services import (
@@ -48,12 +50,14 @@ _build_reference = file_builder(REFERENCE_MODULE, "ReferenceSaver", "reference.d
 def _memory_class() -> str:
     """The in-memory saver's class as the installed release defines it: InMemorySaver, or
     MemorySaver before the rename (after it, MemorySaver is only an alias, which neither the
-    mutant generator nor the lane check can take for the class)."""
+    mutant generator nor the lane check can take for the class). Read from the module's source,
+    not imported: building the table of lanes imports no backend (a run imports only its own
+    lane's, arib.warm)."""
     try:
-        module = importlib.import_module(MEMORY_MODULE)
-    except ImportError:
+        source = module_source(MEMORY_MODULE)
+    except OSError:
         return "InMemorySaver"
-    return "InMemorySaver" if hasattr(module, "InMemorySaver") else "MemorySaver"
+    return "InMemorySaver" if re.search(r"^class InMemorySaver\b", source, re.M) else "MemorySaver"
 
 
 async def _build_memory(ctx: BuildContext) -> Handle:

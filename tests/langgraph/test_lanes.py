@@ -358,3 +358,17 @@ def test_the_close_check_runs_on_a_postgres_saver_and_abstains_on_a_shallow_one(
     shallow = run_check(check, lg.SHALLOW_POSTGRES, opts)
     assert shallow.verdict is Verdict.NOT_APPLICABLE
     assert "keeps only the latest checkpoint" in (shallow.reason or "")
+
+
+def test_the_table_of_lanes_imports_no_backend_and_names_the_memory_class_as_imported():
+    # A run imports only its own lane's backend (arib.warm): the table reads the in-memory
+    # saver's class from the installed source, and names the class importing it shows.
+    from tests.test_sources import loaded_after
+
+    loaded = loaded_after("import arib.targets.langgraph.lanes\n")
+    assert not [m for m in loaded if m.split(".")[0] in ("langgraph", "langchain_core")]
+    import langgraph.checkpoint.memory as memory
+
+    lane = next(t for t in lg.LANES if t.name == "lg-memory")
+    shown = "InMemorySaver" if hasattr(memory, "InMemorySaver") else "MemorySaver"
+    assert lane.backend == shown and getattr(memory, shown).__name__ == shown

@@ -41,8 +41,9 @@ def wrong_type_store(root: Path, session_id: str) -> object:
     return root / "store.json"
 
 
-def unclaimed_close_store(root: Path, session_id: str) -> ClosableSession:
-    """A bare factory (claims: no close()) whose session has a close(): a false claim."""
+@lane(has_close=False)
+def denied_close_store(root: Path, session_id: str) -> ClosableSession:
+    """Declares no close(), but its session has one: a false claim."""
     return ClosableSession(session_id, root / "store.json")
 
 
