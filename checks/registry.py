@@ -9,6 +9,8 @@ named by the id its CHECK has, so that the index and the imported checks always 
 modules import no backend distribution at module level (the SDK, drivers, libcst): what a
 trial needs it imports itself, and ``CheckSpec.preload`` names what the parent imports once
 before forking the check's runs (tests/test_registry.py holds these rules).
+A user's own check package joins the active family's through an ``arib.checks`` entry point
+named by the family (arib.ground.extensions): its checks are found and judged by the same rules.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from types import ModuleType
 
 from arib.checks.base import CheckSpec, ParityFault
 from arib.ground.errors import CheckDefinitionError, UnknownNameError
+from arib.ground.extensions import CHECKS_GROUP, extension_packages
 from arib.ground.family import active_family
 from arib.ground.schedule import ScheduleError
 
@@ -100,23 +103,45 @@ def _import_check(name: str) -> ModuleType:
         ) from None
 
 
+def _packages(package: str | None) -> tuple[str, ...]:
+    """``package``; or, when None, the active family's checks and the user's own packages
+    (``arib.checks`` entry points named by the family)."""
+    if package:
+        return (package,)
+    family = active_family()
+    return (family.checks, *extension_packages(CHECKS_GROUP, family.name))
+
+
 def _check_modules(package: str) -> list[str]:
     """The name of every check module of ``package``, sorted, without importing them (the
-    package itself is imported): every module but its helpers (``_name``) and subpackages."""
-    pkg = importlib.import_module(package)
+    package itself is imported): every module but its helpers (``_name``) and subpackages; a
+    module (a user's entry point may name one) stands for itself."""
+    try:
+        pkg = importlib.import_module(package)
+    except Exception as exc:
+        raise CheckDefinitionError(
+            f"check package {package!r} cannot be imported: {type(exc).__name__}: {exc}; fix "
+            f"it (`python -c 'import {package}'` shows the traceback) or uninstall the package "
+            f"that registers it in {CHECKS_GROUP!r}") from None
+    if not hasattr(pkg, "__path__"):
+        return [package]
     return [f"{package}.{info.name}"
             for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name)
             if not info.ispkg and not info.name.startswith("_")]
 
 
 def check_index(package: str | None = None) -> dict[str, str]:
-    """Check id -> module name of ``package`` (default: the active family's checks), read
-    from the modules' file names: nothing is imported or opened. A module whose file name is
-    not of a check id's form is left out here and refused by ``load_checks``."""
-    package = package or active_family().checks
-    index = {}
-    for name in _check_modules(package):
+    """Check id -> module name of ``package`` (default: the active family's checks and the
+    user's own packages), read from the modules' file names: nothing is imported or opened. A
+    module whose file name is not of a check id's form is left out here and refused by
+    ``load_checks``; two modules of one id (a user's and the family's) are refused."""
+    index: dict[str, str] = {}
+    for name in (m for p in _packages(package) for m in _check_modules(p)):
         check_id = _id_of_stem(name.rpartition(".")[2])
+        if check_id in index:
+            raise CheckDefinitionError(
+                f"two checks have id {check_id!r}: {index[check_id]!r} and {name!r}; the "
+                f"rule: a check id is one check; give the user's check a new id")
         if check_id is not None:
             index[check_id] = name
     return dict(sorted(index.items()))
@@ -128,18 +153,20 @@ def check_ids(package: str | None = None) -> frozenset[str]:
 
 
 def load_checks(package: str | None = None) -> tuple[CheckSpec, ...]:
-    """Every check in ``package`` (default: the active family's checks), sorted by id; a
-    module not named by its check's id is an error (so no two modules share an id)."""
-    package = package or active_family().checks
-    found = [validate_module(_import_check(name)) for name in _check_modules(package)]
+    """Every check in ``package`` (default: the active family's checks and the user's own
+    packages), sorted by id; a module not named by its check's id is an error, and so are two
+    modules of one id."""
+    check_index(package)  # two modules of one id are refused before any is imported
+    found = [validate_module(_import_check(name))
+             for name in (m for p in _packages(package) for m in _check_modules(p))]
     return tuple(sorted(found, key=lambda spec: spec.id))
 
 
 def get_check(check_id: str, checks: tuple[CheckSpec, ...] | None = None,
               package: str | None = None) -> CheckSpec:
     """The check with ``check_id``: from ``checks`` when given, else from ``package`` (default:
-    the active family's checks), importing its module only. An unknown id raises
-    UnknownNameError naming it and listing the known ids."""
+    the active family's checks and the user's own packages), importing its module only. An
+    unknown id raises UnknownNameError naming it and listing the known ids."""
     if checks is not None:
         for spec in checks:
             if spec.id == check_id:
@@ -147,12 +174,12 @@ def get_check(check_id: str, checks: tuple[CheckSpec, ...] | None = None,
         known = [c.id for c in checks]
         where = "the checks given"
     else:
-        package = package or active_family().checks
         index = check_index(package)
         if check_id in index:
             return validate_module(_import_check(index[check_id]))
         known = list(index)
-        where = f"{package}, whose module files are named by the ids (ARIB-AREA-001: area_001.py)"
+        where = (f"{', '.join(_packages(package))}, whose module files are named by the ids "
+                 f"(ARIB-AREA-001: area_001.py)")
     raise UnknownNameError(
         f"unknown check id {check_id!r}: the rule: a check id names a check of {where}; "
         f"fix: use one of {', '.join(known)}"

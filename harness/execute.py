@@ -117,9 +117,14 @@ def replay_command(
     schedule: str | None = None, index: int = 0,
 ) -> str:
     """The command that reruns exactly one trial with this seed (as trial ``index``, and
-    with this schedule)."""
-    words = ["python", "-m", "arib", "run", "--check", check.id, "--lane", target.name,
-             "--trial-seed", str(seed)]
+    with this schedule); a mutant is found again through the ``--mutants`` files it may
+    come from."""
+    from arib.ground.extensions import mutant_paths
+
+    files = [w for path in (mutant_paths() if mutant is not None else ())
+             for w in ("--mutants", str(path))]
+    words = ["python", "-m", "arib", *files, "run", "--check", check.id, "--lane",
+             target.name, "--trial-seed", str(seed)]
     if index:
         words += ["--trial-index", str(index)]
     if schedule is not None:

@@ -3,16 +3,20 @@ unknown one. A family's mutants are those that the modules of its mutants packag
 (openai-agents: mutants/openai_agents/, LangGraph: mutants/langgraph/): the hand-written ones
 its checks are paired with (``@handwritten``), and apart from them, in each module's
 ``PARITY_MUTANTS`` table, those its parity gate must fail on (``arib.mutants.parity``), which
-admission and the survey never see."""
+admission and the survey never see. A user's own hand-written mutants join them from outside
+the project (an ``arib.mutants`` entry point, or a file in ``$ARIB_MUTANTS``:
+arib.ground.extensions) and are judged by the same rules."""
 
 from __future__ import annotations
 
 import functools
 import importlib
+import os
 import pkgutil
 from types import ModuleType
 
 from arib.ground.errors import MutantDefinitionError, UnknownNameError
+from arib.ground.extensions import MUTANTS_VAR, user_mutant_modules
 from arib.ground.family import active_family
 from arib.mutants.base import DEFINED_IN, FORCED, HANDWRITTEN, MutantSpec
 
@@ -27,11 +31,21 @@ def _load_all(package: str) -> tuple[ModuleType, ...]:
                  if not info.ispkg and not info.name.startswith("_"))
 
 
+@functools.cache
+def user_modules(family: str, paths: str) -> frozenset[str]:
+    """The names of ``family``'s user mutant modules, imported once per family and
+    ``$ARIB_MUTANTS`` (``paths``)."""
+    return frozenset(module.__name__ for module in user_mutant_modules(family))
+
+
 def _family_specs(table: dict[str, MutantSpec]) -> list[MutantSpec]:
-    package = active_family().mutants
-    _load_all(package)
+    """The mutants of ``table`` the active family's package registers, and the user's own."""
+    family = active_family()
+    _load_all(family.mutants)
+    users = user_modules(family.name, os.environ.get(MUTANTS_VAR, ""))
     return [m for m in table.values()
-            if DEFINED_IN.get(m.id, "").rpartition(".")[0] == package]
+            if DEFINED_IN.get(m.id, "").rpartition(".")[0] == family.mutants
+            or DEFINED_IN.get(m.id) in users]
 
 
 def handwritten_mutants() -> tuple[MutantSpec, ...]:
@@ -88,5 +102,6 @@ def get_mutant(key: str) -> MutantSpec:
     known = ", ".join(m.name for m in handwritten_mutants())
     raise UnknownNameError(
         f"unknown mutant {key!r}: pair a check with a mutant defined in "
-        f"{active_family().mutants}/; known: {known}"
+        f"{active_family().mutants}/ or in your own module (an arib.mutants entry point, or "
+        f"--mutants PATH); known: {known}"
     )

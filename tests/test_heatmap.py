@@ -73,6 +73,29 @@ def test_every_cell_is_drawn_once_in_its_colour_and_the_bytes_repeat() -> None:
     assert "<dc:date>" not in svg and "openai-agents 0.2.0" in svg
 
 
+def test_every_panel_names_its_lanes_and_checks() -> None:
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    versions = ("0.1.0", "0.2.0", "0.3.0")
+    svg = heatmap.heatmap_svg([run_doc(v, NEW) for v in versions])
+    labels = [t.strip() for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    for name in ("lane-a", "lane-b", "ARIB-A-001", "ARIB-B-001", "ARIB-C-001"):
+        assert labels.count(name) == len(versions), name
+
+
+def test_not_measured_alone_is_hatched_in_the_cells_and_the_legend() -> None:
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    svg = heatmap.heatmap_svg([run_doc("0.1.0", OLD)])
+    fills = dict(re.findall(r'<g id="cells-0\.1\.0-([a-z-]+)">\s*<path d="[^"]*"\s*'
+                            r'clip-path="[^"]*"\s*style="fill: ([^;"]+)', svg))
+    assert set(fills) == {"held", "violated-every", "error", "not-applicable", "not-measured"}
+    assert fills["not-measured"].startswith("url(#h")  # a pattern: the hatch
+    assert not any(f.startswith("url(") for c, f in fills.items() if c != "not-measured")
+    assert len(set(fills.values())) == len(fills)
+    assert "white hatched not measured" in heatmap.LEGEND
+    legend = svg[svg.index('<g id="legend_1">'):]
+    assert legend.count("fill: url(#h") == 1  # the legend's "not measured" swatch
+
+
 def test_report_extra_admits_the_release_nox_installs() -> None:
     from packaging.requirements import Requirement
 
@@ -181,4 +204,45 @@ def test_chromium_renders_the_picture_the_markdown_references(tmp_path, unvalida
     for label in ("lane-a", "lane-b", "ARIB-A-001", "ARIB-C-001", "openai-agents 0.1.0",
                   "openai-agents 0.2.0", "violated in every trial", "not measured"):
         assert label in shown["labels"]
-    assert shown["labels"].count("lane-a") == 2  # once per version's panel
+    for label in ("lane-a", "lane-b", "ARIB-A-001", "ARIB-B-001", "ARIB-C-001"):
+        assert shown["labels"].count(label) == 2, label  # once per version's panel
+
+
+def first_cell(svg: str, gid: str) -> tuple[float, float, float, float]:
+    """The box (x0, y0, x1, y1, in the SVG's units) of the first cell of group ``gid``."""
+    d = re.search(rf'<g id="{re.escape(gid)}">\s*<path d="([^z]*)z', svg)
+    assert d, gid
+    points = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", d.group(1))]
+    xs, ys = points[0::2], points[1::2]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_chromium_shows_not_measured_apart_from_the_page_and_not_applicable(tmp_path) -> None:
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    from matplotlib.image import imread
+
+    svg = heatmap.heatmap_svg([run_doc("0.1.0", OLD)])
+    (tmp_path / "x.svg").write_text(svg)
+    width, height = (float(v) for v in re.findall(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg)[0])
+    px = 4 / 3  # one SVG unit is one point: 4/3 CSS pixels at a device scale of 1
+    shot = tmp_path / "x.png"
+    chromium("--hide-scrollbars", "--force-device-scale-factor=1",
+             f"--window-size={int(width * px) + 1},{int(height * px) + 1}",
+             f"--screenshot={shot}", (tmp_path / "x.svg").as_uri(), profile=tmp_path / "profile")
+    image = imread(shot)[:, :, :3] * 255
+
+    def shown(gid: str) -> Any:
+        """The pixels Chromium drew inside the first cell of ``gid`` (2 points in from its edge)."""
+        x0, y0, x1, y1 = first_cell(svg, gid)
+        return image[int((y0 + 2) * px):int((y1 - 2) * px), int((x0 + 2) * px):int((x1 - 2) * px)]
+
+    page = image[2, 2]  # the top left corner: the page's background
+    unmeasured, na = shown("cells-0.1.0-not-measured"), shown("cells-0.1.0-not-applicable")
+    assert unmeasured.size and na.size
+    assert (page == 255).all()
+    # Hatched: lines on white, so the cell varies and is darker on average than the page...
+    assert unmeasured.std() > 10 and page.mean() - unmeasured.mean() > 8
+    # ...while "not applicable" is one flat grey, and no cell of it looks like the page.
+    assert na.std() < 2 and (page.mean() - na.mean()) > 40

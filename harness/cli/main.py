@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from arib.cli import admit, bench, family, project, races, reports, results, survey
 from arib.ground.errors import BenchError
@@ -36,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--family", default=None, help=(
         "the runtime family to measure (default: $ARIB_FAMILY, else the default family); families "
         "are registered in the entry-point group arib.families"))
+    parser.add_argument("--mutants", action="append", default=[], metavar="PATH", help=(
+        "a .py file of your own hand-written mutants (@handwritten), for checks to be paired "
+        "with; repeat it for more (sets $ARIB_MUTANTS, which child processes and the pytest "
+        "plugin read; installed packages add theirs in the entry-point group arib.mutants)"))
     sub = parser.add_subparsers(dest="command", required=True)
     # One module per command group, each adding its parsers in the order `--help` lists them.
     bench.add_parsers(sub)  # bench, accept, compare
@@ -51,6 +57,24 @@ def build_parser() -> argparse.ArgumentParser:
     reports.add_parsers(sub)  # merge, html, show, list, report
     family.add_parsers(sub)  # official, probe
     return parser
+
+
+def use_mutants(paths: Sequence[str]) -> None:
+    """Add ``paths`` to ``$ARIB_MUTANTS`` (the files of the user's own mutants), checked now:
+    a path that is not a Python file is a UsageError naming it."""
+    from arib.ground.extensions import MUTANTS_VAR, mutant_paths
+
+    was = os.environ.get(MUTANTS_VAR)
+    before = [p for p in (was or "").split(os.pathsep) if p]
+    os.environ[MUTANTS_VAR] = os.pathsep.join([*before, *(str(Path(p).resolve()) for p in paths)])
+    try:
+        mutant_paths()
+    except BenchError:  # left as it was
+        if was is None:
+            del os.environ[MUTANTS_VAR]
+        else:
+            os.environ[MUTANTS_VAR] = was
+        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     from arib.ground.family import use_family
 
                     use_family(args.family)
+                if args.mutants:
+                    use_mutants(args.mutants)
                 return int(args.func(args))
             finally:
                 scratch.cleanup()

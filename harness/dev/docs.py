@@ -185,7 +185,8 @@ def update_docs(root: Path) -> list[Path]:
     """Rewrite the active family's blocks and the operators' block in place, in the pages
     under ``root``; the pages that changed."""
     changed = []
-    for page, new in render_pages(root, load_checks(), active_family().name).items():
+    family = active_family()  # its own checks only: a user's installed ones are not ours
+    for page, new in render_pages(root, load_checks(family.checks), family.name).items():
         if (root / page).read_text() != new:
             (root / page).write_text(new)
             changed.append(root / page)

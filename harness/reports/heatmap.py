@@ -1,5 +1,9 @@
 """The cross-version heat map: lanes x invariants, one panel per SDK version, as SVG.
 
+Every panel names its lanes (left) and its invariants (under it), so a panel read alone is
+whole; a cell no run measured is hatched, unlike the page around it and unlike "not
+applicable" (grey).
+
 matplotlib is optional (the ``report`` extra); it is imported only to draw, so that
 ``python -m arib compare`` still writes the Markdown without it and says why there is no
 picture. The same documents give the same bytes: a fixed font, size and hash salt, no date.
@@ -23,17 +27,21 @@ COLOURS = {
     "error": "#6a3d9a",
     "not-measured": "#ffffff",
 }
+# category -> hatch: only "not measured" is hatched (grey lines on white), so it is neither the
+# page's white nor "not applicable"'s grey.
+HATCHES = {"not-measured": "////"}
 NAMES = {
     "held": "held", "violated-some": "violated in some trials",
     "violated-every": "violated in every trial", "not-applicable": "not applicable",
     "error": "error (not judged)", "not-measured": "not measured",
 }
 LEGEND = ("green held, orange violated in some trials, red violated in every trial, grey not "
-          "applicable, purple error, white not measured")
+          "applicable, purple error, white hatched not measured")
 EDGE = "#888888"
+HATCH = "#8c8c8c"  # the colour of the hatch lines
 CELL_PT = 12  # the side of one cell, in points (72 to the inch)
 RC = {"font.family": "DejaVu Sans", "font.size": 7.0, "svg.hashsalt": "arib-cross-version",
-      "svg.fonttype": "none", "path.simplify": False}
+      "svg.fonttype": "none", "path.simplify": False, "hatch.linewidth": 0.6}
 
 
 def category(finding: Mapping[str, Any] | None) -> str:
@@ -78,7 +86,8 @@ def _cells_path(origins: Sequence[tuple[int, int]]) -> Any:
 def _panel(ax: Any, doc: Mapping[str, Any], lanes: Sequence[str],
            checks: Sequence[str]) -> None:
     """One version's panel: a compound path per category (SVG group
-    ``cells-<version>-<category>``, one subpath per cell), grid lines, lane labels."""
+    ``cells-<version>-<category>``, one subpath per cell), grid lines, the lanes' names on the
+    left and the invariants' names under it."""
     from matplotlib.patches import PathPatch
 
     version = doc["sdk"]["version"]
@@ -89,8 +98,10 @@ def _panel(ax: Any, doc: Mapping[str, Any], lanes: Sequence[str],
             origins[category(found.get(Cell(check, lane)))].append((x, y))
     for name, cells in origins.items():
         if cells:
+            # edgecolor is the hatch's colour here (linewidth 0 draws no edge)
             ax.add_patch(PathPatch(_cells_path(cells), facecolor=COLOURS[name],
-                                   linewidth=0, gid=f"cells-{version}-{name}"))
+                                   edgecolor=HATCH, hatch=HATCHES.get(name), linewidth=0,
+                                   gid=f"cells-{version}-{name}"))
     ax.hlines([y - 0.5 for y in range(len(lanes) + 1)], -0.5, len(checks) - 0.5,
               colors=EDGE, linewidth=0.3)
     ax.vlines([x - 0.5 for x in range(len(checks) + 1)], -0.5, len(lanes) - 0.5,
@@ -98,6 +109,7 @@ def _panel(ax: Any, doc: Mapping[str, Any], lanes: Sequence[str],
     ax.set_xlim(-0.5, len(checks) - 0.5)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_yticks(range(len(lanes)), labels=lanes, fontsize=6)
+    ax.set_xticks(range(len(checks)), labels=checks, rotation=90, fontsize=6)
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
@@ -106,7 +118,8 @@ def _panel(ax: Any, doc: Mapping[str, Any], lanes: Sequence[str],
 
 
 def heatmap_svg(docs: Sequence[Mapping[str, Any]]) -> str:
-    """The heat map of ``docs`` (ordered by version) as SVG text: one panel per version.
+    """The heat map of ``docs`` (ordered by version) as SVG text: one panel per version, each
+    with its title above, its lanes' names left of it and its invariants' names under it.
 
     The geometry is in whole points (a cell is 12 pt), so the SVG's coordinates are short.
     """
@@ -116,25 +129,21 @@ def heatmap_svg(docs: Sequence[Mapping[str, Any]]) -> str:
 
     lanes, checks = grid(docs)
     left = 18 + 4 * max(map(len, lanes), default=4)
-    bottom = 18 + 4 * max(map(len, checks), default=4)
-    top, gap, right = 42, 18, 18
+    names = 10 + 4 * max(map(len, checks), default=4)  # the invariants' names under a panel
+    top, title, gap, right, bottom = 30, 16, 10, 18, 8
     width = max(left + CELL_PT * len(checks) + right, 540)  # room for the legend
     tall = CELL_PT * len(lanes)
-    height = bottom + len(docs) * tall + (len(docs) - 1) * gap + top
+    block = title + tall + names  # one panel with its title and its names
+    height = top + len(docs) * block + (len(docs) - 1) * gap + bottom
     with matplotlib.rc_context(RC):
         fig = Figure(figsize=(width / 72, height / 72))
-        axes: list[Any] = []
         for i, doc in enumerate(docs):
-            y = height - top - (i + 1) * tall - i * gap
+            y = height - top - i * (block + gap) - title - tall
             ax = fig.add_axes((left / width, y / height, CELL_PT * len(checks) / width,
-                               tall / height), sharex=axes[0] if axes else None)
+                               tall / height))
             _panel(ax, doc, lanes, checks)
-            ax.tick_params(labelbottom=False)
-            axes.append(ax)
-        axes[-1].tick_params(labelbottom=True)
-        axes[-1].set_xticks(range(len(checks)), labels=checks, rotation=90, fontsize=6)
-        fig.legend(handles=[Patch(facecolor=c, edgecolor=EDGE, label=NAMES[n])
-                            for n, c in COLOURS.items()],
+        fig.legend(handles=[Patch(facecolor=c, edgecolor=EDGE, hatch=HATCHES.get(n),
+                                  label=NAMES[n]) for n, c in COLOURS.items()],
                    loc="upper center", ncol=len(COLOURS), frameon=False, fontsize=6.5)
         out = io.StringIO()
         fig.savefig(out, format="svg", metadata={"Date": None})
