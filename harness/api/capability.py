@@ -3,7 +3,9 @@
 ``validate()`` and the pytest plugin, asked for no particular checks, build the store once in a
 forked child (``probe``), look on the object for each ``Capability`` (a callable ``close``, a
 ``limit`` parameter of ``get_items``, the branch, usage and turn methods of
-``AdvancedSQLiteSession``), and run every check of ``DEFAULT_CHECKS`` whose needs it meets
+``AdvancedSQLiteSession``), and on the factory's signature for the constructor options a check
+opens an instance with (``ttl``, ``encryption_key``, ``max_scan_items``, the table options:
+``arib.api.lane.keyword_options``), and run every check of ``DEFAULT_CHECKS`` whose needs it meets
 (``plan``). Every other check of the family is listed as not run, with the reason. A claim the
 user stated (``@lane(has_close=True)``) is kept and verified against the object, so a
 contradicted one is refused as for the built-in lanes; a claim left unstated is what the object
@@ -27,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from arib.api.lane import Lane, make_session
+from arib.api.lane import Lane, keyword_options, make_session
 from arib.checks.base import CheckSpec
 from arib.checks.registry import get_check, load_checks
 from arib.ground.child import ChildStatus, run_jobs
@@ -42,6 +44,10 @@ class Capability(str, enum.Enum):
     BRANCHES = "branches"
     USAGE = "usage records"
     TURNS = "turn queries"
+    TTL = "ttl option"
+    KEY = "encryption_key option"
+    BUDGET = "max_scan_items option"
+    TABLES = "table options"
 
 
 # The methods a capability is: every one must be callable on the object.
@@ -53,11 +59,23 @@ METHODS: Mapping[Capability, tuple[str, ...]] = {
     Capability.TURNS: ("get_conversation_turns", "find_turns_by_content"),
 }
 
+# The keyword parameters of the factory a capability is (``TrialContext.open_configured``
+# opens an instance with them): every one must be among ``keyword_options(factory)``.
+OPTIONS: Mapping[Capability, tuple[str, ...]] = {
+    Capability.TTL: ("ttl",),
+    Capability.KEY: ("encryption_key",),
+    Capability.BUDGET: ("max_scan_items",),
+    Capability.TABLES: ("create_tables", "sessions_table", "messages_table"),
+}
+
 # The checks a user's store is held to when none is named, each with what it needs beyond
 # the Session protocol and beyond ``CheckSpec.requires_close`` / ``requires_terminal_close``
-# (read from the check: ``needs``). The family's other checks mostly judge what a built-in
-# lane's adapter reaches (the store's raw rows, a driver the harness injects faults into, a
-# constructor option, the SDK's wrapper classes), or hold a store to more than the Session
+# (read from the check: ``needs``). A check that opens an instance with constructor options
+# needs the factory to take them (ARIB-TTL-001 ``ttl``, ARIB-KEY-001 ``encryption_key``, whose
+# default is the lane's own key, ARIB-BUDGET-001 ``max_scan_items``, ARIB-TABLES-001 the table
+# options, whose defaults are the lane's own table pair, created). The family's other checks
+# mostly judge what a built-in lane's adapter reaches (the store's raw rows, a driver the
+# harness injects faults into, the SDK's wrapper classes), or hold a store to more than the Session
 # protocol promises: ARIB-LIMIT-001 wants all items or a refusal for get_items(limit=-1)
 # (ARIB-WINDOW-001 also accepts none), ARIB-REPLAY-001 a redelivered batch shown once by its
 # item ids, ARIB-MULTI-001 writers in several processes. Named in ``checks=``, they run, and
@@ -75,6 +93,10 @@ DEFAULT_NEEDS: Mapping[str, tuple[Capability, ...]] = {
     "ARIB-USAGE-001": (Capability.USAGE, Capability.BRANCHES),
     "ARIB-USAGE-002": (Capability.USAGE,), "ARIB-USAGE-003": (Capability.USAGE,),
     "ARIB-TURNS-001": (Capability.TURNS, Capability.BRANCHES),
+    "ARIB-TTL-001": (Capability.TTL, Capability.LIMIT),
+    "ARIB-KEY-001": (Capability.KEY, Capability.LIMIT),
+    "ARIB-BUDGET-001": (Capability.BUDGET, Capability.LIMIT),
+    "ARIB-TABLES-001": (Capability.TABLES,),
 }
 DEFAULT_CHECKS = tuple(DEFAULT_NEEDS)
 OUT_OF_REACH = ("not in arib.api.DEFAULT_CHECKS, the checks a user's store is held to by "
@@ -161,6 +183,19 @@ def _methods(capability: Capability, obj: Any) -> Found:
                  else f"{name} has {', '.join(METHODS[capability])}")
 
 
+def _option(capability: Capability, user: Lane) -> Found:
+    """A constructor option as the factory's signature shows it (never guessed: a
+    ``**kwargs`` names none)."""
+    takes = keyword_options(user.factory)
+    wanted = OPTIONS[capability]
+    missing = [name for name in wanted if name not in takes]
+    if missing:
+        return Found(capability, False, f"factory {user.name} takes no keyword parameter "
+                                        f"{', '.join(missing)}")
+    return Found(capability, True, f"factory {user.name} takes "
+                                   f"{', '.join(f'{name}=' for name in wanted)}")
+
+
 def _look(capability: Capability, look: Callable[[], Found]) -> Found:
     """``look()``, or the capability as unknown with the cause when the probe raised."""
     try:
@@ -180,6 +215,8 @@ async def _probe(user: Lane, root: Path) -> Probed:
         found = [close, _look(Capability.LIMIT, lambda: _limit(session))]
         for capability in METHODS:
             found.append(_look(capability, functools.partial(_methods, capability, session)))
+        for capability in OPTIONS:
+            found.append(_look(capability, functools.partial(_option, capability, user)))
         return Probed(tuple(found), claims)
     finally:
         with contextlib.suppress(Exception):  # a close() that cannot be found is reported above

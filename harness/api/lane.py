@@ -6,10 +6,17 @@ its store under ``root``, so that a second call with the same ``root`` reads the
 ``Session`` methods. ``@lane(has_close=True)`` states claims, which are verified against the
 object the factory returns (a contradicted claim is refused); a claim left unstated is what
 the object shows (``arib.api.capability``: a callable ``close`` is ``has_close=True``).
+
+A factory may take the store's constructor options as keyword parameters after
+``(root, session_id)``, each with a default (``def my_store(root, session_id, *, ttl=None)``):
+they are the lane's ``TargetSpec.options``, found on its signature (``keyword_options``), and a
+check that opens an instance with an option (``TrialContext.open_configured(ttl=1)``) gets the
+factory called with it, as a built-in lane's builder is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import typing
 from collections.abc import Callable
@@ -18,12 +25,20 @@ from pathlib import Path
 from typing import Any, overload
 
 from arib.ground.errors import UsageError
-from arib.targets.base import BuildContext, Claims, Handle, TargetSpec, quiet_close
+from arib.targets.base import (
+    BuildContext,
+    Claims,
+    Handle,
+    NotApplicable,
+    TargetSpec,
+    quiet_close,
+)
 
 # The openai-agents Session protocol: what the object a factory returns must offer.
 SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
 
-Factory = Callable[[Path, str], Any]
+# (root: Path, session_id: str, **constructor options) -> Session
+Factory = Callable[..., Any]
 # The claims @lane(...) states; one left out is found on the object (Lane.with_found).
 CLAIM_NAMES = ("has_close", "close_is_async", "close_is_terminal", "close_note")
 
@@ -32,6 +47,36 @@ def factory_name(factory: Callable[..., Any]) -> str:
     """``module.qualname`` of a factory, as reports and error messages name it."""
     module = getattr(factory, "__module__", None) or "?"
     return f"{module}.{getattr(factory, '__qualname__', repr(factory))}"
+
+
+def keyword_options(factory: Callable[..., Any]) -> tuple[str, ...]:
+    """The constructor options ``factory`` takes, read off its signature: every parameter
+    after ``(root, session_id)`` that can be passed by keyword (``*, ttl=None``); a
+    ``**kwargs`` names none. Raises ValueError or TypeError when the signature cannot be
+    read, and UsageError naming an option without a default (a trial calls the factory
+    without it)."""
+    parameters = list(inspect.signature(factory).parameters.values())
+    positional = [p for p in parameters
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    rest = positional[2:] + [p for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    required = [p.name for p in rest if p.default is inspect.Parameter.empty]
+    if required:
+        raise UsageError(
+            f"factory {factory_name(factory)!r} has parameter(s) {', '.join(map(repr, required))} "
+            f"without a default; the rule: a factory is (root, session_id) plus constructor "
+            f"options that each have a default (the lane's own instance is built without "
+            f"them); fix: give each a default, e.g. `*, ttl=None`")
+    return tuple(p.name for p in rest if p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+
+
+def _readable_options(factory: Callable[..., Any]) -> tuple[str, ...]:
+    """``keyword_options``, or none when the signature cannot be read (the capability probe
+    reports that with its cause)."""
+    try:
+        return keyword_options(factory)
+    except (ValueError, TypeError):
+        return ()
 
 
 @dataclass(frozen=True)
@@ -47,8 +92,8 @@ class Lane:
     # "module:Class", the class a survey mutates; None: the class the factory returns
     store: str | None = None
 
-    def __call__(self, root: Path, session_id: str) -> Any:
-        return self.factory(root, session_id)
+    def __call__(self, root: Path, session_id: str, **options: Any) -> Any:
+        return self.factory(root, session_id, **options)
 
     @property
     def label(self) -> str:
@@ -71,7 +116,9 @@ class Lane:
             name=self.name,
             backend=backend or getattr(self.factory, "__qualname__", self.name),
             module=module or getattr(self.factory, "__module__", "") or "", claims=self.claims,
-            build=_builder(self), description=f"user factory {self.label}")
+            build=_builder(self), description=f"user factory {self.label}",
+            options={name: f"keyword parameter {name!r} of the factory {self.label}"
+                     for name in _readable_options(self.factory)})
 
 
 @overload
@@ -107,6 +154,8 @@ def lane(factory: Factory | None = None, *, name: str | None = None,
         if not callable(made):
             raise UsageError(f"lane() got {made!r}, which is not callable; the rule: a factory "
                              f"is (root: Path, session_id: str) -> Session; pass a function")
+        with contextlib.suppress(ValueError, TypeError):  # unreadable: reported by the probe
+            keyword_options(made)  # an option without a default is refused here
         return Lane(made, claims, name or str(getattr(made, "__qualname__", "user-store")),
                     declared, store_ref)
 
@@ -147,8 +196,16 @@ def _missing_methods(session: Any) -> list[str]:
 
 
 async def make_session(user: Lane, ctx: BuildContext) -> Any:
-    """Call the factory (awaiting an async one) and insist on a Session-like object."""
-    made = user.factory(ctx.root, ctx.session_id)
+    """Call the factory with the trial's constructor options (awaiting an async one) and
+    insist on a Session-like object; an option the factory does not take abstains
+    (NotApplicable), naming it."""
+    missing = sorted(set(ctx.options) - set(_readable_options(user.factory)))
+    if missing:
+        raise NotApplicable(
+            f"factory {user.label!r} takes no keyword parameter "
+            f"{', '.join(map(repr, missing))}, the constructor option(s) this trial opens an "
+            f"instance with")
+    made = user.factory(ctx.root, ctx.session_id, **ctx.options)
     if inspect.isawaitable(made):
         made = await made
     missing = _missing_methods(made)
