@@ -13,7 +13,7 @@ else ``_then_lost``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +21,10 @@ import anyio
 
 from arib.checks._suspend import at_suspension, cancel_current
 from arib.checks.base import describe
+from arib.ground.model import Counts
 
 HELD = ("returned_then_once", "absent_then_once", "present_then_once")
+SETUP_FAILED = "setup_failed"  # a point whose setup raised, before anything was cancelled
 
 
 async def cancelled_at(make: Callable[[], Awaitable[Any]], k: int
@@ -106,3 +108,12 @@ async def judge_point(point: Point, words: Words, notes: list[str],
         return f"{ended_as}_then_once"
     notes.append(f"{where}; saw it {own}; {shown}")
     return f"{ended_as}_then_lost"
+
+
+def point_counts(modes: Iterable[str], words: Words) -> Counts:
+    """The counts of a trial's points, one per violated point: a call that raised (the setup,
+    or the caller's object after the cancellation: ``words.poisoned``) as ``raised``; any
+    other violation (a hang, a divergent, partial or lost operation) as ``wrong_result``."""
+    bad = [mode for mode in modes if mode not in HELD]
+    raised = sum(mode in (SETUP_FAILED, words.poisoned) for mode in bad)
+    return Counts(wrong_result=len(bad) - raised, raised=raised)

@@ -91,7 +91,7 @@ async def guarded(ctx: TrialContext, body: Callable[[], Awaitable[Trial]]) -> Tr
             raise NotApplicable(f"the installed release has no {exc.name} API this check "
                                 f"uses ({exc}): the contract was never offered there") from None
         last = ctx.ops[-1] if ctx.ops else "before any operation"
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="raised",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="raised",
                      sample=f"{describe(exc)} (during: {last})"[:300], ops=tuple(ctx.ops))
 
 

@@ -46,7 +46,9 @@ def official_check(baseline: Mapping[str, frozenset[str]], timeout_s: float = 60
                 + (f"; stopped at {run.stopped_at}" if run.stopped_at else ""))
         sample = "; ".join(f"{t.key}: {t.error}" for t in run.tests
                            if t.key in new[:2])[:400] or None
-        return Trial(ctx.index, ctx.seed, bool(new), Counts(errors=len(new)),
+        # a newly failing test is counted as a wrong result: the suite's report does not
+        # tell a failed assertion from an exception of the saver
+        return Trial(ctx.index, ctx.seed, bool(new), Counts(wrong_result=len(new)),
                      mode="official_failed" if new else "official_passed", sample=sample,
                      ops=tuple(ctx.ops))
 

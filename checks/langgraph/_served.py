@@ -145,5 +145,8 @@ async def forked_report(ctx: TrialContext, name: str, body: _forked.Body, bound_
         mode, what = "crashed", (f"the process ended without a report: "
                                  f"{(message or {}).get('crash', '')} {worker.describe_exit()}")
     ctx.log(what)
-    return Trial(ctx.index, ctx.seed, True, Counts(errors=max(1, len(stuck))),
+    # an open that raised is an exception; calls stuck, or a crash, are answers never given
+    n = max(1, len(stuck))
+    counts = Counts(raised=n) if mode == "open_failed" else Counts(wrong_result=n)
+    return Trial(ctx.index, ctx.seed, True, counts,
                  mode=f"{prefix}{mode}", sample=what[:300], ops=tuple(ctx.ops))

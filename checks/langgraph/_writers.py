@@ -29,6 +29,19 @@ Plan = Callable[[Any, int, int, str, int], Sequence[Any]]
 READY_TIMEOUT_S = 20.0
 
 
+class RaisedText(str):
+    """A problem's text that reports a call that raised (counted as ``raised``; a problem of
+    any other kind, a writer that stopped answering or crashed, as ``wrong_result``)."""
+
+    __slots__ = ()
+
+
+def problem_counts(problems: Sequence[str]) -> Counts:
+    """One count per problem: a ``RaisedText`` as ``raised``, any other as ``wrong_result``."""
+    raised = sum(isinstance(problem, RaisedText) for problem in problems)
+    return Counts(wrong_result=len(problems) - raised, raised=raised)
+
+
 @dataclass
 class Outcome:
     """What the parent heard from one writer."""
@@ -129,8 +142,9 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
             raise NotApplicable(f"{ctx.target.name!r}: {message['private']}; a second process "
                                 f"cannot open it")
         if "ready" not in message:
-            problems.append(f"{worker.name} could not open the store: "
-                            f"{message.get('open_error', 'no answer')}")
+            text = f"{worker.name} could not open the store: " \
+                   f"{message.get('open_error', 'no answer')}"
+            problems.append(RaisedText(text) if "open_error" in message else text)
     if not hold:
         _forked.send_go(workers, time.monotonic() + 0.05)
     return problems
@@ -141,7 +155,8 @@ def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
     if "ack" in message:
         outcome.acked.add(int(message["ack"]))
     elif "error" in message:
-        outcome.problems.append(f"{name} op {message['error']} raised {message['what']}")
+        outcome.problems.append(RaisedText(f"{name} op {message['error']} raised "
+                                           f"{message['what']}"))
     elif "finished" in message:
         outcome.finished = True
     elif "crash" in message or "garbled" in message:
@@ -163,8 +178,8 @@ async def _read(ctx: TrialContext, worker: _forked.Worker, outcome: Outcome, dea
             raise NotApplicable(f"{ctx.target.name!r} ({worker.name}): "
                                 f"{message['private']}; a second process cannot open it")
         if "open_error" in message:
-            outcome.problems.append(f"{worker.name} could not open or set up the "
-                                    f"store: {message['open_error']}")
+            outcome.problems.append(RaisedText(f"{worker.name} could not open or set up the "
+                                               f"store: {message['open_error']}"))
             return
         record(outcome, message, worker.name)
 
@@ -223,7 +238,7 @@ def judged(ctx: TrialContext, saver: Any, names: list[tuple[int, str]], steps: i
         acked.update(len(plan) + n for n in outcomes[w].acked)
         plan.extend(writer_plan(saver, ctx.seed, w, thread, steps))
     found = judge(plan, acked, seen)
-    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
+    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn) + problem_counts(problems)
     mode = (failed if problems else "lossy" if found.lost else "foreign" if found.bad
             else clean)
     ctx.log(f"acknowledged {len(acked)} of {len(plan)} ops; {mode}")
@@ -269,7 +284,8 @@ async def race_and_judge(ctx: TrialContext, names: list[tuple[int, str]], steps:
         seen = await read_threads(handle.session, {thread for _, thread in names})
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened or read after
         mode = failed if problems else "read_raised"
-        problems.append(f"a fresh instance could not read the store: {describe(exc)}")
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=len(problems)), mode=mode,
+        problems.append(RaisedText(f"a fresh instance could not read the store: "
+                                   f"{describe(exc)}"))
+        return Trial(ctx.index, ctx.seed, True, problem_counts(problems), mode=mode,
                      sample="; ".join(problems[:3]), ops=tuple(ctx.ops))
     return judged(ctx, handle.session, names, steps, outcomes, problems, seen, failed, clean)

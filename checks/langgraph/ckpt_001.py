@@ -47,7 +47,7 @@ async def _trial(ctx: TrialContext) -> Trial:
         try:
             await call(saver, "put", config(thread, "", parent), cp, metadata, versions)
         except Exception as exc:  # noqa: BLE001 - a refused put is evidence
-            return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="put_raised",
+            return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="put_raised",
                          sample=describe(exc), ops=tuple(ctx.ops))
         put.append({"id": cp["id"], "channel_values": dict(cp["channel_values"]),
                     "channel_versions": cp["channel_versions"],
@@ -73,7 +73,7 @@ async def _trial(ctx: TrialContext) -> Trial:
                 problems.append(f"{expected['id']}: {wrong}")
         latest = await call(reader, "get_tuple", config(thread))
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(put), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(put), raised=1),
                      mode="read_raised", sample=describe(exc), ops=tuple(ctx.ops))
     if latest is None or latest.checkpoint["id"] != put[-1]["id"]:
         problems.append(f"latest is {None if latest is None else latest.checkpoint['id']}, "

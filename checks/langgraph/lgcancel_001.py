@@ -30,9 +30,17 @@ import anyio
 
 from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from arib.checks.common import RATE_TRIALS, trials_param
-from arib.checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
+from arib.checks.langgraph._cancelled import (
+    HELD,
+    SETUP_FAILED,
+    Point,
+    Words,
+    cancelled_at,
+    judge_point,
+    point_counts,
+)
 from arib.checks.langgraph._faults import Op, read_threads, writer_plan
-from arib.ground.model import Counts, Trial
+from arib.ground.model import Trial
 from arib.targets.base import BuildContext, Handle
 from arib.targets.langgraph.lanes import api_of
 
@@ -85,7 +93,7 @@ async def _point(ctx: TrialContext, kind: str, k: int, notes: list[str],
             await _read(saver, thread)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"{kind} k={k}: setup raised {describe(exc)}")
-            return "setup_failed"
+            return SETUP_FAILED
         ended, spent[(kind, k)], error = await cancelled_at(lambda: op.run(saver), k)
 
         async def own_state() -> str:
@@ -144,7 +152,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
                                   sorted(modes.items())))
     bad = sorted(key for key, mode in modes.items() if mode not in HELD)
     mode = modes[bad[0]] if bad else "+".join(sorted(set(modes.values())))
-    return Trial(ctx.index, ctx.seed, bool(bad), Counts(errors=len(bad)), mode=mode,
+    return Trial(ctx.index, ctx.seed, bool(bad), point_counts(modes.values(), WORDS),
+                 mode=mode,
                  sample="; ".join(notes[:2]) or None, ops=tuple(ctx.ops))
 
 

@@ -201,7 +201,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
         ctx.log(what)
         mode_name = ("hung" if stuck or (report and "hung" in report) else "crashed"
                      if not report else "open_failed")
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode=f"{mode}:{mode_name}",
+        # an open that raised is an exception; a hang or a crash, no answer (a wrong result)
+        counts = Counts(raised=1) if mode_name == "open_failed" else Counts(wrong_result=1)
+        return Trial(ctx.index, ctx.seed, True, counts, mode=f"{mode}:{mode_name}",
                      sample=what, ops=tuple(ctx.ops))
     acked = {int(w): set(ns) for w, ns in report["acked"].items()}
     exit_error, accepted = report["exit_error"], report["accepted"]
@@ -224,11 +226,11 @@ async def run_trial(ctx: TrialContext) -> Trial:
             with contextlib.suppress(Exception):
                 await leave(reader_cm, in_thread=True)
     except Exception as exc:  # noqa: BLE001 - the file cannot be read after the exit
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="read_raised",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="read_raised",
                      sample=describe(exc), ops=tuple(ctx.ops))
     found = judge(plan, done, seen)
     problems = [f"the exit raised {exit_error}"] if exit_error else []
-    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
+    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, raised=len(problems))
     after_lost = accepted and seen.get(after.thread, {}).get(after.checkpoint_id) is None
     if problems:
         result = "exit_raised"

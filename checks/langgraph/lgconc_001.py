@@ -106,21 +106,21 @@ async def run_trial(ctx: TrialContext) -> Trial:
     bound = hang_bound(ctx)
     if await run_writers(saver, plans, order, mode, acked, errors, bound):
         ctx.log(f"the writers were still running after {bound:.1f} s: cancelled")
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode=f"{mode}:hung",
+        return Trial(ctx.index, ctx.seed, True, Counts(wrong_result=1), mode=f"{mode}:hung",
                      sample=f"a writer's call did not return within {bound:.1f} s; "
                             f"{sum(map(len, acked.values()))} ops had returned",
                      ops=tuple(ctx.ops))
     try:  # a second instance that cannot open the store shows nothing written
         seen = await read_threads(await reader_of(ctx, handle), thread_ids)
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing written
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=writers * steps, errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=writers * steps, raised=1),
                      mode="read_raised", sample=describe(exc), ops=tuple(ctx.ops))
     plan = [op for w in order for op in plans[w]]
     offsets, at = {}, 0
     for w in order:
         offsets[w], at = at, at + len(plans[w])
     found = judge(plan, {offsets[w] + n for w in order for n in acked[w]}, seen)
-    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(errors))
+    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, raised=len(errors))
     bad = found.bad or bool(errors)
     result = ("writer_error" if errors else "lossy" if found.lost else "foreign"
               if found.bad else "exact")

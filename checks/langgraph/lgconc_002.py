@@ -46,7 +46,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:
         await _writers.run_setup(handle.session)
     except Exception as exc:  # noqa: BLE001 - a saver that cannot set its store up keeps nothing
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=f"setup() on a fresh store raised {describe(exc)}",
                      ops=tuple(ctx.ops))
     await ctx.dispose()

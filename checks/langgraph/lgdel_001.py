@@ -152,7 +152,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         for op in [*life1[:2 * steps], *other[:2 * steps], *gone]:
             await op.run(saver)
     except Exception as exc:  # noqa: BLE001 - evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=describe(exc), ops=tuple(ctx.ops))
     stamps: Stamps = {f"T{n}": (-2, -1) for n in range(2 * steps)}
     stamps.update({f"U{n}": (-2, -1) for n in range(2 * steps)})
@@ -160,7 +160,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     bound = hang_bound(ctx)
     if await _race(saver, mode, delay, (t, v), lanes, 2 * steps, stamps, errors, bound):
         ctx.log(f"the deleter or a writer was still running after {bound:.1f} s: cancelled")
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode=f"{mode}:hung",
+        return Trial(ctx.index, ctx.seed, True, Counts(wrong_result=1), mode=f"{mode}:hung",
                      sample=f"delete_thread or a writer's call did not return within "
                             f"{bound:.1f} s", ops=tuple(ctx.ops))
     life1 = life1[:2 * steps] + lanes["T"]
@@ -172,7 +172,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     try:  # a second instance that cannot open the store shows nothing
         seen = await read_threads(await reader_of(ctx, handle), [t, u, v])
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="read_raised",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="read_raised",
                      sample=describe(exc), ops=tuple(ctx.ops))
     left = await _left_behind(ctx, handle, v) if "delete_V" in stamps else {}
     return _judge(ctx, life1, life2, other, stamps, seen, errors, mode, left)
@@ -231,7 +231,7 @@ def _judge(ctx: TrialContext, life1: list[Op], life2: list[Op], other: list[Op],
             f"ops on T were deleted, {len(ran) - len(gone) - len(after)} overlapped it, "
             f"{len(after)} came after")
     counts = Counts(lost=found.lost, foreign=found.foreign + found.torn + len(back)
-                    + sum(left.values()), errors=len(errors))
+                    + sum(left.values()), raised=len(errors))
     result = ("writer_error" if errors else "deleted_came_back" if back else "lossy"
               if found.lost else "foreign" if found.bad else "left_behind" if left
               else "clean")

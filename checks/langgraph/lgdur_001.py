@@ -66,7 +66,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except NotApplicable:
         raise
     except Exception as exc:  # noqa: BLE001 - a store that cannot be read after the kill
-        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), errors=1),
+        return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), raised=1),
                      mode="read_raised", sample=f"reading after the kill raised "
                      f"{describe(exc)}", ops=tuple(ctx.ops))
     found = judge(plan, acked, seen)
@@ -77,7 +77,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
             found.foreign += 1
             found.notes.append(f"op {n} ({op.label}) was never sent before the kill")
     problems.extend(outcome.problems)
-    counts = Counts(lost=found.lost, foreign=found.foreign + found.torn, errors=len(problems))
+    counts = (Counts(lost=found.lost, foreign=found.foreign + found.torn)
+              + _writers.problem_counts(problems))
     mode = ("writer_error" if problems else "acked_lost" if found.lost else
             "torn_or_foreign" if found.bad else "durable")
     return Trial(ctx.index, ctx.seed, mode != "durable", counts, mode=mode,

@@ -142,7 +142,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         for op in main[:2 * steps]:
             await op.run(saver)
     except Exception as exc:  # noqa: BLE001 - evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="setup_failed",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=describe(exc), ops=tuple(ctx.ops))
     lines = {"main": main[2 * steps:], "fork": fork}
     acked: dict[str, set[int]] = {name: set() for name in lines}
@@ -153,7 +153,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         latest = await call(reader, "get_tuple", config(thread))
         forked = await call(reader, "get_tuple", config(thread, "", fork[0].checkpoint_id))
     except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="read_raised",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="read_raised",
                      sample=describe(exc), ops=tuple(ctx.ops))
     return _judge(ctx, mode, main, lines, acked, overwritten, listed, latest, forked, errors)
 
@@ -204,7 +204,7 @@ def _judge(ctx: TrialContext, mode: str, main: list[Op], lines: dict[str, list[O
     ctx.log(f"{len(listed)} checkpoints listed; {result}")
     return Trial(ctx.index, ctx.seed, bad,
                  Counts(lost=found.lost, foreign=found.foreign + found.torn + len(wrong_parent)
-                        + len(stale), errors=len(errors)),
+                        + len(stale), raised=len(errors)),
                  mode=f"{mode}:{result}", sample="; ".join(notes[:3]) or None,
                  ops=tuple(ctx.ops))
 

@@ -327,7 +327,7 @@ def _verdict(s: Setting, saver: Any, state: State, seen: Seen, d: str,
               else "foreign" if found.bad or state.foreign else "returned")
     return {"result": result, "lost": found.lost,
             "foreign": found.foreign + found.torn + len(state.foreign) + len(back),
-            "errors": len(errors), "notes": notes[:4], "acked": len(acked), "planned": len(plan)}
+            "raised": len(errors), "notes": notes[:4], "acked": len(acked), "planned": len(plan)}
 
 
 def _body(s: Setting) -> _forked.Body:
@@ -390,7 +390,7 @@ def _body(s: Setting) -> _forked.Body:
         except Raised:
             seen = None
         if seen is None:
-            channel.send({"report": {"result": "raised", "errors": len(calls.errors),
+            channel.send({"report": {"result": "raised", "raised": len(calls.errors),
                                      "notes": calls.errors[:3], "lost": 0, "foreign": 0}})
             return
         channel.send({"report": _verdict(s, saver, state, seen, d, calls.errors)})
@@ -452,7 +452,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return r
     ctx.log(f"{r.get('acked', 0)} of {r.get('planned', 0)} ops acknowledged; {r['result']}")
     return Trial(ctx.index, ctx.seed, r["result"] != "returned",
-                 Counts(lost=r["lost"], foreign=r["foreign"], errors=r["errors"]),
+                 Counts(lost=r["lost"], foreign=r["foreign"], raised=r["raised"]),
                  mode=f"{s.opening}:{s.mode}:{r['result']}",
                  sample="; ".join(r["notes"])[:300] or None, ops=tuple(ctx.ops))
 

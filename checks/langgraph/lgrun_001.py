@@ -294,8 +294,8 @@ async def _serve(s: Setting, saver: Any, calls: Calls) -> dict[str, Any]:
                 mode, _ = await run_point(read, k)
                 modes[f"{read}:{mode}"] = modes.get(f"{read}:{mode}", 0) + 1
     except Raised:
-        return {"modes": {"raised": 1}, "notes": calls.errors[:3], "errors": len(calls.errors)}
-    return {"modes": modes, "notes": notes[:3], "errors": 0}
+        return {"modes": {"raised": 1}, "notes": calls.errors[:3], "raised": len(calls.errors)}
+    return {"modes": modes, "notes": notes[:3], "raised": 0}
 
 
 def _body(s: Setting) -> _forked.Body:
@@ -340,7 +340,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("modes: " + ", ".join(f"{m}={c}" for m, c in sorted(modes.items())))
     mode = bad[0] if bad else "+".join(sorted(modes)) or "nothing_held"
     return Trial(ctx.index, ctx.seed, bool(bad),
-                 Counts(errors=r["errors"], foreign=sum(modes[m] for m in bad)), mode=mode,
+                 Counts(raised=r["raised"], foreign=sum(modes[m] for m in bad)), mode=mode,
                  sample="; ".join(r["notes"])[:300] or None, ops=tuple(ctx.ops))
 
 

@@ -116,7 +116,7 @@ async def _trial(ctx: TrialContext) -> Trial:
                 wrong.append(f"{ns} {key}: want {value!r}, got {have.get(key)!r}")
         for key in deleted[ns] & set(have):
             wrong.append(f"{ns} {key} was deleted and is still there")
-    counts = Counts(lost=lost, foreign=len(wrong) - lost, errors=len(errors))
+    counts = Counts(lost=lost, foreign=len(wrong) - lost, raised=len(errors))
     bad = bool(wrong or errors)
     mode = ("error" if errors else "foreign" if counts.foreign else "lossy" if lost
             else "isolated")

@@ -30,9 +30,17 @@ import anyio
 
 from arib.checks.base import CheckSpec, NotApplicable, Param, Selector, TrialContext, describe
 from arib.checks.common import trials_param
-from arib.checks.langgraph._cancelled import HELD, Point, Words, cancelled_at, judge_point
+from arib.checks.langgraph._cancelled import (
+    HELD,
+    SETUP_FAILED,
+    Point,
+    Words,
+    cancelled_at,
+    judge_point,
+    point_counts,
+)
 from arib.checks.langgraph._saver import store_of
-from arib.ground.model import Counts, Trial
+from arib.ground.model import Trial
 from arib.targets.base import BuildContext, Handle
 from arib.targets.langgraph.lanes import api_of
 
@@ -89,7 +97,7 @@ async def _point(ctx: TrialContext, k: int, notes: list[str], spent: dict[int, i
                 await state(store, ns)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"k={k}: setup raised {describe(exc)}")
-            return "setup_failed"
+            return SETUP_FAILED
         ended, spent[k], error = await cancelled_at(lambda: store.abatch(the_batch(ns)), k)
 
         async def fresh_state() -> str:
@@ -142,7 +150,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("modes: " + ", ".join(f"k={k}: {mode}" for k, mode in sorted(modes.items())))
     bad = sorted(k for k, mode in modes.items() if mode not in HELD)
     mode = modes[bad[0]] if bad else "+".join(sorted(set(modes.values())))
-    return Trial(ctx.index, ctx.seed, bool(bad), Counts(errors=len(bad)), mode=mode,
+    return Trial(ctx.index, ctx.seed, bool(bad), point_counts(modes.values(), WORDS),
+                 mode=mode,
                  sample="; ".join(notes[:2]) or None, ops=tuple(ctx.ops))
 
 

@@ -92,13 +92,15 @@ async def run_trial(ctx: TrialContext) -> Trial:
             foreign += [f"('setup', {thread!r}) {key} was never put" for key in sorted(seen)
                         if key not in planned]
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened or read after
-        problems.append(f"a fresh instance could not read the store: {describe(exc)}")
+        problems.append(_writers.RaisedText(f"a fresh instance could not read the store: "
+                                            f"{describe(exc)}"))
     acked = sum(len(o.acked) for o in outcomes.values())
     mode = ("setup_failed" if problems else "lossy" if lost else "foreign" if foreign
             else "working")
     ctx.log(f"acknowledged {acked} of {processes * steps} puts; {mode}")
     return Trial(ctx.index, ctx.seed, mode != "working",
-                 Counts(lost=len(lost), foreign=len(foreign), errors=len(problems)), mode=mode,
+                 Counts(lost=len(lost), foreign=len(foreign)) + _writers.problem_counts(problems),
+                 mode=mode,
                  sample="; ".join([*problems, *lost, *foreign][:3]) or None, ops=tuple(ctx.ops))
 
 

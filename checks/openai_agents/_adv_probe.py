@@ -80,7 +80,7 @@ class Recorder:
     def __init__(self, ctx: TrialContext) -> None:
         self.ctx = ctx
         self.problems: list[tuple[str, str]] = []
-        self.lost = self.duplicated = self.foreign = self.errors = 0
+        self.lost = self.duplicated = self.foreign = self.raised = 0
         # Set once a call failed on a lock another connection keeps holding: every later call
         # would wait out the busy timeout again, so they are skipped (the trial is violated).
         self.wedged = False
@@ -91,7 +91,7 @@ class Recorder:
         return self.wedged
 
     def _raised(self, mode: str, text: str, exc: Exception) -> None:
-        self.errors += 1
+        self.raised += 1
         self.fail(mode, text)
         self.wedged = self.wedged or "locked" in str(exc).lower()
 
@@ -156,7 +156,7 @@ class Recorder:
     def trial(self) -> Trial:
         """The trial: violated when a problem was recorded (the first one's mode), with counts."""
         counts = Counts(lost=self.lost, duplicated=self.duplicated, foreign=self.foreign,
-                        errors=self.errors)
+                        raised=self.raised)
         if not self.problems:
             return Trial(self.ctx.index, self.ctx.seed, False, counts, mode="exact",
                          ops=tuple(self.ctx.ops))

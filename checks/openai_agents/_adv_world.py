@@ -108,7 +108,7 @@ async def reopen(ctx: TrialContext, rec: Recorder, handle: Handle, who: str) -> 
     try:
         return (await ctx.reopen(handle)).session
     except Exception as exc:  # noqa: BLE001 - a store that cannot be reopened is evidence
-        rec.errors += 1
+        rec.raised += 1
         rec.fail("open_raised", f"opening {who} on the store raised {describe(exc)}")
         rec.wedged = True
         return FAILED

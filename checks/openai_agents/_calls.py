@@ -38,9 +38,11 @@ class ProblemLog(Problems):
             raise  # an abstention is not a failed call
         except Exception as exc:  # noqa: BLE001 - a session that cannot serve a plain call
             self.add(mode, f"{what} raised {describe(exc)}")
+            self.raised += 1
             raise Stop from exc
 
     def judged(self, ctx: TrialContext, held_mode: str) -> Trial:
-        """The trial: violated by any problem, each counted as an error."""
-        self.errors = len(self.problems)
+        """The trial: violated by any problem, each counted once: a plain call that raised
+        as ``raised``, any other as ``wrong_result``."""
+        self.wrong_result = len(self.problems) - self.raised
         return self.trial(ctx, held_mode)

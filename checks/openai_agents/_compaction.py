@@ -367,7 +367,7 @@ class Reads:
 
     kinds: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    errors: int = 0
+    raised: int = 0  # calls that raised (a wrong answer is counted by the trial)
 
     def note(self, kind: str, text: str) -> None:
         """Record one problem of ``kind`` (the trial's mode is the first kind noted)."""
@@ -397,7 +397,7 @@ class Reads:
         try:
             seen = await read_items(session, limit)
         except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
-            self.errors += 1
+            self.raised += 1
             self.note("read_raised", f"{call} raised {describe(exc)}")
             return None
         if not same(want, seen):

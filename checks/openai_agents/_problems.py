@@ -40,7 +40,8 @@ class Problems:
     lost: int = 0
     duplicated: int = 0
     foreign: int = 0
-    errors: int = 0
+    wrong_result: int = 0  # calls that returned a wrong result
+    raised: int = 0  # calls that had to succeed and raised
 
     def add(self, mode: str, text: str) -> None:
         """Note one problem, after those already found."""
@@ -49,5 +50,5 @@ class Problems:
     def trial(self, ctx: TrialContext, held_mode: str) -> Trial:
         """The trial these problems and counts make (``problems_trial``)."""
         counts = Counts(lost=self.lost, duplicated=self.duplicated, foreign=self.foreign,
-                        errors=self.errors)
+                        wrong_result=self.wrong_result, raised=self.raised)
         return problems_trial(ctx, self.problems, counts, held_mode)

@@ -87,10 +87,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     model: list[Any] = []
     batch: list[dict[str, Any]]
     failed: set[str] = set()
-    errors = 0
 
     def done(mode: str, sample: str, counts: Counts) -> Trial:
-        return Trial(ctx.index, ctx.seed, True, counts + Counts(errors=errors), mode=mode,
+        return Trial(ctx.index, ctx.seed, True, counts, mode=mode,
                      sample=sample, ops=tuple(ctx.ops))
 
     async def check_read(after: str) -> Trial | None:
@@ -99,7 +98,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             seen = await read_items(session)
         except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
             return done("read_raised", f"get_items() after {after} raised {describe(exc)}",
-                        Counts(errors=1))
+                        Counts(raised=1))
         found = compare(seen, model, failed)
         return None if found is None else done(found.mode, f"after {after}: {found.sample}",
                                                found.counts)
@@ -120,7 +119,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 await session.add_items(batch)
             except Exception as exc:  # noqa: BLE001 - a good write that raises is evidence
                 return done("good_write_raised", f"add_items({name}) raised {describe(exc)}",
-                            Counts(errors=1))
+                            Counts(raised=1))
             model.extend(batch)
         elif kind == "fail":
             size = ctx.rng.randint(2, 4)
@@ -146,7 +145,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 popped = await session.pop_item()
             except Exception as exc:  # noqa: BLE001 - a pop that raises is evidence
                 return done("good_write_raised", f"pop_item() raised {describe(exc)}",
-                            Counts(errors=1))
+                            Counts(raised=1))
             want = model.pop() if model else None
             if (want is None) != (popped is None) or (
                     want not in (None, ANY) and canonical(popped) != canonical(want)):
@@ -159,7 +158,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 await session.clear_session()
             except Exception as exc:  # noqa: BLE001 - a clear that raises is evidence
                 return done("good_write_raised", f"clear_session() raised {describe(exc)}",
-                            Counts(errors=1))
+                            Counts(raised=1))
             model.clear()
     verdict = await check_read("the last operation")
     if verdict is not None:

@@ -100,7 +100,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except NotApplicable:
         raise
     except Exception as exc:  # noqa: BLE001 - a valid budget (or none) refused is evidence
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=1), mode="valid_budget_refused",
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="valid_budget_refused",
                      sample=f"opening with max_scan_items={budget} or without a budget raised "
                             f"{describe(exc)}", ops=tuple(ctx.ops))
     problems: list[Problem] = []
@@ -117,7 +117,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     items = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"{tag} item {n}"}
              for n in range(budget + ctx.rng.randint(0, 3))]
     small = ctx.rng.randint(1, budget - 1)
-    errors = 0
+    raised = 0
     try:
         for start, end in ((0, small), (small, len(items))):
             ctx.log(f"without a budget: add_items([{end - start} items])")
@@ -131,11 +131,13 @@ async def run_trial(ctx: TrialContext) -> Trial:
                                                      f"{limit}) returned {labels(got)}; "
                                                      f"expected {labels(items)}"))
     except Exception as exc:  # noqa: BLE001 - an unbudgeted read or write that raises
-        errors += 1
+        raised += 1
         problems.append(("unbudgeted_raised",
                          f"a write or read without a budget raised {describe(exc)}"))
-    refusals = sum(mode in ("read_hung", "refused_within_budget") for mode, _ in problems)
-    return problems_trial(ctx, problems, Counts(errors=errors + refusals), "bounded")
+    refusals = sum(mode == "refused_within_budget" for mode, _ in problems)  # raised
+    hangs = sum(mode == "read_hung" for mode, _ in problems)  # never answered: a wrong result
+    return problems_trial(ctx, problems, Counts(wrong_result=hangs, raised=raised + refusals),
+                          "bounded")
 
 CHECK = CheckSpec(
     id=CHECK_ID,

@@ -136,7 +136,7 @@ async def _point(ctx: TrialContext, k: int, size: int, notes: list[str],
             await _read(session)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"k={k}: setup raised {describe(exc)}")
-            return "setup_failed", Counts(errors=1)
+            return "setup_failed", Counts(raised=1)
         require_shared_store(handle, CHECK_ID, "a fresh instance that reads the store beside "
                              "the caller")
         outcome = await _cancelled_call(session, batch, k)
@@ -151,23 +151,23 @@ async def _point(ctx: TrialContext, k: int, size: int, notes: list[str],
             own = _state(_copies(batch, await _read(session)))
         except TimeoutError:
             notes.append(f"k={k}: {where}, call {what}; the caller's next read hung")
-            return "hung_after_cancel", Counts(errors=1)
+            return "hung_after_cancel", Counts(wrong_result=1)
         except Exception as exc:  # noqa: BLE001 - the caller cannot read its own session
             notes.append(f"k={k}: {where}, call {what}; the caller's read raised "
                          f"{describe(exc)}")
-            return "poisoned_session", Counts(errors=1)
+            return "poisoned_session", Counts(raised=1)
         try:
             other = _state(_copies(batch, await fresh()))
         except Exception as exc:  # noqa: BLE001
             notes.append(f"k={k}: {where}; a fresh instance's read raised {describe(exc)}")
-            return "probe_failed", Counts(errors=1)
+            return "probe_failed", Counts(raised=1)
         if own != other:
             notes.append(f"k={k}: {where}, call {what}; the caller sees the batch {own}, a "
                          f"fresh instance sees it {other}")
-            return "divergent_view", Counts(errors=1)
+            return "divergent_view", Counts(wrong_result=1)
         if own in ("partial", "duplicated"):
             notes.append(f"k={k}: {where}, call {what}; the batch is {own}")
-            return own, Counts(errors=1)
+            return own, Counts(wrong_result=1)
         if outcome.kind == "returned" and own == "absent":
             notes.append(f"k={k}: {where}; add_items returned but the batch is absent")
             return "lost", Counts(lost=size)
@@ -180,16 +180,16 @@ async def _point(ctx: TrialContext, k: int, size: int, notes: list[str],
                     await ctx.close(session)
         except TimeoutError:
             notes.append(f"k={k}: {where}, call {what}; the retry or the next append hung")
-            return "hung_after_cancel", Counts(errors=1)
+            return "hung_after_cancel", Counts(wrong_result=1)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"k={k}: {where}, call {what}; saw {own}; the retry, next append or "
                          f"close raised {describe(exc)}")
-            return "poisoned_session", Counts(errors=1)
+            return "poisoned_session", Counts(raised=1)
         try:
             final = await fresh()
         except Exception as exc:  # noqa: BLE001
             notes.append(f"k={k}: the final read raised {describe(exc)}")
-            return "probe_failed", Counts(errors=1)
+            return "probe_failed", Counts(raised=1)
         copies = _copies(batch, final)
         keys = [_key(i) for i in final]
         expected = [canonical(i) for i in (before, *batch, after)]

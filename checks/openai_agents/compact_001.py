@@ -210,12 +210,12 @@ async def run_trial(ctx: TrialContext) -> Trial:
             expected = [*expected, late]
         except Exception as exc:  # noqa: BLE001 - a write that raises is evidence
             reads.note("late_append_raised", describe(exc))
-            reads.errors += 1
+            reads.raised += 1
         await reads.expect(ctx, "fresh", fresh, expected)
     try:
-        counts = tally(expected, await read_items(fresh), errors=reads.errors)
+        counts = tally(expected, await read_items(fresh), raised=reads.raised)
     except Exception:  # noqa: BLE001 - already counted as a read error above
-        counts = Counts(errors=reads.errors + 1)
+        counts = Counts(raised=reads.raised + 1)
     return reads.trial(ctx, counts, "compacted" if applied else "unchanged")
 
 

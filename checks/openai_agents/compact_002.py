@@ -100,7 +100,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             try:
                 seen.append((window, await read_items(session, window)))
             except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
-                reads.errors += 1
+                reads.raised += 1
                 reads.note("read_raised", f"reader {who} get_items({window or ''}) raised "
                                           f"{describe(exc)}")
                 return
@@ -145,7 +145,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         reads.problems.append(f"{torn} torn reads of {len(seen)}")
     keys = {canonical(i) for s in states for i in s}
     foreign = sum(1 for _, items in seen for i in items if canonical(i) not in keys)
-    counts = Counts(foreign=foreign, errors=reads.errors + torn)
+    counts = Counts(foreign=foreign, wrong_result=torn, raised=reads.raised)
     return reads.trial(ctx, counts, "unchanged" if same(final, stored) else "compacted")
 
 

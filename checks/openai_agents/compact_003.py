@@ -121,7 +121,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         except NotApplicable:
             raise  # no second instance can open this store: the check abstains
         except Exception as exc:  # noqa: BLE001 - an instance refused service is evidence
-            reads.errors += 1
+            reads.raised += 1
             reads.note("op_raised", f"the other instance's {op} raised {describe(exc)}")
 
     client = CompactClient(tag, during=other_writes)
@@ -138,7 +138,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         # No request: the wrapper skipped (as documented where it must) and nothing raced.
         done.append(stored)
     if not done:
-        return Trial(ctx.index, ctx.seed, True, Counts(errors=reads.errors), mode=reads.mode,
+        return Trial(ctx.index, ctx.seed, True, Counts(raised=reads.raised), mode=reads.mode,
                      sample=reads.sample(), ops=tuple(ctx.ops))
     output = client.outputs[0] if client.outputs else []
     finals = allowed_finals(done[0], stored, exp.start if exp.applies else None, output)
@@ -166,14 +166,14 @@ async def run_trial(ctx: TrialContext) -> Trial:
         try:
             await session.add_items([item])
         except Exception as exc:  # noqa: BLE001 - a store left locked refuses writes
-            reads.errors += 1
+            reads.raised += 1
             reads.note("store_left_locked", f"{who}.add_items() after the compaction raised "
                                             f"{describe(exc)}")
             late.remove(item)
     await reads.expect(ctx, "fresh", fresh, [*final, *late])
     best = finals[-1] if output and any(canonical(i) in {canonical(o) for o in output}
                                         for i in final) else finals[0]
-    counts = tally(best, final, errors=reads.errors)
+    counts = tally(best, final, raised=reads.raised)
     applied = len(finals) > 1 and same(final, finals[-1])
     return reads.trial(ctx, counts, "skipped" if not client.requests else
                        "compacted" if applied else "refused")

@@ -316,7 +316,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     lost = sum(1 for lab in layout if lab[0] != "expired" and lab not in after
                and lab[1] not in {canonical(i) for i in stored[start:]})
     counts = Counts(lost=lost + max(len(peer_raw_before) - len(peer_raw_after), 0),
-                    errors=1 if raised else 0)
+                    raised=1 if raised else 0)
     reclaimed = sum(1 for lab in layout if lab[0] == "expired") - sum(
         1 for lab in after if lab[0] == "expired")
     return reads.trial(ctx, counts, f"reclaimed_{'some' if reclaimed else 'none'}" if output

@@ -179,7 +179,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return raised_trial(ctx, "reopening the store", exc)
     await reads.expect(ctx, "runner_session", outer, expected)
     seen = await reads.expect(ctx, "fresh", fresh, expected)
-    counts = tally(expected, seen or [], errors=reads.errors)
+    counts = tally(expected, seen or [], raised=reads.raised)
     return reads.trial(ctx, counts, "compacted" if len(client.requests) == 1 else "unchanged")
 
 

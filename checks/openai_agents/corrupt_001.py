@@ -50,7 +50,7 @@ class Ledger:
     mode: str = "skipped"
     sample: str | None = None
     foreign: int = 0
-    errors: int = 0
+    raised: int = 0  # calls that raised (a bad row that reached the caller)
     notes: list[str] = field(default_factory=list)
 
     def problem(self, mode: str, text: str) -> None:
@@ -129,18 +129,18 @@ async def run_trial(ctx: TrialContext) -> Trial:
             await peer.session.add_items([{"role": "user", "content": f"{tag} peer {n}"}
                                           for n in (0, 1)])
         except Exception as exc:  # noqa: BLE001 - a store shared by two ids must serve both
-            ledger.errors += 1
+            ledger.raised += 1
             ledger.problem("peer_failed", f"the peer's add_items raised {describe(exc)}")
     left = await _reads_and_pops(ctx, session, probe, items, ledger)
     final: list[Any] = []
     try:
         final = await read_items(session)
     except Exception as exc:  # noqa: BLE001
-        ledger.errors += 1
+        ledger.raised += 1
         ledger.problem("read_raised", f"the last get_items() raised {describe(exc)}")
     expected = left if left is not None else items
     counts = tally(expected, [i for i in final if canonical(i) in ledger.valid],
-                   errors=ledger.errors) + Counts(foreign=ledger.foreign)
+                   raised=ledger.raised) + Counts(foreign=ledger.foreign)
     if ledger.sample is None and counts.total:
         ledger.problem("lossy", f"the last read shows {len(final)} items; expected "
                                 f"{len(expected)}")
@@ -162,7 +162,7 @@ async def _reads_and_pops(ctx: TrialContext, session: Any, probe: Any, items: li
             ledger.compare(f"get_items(limit={k})", await read_items(session, k), items[-k:])
         ledger.compare("get_items(limit=0)", await read_items(session, 0), [])
     except Exception as exc:  # noqa: BLE001 - the bad row reached the caller
-        ledger.errors += 1
+        ledger.raised += 1
         ledger.problem("read_raised", f"a read raised {describe(exc)}")
         return None
     left = list(items)
@@ -182,7 +182,7 @@ async def _reads_and_pops(ctx: TrialContext, session: Any, probe: Any, items: li
         _judge_pop(ledger, "the pop after one more append", await session.pop_item(), extra)
         ledger.compare("get_items() after the pops", await read_items(session), left)
     except Exception as exc:  # noqa: BLE001 - the bad row reached the caller
-        ledger.errors += 1
+        ledger.raised += 1
         ledger.problem("pop_raised", f"a pop, append or read after it raised {describe(exc)}")
     return left
 

@@ -74,10 +74,11 @@ def judge_drain(seeds: list[Any], calls: list[Call], close_invoked: int, close_r
     for call in calls:
         if call.invoked < close_invoked and not call.returned:
             return "not_drained", (f"{call.name} was in flight when close() was called and "
-                                   f"ended with {describe(call.error)}"), Counts(errors=1)
+                                   f"ended with {describe(call.error)}"), (
+                Counts(raised=1) if call.error is not None else Counts(wrong_result=1))
         if call.invoked > close_returned and call.returned:
             return "accepted_after_close", (f"{call.name}, invoked after close() returned, "
-                                            f"returned normally"), Counts(errors=1)
+                                            f"returned normally"), Counts(wrong_result=1)
     want: Counter[str] = Counter(canonical(i) for i in seeds)
     for call in calls:
         if call.kind == "add" and call.returned:
@@ -99,7 +100,7 @@ def judge_drain(seeds: list[Any], calls: list[Call], close_invoked: int, close_r
         after = [label(i) for i in final[[canonical(i) for i in final].index(
             canonical(marker)) + 1:]] if canonical(marker) in got else []
         return "landed_after_close", (f"items landed after close() returned, after the "
-                                      f"marker: {after[:3]}"), Counts(errors=1)
+                                      f"marker: {after[:3]}"), Counts(wrong_result=1)
     return None
 
 

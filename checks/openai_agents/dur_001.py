@@ -92,6 +92,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     plan = _plan(ctx, tag, appends)
     kill_after = ctx.rng.randint(1, max(1, appends - 5))
     problems: list[str] = []
+    raised = 0  # how many of the problems are the writer's calls that raised
     acks: set[int] = set()
     ctx.log(f"fork a writer process; it opens its own instance on the store and appends "
             f"{appends} batches (sizes {[len(b) for b in plan]}), one add_items() at a time, "
@@ -102,6 +103,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         if not message or "ready" not in message:
             problems.append(f"the writer could not open the store: "
                             f"{(message or {}).get('open_error', 'no answer')}")
+            raised += bool(message and "open_error" in message)
         deadline = time.monotonic() + ACK_TIMEOUT_S
         while not problems and len(acks) < kill_after:
             message = await _forked.next_message(worker, deadline)
@@ -112,6 +114,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 acks.add(int(message["ack"]))
             elif "error" in message:
                 problems.append(f"append {message['error']} raised {message['what']}")
+                raised += 1
             elif "finished" in message:
                 break
         ctx.log(f"after {len(acks)} acknowledgements: SIGKILL the writer (mid-stream)")
@@ -121,6 +124,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 acks.add(int(message["ack"]))
             elif "error" in message:
                 problems.append(f"append {message['error']} raised {message['what']}")
+                raised += 1
     finally:
         _forked.reap([worker])
     acked = sorted(acks)
@@ -148,11 +152,14 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True, Counts(lost=len(acked), raised=1),
                      mode="read_raised", sample=f"get_items raised {describe(exc)}",
                      ops=tuple(ctx.ops))
-    return _judge(ctx, plan, acked, in_flight, seen, problems)
+    return _judge(ctx, plan, acked, in_flight, seen, problems, raised)
 
 
 def _judge(ctx: TrialContext, plan: list[list[dict[str, Any]]], acked: list[int],
-           in_flight: int, seen: list[Any], problems: list[str]) -> Trial:
+           in_flight: int, seen: list[Any], problems: list[str], raised: int = 0) -> Trial:
+    """The trial from what survived the kill (``raised``: how many ``problems`` are the
+    writer's calls that raised; the others, a writer that stopped answering, are wrong
+    results)."""
     where = {canonical(item): (n, i) for n, batch in enumerate(plan)
              for i, item in enumerate(batch)}
     found: dict[int, list[int]] = {}
@@ -188,7 +195,7 @@ def _judge(ctx: TrialContext, plan: list[list[dict[str, Any]]], acked: list[int]
                          f"{len(plan[n])} items")
     reordered = positions != sorted(positions)
     counts = Counts(lost=lost, duplicated=duplicated, foreign=len(foreign) + torn,
-                    errors=len(problems))
+                    wrong_result=len(problems) - raised, raised=raised)
     if problems:
         mode = "writer_error"
     elif lost:

@@ -56,6 +56,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     """One trial: first calls of each kind on new stores, alone and together; all see empty."""
     instances = ctx.params["instances"]
     problems: list[str] = []
+    raised = 0  # how many of the problems are calls that raised
     order = list(FIRST_CALLS)
     ctx.rng.shuffle(order)
     sessions: list[Any] = []
@@ -72,6 +73,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             raise  # no second instance can open this store: the check abstains
         except Exception as exc:  # noqa: BLE001 - a first call that raises is the evidence
             session, problem = None, f"first call {kind} on a new store raised {describe(exc)}"
+            raised += 1
         if problem:
             problems.append(problem)
         if session is not None:
@@ -89,14 +91,15 @@ async def run_trial(ctx: TrialContext) -> Trial:
         return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="open_failed",
                      sample=f"opening an instance raised {describe(exc)}", ops=tuple(ctx.ops))
     results: list[dict[str, Any]] = [{} for _ in crowd]
-    raised = await race([first_call(s, k, results[i])
-                         for i, (s, k) in enumerate(zip(crowd, kinds, strict=True))])
-    for kind, answers, failure in zip(kinds, results, raised, strict=True):
+    failures = await race([first_call(s, k, results[i])
+                           for i, (s, k) in enumerate(zip(crowd, kinds, strict=True))])
+    for kind, answers, failure in zip(kinds, results, failures, strict=True):
         problem = (f"first call {kind} (with {instances - 1} others at once) raised "
                    f"{describe(failure)}" if failure is not None
                    else answer_problem(kind, answers.get(kind)))
         if problem:
             problems.append(problem)
+            raised += failure is not None
     item = {"role": "user", "content": f"{ctx.seed:x} first write"}
     ctx.log("add_items([1 item]) through the first instance; get_items() through each")
     try:
@@ -109,8 +112,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except Exception as exc:  # noqa: BLE001 - a store unusable after its first calls
         problems.append(f"the first write or read after the first calls raised "
                         f"{describe(exc)}")
+        raised += 1
     mode = "empty" if not problems else ("raised" if "raised" in problems[0] else "not_empty")
-    return Trial(ctx.index, ctx.seed, bool(problems), Counts(errors=len(problems)), mode=mode,
+    return Trial(ctx.index, ctx.seed, bool(problems),
+                 Counts(wrong_result=len(problems) - raised, raised=raised), mode=mode,
                  sample=join_within(problems[:2], 400) or None, ops=tuple(ctx.ops))
 
 

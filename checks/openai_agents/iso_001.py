@@ -76,7 +76,8 @@ class Judge:
     tag: str
     lost: int = 0
     duplicated: int = 0
-    errors: int = 0
+    wrong_result: int = 0  # calls that returned a wrong answer (a pop of None or another item)
+    raised: int = 0  # calls that raised
     strays: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     notes: list[str] = dataclasses.field(default_factory=list)
     kinds: Counter[str] = dataclasses.field(default_factory=Counter)
@@ -94,7 +95,7 @@ class Judge:
 
     def error(self, where: str, exc: BaseException) -> None:
         """Count an operation at ``where`` that raised ``exc``."""
-        self.errors += 1
+        self.raised += 1
         self.note("op_raised", f"{where} raised {describe(exc)}")
 
     def judge_seen(self, side: Side, other: Side, seen: list[Any], where: str) -> None:
@@ -280,12 +281,12 @@ async def clear_then_peer(ctx: TrialContext, j: Judge, x: Side, y: Side) -> None
         j.error(f"{where}: {y.name}.pop_item()", exc)
         popped = newest = None
     if popped is None and newest is not None:
-        j.errors += 1
+        j.wrong_result += 1
         j.note("peer_pop_none", f"{where}: {y.name}.pop_item() returned None after "
                                 f"{x.name}'s clear, with {len(y.expected)} of its items stored")
     elif popped is not None:
         if newest is not None and canonical(popped) != canonical(newest):
-            j.errors += 1
+            j.wrong_result += 1
             j.note("peer_pop_wrong", f"{where}: {y.name}.pop_item() returned "
                                      f"{canonical(popped)[:60]}, not its newest item")
         await j.took(y, x, popped, where)
@@ -312,7 +313,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
     await clear_then_peer(ctx, j, a, b)
     await one_round(ctx, j, a, b, 1)
     await one_round(ctx, j, b, a, 2)
-    counts = Counts(lost=j.lost, duplicated=j.duplicated, foreign=j.foreign, errors=j.errors)
+    counts = Counts(lost=j.lost, duplicated=j.duplicated, foreign=j.foreign,
+                    wrong_result=j.wrong_result, raised=j.raised)
     if counts.total == 0:
         mode = "isolated"
     elif j.foreign or j.lost or j.duplicated:

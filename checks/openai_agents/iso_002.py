@@ -55,7 +55,7 @@ class Pair:
             await self.sessions[name].add_items(items)
         except Exception as exc:  # noqa: BLE001 - an append refused is the evidence
             self.note("append_refused", f"{name}.add_items() raised {describe(exc)}",
-                      Counts(errors=1))
+                      Counts(raised=1))
             return
         self.model[name].extend(items)
 
@@ -66,7 +66,7 @@ class Pair:
             popped = await self.sessions[name].pop_item()
         except Exception as exc:  # noqa: BLE001 - a pop refused is the evidence
             self.note("pop_refused", f"{name}.pop_item() raised {describe(exc)}",
-                      Counts(errors=1))
+                      Counts(raised=1))
             return
         want = self.model[name][-1] if self.model[name] else None
         if (popped is None) != (want is None) or (
@@ -95,7 +95,7 @@ class Pair:
                 seen = await read_items(session)
             except Exception as exc:  # noqa: BLE001 - a read refused is the evidence
                 self.note("read_refused", f"after {after}: {name}.get_items() raised "
-                          f"{describe(exc)}", Counts(errors=1))
+                          f"{describe(exc)}", Counts(raised=1))
                 continue
             want = self.model[name]
             if [canonical(i) for i in seen] == [canonical(i) for i in want]:

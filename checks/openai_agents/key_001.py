@@ -80,7 +80,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     reader = await ctx.reopen(writer)
     ctx.log("key A, a fresh instance: get_items(); get_items(limit=1); pop_item(); get_items()")
     final: list[Any] = []
-    errors = 0
+    raised = 0
     try:
         seen = await read_items(reader.session)
         if [canonical(i) for i in seen] != [canonical(i) for i in items]:
@@ -98,9 +98,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
                                           f"expected {label(items[-1])}"))
         final = await read_items(reader.session)
     except Exception as exc:  # noqa: BLE001 - a read that raises cannot show the history
-        errors += 1
+        raised += 1
         problems.append(("read_raised", f"key A's read or pop raised {describe(exc)}"))
-    counts = tally(items[:-1], final, errors=errors) + Counts(foreign=foreign)
+    counts = tally(items[:-1], final, raised=raised) + Counts(foreign=foreign)
     if not problems and counts.total:
         problems.append(("history_destroyed", f"key A's last get_items() returned "
                                               f"{labels(final)}; expected {labels(items[:-1])}"))

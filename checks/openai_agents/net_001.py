@@ -243,18 +243,19 @@ async def fault_range(route: Relayed | None, call: Callable[[], Awaitable[Any]],
             "cut-reply": seen[Direction.REPLY]}
 
 
-async def next_call_problem(hit: Any, observer: Any) -> tuple[str, str] | None:
+async def next_call_problem(hit: Any, observer: Any) -> tuple[str, str, bool] | None:
     """The session serves the next call after a fault: a read through the instance that was
     hit succeeds and shows what a fresh instance shows (this also brings the next fault
-    inside the next call rather than inside a reconnection)."""
+    inside the next call rather than inside a reconnection). A problem is (mode, text,
+    whether the read raised)."""
     try:
         seen = await read_items(hit)
     except Exception as exc:  # noqa: BLE001 - a session that stays broken is evidence
-        return "not_recovered", f"the first call after the fault raised {describe(exc)}"
+        return "not_recovered", f"the first call after the fault raised {describe(exc)}", True
     fresh = await read_items(observer)
     if keys(seen) != keys(fresh):
         return "not_recovered", (f"after the fault the instance that was hit reads "
-                                 f"{len(seen)} items, a fresh one {len(fresh)}")
+                                 f"{len(seen)} items, a fresh one {len(fresh)}"), False
     return None
 
 
@@ -348,6 +349,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                         f"history {len(before)} -> {len(after)} items"
                         + (f"; read again {waited}" if "cancel" in kind else ""))
                 problem = judge_call(op, arg, before, after, outcome)
+                raised = False  # whether the problem is a call that had to succeed and raised
                 if problem is None and keys(settled) != keys(after):
                     problem = ("landed_after_return", f"{op} ended ({outcome.describe()}) with "
                                f"{len(after)} items; {waited} there were {len(settled)}")
@@ -361,12 +363,16 @@ async def run_trial(ctx: TrialContext) -> Trial:
                                        f"{first_differences(list(before) + list(arg), retried)}")
                     except Exception as exc:  # noqa: BLE001 - a retry that fails is evidence
                         problem = ("not_recovered", f"retry add_items raised {describe(exc)}")
+                        raised = True
                 if problem is None:
-                    problem = await next_call_problem(hit, observer)
+                    next_call = await next_call_problem(hit, observer)
+                    if next_call is not None:
+                        problem, raised = (next_call[0], next_call[1]), next_call[2]
                 if problem is not None:
                     problems.append(problem)
                     want = list(before) + list(arg) if op == "add" else list(before)
-                    counts = counts + tally(want, settled, errors=1)
+                    counts = counts + tally(want, settled) + (
+                        Counts(raised=1) if raised else Counts(wrong_result=1))
             except Exception as exc:  # noqa: BLE001 - a store that cannot be read after a fault
                 # e.g. a cancelled call that made the pool replace the one connection of an
                 # in-memory store: the history is gone, and nothing after can be judged
@@ -374,7 +380,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                         f"[{fault.describe()}] raised {describe(exc)}")
                 problems.append(("store_unreadable", f"after {op} under [{fault.describe()}] "
                                  f"the store could not be read: {describe(exc)}"))
-                counts = counts + Counts(errors=1)
+                counts = counts + Counts(raised=1)
                 break
 
         ctx.log("instance that was hit: add_items([final]); get_items() on both instances")
@@ -388,7 +394,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
         except Exception as exc:  # noqa: BLE001 - a session that stays broken is evidence
             problems.append(("not_recovered", f"after the faults the instance that was hit "
                              f"raised {describe(exc)}"))
-            counts = counts + Counts(errors=1)
+            counts = counts + Counts(raised=1)
     if not problems:
         return Trial(ctx.index, ctx.seed, False, counts, mode="exact", ops=tuple(ctx.ops))
     return Trial(ctx.index, ctx.seed, True, counts, mode=problems[0][0],

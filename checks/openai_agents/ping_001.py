@@ -120,10 +120,14 @@ async def run_trial(ctx: TrialContext) -> Trial:
         seeds = [{"role": "user", "content": f"{ctx.seed:x} kept across the outage #{n}"}
                  for n in range(2)]
         problems: list[str] = []
+        raised = 0  # how many of the problems are calls that raised
 
-        def note(step: str, problem: str | None) -> None:
+        def note(step: str, answer: Answer, want: str) -> None:
+            nonlocal raised
+            problem = expect(answer, want)
             if problem:
                 problems.append(f"{step}: {problem}")
+                raised += answer.error is not None  # a ping that had to answer raised
 
         ctx.log("add_items([2 items]); ping()  # the store answers")
         try:
@@ -131,16 +135,16 @@ async def run_trial(ctx: TrialContext) -> Trial:
         except Exception as exc:  # noqa: BLE001 - a store that cannot be filled is evidence
             return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                          sample=f"add_items raised {describe(exc)}", ops=tuple(ctx.ops))
-        note("live ping", expect(await ask(ping), "True"))
+        note("live ping", await ask(ping), "True")
         ctx.log(f"take the store down ({type(outage).__name__}); {downs} x ping()")
         try:
             outage.down()
             for n in range(downs):
-                note(f"ping #{n + 1} while down", expect(await ask(ping), "False"))
+                note(f"ping #{n + 1} while down", await ask(ping), "False")
         finally:
             outage.up()
         ctx.log("bring the store back; ping(); get_items()")
-        note("ping after the outage", expect(await ask(ping), "True"))
+        note("ping after the outage", await ask(ping), "True")
         try:
             held = [canonical(i) for i in await read_items(session)]
             if held != [canonical(i) for i in seeds]:
@@ -148,15 +152,17 @@ async def run_trial(ctx: TrialContext) -> Trial:
                                 f"not the {len(seeds)} written before it")
         except Exception as exc:  # noqa: BLE001 - a read that raises shows nothing
             problems.append(f"get_items() after the outage raised {describe(exc)}")
+            raised += 1
         claims = ctx.target.claims
         if claims.has_close:
             want = "refused" if claims.close_is_terminal else "True"
             ctx.log(f"close(); ping()  # expected: {want}")
             with contextlib.suppress(Exception):
                 await ctx.close(session)
-            note("ping after close()", expect(await ask(ping), want))
+            note("ping after close()", await ask(ping), want)
     mode = "truthful" if not problems else problems[0].split(":")[0].replace(" ", "_")
-    return Trial(ctx.index, ctx.seed, bool(problems), Counts(errors=len(problems)), mode=mode,
+    return Trial(ctx.index, ctx.seed, bool(problems),
+                 Counts(wrong_result=len(problems) - raised, raised=raised), mode=mode,
                  sample="; ".join(problems[:3])[:400] or None, ops=tuple(ctx.ops))
 
 

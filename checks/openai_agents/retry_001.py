@@ -72,24 +72,24 @@ def judge_call(op: str, before: list[Any], batch: list[Any], returned: Any,
     the store holds now (as read)."""
     after = expected_after(op, before, batch)
     if locked is not None:
-        v.errors += 1
+        v.wrong_result += 1
         v.add("lock_kept", f"{where}: after the call, {Path(locked).name} is still "
                            f"write-locked: a transaction of the session was left open")
     if _keys(own) != _keys(store):
-        v.errors += 1
+        v.wrong_result += 1
         v.add("divergent_view", f"{where}: the session reads {len(own)} items, a fresh "
                                 f"instance {len(store)}: a write half-kept on its connection")
     if raised is not None:
         if not fired:
-            v.errors += 1
+            v.raised += 1  # no fault fired: the call had to succeed
             v.add("raised_unprovoked", f"{where}: raised {describe(raised)} before the fault "
                                        f"fired (a session left broken by an earlier fault)")
         elif retries and LOCKED in str(raised).lower():
-            v.errors += 1
+            v.raised += 1  # the backend retries: the call had to succeed
             v.add("lock_error_escaped", f"{where}: raised {describe(raised)}, though the "
                                         f"backend retries lock errors")
         elif not any(cause.lower() in str(raised).lower() for cause in CAUSES):
-            v.errors += 1
+            v.wrong_result += 1  # it may raise, but its exception must name the cause
             v.add("cause_hidden", f"{where}: raised {describe(raised)}, which does not say "
                                   f"that the database was locked (or could not roll back)")
         if _keys(store) != _keys(before):
@@ -133,7 +133,7 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
         await read_items(session)  # first use: tables, connections
     except Exception as exc:  # noqa: BLE001 - a backend that fails without any fault
         return Problems([("setup_failed", f"the first read raised {describe(exc)}")],
-                        errors=1).trial(ctx, HELD)
+                        raised=1).trial(ctx, HELD)
     if not watch.opened:
         raise NotApplicable(f"{CHECK_ID} does not apply to {ctx.target.name!r}: "
                             f"{type(session).__name__} opened no SQLite file under the trial's "
@@ -177,7 +177,7 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
         if v.problems:
             return v.trial(ctx, HELD)
     except Exception as exc:  # noqa: BLE001 - a backend that fails without any fault
-        v.errors += 1
+        v.raised += 1
         v.add("setup_failed", f"a clean call or read raised {describe(exc)}")
         return v.trial(ctx, HELD)
     ctx.log(f"add_items([3 items]); a clean add_items, pop_item and clear_session make "
@@ -208,7 +208,7 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
                     locked = watch.lock_holder()
                     now, own = await _reads(session, probe)
                 except Exception as exc:  # noqa: BLE001 - a store that cannot be read
-                    v.errors += 1
+                    v.raised += 1
                     v.add("read_raised", f"{where}: the read after it raised {describe(exc)}")
                     return v.trial(ctx, HELD)
                 store = judge_call(op, store, batch, returned, raised, fired, retries, now, own,
@@ -223,7 +223,7 @@ async def _faults(ctx: TrialContext, watch: SqliteWatch) -> Trial:
         if _keys(await read_items(probe)) != _keys(store):
             v.add("returned_but_wrong", "the last clean append is not stored as written")
     except Exception as exc:  # noqa: BLE001 - a session left broken
-        v.errors += 1
+        v.raised += 1
         v.add("poisoned", f"after the faults, a clean add_items or read raised {describe(exc)}")
     return v.trial(ctx, HELD)
 

@@ -67,7 +67,7 @@ async def _read(ledger: Ledger, what: str, call: Callable[[], Awaitable[Any]]) -
     try:
         return await call()
     except Exception as exc:  # noqa: BLE001 - a read that raises cannot show the items
-        ledger.errors += 1
+        ledger.raised += 1
         ledger.add("read_raised", f"{what} raised {describe(exc)}")
         return None
 
@@ -163,7 +163,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
                        f"after the ttl and one more add_items, get_items() returned "
                        f"{[label(i) for i in got][:3]} ({len(got)} items); expected 1")
     except Exception as exc:  # noqa: BLE001 - a session that stops working after expiry
-        ledger.errors += 1
+        ledger.raised += 1
         ledger.add("broken_after_expiry", f"add_items or get_items after the ttl raised "
                                           f"{describe(exc)}")
     if ledger.unjudged:

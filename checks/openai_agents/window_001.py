@@ -115,6 +115,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     foreign = {canonical(i) for i in peer_items}
     mine_keys = {canonical(i) for i in history}
     problems: list[str] = []
+    raised = 0  # how many of the problems are calls that raised
     ctx.log(f"X (and a fresh instance of X) reads get_items(limit=k) for k in {ks} while the "
             f"peer appends and reads {peer_reads} windows of its own")
 
@@ -126,6 +127,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             return None, exc
 
     async def peer_side() -> None:
+        nonlocal raised
         for _ in range(peer_reads):
             more = batch("peer")
             try:
@@ -136,21 +138,25 @@ async def run_trial(ctx: TrialContext) -> Trial:
                 got, error = await read(p, k)
             except Exception as exc:  # noqa: BLE001 - the peer's failure is evidence too
                 problems.append(f"peer add_items raised {describe(exc)}")
+                raised += 1
                 continue
             if error is not None or got is None:
                 problems.append(f"peer get_items(limit={k}) raised {describe(error)}")
+                raised += 1
             elif any(canonical(i) in mine_keys for i in got):
                 problems.append(f"the peer's get_items(limit={k}) returned X's items")
             elif [canonical(i) for i in got] != [canonical(i) for i in peer_items[-k:]]:
                 problems.append(f"the peer's get_items(limit={k}) is not its newest {k}")
 
     async def my_side() -> None:
+        nonlocal raised
         for k in ks:
             for who, session in (("X", x), ("fresh X", fresh)):
                 got, error = await read(session, k)
                 problem = window_problem(k, history, got, error, foreign)
                 if problem:
                     problems.append(f"{who}: {problem}")
+                    raised += error is not None
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(peer_side)
@@ -160,7 +166,8 @@ async def run_trial(ctx: TrialContext) -> Trial:
         first = problems[0]
         mode = ("foreign" if "another session" in first or "X's items" in first else
                 "raised" if "raised" in first else "wrong_window")
-    return Trial(ctx.index, ctx.seed, bool(problems), Counts(errors=len(problems)), mode=mode,
+    return Trial(ctx.index, ctx.seed, bool(problems),
+                 Counts(wrong_result=len(problems) - raised, raised=raised), mode=mode,
                  sample=join_within(problems[:2], 400) or None, ops=tuple(ctx.ops))
 
 
