@@ -1,7 +1,8 @@
 """The walk of the docs in a fresh environment (issue 38, point 3): the wheel installed with
 the openai-agents extra into a new venv, a careful and a buggy store written in a temporary
 folder outside the repository, and exactly what the docs show run there: `validate()`, the
-pytest plugin and `python -m arib survey --lanes module:attribute`.
+pytest plugin, `python -m arib survey --lanes module:attribute`, and the README's plugin lane
+(its entry point installed, `python -m arib run --lane` on it).
 
 The stores and the commands are the fenced blocks of harness/api/README.md ("Use it from your
 own tests") and harness/api/survey.md ("Mutate your own store"), so the test fails when the
@@ -17,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,7 +99,6 @@ class Env:
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
         self.log: list[str] = []
-        self.start = time.monotonic()
 
     def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         """Run ``python *args`` in the user's folder; log the command, exit code and time."""
@@ -111,7 +112,7 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def user(tmp_path_factory: pytest.TempPathFactory) -> Env:
+def user(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     start = time.monotonic()  # the walk's wall time counts from here
     wheel = build_wheel(tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel"))
     venv = tmp_path_factory.mktemp("venv")
@@ -127,10 +128,12 @@ def user(tmp_path_factory: pytest.TempPathFactory) -> Env:
     (folder / "my_module.py").write_text(readme_store())
     (folder / "buggy_module.py").write_text(buggy_store())
     env = Env(venv, folder)
-    env.start = start
     env.log.append(f"wheel built and installed with [openai-agents] in "
                    f"{time.monotonic() - start:.1f} s")
-    return env
+    yield env
+    # The commands of the walk, their exit codes and times (`pytest -rA` shows them).
+    print("\n".join(env.log))
+    print(f"the whole walk: {time.monotonic() - start:.1f} s wall")
 
 
 VALIDATE = """\
@@ -213,8 +216,46 @@ def test_the_survey_of_the_users_lane_runs(user: Env) -> None:
     print(out)
 
 
-def test_zz_the_walk_log(user: Env) -> None:
-    """Runs last: the commands of the walk, their exit codes and times (`pytest -rA` shows it)."""
-    assert len(user.log) >= 7, user.log
-    print("\n".join(user.log))
-    print(f"the whole walk: {time.monotonic() - user.start:.1f} s wall")
+def test_the_plugin_survey_item_gates_the_careful_store(user: Env) -> None:
+    """survey.md's marker with `survey=80`: the two checks' items pass, and [survey] fails with
+    the gate line, since those two checks kill fewer than 80 % of the covered mutants."""
+    (block,) = [b for b in fenced(SURVEY, "python") if "survey=80)" in b]
+    (user.folder / "test_survey_gate.py").write_text(
+        "import pytest\nfrom my_lanes import careful\n\n\n" + block)
+    done = user.run("-m", "pytest", "-p", "no:cacheprovider", "-rA", "test_survey_gate.py")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "PASSED test_survey_gate.py::test_careful[ARIB-CONC-001]" in out, out
+    assert "PASSED test_survey_gate.py::test_careful[ARIB-POP-001]" in out, out
+    assert "FAILED test_survey_gate.py::test_careful[survey]" in out, out
+    gate = re.search(r"gate: careful: covered score ([\d.]+)%, threshold 80%: BELOW", out)
+    assert gate is not None and float(gate[1]) < 80, out
+    print(gate[0])
+
+
+PROJECT = """\
+[project]
+name = "my-store"
+version = "0.1"
+
+[tool.setuptools]
+py-modules = ["my_module"]
+
+"""
+
+
+def test_the_plugin_lane_of_the_readme_installs_and_runs(user: Env) -> None:
+    """The README's entry point in the user's pyproject.toml, the folder installed, and the
+    README's `run` command on the lane named by the entry point."""
+    (entry_points,) = [b for b in fenced(README, "toml") if "arib.lanes." in b]
+    (user.folder / "pyproject.toml").write_text(PROJECT + entry_points)
+    installed = subprocess.run([uv(), "pip", "install", "-q", "-p", user.python, str(user.folder)],
+                               capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    user.log.append(f"$ uv pip install {user.folder.name}/  (the README's entry point) -> exit 0")
+    command = re.search(r"`python -m arib (run --check \S+ --lane \S+)`", README.read_text())
+    assert command is not None, "the README no longer shows `python -m arib run ... --lane ...`"
+    done = user.run("-m", "arib", *command[1].split())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("HELD ARIB-CONC-001 on my-store: 0 of "), done.stdout
+    print(done.stdout)
