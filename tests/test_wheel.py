@@ -15,12 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from arib.dev.noxsupport import find_uv
-from arib.ground.package import DISTRIBUTION, LAYOUT, version
+from arib.ground.package import DISTRIBUTION, version
+from tests.wheelbuild import MAPPED, ROOT, build_wheel, tracked, uv
 
-ROOT = Path(__file__).resolve().parent.parent
-# Where each checkout folder sits in the wheel (pyproject's package-dir).
-MAPPED = {folder: package.replace(".", "/") for folder, package in LAYOUT.items()}
 # The data files the code reads, by checkout folder (read through importlib.resources).
 DATA = ("harness/locks", "harness/schemas", "mutants/survivors")
 # The project's own development tools (nox's helpers, docs, self-mutation): not installed.
@@ -30,19 +27,6 @@ FAMILY_SDKS = ("agents", "langgraph", "sqlalchemy", "redis", "psycopg", "asyncpg
 pytestmark = pytest.mark.slow
 
 
-def _uv() -> str:
-    uv = find_uv()
-    if uv is None:
-        pytest.skip("uv is not installed (pip install uv): the wheel cannot be built here")
-    return uv
-
-
-def _tracked(folder: str) -> list[str]:
-    names = subprocess.run(["git", "-C", str(ROOT), "ls-files", folder], capture_output=True,
-                           text=True, check=True).stdout.split()
-    return [n for n in names if (ROOT / n).is_file()]
-
-
 def _in_wheel(path: str) -> str:
     top, _, rest = path.partition("/")
     return f"{MAPPED[top]}/{rest}"
@@ -50,18 +34,7 @@ def _in_wheel(path: str) -> str:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Built from a copy of the tracked files as they are in the work tree: setuptools keeps a
-    # build/ folder beside the sources, whose leftovers would otherwise join the wheel.
-    source = tmp_path_factory.mktemp("source")
-    for name in [n for part in ("pyproject.toml", "README.md", *MAPPED) for n in _tracked(part)]:
-        (source / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, source / name)
-    out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([_uv(), "build", "--wheel", "--out-dir", str(out), str(source)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (built,) = out.glob("*.whl")
-    return built
+    return build_wheel(tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_has_one_import_root(wheel: Path) -> None:
@@ -77,14 +50,14 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
 
 def test_every_module_and_data_file_is_inside_it(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = [p for folder in MAPPED for p in _tracked(folder) if p.endswith(".py")]
+    modules = [p for folder in MAPPED for p in tracked(folder) if p.endswith(".py")]
     dev = [p for p in modules if p.startswith(DEV)]
     assert dev, f"{DEV} is empty: the test no longer looks at the project's own tools"
     missing = [p for p in modules if p not in dev and _in_wheel(p) not in names]
     assert not missing, f"modules the wheel lacks (pyproject's packages list): {missing}"
     shipped = [p for p in dev if _in_wheel(p) in names]
     assert not shipped, f"the project's own tools ({DEV}) are in the wheel: {shipped}"
-    data = [p for folder in DATA for p in _tracked(folder)]
+    data = [p for folder in DATA for p in tracked(folder)]
     assert any(p.endswith(".json") for p in data) and any("survivors" in p for p in data)
     missing = [p for p in data if _in_wheel(p) not in names]
     assert not missing, f"data files the wheel lacks (pyproject's package-data): {missing}"
@@ -93,10 +66,10 @@ def test_every_module_and_data_file_is_inside_it(wheel: Path) -> None:
 
 def test_the_base_install_runs_without_either_family(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "env"
-    uv = _uv()
-    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(env_dir)], check=True)
+    uv_program = uv()
+    subprocess.run([uv_program, "venv", "-q", "-p", sys.executable, str(env_dir)], check=True)
     python = env_dir / "bin" / "python"
-    done = subprocess.run([uv, "pip", "install", "-q", "-p", str(python), str(wheel)],
+    done = subprocess.run([uv_program, "pip", "install", "-q", "-p", str(python), str(wheel)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
