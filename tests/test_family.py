@@ -164,7 +164,6 @@ def test_a_record_naming_something_else_than_its_kind_is_refused(monkeypatch: py
                                                                   ) -> None:
     import dataclasses
 
-    from arib.ground.errors import UsageError
     from arib.official.suite import active_suite
     from arib.parity.options import active_kind
 
@@ -172,8 +171,8 @@ def test_a_record_naming_something_else_than_its_kind_is_refused(monkeypatch: py
     wrong = dataclasses.replace(get_family("openai-agents"), parity=lanes, official=lanes)
     monkeypatch.setattr(family_mod, "active_family", lambda: wrong)
     monkeypatch.setattr("arib.official.suite.active_family", lambda: wrong)
-    with pytest.raises(UsageError, match="parity='arib.targets.openai_agents.lanes:ALL_TARGETS'"
-                                         " is a tuple, not a WorkflowKind"):
+    with pytest.raises(PluginError, match="parity='arib.targets.openai_agents.lanes:ALL_TARGETS'"
+                                          " names an object of type 'tuple', not 'WorkflowKind'"):
         active_kind()
-    with pytest.raises(UsageError, match="is a tuple, not an OfficialSuite"):
+    with pytest.raises(PluginError, match="names an object of type 'tuple', not 'OfficialSuite'"):
         active_suite()

@@ -28,9 +28,11 @@ import os
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arib.ground.errors import PluginError, UnknownNameError
+
+T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "arib.families"
 LANE_GROUP_PREFIX = "arib.lanes."  # + a family's name: lanes installed packages add to it
@@ -110,6 +112,17 @@ class Family:
                 f"({type(exc).__name__}: {exc}); the rule: every code field is "
                 f"'module:attribute' naming an importable object; fix the family's record"
             ) from None
+        return value
+
+    def resolve_as(self, field_name: str, expected: type[T]) -> T:
+        """``resolve``, refusing an object that is not an ``expected`` (PluginError naming
+        the field, what it names and the type it should be)."""
+        value = self.resolve(field_name)
+        if not isinstance(value, expected):
+            raise PluginError(
+                f"family {self.name!r}: {field_name}={getattr(self, field_name)!r} names an "
+                f"object of type {type(value).__name__!r}, not {expected.__name__!r}; fix the "
+                f"family's record")
         return value
 
     @property

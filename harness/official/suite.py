@@ -19,10 +19,7 @@ def active_suite(installed: bool = False) -> tuple[Family, OfficialSuite]:
             f"`official` runs a family's own conformance suite beside our checks, and family "
             f"{family.name!r} has none (families with one: {', '.join(having) or 'none'}); "
             f"run `python -m arib --family {having[0] if having else '<family>'} official`")
-    suite = family.resolve("official")
-    if not isinstance(suite, OfficialSuite):
-        raise UsageError(f"family {family.name!r}: official={family.official!r} is a "
-                         f"{type(suite).__name__}, not an OfficialSuite; fix the family's record")
+    suite = family.resolve_as("official", OfficialSuite)
     if installed and not _importable(suite.module):
         raise UsageError(f"{suite.name} is not installed in this environment; install the "
                          f"family's lock file (in {family.lock_dir or 'its lock folder'}), which "

@@ -51,13 +51,7 @@ def active_kind() -> WorkflowKind:
             f"family {family.name!r} has no parity workflows (families with a parity gate: "
             f"{', '.join(with_gate)}); run parity with --family set to one of them"
         )
-    kind = family.resolve("parity")
-    if not isinstance(kind, WorkflowKind):
-        raise UsageError(
-            f"family {family.name!r}: parity={family.parity!r} is a {type(kind).__name__}, "
-            "not a WorkflowKind; fix the family's record"
-        )
-    return kind
+    return family.resolve_as("parity", WorkflowKind)
 
 
 @dataclass(frozen=True)
