@@ -161,7 +161,7 @@ def test_admit_and_run_judge_the_users_check_with_the_users_mutants(user: Path) 
     alone = arib(user, "admit", "ARIB-MYPOP-001", "--quiet")
     assert alone.returncode == 2 and "unknown mutant 'my_pop_returns_oldest'" in alone.stderr
     run = arib(user, "--mutants", "my_mutants.py", "run", "--check", "ARIB-MYPOP-001",
-               "--lane", "reference", "--mutant", "my_pop_returns_oldest")
+               "--lane", "reference", "--mutant", "my_pop_returns_oldest", "--json", "-")
     assert run.returncode == 1, run.stdout + run.stderr
     replay = re.search(r'"replay": "([^"]*)"', run.stdout)
     assert replay and f"--mutants {user / 'my_mutants.py'} run" in replay.group(1)
