@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--family", default=None, help=(
         "the runtime family to measure (default: $ARIB_FAMILY, else the default family); families "
         "are registered in the entry-point group arib.families"))
-    parser.add_argument("--mutants", action="append", default=[], metavar="PATH", help=(
+    # dest: a subcommand's own --mutants (official's flag) must not overwrite the files given
+    parser.add_argument("--mutants", action="append", default=[], metavar="PATH",
+                        dest="mutant_files", help=(
         "a .py file of your own hand-written mutants (@handwritten), for checks to be paired "
         "with; repeat it for more (sets $ARIB_MUTANTS, which child processes and the pytest "
         "plugin read; installed packages add theirs in the entry-point group arib.mutants)"))
@@ -114,8 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     from arib.ground.family import use_family
 
                     use_family(args.family)
-                if args.mutants:
-                    use_mutants(args.mutants)
+                if args.mutant_files:
+                    use_mutants(args.mutant_files)
                 return int(args.func(args))
             finally:
                 scratch.cleanup()
