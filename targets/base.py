@@ -136,6 +136,10 @@ class TargetSpec:
     # Modules a build imports besides ``module`` (a driver SQLAlchemy loads by its URL): the
     # parent imports them with ``module`` once before forking the lane's runs.
     preload: tuple[str, ...] = ()
+    # More code the survey mutates besides ``backend`` in ``module``: "module" (each class at
+    # its top level) or "module:Class" (a user's lane, ``arib.api.lane(mutate=...)``); each
+    # is surveyed as a lane of its own, named ``<name>[<Class>]`` (arib.survey.user).
+    mutated_also: tuple[str, ...] = ()
 
     def with_claims(self, claims: Claims) -> TargetSpec:
         """The same lane with other claims (used by claim mutants)."""
@@ -158,6 +162,7 @@ class TargetSpec:
             "waits_s": self.waits_s,
             "options": dict(self.options),
             "fixed_guards": [g.to_json() for g in self.fixed_guards],
+            **({"mutated_also": list(self.mutated_also)} if self.mutated_also else {}),
         }
 
 

@@ -41,8 +41,10 @@ def get_target(name: str) -> TargetSpec:
 
 
 def lane_reference(ref: str) -> TargetSpec:
-    """The lane a ``module:attribute`` reference names: an ``arib.api`` lane (``@lane``) or a
-    TargetSpec, imported now (a user's lane named without installing an entry point)."""
+    """The lane a ``module:attribute`` reference names: an ``arib.api`` lane (``@lane``), a
+    TargetSpec, or a store class the family makes a lane of (its ``user_lane``: openai-agents'
+    takes a class built as ``Class(root, session_id)``), imported now (a user's lane named
+    without installing an entry point)."""
     module, _, attr = ref.partition(":")
     try:
         value: Any = importlib.import_module(module)
@@ -53,6 +55,13 @@ def lane_reference(ref: str) -> TargetSpec:
             f"lane reference {ref!r} cannot be imported ({type(exc).__name__}: {exc}); the "
             f"rule: 'module:attribute' names an importable @lane factory or TargetSpec; fix "
             f"the reference, or put its folder on PYTHONPATH") from exc
+    if isinstance(value, type) and not callable(getattr(value, "spec", None)):
+        family = active_family()
+        if not family.user_lane:
+            raise UnknownNameError(
+                f"lane reference {ref!r} names class {value.__qualname__}; the rule: family "
+                f"{family.name!r} makes no lane from a class; fix: name a TargetSpec")
+        value = family.resolve("user_lane")(value)  # UsageError naming a class that is not
     spec = value.spec() if callable(getattr(value, "spec", None)) else value
     if not isinstance(spec, TargetSpec):
         raise UnknownNameError(

@@ -8,7 +8,12 @@ import textwrap
 import pytest
 
 from arib.checks.registry import check_ids, check_index, file_stem, get_check, load_checks
-from arib.ground.errors import CheckDefinitionError, ParameterError, UnknownNameError
+from arib.ground.errors import (
+    CheckDefinitionError,
+    ParameterError,
+    UnknownNameError,
+    UsageError,
+)
 from arib.mutants.registry import get_mutant, handwritten_mutants
 from arib.targets.registry import get_target, lane_reference, parse_lanes
 
@@ -237,5 +242,8 @@ def test_a_lane_reference_names_a_user_lane_and_a_bad_one_is_refused_naming_it()
     with pytest.raises(UnknownNameError, match="'tests.userstore.stores:nope' cannot be "
                                                "imported"):
         lane_reference("tests.userstore.stores:nope")
-    with pytest.raises(UnknownNameError, match="names .*JsonFileSession.*, which is not a lane"):
+    # a class is a lane only when built as Class(root, session_id): this one takes the
+    # session id first, and would be handed the root as its id
+    with pytest.raises(UsageError, match=r"JsonFileSession is built as JsonFileSession\("
+                                         r"session_id, path\); the rule: .*\(root, session_id\)"):
         lane_reference("tests.userstore.stores:JsonFileSession")

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, overload
 
 from arib.ground.errors import UsageError
@@ -41,6 +43,8 @@ SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
 Factory = Callable[..., Any]
 # The claims @lane(...) states; one left out is found on the object (Lane.with_found).
 CLAIM_NAMES = ("has_close", "close_is_async", "close_is_terminal", "close_note")
+# The first parameters of a store class that is its own factory (class_lane_error).
+CLASS_PARAMETERS = ("root", "session_id")
 
 
 def factory_name(factory: Callable[..., Any]) -> str:
@@ -70,6 +74,25 @@ def keyword_options(factory: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(p.name for p in rest if p.kind is not inspect.Parameter.POSITIONAL_ONLY)
 
 
+def class_lane_error(cls: type) -> str | None:
+    """Why class ``cls`` cannot be its own factory, or None when its constructor's first two
+    parameters are ``(root, session_id)`` (``CLASS_PARAMETERS``)."""
+    where = f"class {factory_name(cls)}"
+    try:
+        parameters = list(inspect.signature(cls).parameters.values())
+    except (ValueError, TypeError) as exc:
+        return f"{where}: its constructor's signature cannot be read ({exc})"
+    names = tuple(p.name for p in parameters[:2]
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                inspect.Parameter.POSITIONAL_OR_KEYWORD))
+    if names == CLASS_PARAMETERS:
+        return None
+    return (f"{where} is built as {cls.__name__}({', '.join(p.name for p in parameters)}); the "
+            f"rule: a class is a lane when its constructor takes (root, session_id) first, "
+            f"root the folder its store lives in; fix: name a factory, e.g. `def "
+            f"my_store(root, session_id): return {cls.__name__}(...)` decorated with @lane")
+
+
 def _readable_options(factory: Callable[..., Any]) -> tuple[str, ...]:
     """``keyword_options``, or none when the signature cannot be read (the capability probe
     reports that with its cause)."""
@@ -91,6 +114,8 @@ class Lane:
     declared: frozenset[str] = frozenset(CLAIM_NAMES)
     # "module:Class", the class a survey mutates; None: the class the factory returns
     store: str | None = None
+    # more code the survey mutates: "module" (its top-level classes) or "module:Class"
+    mutate: tuple[str, ...] = ()
 
     def __call__(self, root: Path, session_id: str, **options: Any) -> Any:
         return self.factory(root, session_id, **options)
@@ -108,40 +133,47 @@ class Lane:
 
     def spec(self) -> TargetSpec:
         """The lane as a ``TargetSpec``, built the way ``targets/`` lanes are; its module and
-        backend name the store class stated (``store=``, else the factory's return annotation
-        of a top-level class), else the factory (``arib.survey.user`` then finds the class
-        the factory returns)."""
-        module, _, backend = (self.store or _annotated(self.factory) or "").partition(":")
+        backend name the store class stated (``store=``, the factory itself when it is a class,
+        else the factory's return annotation of a top-level class), else the factory
+        (``arib.survey.user`` then finds the class the factory returns); ``mutated_also`` is
+        ``mutate``."""
+        own = _reference(self.factory) if isinstance(self.factory, type) else None
+        module, _, backend = (self.store or own or _annotated(self.factory) or "").partition(":")
         return TargetSpec(
             name=self.name,
             backend=backend or getattr(self.factory, "__qualname__", self.name),
             module=module or getattr(self.factory, "__module__", "") or "", claims=self.claims,
             build=_builder(self), description=f"user factory {self.label}",
             options={name: f"keyword parameter {name!r} of the factory {self.label}"
-                     for name in _readable_options(self.factory)})
+                     for name in _readable_options(self.factory)},
+            mutated_also=self.mutate)
 
 
 @overload
 def lane(factory: Factory, *, name: str | None = ..., has_close: bool | None = ...,
          close_is_async: bool | None = ..., close_is_terminal: bool | None = ...,
-         close_note: str | None = ..., store: type | str | None = ...) -> Lane: ...
+         close_note: str | None = ..., store: type | str | None = ...,
+         mutate: Iterable[type | ModuleType | str] = ...) -> Lane: ...
 
 
 @overload
 def lane(factory: None = ..., *, name: str | None = ..., has_close: bool | None = ...,
          close_is_async: bool | None = ..., close_is_terminal: bool | None = ...,
-         close_note: str | None = ..., store: type | str | None = ...
-         ) -> Callable[[Factory], Lane]: ...
+         close_note: str | None = ..., store: type | str | None = ...,
+         mutate: Iterable[type | ModuleType | str] = ...) -> Callable[[Factory], Lane]: ...
 
 
 def lane(factory: Factory | None = None, *, name: str | None = None,
          has_close: bool | None = None, close_is_async: bool | None = None,
          close_is_terminal: bool | None = None, close_note: str | None = None,
-         store: type | str | None = None) -> Lane | Callable[[Factory], Lane]:
+         store: type | str | None = None, mutate: Iterable[type | ModuleType | str] = ()
+         ) -> Lane | Callable[[Factory], Lane]:
     """Decorate a store factory with its claims: ``@lane`` or ``@lane(has_close=True)``; a
     claim left out (None) is found on the object the factory returns. ``store`` (a class or
     ``"module:Class"``) names the class a survey mutates, when it is not the class the
-    factory returns."""
+    factory returns; ``mutate`` names more that it mutates (modules, classes, or their
+    ``"module"`` / ``"module:Class"`` names). A class whose constructor takes ``(root,
+    session_id)`` may be given as the factory (``class_lane_error``)."""
     stated = {"has_close": has_close, "close_is_async": close_is_async,
               "close_is_terminal": close_is_terminal, "close_note": close_note}
     declared = frozenset(k for k, v in stated.items() if v is not None)
@@ -149,15 +181,19 @@ def lane(factory: Factory | None = None, *, name: str | None = None,
                     close_is_terminal=close_is_terminal is not False,
                     close_note=close_note or "")
     store_ref = _store_ref(store)
+    also = _mutate_refs(mutate)
 
     def wrap(made: Factory) -> Lane:
         if not callable(made):
             raise UsageError(f"lane() got {made!r}, which is not callable; the rule: a factory "
                              f"is (root: Path, session_id: str) -> Session; pass a function")
+        why = class_lane_error(made) if isinstance(made, type) else None
+        if why is not None:
+            raise UsageError(why)
         with contextlib.suppress(ValueError, TypeError):  # unreadable: reported by the probe
             keyword_options(made)  # an option without a default is refused here
         return Lane(made, claims, name or str(getattr(made, "__qualname__", "user-store")),
-                    declared, store_ref)
+                    declared, store_ref, also)
 
     return wrap if factory is None else wrap(factory)
 
@@ -173,12 +209,37 @@ def _annotated(factory: Factory) -> str | None:
     return f"{made.__module__}:{made.__qualname__}"
 
 
+def _reference(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _mutate_refs(mutate: Iterable[type | ModuleType | str]) -> tuple[str, ...]:
+    """``mutate`` as ``"module"`` / ``"module:Class"`` names; UsageError naming anything else."""
+    if isinstance(mutate, (str, type, ModuleType)):
+        mutate = (mutate,)
+    refs: list[str] = []
+    for item in mutate:
+        if isinstance(item, type):
+            refs.append(_reference(item))
+        elif isinstance(item, ModuleType):
+            refs.append(item.__name__)
+        elif isinstance(item, str) and all(
+                part.isidentifier() for part in item.replace(":", ".").split(".")) \
+                and item.count(":") <= 1:
+            refs.append(item)
+        else:
+            raise UsageError(f"lane(mutate=[..., {item!r}, ...]): the rule: mutate names code "
+                             f"the survey mutates besides the store class: a module, a class, "
+                             f"'module' or 'module:Class'; fix: e.g. mutate=['my_pkg.codec']")
+    return tuple(dict.fromkeys(refs))
+
+
 def _store_ref(store: type | str | None) -> str | None:
     """``store`` as ``"module:Class"``; UsageError naming anything else."""
     if store is None:
         return None
     if isinstance(store, type):
-        return f"{store.__module__}:{store.__qualname__}"
+        return _reference(store)
     module, sep, qualname = store.partition(":") if isinstance(store, str) else ("", "", "")
     if not (sep and module and qualname):
         raise UsageError(f"lane(store={store!r}): the rule: store is the class a survey "
@@ -205,7 +266,7 @@ async def make_session(user: Lane, ctx: BuildContext) -> Any:
             f"factory {user.label!r} takes no keyword parameter "
             f"{', '.join(map(repr, missing))}, the constructor option(s) this trial opens an "
             f"instance with")
-    made = user.factory(ctx.root, ctx.session_id, **ctx.options)
+    made = _current(user.factory)(ctx.root, ctx.session_id, **ctx.options)
     if inspect.isawaitable(made):
         made = await made
     missing = _missing_methods(made)
@@ -215,6 +276,15 @@ async def make_session(user: Lane, ctx: BuildContext) -> Any:
             f"{', '.join(missing)}; the rule: it returns a Session "
             f"({', '.join(SESSION_METHODS)}); fix the factory's return value")
     return made
+
+
+def _current(factory: Factory) -> Factory:
+    """A class given as the factory as its module binds it now: a survey's mutant re-executes
+    the module, and the lane must build the mutant's class, not the one it was given."""
+    if not isinstance(factory, type):
+        return factory
+    found = getattr(sys.modules.get(factory.__module__), factory.__qualname__, None)
+    return found if isinstance(found, type) else factory
 
 
 def _builder(user: Lane) -> Callable[[BuildContext], Any]:

@@ -18,44 +18,59 @@ from arib.api.lane import Factory, Lane, as_lane
 from arib.api.run import select_checks
 from arib.ground.errors import UsageError
 from arib.survey.lane import LaneSurvey
-from arib.survey.scores import GateLine
+from arib.survey.scores import GateLine, Scores
 
 
 @dataclass(frozen=True)
 class StoreSurvey:
-    """The survey of one user's store, and the score it must reach (percent, or None)."""
+    """The survey of one user's store, and the score it must reach (percent, or None).
+    ``survey`` is the store class's; ``also`` one per class the lane names to mutate
+    (``@lane(mutate=...)``); the score counts them all."""
 
     survey: LaneSurvey
     fail_under: float | None = None
+    also: tuple[LaneSurvey, ...] = ()
+
+    @property
+    def surveys(self) -> tuple[LaneSurvey, ...]:
+        """The store class's survey, then the named classes'."""
+        return (self.survey, *self.also)
+
+    @property
+    def error(self) -> str | None:
+        """The first lane error of the surveys, or None."""
+        return next((s.error for s in self.surveys if s.error), None)
 
     @property
     def score(self) -> float | None:
-        """The covered score (killed of the mutants some check executes), 0..1; None when
-        no mutant was judged."""
-        return self.survey.scores().score_covered
+        """The covered score (killed of the mutants some check executes) over every surveyed
+        class, 0..1; None when no mutant was judged."""
+        return Scores.of([o.status for s in self.surveys for o in s.outcomes]).score_covered
 
     def gate(self) -> GateLine | None:
         """The score gate's line (``python -m arib survey --fail-under``'s rule), or None."""
         return None if self.fail_under is None else GateLine(
-            self.survey.lane, self.fail_under, self.score, self.survey.error)
+            self.survey.lane, self.fail_under, self.score, self.error)
 
     @property
     def passed(self) -> bool:
         """Surveyed without error, some mutant judged, and the score reaches ``fail_under``."""
         line = self.gate()
-        return (self.survey.error is None and self.score is not None
+        return (self.error is None and self.score is not None
                 and (line is None or line.passed))
 
     def __str__(self) -> str:
         from arib.survey.report import render_text
 
         line = self.gate()
-        return render_text((self.survey,), show_diffs=10) + (
+        return render_text(self.surveys, show_diffs=10) + (
             f"\ngate: {line.describe()}" if line is not None else "")
 
     def to_json(self) -> dict[str, Any]:
-        """The lane's survey JSON, with the threshold and whether it passed."""
-        return {**self.survey.to_json(), "fail_under": self.fail_under, "passed": self.passed}
+        """The lane's survey JSON (and the named classes' under ``also``), with the threshold
+        and whether it passed."""
+        return {**self.survey.to_json(), "also": [s.to_json() for s in self.also],
+                "fail_under": self.fail_under, "passed": self.passed}
 
 
 def survey_store(factory: Lane | Factory, *, checks: Iterable[str] | str | None = None,
@@ -75,5 +90,5 @@ def survey_store(factory: Lane | Factory, *, checks: Iterable[str] | str | None 
                           params={k: dict(v) for k, v in (params or {}).items()},
                           timeout_s=timeout_s, run_seed=seed, quiet=True,
                           cache=AdmissionCache(None))
-    (found,) = survey(config)
-    return StoreSurvey(found, fail_under)
+    found, *also = survey(config)
+    return StoreSurvey(found, fail_under, tuple(also))

@@ -97,6 +97,10 @@ class Family:
     # -> arib.ground.official.OfficialSuite: the family's own conformance suite, run beside our
     # checks by `python -m arib official` ("" none)
     official: str = ""
+    # -> (class) -> a lane (something with ``spec()``): how a class given where a lane is
+    # named (``--lanes my_module:MyStore``) becomes a lane; UsageError naming the class when it
+    # cannot ("" when the family makes no lane from a class)
+    user_lane: str = ""
     # a module with SEED_SDK, SEED_CELLS ({Cell: verdict}) and SEED_NOTES ({check id: why}):
     # a published release's cells a run of that version is compared with ("" none)
     seed: str = ""

@@ -75,7 +75,7 @@ from arib.survey.guards import Excluded, excluded_lines, executed_excluded, lane
 from arib.survey.lane import LaneSurvey, MutantOutcome
 from arib.survey.scores import lane_status
 from arib.survey.survivors import Category, Entry, by_lane
-from arib.survey.user import UserLaneError, store_lane
+from arib.survey.user import UserLaneError, store_lanes
 from arib.targets.base import TargetSpec
 from arib.warm import warm_all
 
@@ -180,16 +180,22 @@ def _module_lines(source: str, filename: str) -> ModuleLines:
     return ModuleLines(source, filename)
 
 
-def _prepare(given: TargetSpec, config: SurveyConfig) -> _Plan:
-    """Generate a lane's mutants and compare their compiled units (a child only to find the
-    class a user's factory returns, arib.survey.user)."""
-    plan = _Plan(given)
+def _prepare_lanes(given: TargetSpec, config: SurveyConfig) -> list[_Plan]:
+    """The plans of a lane: its store class's, then one per class it names to mutate (a
+    child only to find the class a user's factory returns, arib.survey.user)."""
     try:
-        plan.lane = lane = store_lane(given, config.services, config.tmpdir)
+        lanes = store_lanes(given, config.services, config.tmpdir)
     except UserLaneError as exc:  # one line naming the lane and the rule; the others go on
+        plan = _Plan(given)
         plan.fail(str(exc))
         plan.bad_input = True
-        return plan
+        return [plan]
+    return [_prepare(lane, config) for lane in lanes]
+
+
+def _prepare(lane: TargetSpec, config: SurveyConfig) -> _Plan:
+    """Generate a lane's mutants and compare their compiled units."""
+    plan = _Plan(lane)
     try:
         plan.report = generated_for_target(lane)
         module = importlib.import_module(lane.module)  # imported before any child forks
@@ -266,7 +272,7 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
 
 def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
-    plans = [_prepare(lane, config) for lane in config.lanes]
+    plans = [plan for lane in config.lanes for plan in _prepare_lanes(lane, config)]
     if config.shard is not None:
         plans = _shard_plans(plans, config.shard)
 

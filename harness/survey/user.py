@@ -7,6 +7,10 @@ return annotation: ``arib.api.lane``), and the survey must mutate the store, not
 The class is then the type of the object one build returns (built once in a forked child,
 on a temporary root). It must be defined at the top level of
 a Python source module, or the lane gets one error line naming it, the rule and the fix.
+
+A lane may name more code to mutate (``TargetSpec.mutated_also``: ``@lane(mutate=...)``): each
+class found there is surveyed as a lane of its own, ``<lane>[<Class>]``, built by the same
+factory (``store_lanes``), so that its scores and survivors are read apart from the store's.
 """
 
 from __future__ import annotations
@@ -102,6 +106,47 @@ def check_mutable(lane: str, module: str, qualname: str) -> None:
                             f"of {path} (bound there from elsewhere, or from a C extension); "
                             f"{RULE}; fix: name the module that defines it with "
                             f"@lane(store=...)")
+
+
+def _top_level_classes(lane: str, module: str) -> tuple[str, ...]:
+    """The classes defined by a class statement at the top level of source ``module``."""
+    try:
+        path, source = installed_source(module)
+        tree = ast.parse(source, path)
+    except Exception as exc:  # noqa: BLE001 - not found, not source, or not Python
+        raise UserLaneError(f"lane {lane!r}: module {module!r} it names to mutate cannot be "
+                            f"read as Python source ({type(exc).__name__}: {exc}); {RULE}; "
+                            f"fix: name an importable module written in Python") from exc
+    found = tuple(node.name for node in tree.body if isinstance(node, ast.ClassDef))
+    if not found:
+        raise UserLaneError(f"lane {lane!r}: module {module!r} it names to mutate defines no "
+                            f"class at its top level; {RULE}; fix: name a module whose "
+                            f"classes the store uses, or 'module:Class'")
+    return found
+
+
+def store_lanes(lane: TargetSpec, services: Mapping[str, str] | None = None,
+                tmpdir: str | None = None) -> tuple[TargetSpec, ...]:
+    """``store_lane(lane)``, then one lane per class ``lane.mutated_also`` names, each
+    ``<lane>[<Class>]`` with the same builder; UserLaneError, one line, for the first class
+    that cannot be found or mutated."""
+    first = store_lane(lane, services, tmpdir)
+    out = [dataclasses.replace(first, mutated_also=())]
+    seen = {(first.module, first.backend)}
+    for ref in lane.mutated_also:
+        module, _, qualname = ref.partition(":")
+        for name in (qualname,) if qualname else _top_level_classes(lane.name, module):
+            check_mutable(lane.name, module, name)
+            if (module, name) in seen:
+                continue
+            seen.add((module, name))
+            # the modules holding the store class and the factory see the mutant's objects
+            watch(first.module)
+            if lane.module:
+                watch(lane.module)
+            out.append(dataclasses.replace(first, name=f"{lane.name}[{name}]", module=module,
+                                           backend=name, mutated_also=(), fixed_guards=()))
+    return tuple(out)
 
 
 def store_lane(lane: TargetSpec, services: Mapping[str, str] | None = None,

@@ -35,4 +35,5 @@ OPENAI_AGENTS = Family(
     environment=(("OPENAI_AGENTS_DISABLE_TRACING", "1"),),
     seed="arib.targets.openai_agents.seed",
     parity="arib.checks.openai_agents.parity.kind:AGENT_KIND",
+    user_lane="arib.api.lane:lane",
 )
