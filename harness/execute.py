@@ -124,7 +124,7 @@ def replay_command(
     files = [w for path in (mutant_paths() if mutant is not None else ())
              for w in ("--mutants", str(path))]
     words = ["python", "-m", "arib", *files, "run", "--check", check.id, "--lane",
-             target.name, "--trial-seed", str(seed)]
+             target.named_by or target.name, "--trial-seed", str(seed)]
     if index:
         words += ["--trial-index", str(index)]
     if schedule is not None:

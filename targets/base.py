@@ -140,6 +140,9 @@ class TargetSpec:
     # its top level) or "module:Class" (a user's lane, ``arib.api.lane(mutate=...)``); each
     # is surveyed as a lane of its own, named ``<name>[<Class>]`` (arib.survey.user).
     mutated_also: tuple[str, ...] = ()
+    # How a lane outside the family's table was named ("module:attribute"): the replay
+    # commands name it so, since its name alone finds nothing (targets.registry.get_target).
+    named_by: str = ""
 
     def with_claims(self, claims: Claims) -> TargetSpec:
         """The same lane with other claims (used by claim mutants)."""

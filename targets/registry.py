@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from typing import Any
 
 from arib.ground.errors import UnknownNameError
@@ -28,7 +29,10 @@ def real_lanes() -> tuple[TargetSpec, ...]:
 
 
 def get_target(name: str) -> TargetSpec:
-    """The lane called ``name``; an unknown name raises UnknownNameError listing the known."""
+    """The lane called ``name`` (or a ``module:attribute`` reference, ``lane_reference``); an
+    unknown name raises UnknownNameError listing the known."""
+    if ":" in name:
+        return lane_reference(name)
     lanes = family_lanes()
     for spec in lanes:
         if spec.name == name:
@@ -68,7 +72,7 @@ def lane_reference(ref: str) -> TargetSpec:
             f"lane reference {ref!r} names {value!r}, which is not a lane; the rule: "
             f"'module:attribute' names an arib.api @lane factory or a TargetSpec; fix: "
             f"decorate the factory with @arib.api.lane")
-    return spec
+    return replace(spec, named_by=ref)
 
 
 def parse_lanes(text: str | None) -> tuple[TargetSpec, ...]:
@@ -76,5 +80,4 @@ def parse_lanes(text: str | None) -> tuple[TargetSpec, ...]:
     ``lane_reference``); None or empty means every real lane."""
     if not text:
         return real_lanes()
-    return tuple(lane_reference(part.strip()) if ":" in part else get_target(part.strip())
-                 for part in text.split(",") if part.strip())
+    return tuple(get_target(part.strip()) for part in text.split(",") if part.strip())

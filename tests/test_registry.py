@@ -239,6 +239,13 @@ def test_a_lane_reference_names_a_user_lane_and_a_bad_one_is_refused_naming_it()
     assert (found.name, found.module, found.backend) == (
         "json_store", "tests.userstore.stores", "JsonFileSession")  # its return annotation
     assert builtin.name == "reference"
+    # a replay names the lane as it was given: its name alone finds nothing
+    assert (found.named_by, builtin.named_by) == ("tests.userstore.stores:json_store", "")
+    assert get_target(found.named_by).name == "json_store"
+    from arib.execute import RunOptions, replay_command
+
+    command = replay_command(get_check("ARIB-POP-001"), found, 7, RunOptions({}), None)
+    assert "--lane tests.userstore.stores:json_store --trial-seed 7" in command
     with pytest.raises(UnknownNameError, match="'tests.userstore.stores:nope' cannot be "
                                                "imported"):
         lane_reference("tests.userstore.stores:nope")
