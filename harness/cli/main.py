@@ -9,7 +9,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from arib.cli import admit, bench, family, project, races, reports, results, survey
+from arib.cli import (
+    admit,
+    bench,
+    ecosystem,
+    family,
+    project,
+    races,
+    reports,
+    results,
+    survey,
+)
 from arib.ground.errors import BenchError
 from arib.ground.model import ExitCode
 
@@ -58,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     races.add_parsers(sub)  # races corpus / measure / report
     reports.add_parsers(sub)  # merge, html, show, list, report
     family.add_parsers(sub)  # official, probe
+    ecosystem.add_parsers(sub)  # ecosystem report / confirm
     return parser
 
 

@@ -1,0 +1,297 @@
+"""The ecosystem table: third-party lanes beside the family's own, read from bench result files.
+
+A third-party lane is one whose lane entry in a result names the ``distribution`` that ships its
+backend (a plugin lane of ``targets/ecosystem``, or any installed package's). The table has one
+column per lane (the family's own from one run, each third-party lane from the run of its own
+environment, whose family version may differ) and one row per check; a cell is the verdict with
+its violating trials. Every violation on a third-party lane is a candidate finding; it is
+*reported* only when a direct reproduction, a script using the package without the harness,
+reproduced it (``Confirmation``): the others are listed as unconfirmed, never as bugs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from arib.ground.errors import UsageError
+
+# A reproduction script's exit code when it reproduced the violation; 0 when it did not.
+REPRODUCED_EXIT = 1
+SCRIPT_TIMEOUT_S = 300.0
+OUTPUT_LIMIT = 4000  # characters of a script's output kept (its end, where the verdict is)
+
+
+class CellState(Enum):
+    """What one (check, lane) cell of the table says."""
+
+    HELD = "held"
+    VIOLATED = "violated"
+    NOT_APPLICABLE = "not_applicable"
+    ERROR = "error"
+    NOT_MEASURED = "not_measured"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One lane of the table: the run it comes from and, for a third-party lane, its package."""
+
+    lane: str
+    version: str  # the family version of the run
+    run: str  # the result file's name
+    distribution: str = ""  # "" for the family's own lanes
+    distribution_version: str | None = None
+    not_measured: str | None = None  # why the lane has no cell, when it has none
+
+    @property
+    def third_party(self) -> bool:
+        return bool(self.distribution)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of this column."""
+        return {"lane": self.lane, "version": self.version, "run": self.run,
+                "distribution": self.distribution or None,
+                "distribution_version": self.distribution_version,
+                "not_measured": self.not_measured}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One check on one lane: its state, and trials violated of trials."""
+
+    check: str
+    lane: str
+    state: CellState
+    trials: int = 0
+    violating: int = 0
+    reason: str | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """Violating trials per trial, or None without trials."""
+        return self.violating / self.trials if self.trials else None
+
+    def label(self) -> str:
+        """How the Markdown table shows the cell."""
+        if self.state is CellState.VIOLATED:
+            return f"**violated {self.violating}/{self.trials}**"
+        if self.state is CellState.HELD:
+            return f"held 0/{self.trials}"
+        return {CellState.NOT_APPLICABLE: "n/a", CellState.ERROR: "error",
+                CellState.NOT_MEASURED: "not measured"}[self.state]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of this cell."""
+        return {"check": self.check, "lane": self.lane, "state": self.state.value,
+                "trials": self.trials, "violating": self.violating, "rate": self.rate,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A direct reproduction's run: the script (using the package, not the harness), its exit
+    code (``REPRODUCED_EXIT`` when it reproduced the violation) and the end of its output."""
+
+    script: str
+    exit_code: int
+    output: str
+
+    @property
+    def reproduced(self) -> bool:
+        return self.exit_code == REPRODUCED_EXIT
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of this confirmation."""
+        return {"script": self.script, "exit_code": self.exit_code,
+                "reproduced": self.reproduced, "output": self.output}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A violation on a third-party lane, with what a maintainer needs to act on it."""
+
+    check: str
+    invariant: str
+    fault: str
+    lane: str
+    distribution: str
+    distribution_version: str | None
+    version: str
+    trials: int
+    violating: int
+    replay: str | None
+    ops: tuple[str, ...] = ()
+    samples: tuple[str, ...] = ()
+    confirmation: Confirmation | None = None
+
+    @property
+    def key(self) -> str:
+        """``"CHECK on LANE"``, the name its reproduction is filed under."""
+        return f"{self.check} on {self.lane}"
+
+    @property
+    def rate(self) -> float | None:
+        """Violating trials per trial in the bench, or None without trials."""
+        return self.violating / self.trials if self.trials else None
+
+    @property
+    def reported(self) -> bool:
+        """A finding only once a direct reproduction reproduced it (no false alarm)."""
+        return self.confirmation is not None and self.confirmation.reproduced
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of this finding."""
+        return {"check": self.check, "invariant": self.invariant, "fault": self.fault,
+                "lane": self.lane, "distribution": self.distribution,
+                "distribution_version": self.distribution_version, "version": self.version,
+                "trials": self.trials, "violating": self.violating, "replay": self.replay,
+                "ops": list(self.ops), "samples": list(self.samples), "reported": self.reported,
+                "confirmation": None if self.confirmation is None
+                else self.confirmation.to_json()}
+
+
+@dataclass(frozen=True)
+class Ecosystem:
+    """The whole table of one family: columns, the checks' invariants, cells and findings."""
+
+    family: str
+    columns: tuple[Column, ...]
+    invariants: Mapping[str, str]  # check id -> invariant, the table's rows in order
+    cells: Mapping[tuple[str, str], Cell]  # (check, lane) -> cell
+    findings: tuple[Finding, ...] = ()
+    runs: tuple[str, ...] = field(default=())
+
+    def cell(self, check: str, lane: str) -> Cell:
+        """The cell of ``check`` on ``lane`` (not measured when the run has none)."""
+        return self.cells.get((check, lane), Cell(check, lane, CellState.NOT_MEASURED))
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document written beside the Markdown page."""
+        return {"kind": "arib-ecosystem", "family": self.family, "runs": list(self.runs),
+                "columns": [c.to_json() for c in self.columns],
+                "checks": [{"id": c, "invariant": i} for c, i in self.invariants.items()],
+                "cells": [c.to_json() for c in self.cells.values()],
+                "findings": [f.to_json() for f in self.findings]}
+
+    def markdown(self) -> str:
+        """The page: lanes, the table, the findings, then what is not measured."""
+        from arib.reports.ecosystem_page import render
+
+        return render(self)
+
+
+def _state(verdict: str) -> CellState:
+    try:
+        return CellState(verdict)
+    except ValueError:
+        return CellState.ERROR
+
+
+def _distribution_version(run: Mapping[str, Any], distribution: str) -> str | None:
+    packages = run.get("environment", {}).get("packages", {})
+    found = packages.get(distribution)
+    return str(found) if found else None
+
+
+def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping[str, Any]],
+          confirmations: Mapping[str, Confirmation] | None = None,
+          names: Sequence[str] = ()) -> Ecosystem:
+    """The table from the family's own run (``builtin``: its own lanes' columns) and the
+    third-party runs (their third-party lanes' columns); ``names`` are the files' names.
+    UsageError naming a run of another family, or a third-party run with no third-party lane."""
+    confirmations = confirmations or {}
+    docs = ([builtin] if builtin is not None else []) + list(runs)
+    labels = list(names) or [f"run {i + 1}" for i in range(len(docs))]
+    columns: list[Column] = []
+    cells: dict[tuple[str, str], Cell] = {}
+    invariants: dict[str, str] = {}
+    findings: list[Finding] = []
+    for index, doc in enumerate(docs):
+        label = labels[index]
+        sdk = doc.get("sdk", {})
+        if sdk.get("name") != family:
+            raise UsageError(f"result {label!r} is a run of family {sdk.get('name')!r}; the "
+                             f"rule: an ecosystem table reads runs of one family ({family!r}); "
+                             f"fix: pass --family {sdk.get('name')} or that family's runs")
+        own = builtin is not None and index == 0
+        lanes = [lane for lane in doc.get("lanes", [])
+                 if bool(lane.get("distribution")) != own and not lane.get("reference")]
+        if not own and not lanes:
+            raise UsageError(f"result {label!r} has no third-party lane (no lane names its "
+                             f"distribution); the rule: each run given with --runs measures "
+                             f"a third-party lane; fix: pass the family's own run with "
+                             f"--builtin")
+        version = str(sdk.get("version", "?"))
+        absent = {m["name"]: m["reason"] for m in doc.get("not_measured", [])}
+        for lane in lanes:
+            dist = str(lane.get("distribution") or "")
+            columns.append(Column(lane["name"], version, label, dist,
+                                  _distribution_version(doc, dist) if dist else None,
+                                  absent.get(lane["name"])))
+        wanted = {lane["name"] for lane in lanes}
+        for found in doc.get("findings", []):
+            lane, check = found["target"], found["invariant_id"]
+            if lane not in wanted:
+                continue
+            invariants.setdefault(check, found.get("invariant", ""))
+            cell = Cell(check, lane, _state(found["verdict"]), int(found.get("trials") or 0),
+                        int(found.get("violating_trials") or 0), found.get("reason"))
+            cells[check, lane] = cell
+            column = next(c for c in columns if c.lane == lane and c.run == label)
+            if column.third_party and cell.state is CellState.VIOLATED:
+                key = f"{check} on {lane}"
+                findings.append(Finding(
+                    check, found.get("invariant", ""), found.get("fault", ""), lane,
+                    column.distribution, column.distribution_version, version, cell.trials,
+                    cell.violating, found.get("replay"), tuple(found.get("ops") or ()),
+                    tuple(str(s) for s in found.get("samples") or ()),
+                    confirmations.get(key)))
+    return Ecosystem(family, tuple(columns), dict(sorted(invariants.items())), cells,
+                     tuple(findings), tuple(labels))
+
+
+def read_run(path: Path) -> dict[str, Any]:
+    """A bench result document; UsageError naming a file that is not one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"result file {str(path)!r} cannot be read as JSON ({exc}); the rule: "
+                         f"the ecosystem table reads bench result files; fix the path") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != "arib-bench-run":
+        raise UsageError(f"{str(path)!r} is not a bench result (kind {doc.get('kind')!r}); the "
+                         f"rule: the ecosystem table reads what `bench` writes; fix the path"
+                         if isinstance(doc, dict) else f"{str(path)!r} is not a bench result")
+    return doc
+
+
+def script_key(script: Path) -> str:
+    """``"CHECK on LANE"`` of a reproduction script named ``<lane>--<CHECK>.py``; UsageError
+    naming a script named otherwise."""
+    lane, sep, check = script.stem.partition("--")
+    if not (sep and lane and check):
+        raise UsageError(f"reproduction script {script.name!r}: the rule: it is named "
+                         f"<lane>--<CHECK-ID>.py (lg-duckdb--ARIB-CKPT-001.py); fix: rename it")
+    return f"{check} on {lane}"
+
+
+def confirm(scripts: Sequence[Path], python: str = sys.executable) -> dict[str, Confirmation]:
+    """Run each reproduction script with ``python`` (in the third-party package's environment)
+    and keep what it said: exit ``REPRODUCED_EXIT`` reproduced, 0 did not, anything else (a
+    crash, a timeout) confirms nothing."""
+    out: dict[str, Confirmation] = {}
+    for script in scripts:
+        key = script_key(script)
+        try:
+            done = subprocess.run([python, str(script)], capture_output=True, text=True,
+                                  timeout=SCRIPT_TIMEOUT_S)
+            code, text = done.returncode, done.stdout + done.stderr
+        except subprocess.TimeoutExpired as exc:
+            code, text = -1, f"timed out after {SCRIPT_TIMEOUT_S:g} s: {exc}"
+        out[key] = Confirmation(script.name, code, text[-OUTPUT_LIMIT:])
+    return out

@@ -1,0 +1,134 @@
+"""arib.reports.ecosystem and its page: the table of third-party lanes beside the family's own,
+findings reported only once a direct reproduction reproduced them, bad input named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arib.ground.errors import UsageError
+from arib.reports.ecosystem import (
+    CellState,
+    Confirmation,
+    build,
+    confirm,
+    read_run,
+    script_key,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _finding(check: str, lane: str, verdict: str, trials: int = 4, violating: int = 0,
+             **more: Any) -> dict[str, Any]:
+    return {"invariant_id": check, "invariant": f"{check} holds", "fault": "a fault",
+            "target": lane, "verdict": verdict, "trials": trials,
+            "violating_trials": violating, "samples": more.get("samples", []),
+            "ops": more.get("ops", []), "replay": more.get("replay"),
+            "reason": more.get("reason")}
+
+
+def _run(version: str, lanes: list[dict[str, Any]], findings: list[dict[str, Any]],
+         packages: dict[str, str] | None = None,
+         not_measured: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    return {"kind": "arib-bench-run", "sdk": {"name": "langgraph", "version": version},
+            "environment": {"packages": packages or {}}, "lanes": lanes,
+            "findings": findings, "not_measured": not_measured or []}
+
+
+BUILTIN = _run("cp4", [{"name": "lg-reference", "reference": True}, {"name": "lg-memory"}],
+               [_finding("ARIB-CKPT-001", "lg-memory", "held"),
+                _finding("ARIB-CKPT-002", "lg-memory", "not_applicable", 0)])
+DUCK = _run("cp2", [{"name": "lg-memory"},
+                    {"name": "lg-duckdb", "distribution": "langgraph-checkpoint-duckdb"}],
+            [_finding("ARIB-CKPT-001", "lg-memory", "held"),
+             _finding("ARIB-CKPT-001", "lg-duckdb", "violated", 4, 3, samples=["lost 2"],
+                      ops=["put a", "get a"], replay="python -m arib run ..."),
+             _finding("ARIB-CKPT-002", "lg-duckdb", "held")],
+            packages={"langgraph-checkpoint-duckdb": "2.0.2"})
+
+
+def test_the_table_puts_third_party_lanes_beside_the_family_s_own():
+    eco = build("langgraph", BUILTIN, [DUCK], names=["base.json", "duck.json"])
+    # the family's own lanes from the builtin run only, the third-party lane from its own
+    assert [(c.lane, c.version, c.third_party) for c in eco.columns] == [
+        ("lg-memory", "cp4", False), ("lg-duckdb", "cp2", True)]
+    assert eco.columns[1].distribution_version == "2.0.2"
+    assert list(eco.invariants) == ["ARIB-CKPT-001", "ARIB-CKPT-002"]
+    assert eco.cell("ARIB-CKPT-001", "lg-duckdb").label() == "**violated 3/4**"
+    assert eco.cell("ARIB-CKPT-002", "lg-memory").state is CellState.NOT_APPLICABLE
+    assert eco.cell("ARIB-CKPT-003", "lg-duckdb").state is CellState.NOT_MEASURED
+    (found,) = eco.findings
+    assert (found.key, found.rate) == ("ARIB-CKPT-001 on lg-duckdb", 0.75)
+    assert not found.reported  # no reproduction yet: not a finding
+    page = eco.markdown()
+    assert "| ARIB-CKPT-001 | held 0/4 | **violated 3/4** |" in page
+    assert "## Findings (0)" in page and "## Violations not confirmed (1)" in page
+    assert "no reproduction script" in page
+    json.dumps(eco.to_json())  # serialisable
+
+
+def test_a_violation_is_a_finding_only_once_reproduced_without_the_harness():
+    said = {"ARIB-CKPT-001 on lg-duckdb": Confirmation("lg-duckdb--ARIB-CKPT-001.py", 1,
+                                                       "reproduced: lost 2 of 4 writes\n")}
+    eco = build("langgraph", BUILTIN, [DUCK], said)
+    (found,) = eco.findings
+    assert found.reported
+    page = eco.markdown()
+    assert "## Findings (1)" in page and "Violations not confirmed" not in page
+    for words in ("langgraph-checkpoint-duckdb 2.0.2: ARIB-CKPT-001 violated on `lg-duckdb`",
+                  "3 of 4 trials violated it", "- lost 2", "put a\nget a",
+                  "python -m arib run ...", "reproduced: lost 2 of 4 writes"):
+        assert words in page, words
+    not_again = {"ARIB-CKPT-001 on lg-duckdb": Confirmation("x.py", 0, "held")}
+    assert not build("langgraph", BUILTIN, [DUCK], not_again).findings[0].reported
+
+
+def test_bad_runs_are_refused_naming_them(tmp_path: Path):
+    other = {**DUCK, "sdk": {"name": "openai-agents", "version": "0.24.0"}}
+    with pytest.raises(UsageError, match="'o.json' is a run of family 'openai-agents'"):
+        build("langgraph", BUILTIN, [other], names=["b.json", "o.json"])
+    with pytest.raises(UsageError, match="'b2.json' has no third-party lane"):
+        build("langgraph", BUILTIN, [BUILTIN], names=["b.json", "b2.json"])
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"kind": "something"}')
+    with pytest.raises(UsageError, match="notes.json' is not a bench result"):
+        read_run(bad)
+
+
+def test_reproduction_scripts_are_run_and_named_by_lane_and_check(tmp_path: Path):
+    yes = tmp_path / "lg-duckdb--ARIB-CKPT-001.py"
+    yes.write_text("print('lost 2 of 4')\nraise SystemExit(1)\n")
+    no = tmp_path / "lg-lmdb--ARIB-CKPT-002.py"
+    no.write_text("print('every write read back')\n")
+    said = confirm([yes, no])
+    assert said["ARIB-CKPT-001 on lg-duckdb"].reproduced
+    assert "lost 2 of 4" in said["ARIB-CKPT-001 on lg-duckdb"].output
+    assert not said["ARIB-CKPT-002 on lg-lmdb"].reproduced
+    with pytest.raises(UsageError, match="'repro.py': the rule: it is named <lane>--"):
+        script_key(Path("repro.py"))
+
+
+def test_the_command_writes_page_and_json_and_fails_when_nothing_third_party_ran(
+        tmp_path: Path):
+    base, duck = tmp_path / "base.json", tmp_path / "duck.json"
+    base.write_text(json.dumps(BUILTIN))
+    absent = _run("cp2", [{"name": "lg-duckdb", "distribution": "langgraph-checkpoint-duckdb"}],
+                  [], not_measured=[{"name": "lg-duckdb", "reason": "not measured, because "
+                                                                    "it is not installed"}])
+    for doc, code in ((DUCK, 0), (absent, 4)):
+        duck.write_text(json.dumps(doc))
+        done = subprocess.run(
+            [sys.executable, "-m", "arib", "--family", "langgraph", "ecosystem", "report",
+             "--builtin", str(base), "--runs", str(duck), "--out", str(tmp_path / "out")],
+            capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert done.returncode == code, done.stdout + done.stderr
+    page = (tmp_path / "out" / "langgraph.md").read_text()
+    assert "not measured, because it is not installed" in page
+    assert json.loads((tmp_path / "out" / "langgraph.json").read_text())["kind"] == (
+        "arib-ecosystem")
