@@ -155,10 +155,20 @@ def arib_check() -> str:
                             "@pytest.mark.arib(factory) on the test")
 
 
-def _validate_options(config: pytest.Config, mark: pytest.Mark) -> dict[str, Any]:
-    """validate()'s keywords for a marked test: the marker's, then the command line's."""
-    options = {k: v for k, v in mark.kwargs.items() if k not in ("checks", "survey")}
-    for name in ("seed", "trials", "trial_seed", "workers"):
+# Per call a marked test makes, the keywords it takes from the marker and those the command
+# line (--arib-<keyword>) sets over the marker's; the survey takes only the seed from it.
+_OPTIONS = {"validate": (("params", "seed", "trials", "timeout_s", "workers"),
+                         ("seed", "trials", "trial_seed", "workers")),
+            "survey": (("params", "seed", "timeout_s", "workers"), ("seed",))}
+
+
+def _options(config: pytest.Config, mark: pytest.Mark, call: str) -> dict[str, Any]:
+    """The keywords of ``call`` ("validate": arib.api.validate, "survey":
+    arib.api.survey_store) for a marked test: the marker's, then the command line's; workers
+    default to the cores, params to none."""
+    from_marker, from_command_line = _OPTIONS[call]
+    options = {k: v for k, v in mark.kwargs.items() if k in from_marker}
+    for name in from_command_line:
         given = config.getoption(f"--arib-{name.replace('_', '-')}")
         if given is not None:
             options[name] = given
@@ -189,7 +199,7 @@ def _judge_group(request: pytest.FixtureRequest, mark: pytest.Mark, check: str) 
     from arib.api import validate
 
     config = request.config
-    options = _validate_options(config, mark)
+    options = _options(config, mark, "validate")
     if hasattr(config, "workerinput"):  # an xdist worker runs a share of the items
         checks = [check]
     else:
@@ -248,12 +258,9 @@ def _survey(config: pytest.Config, mark: pytest.Mark) -> Any:
     """The survey of the marked store under the checks its items run."""
     from arib.api import survey_store
 
-    options = {k: v for k, v in mark.kwargs.items() if k in ("params", "seed", "timeout_s",
-                                                              "workers")}
-    if config.getoption("--arib-seed") is not None:
-        options["seed"] = config.getoption("--arib-seed")
     return survey_store(mark.args[0], checks=_check_ids(config, mark),
-                        fail_under=_survey_under(config, mark), **options)
+                        fail_under=_survey_under(config, mark),
+                        **_options(config, mark, "survey"))
 
 
 @pytest.hookimpl(wrapper=True)

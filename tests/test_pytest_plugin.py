@@ -37,6 +37,58 @@ def test_inert_when_unused():
     assert out.strip() == "['arib', 'arib.pytest_plugin']"
 
 
+class _CommandLine:
+    """What pytest.Config.getoption answers for the --arib-* options given (None otherwise)."""
+
+    def __init__(self, **given: object) -> None:
+        self.given = given
+
+    def getoption(self, name: str) -> object:
+        return self.given.get(name.removeprefix("--arib-").replace("-", "_"))
+
+
+def _store() -> None:
+    """A stand-in factory: the options never call it."""
+
+
+def test_validate_and_the_survey_take_their_options_from_the_marker_then_the_command_line():
+    from arib.pytest_plugin import _options
+
+    mark = pytest.mark.arib(_store, checks=["ARIB-POP-001"], params={"ARIB-POP-001": {"n": 2}},
+                            seed=3, trials=4, timeout_s=5.0, workers=2, survey=80).mark
+    bare = _CommandLine()
+    assert _options(bare, mark, "validate") == {  # type: ignore[arg-type]
+        "params": {"ARIB-POP-001": {"n": 2}}, "seed": 3, "trials": 4, "timeout_s": 5.0,
+        "workers": 2}
+    # the survey has no trials; checks and survey are the items' business, not a keyword
+    assert _options(bare, mark, "survey") == {  # type: ignore[arg-type]
+        "params": {"ARIB-POP-001": {"n": 2}}, "seed": 3, "timeout_s": 5.0, "workers": 2}
+    given = _CommandLine(seed=9, trials=1, trial_seed=77, workers=1)
+    assert _options(given, mark, "validate") == {  # type: ignore[arg-type]
+        "params": {"ARIB-POP-001": {"n": 2}}, "seed": 9, "trials": 1, "trial_seed": 77,
+        "timeout_s": 5.0, "workers": 1}
+    assert _options(given, mark, "survey") == {  # type: ignore[arg-type]
+        "params": {"ARIB-POP-001": {"n": 2}}, "seed": 9, "timeout_s": 5.0, "workers": 2}
+    # nothing given: the cores, no params
+    plain = pytest.mark.arib.with_args(_store).mark  # a lone callable would be decorated
+    for call in ("validate", "survey"):
+        assert _options(bare, plain, call) == {  # type: ignore[arg-type]
+            "workers": os.cpu_count() or 1, "params": {}}
+
+
+def test_every_option_is_a_keyword_of_the_call_it_is_given_to():
+    import inspect
+
+    from arib.api import survey_store, validate
+    from arib.pytest_plugin import _MARKER_KWARGS, _OPTIONS
+
+    for call, function in (("validate", validate), ("survey", survey_store)):
+        accepted = set(inspect.signature(function).parameters)
+        from_marker, from_command_line = _OPTIONS[call]
+        assert set(from_marker) | set(from_command_line) <= accepted, call
+        assert set(from_marker) <= set(_MARKER_KWARGS), call
+
+
 @pytest.mark.slow
 def test_example_correct_store_passes_and_racy_store_fails_on_conc_001():
     done = run_pytest(str(EXAMPLE))
