@@ -127,7 +127,7 @@ def cmd_official(args: argparse.Namespace) -> int:
         runs = suite.reference_runs(prepared.lanes, prepared.services, version=version,
                               workers=workers, tmpdir=fast_tmpdir())
         reference = family.resolve("reference").name
-        table = SideBySide(version, suite.version(), runs,
+        table = SideBySide(family.name, suite, version, suite.version(), runs,
                            our_sides([r.lane for r in runs], out, version, reference), missing)
         print(table.markdown())
         for path in _write(folder, f"{stem}-side-by-side", table.to_json(), table.markdown()):
@@ -177,7 +177,7 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
     from arib.survey.survivors import load_survivors
     from arib.targets.registry import family_lanes
 
-    _, suite = active_suite()
+    family, suite = active_suite()
     params = parse_params(args.param)
     ours = select_checks(None, params)
     # The official check's verdicts depend on the suite's version, each lane's clean failures
@@ -193,7 +193,8 @@ def _mutants(args: argparse.Namespace, lanes: list[TargetSpec],
         timeout_s=args.timeout, run_seed=args.seed, cache=cache, quiet=args.quiet, params=params,
         services=services,
         survivors=load_survivors(sdk_version(), [lane.name for lane in family_lanes()]))
-    comparison = MutantComparison(sdk_version(), suite.version(), tuple(c.id for c in ours),
+    comparison = MutantComparison(family.name, suite, sdk_version(), suite.version(),
+                                  tuple(c.id for c in ours),
                                   tuple(lane_sides(s) for s in surveys), settings, missing,
                                   time.perf_counter() - started)
     text = comparison.markdown(args.examples)

@@ -17,6 +17,7 @@ from typing import Any
 
 from arib.checks.base import CheckSpec
 from arib.ground.model import MutantStatus
+from arib.ground.official import OfficialSuite
 from arib.mutants.base import MutantSpec
 from arib.official.suite import active_suite
 from arib.survey.lane import LaneSurvey
@@ -176,6 +177,8 @@ def lane_sides(survey: LaneSurvey) -> LaneSides:
 class MutantComparison:
     """The official suite against our checks on the same mutants, every lane, one version."""
 
+    family: str  # the family's name
+    suite: OfficialSuite  # the family's official suite (arib.official.suite.active_suite)
     version: str
     suite_version: str
     our_checks: tuple[str, ...]
@@ -197,19 +200,18 @@ class MutantComparison:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of the comparison."""
-        _, suite = active_suite()
-        return {"kind": "arib-official-mutants", "version": self.version, "suite": suite.name,
-                "suite_version": self.suite_version, "our_checks": list(self.our_checks),
-                "official_check": suite.check_id, "settings": dict(self.settings),
+        return {"kind": "arib-official-mutants", "version": self.version,
+                "suite": self.suite.name, "suite_version": self.suite_version,
+                "our_checks": list(self.our_checks), "official_check": self.suite.check_id,
+                "settings": dict(self.settings),
                 "totals": self.totals(), "lanes": [lane.to_json() for lane in self.lanes],
                 "not_measured": dict(self.not_measured),
                 "duration_s": round(self.duration_s, 3)}
 
     def markdown(self, examples: int = 3) -> str:
         """The score table, then a few mutants of each one-sided kind with their diffs."""
-        family, suite = active_suite()
-        lines = [f"# {suite.name} {self.suite_version} against our checks on the same mutants, "
-                 f"{family.name} {self.version}", "",
+        lines = [f"# {self.suite.name} {self.suite_version} against our checks on the same "
+                 f"mutants, {self.family} {self.version}", "",
                  f"Our checks: {', '.join(self.our_checks) or 'none'}. The official suite "
                  f"kills a mutant when a test that passes on the clean saver fails. A kill "
                  f"counts only when it repeats: violated in every rerun, "
@@ -247,8 +249,23 @@ class MutantComparison:
         lines += [f"- {lane.lane}: " + "; ".join(f"{c} {d}" for c, d in lane.clean.items())
                   for lane in self.lanes]
         for side in (Side.OURS, Side.OFFICIAL, Side.NEITHER):
-            lines += _examples(self.lanes, side, examples)
+            lines += self._examples(side, examples)
         return "\n".join(lines) + "\n"
+
+    def _examples(self, side: Side, count: int) -> list[str]:
+        """The mutants only ``side`` kills (or neither), then the diffs of up to ``count``."""
+        rows = [r for lane in self.lanes for r in lane.rows if r.side is side]
+        lines = ["", f"## {SIDE_TITLES[side]}: {len(rows)} mutants", ""]
+        if not rows:
+            return lines + ["none"]
+        lines += [f"- `{r.mutant.id}` {r.lane} {r.mutant.operator} `{r.mutant.qualname}`: "
+                  f"ours {_states(r)}, official {r.shown(self.suite.check_id, r.official)}"
+                  for r in rows]
+        for r in _spread(rows, count):
+            lines += ["", f"`python -m arib --family {self.family} show {r.mutant.id} --lane "
+                          f"{r.lane}`: {r.mutant.description}", "", "```diff",
+                      r.mutant.diff().rstrip(), "```"]
+        return lines
 
 
 def _counts(counts: Mapping[str, int]) -> str:
@@ -257,21 +274,6 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 def _pct(value: float | None, judges: bool = True) -> str:
     return "not judgeable" if not judges else "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _examples(lanes: Sequence[LaneSides], side: Side, count: int) -> list[str]:
-    family, suite = active_suite()
-    rows = [r for lane in lanes for r in lane.rows if r.side is side]
-    lines = ["", f"## {SIDE_TITLES[side]}: {len(rows)} mutants", ""]
-    if not rows:
-        return lines + ["none"]
-    lines += [f"- `{r.mutant.id}` {r.lane} {r.mutant.operator} `{r.mutant.qualname}`: ours "
-              f"{_states(r)}, official {r.shown(suite.check_id, r.official)}" for r in rows]
-    for r in _spread(rows, count):
-        lines += ["", f"`python -m arib --family {family.name} show {r.mutant.id} --lane "
-                      f"{r.lane}`: {r.mutant.description}", "", "```diff",
-                  r.mutant.diff().rstrip(), "```"]
-    return lines
 
 
 def _states(row: MutantSides) -> str:

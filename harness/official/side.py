@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arib.ground.official import SuiteStatus
+from arib.ground.official import OfficialSuite, SuiteStatus
 from arib.official.suite import active_suite
 
 
@@ -45,6 +45,8 @@ class OurSide:
 class SideBySide:
     """Every lane's official reference run beside our findings, for one version."""
 
+    family: str  # the family's name
+    suite: OfficialSuite  # the family's official suite (arib.official.suite.active_suite)
     version: str
     suite_version: str
     official: tuple[Any, ...]  # the suite's runs, one per lane (OfficialSuite.reference_runs)
@@ -53,9 +55,8 @@ class SideBySide:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of the table."""
-        family, suite = active_suite()
         return {"kind": "arib-official-side-by-side", "version": self.version,
-                "suite": suite.name,
+                "suite": self.suite.name,
                 "suite_version": self.suite_version,
                 "lanes": [{"lane": run.lane, "official": run.to_json(), "ours": our.to_json()}
                           for run, our in zip(self.official, self.ours, strict=True)],
@@ -63,8 +64,7 @@ class SideBySide:
 
     def markdown(self) -> str:
         """The table in Markdown, then the failing official tests with their messages."""
-        family, suite = active_suite()
-        lines = [f"# {suite.name} {self.suite_version} beside our checks, {family.name} "
+        lines = [f"# {self.suite.name} {self.suite_version} beside our checks, {self.family} "
                  f"{self.version}",
                  "", "Official: the suite's own `validate` (single caller, async API) on savers "
                  "built by the lane's builder, one fresh store per capability. Ours: the "

@@ -18,7 +18,8 @@ from arib.mutants.base import MutantSpec
 from arib.mutants.registry import forced_broken, get_mutant
 from arib.official.command import suite_lanes
 from arib.official.mutants import LaneSides, MutantComparison, MutantSides, Side
-from arib.official.side import our_sides
+from arib.official.side import SideBySide, our_sides
+from arib.official.suite import active_suite
 from arib.targets.langgraph.lanes import MEMORY, REFERENCE, SQLITE_FILE
 from arib.targets.langgraph.official.suite import (
     BASE,
@@ -159,10 +160,36 @@ def test_a_side_that_judges_nothing_on_a_lane_has_no_score_there() -> None:
     seen = LaneSides("b", 1, {}, (MutantSides("b", m, {"ARIB-CKPT-001": k}, k),), {})
     assert blind.scores() == {"official": 1.0, "ours": None, "union": None}
     assert seen.scores() == {"official": 1.0, "ours": 1.0, "union": 1.0}
-    both = MutantComparison("v", "0.0.2", ("ARIB-CKPT-001",), (blind, seen), {}, {}, 0.0)
+    both = MutantComparison("langgraph", active_suite()[1], "v", "0.0.2", ("ARIB-CKPT-001",),
+                            (blind, seen), {}, {}, 0.0)
     totals = both.totals()
     assert totals["lanes"] == ["b"] and totals["left_out"] == ["a"] and totals["judged"] == 1
     assert "| a | 1 | 1 | 0 | 0 | 1 | 0 | 100.0% | not judgeable |" in both.markdown()
+
+
+def test_the_tables_name_the_suite_they_were_made_with_whatever_family_is_active(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    m = get_mutant("lg_reference_drops_metadata")
+    k, s = MutantStatus.KILLED, MutantStatus.SURVIVED
+    suite = dataclasses.replace(active_suite()[1], name="their-suite", check_id="THEIR-001")
+    lane = LaneSides("a", 1, {}, (MutantSides("a", m, {"ARIB-CKPT-001": s}, k),), {})
+    # the default family has no official suite: a table that looked it up would raise
+    monkeypatch.setenv("ARIB_FAMILY", "openai-agents")
+    comparison = MutantComparison("theirs", suite, "v", "0.0.2", ("ARIB-CKPT-001",), (lane,),
+                                  {}, {}, 0.0)
+    document = comparison.to_json()
+    assert document["suite"] == "their-suite" and document["official_check"] == "THEIR-001"
+    text = comparison.markdown()
+    assert text.startswith("# their-suite 0.0.2 against our checks on the same mutants, "
+                           "theirs v\n")
+    assert "ours ARIB-CKPT-001 survived, official killed" in text
+    assert f"`python -m arib --family theirs show {m.id} --lane a`" in text
+    side = SideBySide("theirs", suite, "v", "0.0.2", (), (), {"lg-postgres": "no server"})
+    assert side.to_json()["suite"] == "their-suite"
+    assert side.markdown().startswith("# their-suite 0.0.2 beside our checks, theirs v\n")
+    assert "| lg-postgres | - | not measured |" in side.markdown()
 
 
 def test_a_parameter_without_the_mutant_survey_is_refused(tmp_path: Path) -> None:
@@ -223,8 +250,8 @@ def test_a_flaky_pair_is_no_kill_and_shows_its_rate() -> None:
     assert row.side is Side.NEITHER and sides.scores()["ours"] == 0.0
     assert sides.to_json()["mutant_ids"] == [m.id]
     assert row.to_json()["flaky_rates"] == {"ARIB-CKPT-001": "2/3", OFFICIAL_ID: "1/3"}
-    table = MutantComparison("v", "0.0.2", ("ARIB-CKPT-001",), (sides,),
-                             {"kill_reruns": 3}, {}, 0.0).markdown()
+    table = MutantComparison("langgraph", active_suite()[1], "v", "0.0.2", ("ARIB-CKPT-001",),
+                             (sides,), {"kill_reruns": 3}, {}, 0.0).markdown()
     assert "violated in every rerun, 3 at least" in table
     assert "ours ARIB-CKPT-001 flaky 2/3, official flaky 1/3" in table
     killed = MutantSides("a", m, {"ARIB-CKPT-001": k}, k)
