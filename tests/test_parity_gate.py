@@ -400,6 +400,39 @@ def test_full_gate_on_every_local_lane_and_both_loops_agrees() -> None:
     print(f"full parity gate: {wall:.1f} s wall, {report['elapsed_ms'] / 1000:.1f} s elapsed")
 
 
+PRELOADED = """
+import json, sys
+from arib.checks.openai_agents.parity.kind import AGENT_KIND
+from arib.parity.gate import preload
+
+preload(AGENT_KIND)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_parent_imports_every_lane_s_backend_and_drivers_before_it_forks() -> None:
+    import importlib.util
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PRELOADED], capture_output=True, text=True,
+                          check=True, env={**os.environ, "OPENAI_AGENTS_DISABLE_TRACING": "1"})
+    loaded = set(json.loads(done.stdout))
+    targets, _ = agent_kind.AGENT_KIND.targets()
+    assert {t.module for t in targets} | {m for t in targets for m in t.preload} <= loaded
+    # what the kind's preload listed by hand before it called arib.warm: all still imported
+    listed = {"agents.extensions.memory.advanced_sqlite_session",
+              "agents.extensions.memory.async_sqlite_session",
+              "agents.extensions.memory.sqlalchemy_session", "agents.memory.sqlite_session",
+              "aiosqlite", "anyio._backends._asyncio", "sqlalchemy.dialects.sqlite.aiosqlite",
+              "sqlalchemy.ext.asyncio", "sqlalchemy.pool"}
+    if agent_kind.encrypted_available() is None:
+        listed.add("agents.extensions.memory.encrypt_session")
+    if importlib.util.find_spec("uvloop") is not None:
+        listed.add("uvloop")
+    assert listed <= loaded, sorted(listed - loaded)
+
+
 def test_a_service_lane_without_its_service_is_not_measured(tmp_path: Path) -> None:
     needy = _target("svc-needy", _flaky_build)
     report, folder = check(options(tmp_path, lanes="sqlite-memory", extra_targets=(needy,)))

@@ -40,10 +40,11 @@ class WorkflowKind:
     ``targets`` gives every lane target (each runs under every selected event loop; the
     reference target under asyncio only is the lane the others are compared with); ``play``
     plays one workflow in a lane's child; ``preload`` imports in the parent what every child
-    needs; ``rules`` is the written table of normalization rules; ``default_workflows`` what
-    runs when no workflow is named; ``cases`` the pool of generated cases (None: the family
-    has none); ``folder_prefix`` goes before the version in the name of the family's folder
-    under ``results/parity/``.
+    needs beyond its lane's backend and drivers (the gate imports those of every target first,
+    ``arib.warm``); ``rules`` is the written table of normalization rules;
+    ``default_workflows`` what runs when no workflow is named; ``cases`` the pool of generated
+    cases (None: the family has none); ``folder_prefix`` goes before the version in the name
+    of the family's folder under ``results/parity/``.
     """
 
     family: str

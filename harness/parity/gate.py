@@ -76,6 +76,7 @@ from arib.runs import results as _results
 from arib.runs.partial_write import beside, document_shrink, read_document
 
 if TYPE_CHECKING:
+    from arib.checks.parity.kind import WorkflowKind
     from arib.parity.generative import GeneratedCase
 
 __all__ = [
@@ -88,6 +89,7 @@ __all__ = [
     "GateRun",
     "LaneSummary",
     "check",
+    "preload",
     "run_gate",
     "spread_service_lanes",
     "update",
@@ -177,6 +179,16 @@ def _safe(fn: Any) -> str:
         return f"unknown ({type(exc).__name__})"
 
 
+def preload(kind: WorkflowKind) -> None:
+    """Import once, here, what the children the gate forks import, so that each starts warm:
+    the backend and drivers of every target of ``kind`` (``arib.warm``, as a check's runs warm
+    theirs), then the kind's own ``preload``."""
+    from arib.warm import warm_all
+
+    warm_all((None, target) for target in kind.targets()[0])
+    kind.preload()
+
+
 def _run_gate(
     opts: GateOptions,
     mode: str,
@@ -201,7 +213,7 @@ def _run_gate(
         mode=mode, sdk=sdk, harness_commit=commit, lock_hash=lock, started=now_iso(), opts=opts,
         not_measured=tuple(not_measured), mutant=mutant, history_path=str(history_path),
     )
-    opts.kind.preload()
+    preload(opts.kind)
 
     started = time.perf_counter()
     plan = plan_lanes(

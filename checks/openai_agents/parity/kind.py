@@ -71,27 +71,17 @@ async def play_agent_workflow(workflow: Workflow, session: Any, **kwargs: Any) -
 
 
 def preload() -> None:
-    """Import what every lane needs once in the parent, so each forked child starts warm.
+    """Import once in the parent what every lane's child needs beyond its lane's own backend
+    and drivers (the gate imports those for every lane first: ``arib.warm``): the asyncio
+    backend ``anyio.run`` imports lazily, and uvloop where it is installed.
 
     ``set_tracing_disabled`` builds the SDK's trace provider (and its HTTP client) on first
     use; doing it here once saves every child that work. It starts no thread: the exporter's
     worker starts on the first span, and with tracing disabled there is none.
     """
     import agents
-    import agents.extensions.memory.advanced_sqlite_session  # noqa: F401
-    import agents.extensions.memory.async_sqlite_session  # noqa: F401
-    import agents.extensions.memory.sqlalchemy_session  # noqa: F401
-    import agents.memory.sqlite_session  # noqa: F401
-    import aiosqlite  # noqa: F401
     import anyio._backends._asyncio  # noqa: F401 - anyio.run imports it lazily
-    import sqlalchemy.dialects.sqlite.aiosqlite  # noqa: F401
-    import sqlalchemy.ext.asyncio  # noqa: F401
-    import sqlalchemy.pool  # noqa: F401
 
-    try:
-        import agents.extensions.memory.encrypt_session  # noqa: F401
-    except ImportError:
-        pass
     try:
         import uvloop  # noqa: F401
     except ImportError:
