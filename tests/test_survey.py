@@ -12,7 +12,6 @@ import pytest
 
 from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
-from arib.ground.keys import MutantKey
 from arib.ground.model import MutantStatus, Trial, Verdict
 from arib.judging import KILL_RERUNS
 from arib.mutants.base import MutantSpec
@@ -71,10 +70,10 @@ OPEN_CLOSE = dataclasses.replace(
 
 def twins(monkeypatch: pytest.MonkeyPatch, *lanes: TargetSpec) -> None:
     """Lanes the registry does not know, generated from their own spec."""
-    import arib.survey.engine
+    import arib.survey.plan
 
     by_name = {lane.name: lane for lane in (REFERENCE, *lanes)}
-    monkeypatch.setattr(arib.survey.engine, "generated_for_target",
+    monkeypatch.setattr(arib.survey.plan, "generated_for_target",
                         lambda spec: generate(by_name[spec.name]))
 
 
@@ -89,7 +88,7 @@ DUPLICATE = pick("ReferenceSession.close", "flip_comparison")
 def surveyed() -> tuple[SurveyConfig, tuple[LaneSurvey, ...]]:
     """One survey of two lanes with an equivalence, a duplicate, an unmapped mutant and
     survivors-file entries, run once for the tests below."""
-    import arib.survey.engine
+    import arib.survey.plan
 
     entries = parse_survivors(
         f"reference {WAIVED.id} equivalent the read lock only orders reads with one writer\n"
@@ -102,7 +101,7 @@ def surveyed() -> tuple[SurveyConfig, tuple[LaneSurvey, ...]]:
     original = ModuleLines.mutant_lines
     with pytest.MonkeyPatch.context() as patch:
         twins(patch, OPEN_CLOSE)
-        patch.setattr(arib.survey.engine, "classified", lambda *a: {
+        patch.setattr(arib.survey.plan, "classified", lambda *a: {
             EQUIVALENT.id: Equivalence(EQUIVALENT.id, S.EQUIVALENT, "bytecode-identical: test"),
             DUPLICATE.id: Equivalence(DUPLICATE.id, S.DUPLICATE,
                                       f"bytecode-identical to {KILLED.id}: test", of=KILLED.id),
@@ -184,13 +183,6 @@ def test_the_survivors_file_is_applied_and_checked(lane: LaneSurvey) -> None:
                for p in problems)
     unlisted = {o.mutant.id for o in lane.survivors()}
     assert sum(1 for p in problems if "is not listed" in p) == len(unlisted) > 0
-
-
-def test_a_plan_keys_each_mutant_by_its_own_lane() -> None:
-    import arib.survey.engine
-
-    plan = arib.survey.engine._Plan(OPEN_CLOSE)
-    assert plan.key(KILLED) == MutantKey(OPEN_CLOSE.name, KILLED.id) != KILLED.key
 
 
 def test_scores_agree_with_the_outcomes(lane: LaneSurvey) -> None:
@@ -407,17 +399,6 @@ def test_the_last_killer_runs_first_then_the_lanes_best_killers_then_by_id() -> 
     assert order({}, {}) == ["A", "B", "C"]
     assert order({}, {"A": 2, "C": 1}) == ["A", "C", "B"]
     assert order({KILLED.id: "C"}, {"A": 2}) == ["C", "A", "B"]
-
-
-def test_a_check_whose_inputs_cannot_be_named_gets_a_version_bound_key() -> None:
-    from arib.caches.inputs import Executed
-    from arib.survey.engine import _Plan
-
-    plan = _Plan(REFERENCE)
-    plan.executed = {"A": [Executed(frozenset(), frozenset()), None],
-                     "B": [Executed(frozenset(), frozenset())]}
-    assert plan.inputs("A") is None and plan.inputs("missing") is None
-    assert plan.inputs("B") == {"functions": {}, "distributions": {}}
 
 
 def test_a_mutant_stops_at_its_first_kill_unless_every_check_is_asked(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ The map of what the suite cannot see yet. Per lane:
 1. the mutants are generated from the installed module (of a user's lane: the class its
    factory returns, ``arib.survey.user``); the compiler sorts out the
    equivalent and duplicate ones (``arib.mutants.equivalence``), and the lane's verified claims
-   the ones that can never fire there (``not_applicable``);
+   the ones that can never fire there (``not_applicable``): each lane's ``arib.survey.plan``;
 2. each check's clean base runs ``max(3, reruns)`` times, each in a forked child that
    records which lines of the module it executes (``arib.survey.coverage``); a check that is
    not ``held`` in every rerun is not judgeable there;
@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import importlib
 import os
 import shutil
 import tempfile
@@ -35,8 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arib.caches.clean import CleanCache, CleanEntry, Reuse
-from arib.caches.equivalence import classified
-from arib.caches.inputs import Executed, merge_executed, named_inputs
 from arib.caches.keys import clean_key, mutant_source, verdict_key
 from arib.caches.verdicts import AdmissionCache, cache_key
 from arib.checks.base import CheckSpec
@@ -50,9 +46,8 @@ from arib.execute import (
 )
 from arib.ground import scratch
 from arib.ground.child import ChildOutcome, ChildStatus, run_jobs
-from arib.ground.family import active_family
-from arib.ground.keys import Cell, MutantKey, Pair
-from arib.ground.model import CleanBase, Finding, MutantResult, MutantStatus, Verdict
+from arib.ground.keys import Cell, Pair
+from arib.ground.model import Finding, MutantResult, MutantStatus, Verdict
 from arib.judging import (
     KILL_RERUNS,
     TIME_RULE,
@@ -64,18 +59,15 @@ from arib.judging import (
     judge_mutants,
 )
 from arib.mutants.base import MutantSpec
-from arib.mutants.equivalence import Equivalence
 from arib.mutants.operators import OPERATORS
-from arib.mutants.pool import generated_for_target
-from arib.mutants.report import GenerationReport
 from arib.progress import Progress
 from arib.runs.shard import Split
-from arib.survey.coverage import ModuleLines, covered_run, read_record
-from arib.survey.guards import Excluded, excluded_lines, executed_excluded, lane_guards
+from arib.survey.coverage import covered_run, read_record
+from arib.survey.guards import executed_excluded, lane_guards
 from arib.survey.lane import LaneSurvey, MutantOutcome
+from arib.survey.plan import Plan, never_fires, not_applicable, prepare_lanes, shard_plans
 from arib.survey.scores import lane_status
 from arib.survey.survivors import Category, Entry, by_lane
-from arib.survey.user import UserLaneError, store_lanes
 from arib.targets.base import TargetSpec
 from arib.warm import warm_all
 
@@ -127,121 +119,6 @@ class SurveyConfig:
         }
 
 
-@dataclass
-class _Plan:
-    """One lane being surveyed: its mutants, their lines and what is known before any run."""
-
-    lane: TargetSpec
-    report: GenerationReport | None = None
-    file: str = ""
-    lines: ModuleLines | None = None
-    ignored: dict[str, tuple[MutantStatus, str]] = field(default_factory=dict)
-    error: str | None = None
-    bad_input: bool = False  # the error is the lane's own (arib.survey.user)
-    clean: dict[str, CleanBase] = field(default_factory=dict)
-    coverage: dict[str, frozenset[int]] = field(default_factory=dict)
-    mutant_lines: dict[str, frozenset[int] | None] = field(default_factory=dict)
-    duplicates: dict[str, Equivalence] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-    excluded: Excluded = field(default_factory=lambda: Excluded({}))
-    order: tuple[str, ...] = ()  # every generated mutant's id, in order (set when sharded)
-    # per check: what each clean rerun executed in installed distributions (None: unknown)
-    executed: dict[str, list[Executed | None]] = field(default_factory=dict)
-    # per check: its named inputs once known, kept from a reused clean base
-    # (arib.caches.clean) or named once from this survey's clean reruns
-    named: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    module_digest: str = ""  # of the lane module's source
-    reuse: dict[Reuse, int] = field(default_factory=lambda: dict.fromkeys(Reuse, 0))
-
-    def inputs(self, check_id: str) -> Mapping[str, Any] | None:
-        """The named inputs of ``check_id`` on this lane (``arib.caches.inputs``), or None."""
-        if check_id in self.named:
-            return self.named[check_id]
-        runs = self.executed.get(check_id)
-        return named_inputs(merge_executed(runs), active_family().distributions) if runs \
-            else None
-
-    @property
-    def mutants(self) -> tuple[MutantSpec, ...]:
-        return self.report.mutants if self.report is not None else ()
-
-    def key(self, mutant: MutantSpec) -> MutantKey:
-        """``mutant`` on this plan's lane (lanes built on one module share its id)."""
-        return MutantKey(self.lane.name, mutant.id)
-
-    def fail(self, reason: str) -> None:
-        if self.error is None:
-            self.error = reason
-
-
-@functools.lru_cache(maxsize=16)
-def _module_lines(source: str, filename: str) -> ModuleLines:
-    """The lines of one module, shared by the lanes built on it (mapped once per process)."""
-    return ModuleLines(source, filename)
-
-
-def _prepare_lanes(given: TargetSpec, config: SurveyConfig) -> list[_Plan]:
-    """The plans of a lane: its store class's, then one per class it names to mutate (a
-    child only to find the class a user's factory returns, arib.survey.user)."""
-    try:
-        lanes = store_lanes(given, config.services, config.tmpdir)
-    except UserLaneError as exc:  # one line naming the lane and the rule; the others go on
-        plan = _Plan(given)
-        plan.fail(str(exc))
-        plan.bad_input = True
-        return [plan]
-    return [_prepare(lane, config) for lane in lanes]
-
-
-def _prepare(lane: TargetSpec, config: SurveyConfig) -> _Plan:
-    """Generate a lane's mutants and compare their compiled units."""
-    plan = _Plan(lane)
-    try:
-        plan.report = generated_for_target(lane)
-        module = importlib.import_module(lane.module)  # imported before any child forks
-        plan.file = str(module.__file__)
-        with open(plan.file, encoding="utf-8") as handle:
-            source = handle.read()
-        plan.lines = _module_lines(source, plan.file)
-        plan.module_digest = hashlib.sha256(source.encode()).hexdigest()
-        plan.excluded = excluded_lines(source, lane.fixed_guards)
-    except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
-        plan.fail(f"its mutants could not be generated or mapped: {exc!r}")
-        return plan
-    for found in classified(source, plan.mutants, plan.file).values():
-        plan.ignored[found.mutant_id] = (found.status, found.reason)
-        if found.status is S.DUPLICATE:
-            plan.duplicates[found.mutant_id] = found
-    for mutant in plan.mutants:
-        lines = plan.mutant_lines[mutant.id] = plan.lines.mutant_lines(mutant)
-        guard = plan.excluded.guard_of(sorted(lines or ()))
-        if guard is not None and mutant.id not in plan.ignored:
-            plan.ignored[mutant.id] = (S.NOT_APPLICABLE, (
-                f"its lines run only when {guard.expr} is {not guard.value}, and on this lane "
-                f"it is {guard.value} ({guard.why}); verified on the runtime object"))
-    return plan
-
-
-def _never_fires(lane: TargetSpec) -> bool:
-    """By its claims, close() is absent or does not end the session on ``lane``."""
-    return not (lane.claims.has_close and lane.claims.close_is_terminal)
-
-
-def _not_applicable(plan: _Plan, verified: str | None) -> None:
-    """Mark the mutants that can only fire after a terminal close, once the claims hold."""
-    lane = plan.lane
-    how = ("the session has no close()" if not lane.claims.has_close
-           else f"close() does not end the session ({lane.claims.close_note})")
-    for mutant in plan.mutants:
-        op = OPERATORS.get(mutant.operator)
-        if op is None or not op.requires_terminal_close or mutant.id in plan.ignored:
-            continue
-        if verified is None:
-            plan.ignored[mutant.id] = (S.NOT_APPLICABLE, (
-                f"{mutant.operator} changes only what a closed session does, and on this lane "
-                f"{how}; verified on the runtime object"))
-
-
 def _key(check: CheckSpec, lane: TargetSpec, mutant: MutantSpec, config: SurveyConfig,
          inputs: Mapping[str, Any] | None) -> str:
     # The rule that sets time limits, not one run's limit (it follows the clean run's time).
@@ -272,9 +149,10 @@ def survey(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
 
 def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     checks = tuple(dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks)
-    plans = [plan for lane in config.lanes for plan in _prepare_lanes(lane, config)]
+    plans = [plan for lane in config.lanes
+             for plan in prepare_lanes(lane, config.services, config.tmpdir)]
     if config.shard is not None:
-        plans = _shard_plans(plans, config.shard)
+        plans = shard_plans(plans, config.shard)
 
     def options(check: CheckSpec, rerun: int) -> RunOptions:  # of a clean run
         return RunOptions(params=check.resolve_params(config.params.get(check.id)),
@@ -292,48 +170,13 @@ def _survey_once(config: SurveyConfig) -> tuple[LaneSurvey, ...]:
     return tuple(_assemble(plan, runs, by.get(plan.lane.name, {})) for plan in plans)
 
 
-def _units(plan: _Plan) -> dict[MutantKey | str, list[MutantSpec]]:
-    """A lane's shard units: its mutants grouped with their duplicates (keyed by the first's
-    key), or the lane alone when it has no mutant to judge (so that exactly one shard
-    reports it)."""
-    if plan.error is not None or not plan.mutants:
-        return {plan.lane.name: []}
-    groups: dict[MutantKey | str, list[MutantSpec]] = {}
-    for mutant in plan.mutants:
-        dup = plan.duplicates.get(mutant.id)
-        groups.setdefault(MutantKey(plan.lane.name, dup.of if dup and dup.of else mutant.id),
-                          []).append(mutant)
-    return groups
-
-
-def _shard_plans(plans: Sequence[_Plan], split: Split) -> list[_Plan]:
-    """The plans cut to this shard's units; a lane with none of them is left out."""
-    units = {plan.lane.name: _units(plan) for plan in plans}
-    seconds = {u: (sum(split.durations.get(p.key(m), 0.0) for m in members)
-                   if all(p.key(m) in split.durations for m in members) and members else None)
-               for p in plans for u, members in units[p.lane.name].items()}
-    mine = split.keep(seconds)
-    kept = []
-    for plan in plans:
-        chosen = {m.id for u, members in units[plan.lane.name].items() if u in mine
-                  for m in members}
-        if not chosen and not (set(units[plan.lane.name]) & mine):
-            continue
-        plan.order = tuple(m.id for m in plan.mutants)
-        if plan.report is not None:
-            plan.report = dataclasses.replace(plan.report, mutants=tuple(
-                m for m in plan.mutants if m.id in chosen))
-        kept.append(plan)
-    return kept
-
-
-def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Sequence[_Plan],
+def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Sequence[Plan],
                  options: Any, records: str) -> None:
     """Clean bases with coverage (reused where what they executed is unchanged), and a
     claims probe where claims decide applicability."""
     kept = CleanCache(config.cache.root)
     keys: dict[Cell, str] = {}
-    jobs: list[tuple[_Plan, CheckSpec, int, str]] = []
+    jobs: list[tuple[Plan, CheckSpec, int, str]] = []
     for plan in plans:
         for c in checks:
             keys[Cell(c.id, plan.lane.name)] = key = _clean_key(c, plan, config)
@@ -346,7 +189,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
             for r in range(clean_reruns(config.reruns)):
                 record = os.path.join(records, f"{plan.lane.name}.{c.id}.{r}.lines")
                 jobs.append((plan, c, r, record))
-    probes = [p for p in plans if _never_fires(p.lane) and any(
+    probes = [p for p in plans if never_fires(p.lane) and any(
         getattr(OPERATORS.get(m.operator), "requires_terminal_close", False) for m in p.mutants)]
     guarded = [p for p in plans if p.lane.fixed_guards]
     progress = Progress("survey clean", len(jobs) + len(probes) + len(guarded),
@@ -397,7 +240,7 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     for plan, out in zip(probes, outcomes[len(jobs):len(jobs) + len(probes)], strict=True):
         verified = out.value if out.status is ChildStatus.OK else (
             f"claims probe {out.status.value}: {out.detail[:200]}")
-        _not_applicable(plan, verified)
+        not_applicable(plan, verified)
     for plan, out in zip(guarded, outcomes[len(jobs) + len(probes):], strict=True):
         problem = out.value if out.status is ChildStatus.OK else (
             f"fixed-guards probe {out.status.value}: {out.detail[:200]}")
@@ -406,18 +249,13 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
             plan.fail(problem)
 
 
-def _clean_key(check: CheckSpec, plan: _Plan, config: SurveyConfig) -> str:
+def _clean_key(check: CheckSpec, plan: Plan, config: SurveyConfig) -> str:
     # the options of a clean run (see ``options`` in ``survey``) and the lane's module
     return clean_key(check, plan.lane, module_digest=plan.module_digest,
                      reruns=clean_reruns(config.reruns), seed=config.run_seed,
                      params=check.resolve_params(config.params.get(check.id)),
                      limit=f"{config.timeout_s:g} s", engine=SURVEY_ENGINE,
                      waits=plan.lane.waits_s)
-
-
-def _reaches(plan: _Plan, check_id: str, mutant: MutantSpec) -> bool:
-    lines = plan.mutant_lines.get(mutant.id)
-    return lines is None or bool(lines & plan.coverage.get(check_id, frozenset()))
 
 
 # A check's result on a mutant on a lane, by pair.
@@ -433,7 +271,7 @@ def _ordered(mutant: MutantSpec, checks: Sequence[CheckSpec],
     return sorted(checks, key=lambda c: (c.id != last, -kills.get(c.id, 0), c.id))
 
 
-def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
+def _mutant_phase(config: SurveyConfig, plans: Sequence[Plan]) -> Runs:
     """Run each mutant under the judgeable checks that reach it; cached pairs are reused."""
     by_id = {c.id: dataclasses.replace(c, timeout_s=config.timeout_s) for c in config.checks}
     pairs: dict[str, list[PairJob]] = {}
@@ -448,7 +286,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
         pairs[plan.lane.name] = []
         for mutant in live:
             for c in _ordered(mutant, judgeable, hints, kills):
-                if not _reaches(plan, c.id, mutant):
+                if not plan.reaches(c.id, mutant):
                     continue
                 bound[plan.lane.name] += inputs[c.id] is None
                 pairs[plan.lane.name].append(PairJob(
@@ -473,7 +311,7 @@ def _mutant_phase(config: SurveyConfig, plans: Sequence[_Plan]) -> Runs:
     return dict(judged.results)
 
 
-def _counts(plan: _Plan, jobs: Sequence[PairJob], judged: Judged, reruns: int
+def _counts(plan: Plan, jobs: Sequence[PairJob], judged: Judged, reruns: int
             ) -> dict[str, int]:
     """How many pair runs ran, came from the cache or were saved, and why; check executions."""
     judged_by = [c for c, base in plan.clean.items() if base.judgeable]
@@ -494,16 +332,16 @@ def _counts(plan: _Plan, jobs: Sequence[PairJob], judged: Judged, reruns: int
             counts["saved_by_compiler_or_claims"] += len(judged_by) * reruns
             continue
         counts["saved_by_coverage"] += reruns * sum(
-            1 for c in judged_by if not _reaches(plan, c, mutant))
+            1 for c in judged_by if not plan.reaches(c, mutant))
         counts["not_judgeable"] += sum(
             1 for c, base in plan.clean.items() if not base.judgeable and not base.abstains
-            and _reaches(plan, c, mutant))
+            and plan.reaches(c, mutant))
     return counts
 
 
-def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:
+def _pair_status(plan: Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:
     base = plan.clean[check_id]
-    if not _reaches(plan, check_id, mutant):
+    if not plan.reaches(check_id, mutant):
         return S.NO_COVERAGE
     if not base.judgeable:
         return S.NOT_JUDGEABLE
@@ -511,7 +349,7 @@ def _pair_status(plan: _Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> 
     return S.NOT_RUN if found is None else found.status
 
 
-def _assemble(plan: _Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurvey:
+def _assemble(plan: Plan, runs: Runs, waivers: Mapping[str, Entry]) -> LaneSurvey:
     """The lane's survey from its plan, the pairs that ran and the survivors file."""
     lane = plan.lane
     if plan.error is not None:
