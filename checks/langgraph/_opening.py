@@ -49,7 +49,10 @@ def schema_conninfo(build: BuildContext, lane: str) -> str:
 
 
 def on_server(target: TargetSpec, cls: type) -> bool:
-    """Whether ``cls`` (the lane's saver class) keeps its store on a server, not in a file."""
+    """Whether ``cls`` (the lane's saver class) keeps its store on a server, not in a file
+    (a plugin lane's ``traits["store"] == "file"`` says it takes a file path)."""
+    if target.traits.get("store") == "file":
+        return False
     return not (target.reference or "sqlite" in cls.__module__)
 
 
