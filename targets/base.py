@@ -137,6 +137,13 @@ class TargetSpec:
     # Modules a build imports besides ``module`` (a driver SQLAlchemy loads by its URL): the
     # parent imports them with ``module`` once before forking the lane's runs.
     preload: tuple[str, ...] = ()
+    # More code the survey mutates besides ``backend`` in ``module``: "module" (each class at
+    # its top level) or "module:Class" (a user's lane, ``arib.api.lane(mutate=...)``); each
+    # is surveyed as a lane of its own, named ``<name>[<Class>]`` (arib.survey.user).
+    mutated_also: tuple[str, ...] = ()
+    # How a lane outside the family's table was named ("module:attribute"): the replay
+    # commands name it so, since its name alone finds nothing (targets.registry.get_target).
+    named_by: str = ""
     # The distribution that ships ``module`` when it is not the family's own (a third-party
     # backend): a lane whose distribution is not installed is not measured, naming it
     # (arib.lanes.absent_backend); "" for the family's own backends.
@@ -180,6 +187,7 @@ class TargetSpec:
             "waits_s": self.waits_s,
             "options": dict(self.options),
             "fixed_guards": [g.to_json() for g in self.fixed_guards],
+            **({"mutated_also": list(self.mutated_also)} if self.mutated_also else {}),
             # only where set: the family's own lanes' JSON (and what is keyed on it) unchanged
             **({"distribution": self.distribution} if self.distribution else {}),
             **({"traits": dict(self.traits)} if self.traits else {}),
