@@ -65,7 +65,9 @@ def conn_string(target: TargetSpec, cls: type, build: BuildContext, *, private: 
     if not callable(getattr(cls, "from_conn_string", None)):
         raise NotApplicable(f"{cls.__name__} of lane {target.name!r} has no from_conn_string")
     if not on_server(target, cls):
-        return ":memory:" if private else str(build.root / filename)
+        # a plugin lane's saver that needs its setup() opens the file its builder set up
+        return ":memory:" if private else str(build.root / target.traits.get("store_file",
+                                                                             filename))
     if target.service != "postgres":
         raise NotApplicable(f"{cls.__module__}.{cls.__name__} of lane {target.name!r} takes "
                             f"neither a SQLite file nor the harness's PostgreSQL")

@@ -19,8 +19,9 @@ Each lane is built as the package's README builds its saver, on a store of the t
 
 What a lane says of itself beside its claims (``traits``): ``kind`` (checkpointer), ``api``
 (which half of the saver interface its class serves) and, for a saver on a file that
-``from_conn_string`` opens, ``store=file``; the family verifies kind and api on the object
-(arib.targets.langgraph.lanes.verify_api), and the claims (has_close ...) like any lane's.
+``from_conn_string`` opens, ``store=file`` and ``store_file`` (the file the builder set up);
+the family verifies kind and api on the object (arib.targets.langgraph.lanes.verify_api), and
+the claims (has_close ...) like any lane's.
 Nothing here imports a backend package until a lane is built.
 """
 
@@ -43,6 +44,7 @@ LMDB = "langgraph-checkpoint-lmdb"
 PLAINREDIS = "langgraph-checkpoint-plainredis"
 DUCKDB_MODULE = "langgraph.checkpoint.duckdb"
 DUCKDB_ASYNC_MODULE = "langgraph.checkpoint.duckdb.aio"
+DUCKDB_FILE = "checkpoints.duckdb"
 LMDB_MODULE = "langgraph_checkpoint_lmdb.lmdb"
 PLAINREDIS_MODULE = "langgraph_checkpoint_plainredis.saver"
 # Distinguishes this process's Redis prefixes from those of earlier runs.
@@ -65,7 +67,7 @@ def _duckdb_builder(module: str, name: str, is_async: bool) -> Builder:
     async def build(ctx: BuildContext) -> Handle:
         import duckdb
 
-        conn = duckdb.connect(str(ctx.root / "checkpoints.duckdb"))
+        conn = duckdb.connect(str(ctx.root / DUCKDB_FILE))
         try:
             saver = _class(module, name)(conn)
             if is_async:
@@ -178,7 +180,10 @@ NO_CLOSE = Claims(has_close=False)
 def _lane(name: str, backend: str, module: str, distribution: str, build: Builder,
           description: str, *, api: str, claims: Claims = NO_CLOSE, service: str | None = None,
           on_file: bool = False) -> TargetSpec:
-    traits = {"kind": "checkpointer", "api": api, **({"store": "file"} if on_file else {})}
+    # on a file: from_conn_string opens the one the builder made and set up (DuckDB's savers
+    # make no tables before setup(), which their README says the user MUST call)
+    traits = {"kind": "checkpointer", "api": api,
+              **({"store": "file", "store_file": DUCKDB_FILE} if on_file else {})}
     return TargetSpec(name=name, backend=backend, module=module, claims=claims, build=build,
                       description=description, service=service, distribution=distribution,
                       traits=traits)
