@@ -406,80 +406,6 @@ def lock(session: nox.Session) -> None:
         session.error(f"{len(refused)} of {len(versions)} version(s) refused, see above")
 
 
-def compile_lock(session: nox.Session, requirements: str, target: Path,
-                 header: list[str]) -> str | None:
-    """Compile ``requirements`` into ``target`` as the `lock` session does (uv, universal,
-    Python 3.10 up), ``header`` lines on top; the resolver's refusal, or None when written."""
-    source = target.parent / f".{target.stem}.in"
-    compiled = target.parent / f".{target.name}.tmp"
-    source.write_text(requirements)
-    try:
-        command = [UV, "pip", "compile", "--universal", "--python-version", "3.10",
-                   "--no-header", "--no-annotate", "-q", str(source), "-o", str(compiled)]
-        session.log(" ".join(command))
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            return (done.stderr + done.stdout).strip()
-        compiled.write_text("".join(f"{line}\n" for line in header) + compiled.read_text())
-        os.replace(compiled, target)
-        return None
-    finally:
-        source.unlink(missing_ok=True)
-        compiled.unlink(missing_ok=True)
-
-
-def ecosystem_lock(session: nox.Session, entry: eco.EcoLock) -> None:
-    """Compile one third-party lock: the family's requirements of its version plus the
-    package (its pin), the package's version and requirements recorded on top."""
-    family = known_family(session, entry.family)
-    lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
-    text, omitted = fill_requirements((lock_dir / "requirements.in").read_text(),
-                                      entry.version, family.components, family.name)
-    target = eco.lock_path(ROOT, entry)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    refused = compile_lock(session, text + entry.requirement + "\n", target,
-                           entry.header() + omitted)
-    if refused is not None:
-        session.error(f"the lock of {entry.name} ({entry.requirement} on {family.name} "
-                      f"{entry.version}) is refused by the resolver: {refused}")
-    session.log(f"wrote {target}")
-
-
-def ecosystem_env(session: nox.Session, entry: eco.EcoLock) -> tuple[Path | None, str]:
-    """The environment of one third-party lock (built once, rebuilt when the lock or the
-    project's recipe changes): the lock, then the project and targets/ecosystem without
-    deps; (None, why) when it cannot be built."""
-    lock = eco.lock_path(ROOT, entry)
-    if not lock.exists():
-        return None, (f"its lock {lock.relative_to(ROOT)} does not exist (compile it: "
-                      f"nox -s ecosystem -- --lock {entry.name})")
-    env = sdk_env_dir(ROOT, f"ecosystem-{entry.name}", BENCH_PYTHON)
-    python = env / "bin" / "python"
-    stamp = env / ".lock-sha"
-    digest = env_stamp(ROOT, lock) + env_stamp(ROOT, ROOT / "targets" / "ecosystem" /
-                                               "pyproject.toml")
-    if stamp.exists() and stamp.read_text() == digest:
-        return env, ""
-    interpreter = INTERPRETERS[BENCH_PYTHON]
-    if interpreter is None:
-        return None, missing_python_fix(BENCH_PYTHON)
-    stamp.unlink(missing_ok=True)
-    for what, command in (
-            ("uv venv", [UV, "venv", "-q", "--allow-existing", "-p", str(interpreter), str(env)]),
-            (f"uv pip sync {lock.name}", [UV, "pip", "sync", "-q", "-p", str(python), str(lock)]),
-            ("the project", [UV, "pip", "install", "-q", "-p", str(python), "--no-deps", "-e",
-                             str(ROOT)]),
-            ("targets/ecosystem", [UV, "pip", "install", "-q", "-p", str(python), "--no-deps",
-                                   "-e", str(ROOT / "targets" / "ecosystem")])):
-        session.log(" ".join(command))
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            return None, f"its environment could not be built ({what}): {' '.join(tail)}"
-    stamp.write_text(digest)
-    return env, ""
-
-
 @nox.session(python=BENCH_PYTHON, venv_backend="none")
 def ecosystem(session: nox.Session) -> None:
     """Measure third-party lanes (targets/ecosystem), each in an env of its lock: `-- --lanes X`.
@@ -495,12 +421,21 @@ def ecosystem(session: nox.Session) -> None:
         session.error(str(exc))
     if plan.lock:
         for entry, _ in plan.groups:
-            ecosystem_lock(session, entry)
+            family = known_family(session, entry.family)
+            lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
+            text, omitted = fill_requirements((lock_dir / "requirements.in").read_text(),
+                                              entry.version, family.components, family.name)
+            refused = eco.write_lock(session, UV, eco.lock_path(ROOT, entry),
+                                     text + entry.requirement + "\n", entry.header() + omitted)
+            if refused is not None:
+                session.error(f"the lock of {entry.name} ({entry.requirement} on "
+                              f"{family.name} {entry.version}) is refused: {refused}")
         return
     out = Path(plan.out or ROOT / "results" / "ecosystem")
     outcomes = []
     for entry, lanes in plan.groups:
-        env, why = ecosystem_env(session, entry)
+        env, why = eco.build_env(session, UV, INTERPRETERS[BENCH_PYTHON], ROOT, entry,
+                                 sdk_env_dir(ROOT, f"ecosystem-{entry.name}", BENCH_PYTHON))
         if env is None:
             session.warn(f"{', '.join(lanes)}: not measured, because {why}")
             outcomes.append(eco.Outcome(entry, lanes, None, why))

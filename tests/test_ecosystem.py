@@ -75,3 +75,32 @@ def test_each_lock_exists_pins_its_package_and_says_what_it_requires(entry: eco.
     assert top[:len(entry.header())] == entry.header()
     assert f"{entry.requirement}\n" in text  # the package, pinned, in the lock itself
     assert entry.requires in top[0]
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def log(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def test_a_lock_whose_environment_cannot_be_built_is_not_measured_with_the_cause(
+        tmp_path: Path) -> None:
+    entry = eco.ECOSYSTEM[1]
+    env, why = eco.build_env(_Log(), "uv", Path(sys.executable), tmp_path, entry,
+                             tmp_path / "env")
+    assert env is None
+    assert why == ("its lock harness/locks/ecosystem/lg-lmdb.txt does not exist (compile it: "
+                   "nox -s ecosystem -- --lock lg-lmdb)")
+    lock = eco.lock_path(tmp_path, entry)
+    lock.parent.mkdir(parents=True)
+    lock.write_text("no-such-package-for-arib-tests==0.0.0\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "targets" / "ecosystem").mkdir(parents=True)
+    (tmp_path / "targets" / "ecosystem" / "pyproject.toml").write_text("")
+    log = _Log()
+    env, why = eco.build_env(log, "false", Path(sys.executable), tmp_path, entry,
+                             tmp_path / "env")  # `false` stands in for a uv that fails
+    assert env is None and why.startswith("its environment could not be built (uv venv)")
+    assert log.lines and not (tmp_path / "env" / ".lock-sha").exists()

@@ -11,11 +11,14 @@ requirement, what that requires (its metadata) and the lanes it serves.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from arib.dev.noxsupport import take_option
+from arib.dev.noxsupport import env_stamp, take_option
 
 
 class EcosystemError(ValueError):
@@ -147,3 +150,61 @@ def verdict(outcomes: Sequence[Outcome]) -> str | None:
     if failed:
         return "; ".join(o.line() for o in failed)
     return None
+
+
+def write_lock(session: Any, uv: str, target: Path, requirements: str,
+               header: Sequence[str]) -> str | None:
+    """Compile ``requirements`` into ``target`` as the `lock` session compiles a family's
+    (uv, universal, Python 3.10 up), ``header`` lines on top; the resolver's refusal, or None
+    when the lock was written (atomically: a refused one leaves the old lock as it was)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = target.parent / f".{target.stem}.in"
+    compiled = target.parent / f".{target.name}.tmp"
+    source.write_text(requirements)
+    try:
+        command = [uv, "pip", "compile", "--universal", "--python-version", "3.10",
+                   "--no-header", "--no-annotate", "-q", str(source), "-o", str(compiled)]
+        session.log(" ".join(command))
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return (done.stderr + done.stdout).strip()
+        compiled.write_text("".join(f"{line}\n" for line in header) + compiled.read_text())
+        os.replace(compiled, target)
+        session.log(f"wrote {target}")
+        return None
+    finally:
+        source.unlink(missing_ok=True)
+        compiled.unlink(missing_ok=True)
+
+
+def build_env(session: Any, uv: str, interpreter: Path | None, root: Path, entry: EcoLock,
+              env: Path) -> tuple[Path | None, str]:
+    """The environment ``env`` of one third-party lock, built once (again when the lock, the
+    project's or targets/ecosystem's recipe changes): the lock, then the project and
+    targets/ecosystem without deps. (None, why) when it cannot be built."""
+    lock = lock_path(root, entry)
+    if not lock.exists():
+        return None, (f"its lock {lock.relative_to(root)} does not exist (compile it: "
+                      f"nox -s ecosystem -- --lock {entry.name})")
+    if interpreter is None:
+        return None, "Python 3.12 is not found here"
+    python, stamp = env / "bin" / "python", env / ".lock-sha"
+    ecosystem = root / "targets" / "ecosystem"
+    digest = env_stamp(root, lock) + env_stamp(root, ecosystem / "pyproject.toml")
+    if stamp.exists() and stamp.read_text() == digest:
+        return env, ""
+    stamp.unlink(missing_ok=True)
+    steps = (("uv venv", [uv, "venv", "-q", "--allow-existing", "-p", str(interpreter), str(env)]),
+             (f"uv pip sync {lock.name}", [uv, "pip", "sync", "-q", "-p", str(python), str(lock)]),
+             ("the project", [uv, "pip", "install", "-q", "-p", str(python), "--no-deps", "-e",
+                              str(root)]),
+             ("targets/ecosystem", [uv, "pip", "install", "-q", "-p", str(python), "--no-deps",
+                                    "-e", str(ecosystem)]))
+    for what, command in steps:
+        session.log(" ".join(command))
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            return None, f"its environment could not be built ({what}): {' '.join(tail)}"
+    stamp.write_text(digest)
+    return env, ""
