@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 import anyio.to_thread
@@ -190,7 +190,7 @@ STORE_ASYNC_POSTGRES = _postgres(
     "AsyncPostgresStore on " + _PG_CONN.format(kind="AsyncConnection"), is_async=True,
     options=stores.TTL_OPTION)
 
-class _Declared(Mapping[str, str]):
+class _Declared(MutableMapping[str, str]):
     """A table of the family's own lanes (``KIND``, ``API``), then of the lanes installed
     packages add (arib.ground.family.plugin_lanes), each by the ``TargetSpec.traits`` entry
     ``trait`` it declares: a third-party saver says what it is and which half it serves the way
@@ -207,6 +207,12 @@ class _Declared(Mapping[str, str]):
         if name in self._own:
             return self._own[name]
         return self._plugins()[name]
+
+    def __setitem__(self, name: str, value: str) -> None:  # the family's own table
+        self._own[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._own[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter({**self._own, **self._plugins()})
