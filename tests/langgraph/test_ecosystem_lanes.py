@@ -125,3 +125,22 @@ def test_an_installed_lane_builds_its_claims_hold_and_a_second_build_reads_its_s
         claim, got, put, _ = anyio.run(main, dict(manager.services))
     assert claim is None
     assert got == put
+
+
+def test_a_plugin_lanes_false_or_missing_traits_are_refused_naming_the_lane(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    false = dataclasses.replace(lg.MEMORY, name="plug-memory",
+                                traits={"kind": "checkpointer", "api": "sync"})
+    bare = dataclasses.replace(lg.MEMORY, name="plug-bare")
+    monkeypatch.setattr(lg, "plugin_specs", lambda: (false, bare))
+
+    async def main() -> tuple[str | None, str | None]:
+        saver = (await false.build(BuildContext(Path("."), "s"))).session
+        return await lg.verify_api(false, saver), await lg.verify_api(bare, saver)
+
+    wrong, missing = anyio.run(main)
+    assert wrong is not None and wrong.startswith("false claim by target 'plug-memory': API "
+                                                  "says 'sync'")
+    assert missing is not None and "lane 'plug-bare' has no KIND or API entry" in missing
