@@ -32,6 +32,7 @@ def _source_package() -> None:
 
 
 _source_package()
+from arib.dev import ecosystem as eco  # noqa: E402  (standard library only)
 from arib.dev.noxsteps import (  # noqa: E402  (standard library only)
     Step,
     partial_note,
@@ -403,6 +404,51 @@ def lock(session: nox.Session) -> None:
             compiled.unlink(missing_ok=True)
     if refused:
         session.error(f"{len(refused)} of {len(versions)} version(s) refused, see above")
+
+
+@nox.session(python=BENCH_PYTHON, venv_backend="none")
+def ecosystem(session: nox.Session) -> None:
+    """Measure third-party lanes (targets/ecosystem), each in an env of its lock: `-- --lanes X`.
+
+    `-- --lock [NAME,...]` compiles the locks (harness/locks/ecosystem/) instead. Each lock's
+    lanes are benched in its own environment (`python -m arib --family F bench --lanes ...
+    --out OUT/<lock>`, OUT defaulting to results/ecosystem); a lock whose environment cannot
+    be built is not measured, with the cause, and the others go on. The session fails when
+    nothing was measured, or when a bench exited other than 0 (held) or 1 (violated)."""
+    try:
+        plan = eco.plan(session.posargs)
+    except eco.EcosystemError as exc:
+        session.error(str(exc))
+    if plan.lock:
+        for entry, _ in plan.groups:
+            family = known_family(session, entry.family)
+            lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
+            text, omitted = fill_requirements((lock_dir / "requirements.in").read_text(),
+                                              entry.version, family.components, family.name)
+            refused = eco.write_lock(session, UV, eco.lock_path(ROOT, entry),
+                                     text + entry.requirement + "\n", entry.header() + omitted)
+            if refused is not None:
+                session.error(f"the lock of {entry.name} ({entry.requirement} on "
+                              f"{family.name} {entry.version}) is refused: {refused}")
+        return
+    out = Path(plan.out or ROOT / "results" / "ecosystem")
+    outcomes = []
+    for entry, lanes in plan.groups:
+        env, why = eco.build_env(session, UV, INTERPRETERS[BENCH_PYTHON], ROOT, entry,
+                                 sdk_env_dir(ROOT, f"ecosystem-{entry.name}", BENCH_PYTHON))
+        if env is None:
+            session.warn(f"{', '.join(lanes)}: not measured, because {why}")
+            outcomes.append(eco.Outcome(entry, lanes, None, why))
+            continue
+        command = (str(env / "bin" / "python"), "-m", "arib", "--family", entry.family,
+                   "bench", "--lanes", ",".join(lanes), "--out", str(out / entry.name),
+                   *plan.rest)
+        outcomes.append(eco.Outcome(entry, lanes, run_step(session, Step("bench", command))))
+    for outcome in outcomes:
+        session.log(outcome.line())
+    failure = eco.verdict(outcomes)
+    if failure is not None:
+        session.error(failure)
 
 
 @nox.session(python=BENCH_PYTHON)

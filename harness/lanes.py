@@ -86,9 +86,13 @@ def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager) ->
 
 
 def absent_backend(lane: TargetSpec) -> NotMeasured | None:
-    """NotMeasured when the installed SDK version has no such backend module or class."""
+    """NotMeasured when the lane's own distribution (a third-party lane's package) is not
+    installed, or the installed SDK version has no such backend module or class."""
     from arib.execute import sdk_version
 
+    missing = lane.distribution_missing()
+    if missing is not None:
+        return NotMeasured(lane.name, missing)
     try:
         module = importlib.import_module(lane.module)
     except ImportError as exc:

@@ -7,6 +7,7 @@ import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -143,10 +144,31 @@ class TargetSpec:
     # How a lane outside the family's table was named ("module:attribute"): the replay
     # commands name it so, since its name alone finds nothing (targets.registry.get_target).
     named_by: str = ""
+    # The distribution that ships ``module`` when it is not the family's own (a third-party
+    # backend): a lane whose distribution is not installed is not measured, naming it
+    # (arib.lanes.absent_backend); "" for the family's own backends.
+    distribution: str = ""
+    # What the family says of a lane besides ``claims`` (LangGraph: ``kind`` and ``api``, see
+    # arib.targets.langgraph.lanes), for a lane the family's own tables do not name (a plugin
+    # lane); verified on the object by the family's ``verify`` hook like its own lanes' entries.
+    traits: Mapping[str, str] = field(default_factory=dict)
 
     def with_claims(self, claims: Claims) -> TargetSpec:
         """The same lane with other claims (used by claim mutants)."""
         return replace(self, claims=claims)
+
+    def distribution_missing(self) -> str | None:
+        """Why this lane is not measured when its ``distribution`` is not installed here (a
+        third-party lane whose package is absent); None when it is, or when it names none."""
+        if not self.distribution:
+            return None
+        try:
+            metadata.version(self.distribution)
+        except metadata.PackageNotFoundError:
+            return (f"not measured, because {self.distribution} is not installed (lane "
+                    f"{self.name!r} measures its {self.backend}; install it, e.g. from the "
+                    f"lane's lock)")
+        return None
 
     def backend_class(self) -> type:
         """The backend class, looked up now so that a re-imported (mutated) module is used."""
@@ -166,6 +188,9 @@ class TargetSpec:
             "options": dict(self.options),
             "fixed_guards": [g.to_json() for g in self.fixed_guards],
             **({"mutated_also": list(self.mutated_also)} if self.mutated_also else {}),
+            # only where set: the family's own lanes' JSON (and what is keyed on it) unchanged
+            **({"distribution": self.distribution} if self.distribution else {}),
+            **({"traits": dict(self.traits)} if self.traits else {}),
         }
 
 

@@ -49,7 +49,10 @@ def schema_conninfo(build: BuildContext, lane: str) -> str:
 
 
 def on_server(target: TargetSpec, cls: type) -> bool:
-    """Whether ``cls`` (the lane's saver class) keeps its store on a server, not in a file."""
+    """Whether ``cls`` (the lane's saver class) keeps its store on a server, not in a file
+    (a plugin lane's ``traits["store"] == "file"`` says it takes a file path)."""
+    if target.traits.get("store") == "file":
+        return False
     return not (target.reference or "sqlite" in cls.__module__)
 
 
@@ -62,7 +65,9 @@ def conn_string(target: TargetSpec, cls: type, build: BuildContext, *, private: 
     if not callable(getattr(cls, "from_conn_string", None)):
         raise NotApplicable(f"{cls.__name__} of lane {target.name!r} has no from_conn_string")
     if not on_server(target, cls):
-        return ":memory:" if private else str(build.root / filename)
+        # a plugin lane's saver that needs its setup() opens the file its builder set up
+        return ":memory:" if private else str(build.root / target.traits.get("store_file",
+                                                                             filename))
     if target.service != "postgres":
         raise NotApplicable(f"{cls.__module__}.{cls.__name__} of lane {target.name!r} takes "
                             f"neither a SQLite file nor the harness's PostgreSQL")

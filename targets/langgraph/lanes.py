@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 import anyio.to_thread
@@ -190,11 +190,51 @@ STORE_ASYNC_POSTGRES = _postgres(
     "AsyncPostgresStore on " + _PG_CONN.format(kind="AsyncConnection"), is_async=True,
     options=stores.TTL_OPTION)
 
+class _Declared(MutableMapping[str, str]):
+    """A table of the family's own lanes (``KIND``, ``API``), then of the lanes installed
+    packages add (arib.ground.family.plugin_lanes), each by the ``TargetSpec.traits`` entry
+    ``trait`` it declares: a third-party saver says what it is and which half it serves the way
+    the family's own lanes do here, and the same ``verify_api`` checks it on the object."""
+
+    def __init__(self, own: Mapping[str, str], trait: str) -> None:
+        self._own, self._trait = dict(own), trait
+
+    def _plugins(self) -> dict[str, str]:
+        return {lane.name: lane.traits[self._trait] for lane in plugin_specs()
+                if self._trait in lane.traits and lane.name not in self._own}
+
+    def __getitem__(self, name: str) -> str:
+        if name in self._own:
+            return self._own[name]
+        return self._plugins()[name]
+
+    def __setitem__(self, name: str, value: str) -> None:  # the family's own table
+        self._own[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._own[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._own, **self._plugins()})
+
+    def __len__(self) -> int:
+        return len({**self._own, **self._plugins()})
+
+
+def plugin_specs() -> tuple[TargetSpec, ...]:
+    """The LangGraph lanes installed packages add (entry-point group
+    ``arib.lanes.langgraph``), loaded once per process."""
+    from arib.ground.family import plugin_lanes
+
+    found = plugin_lanes("langgraph", frozenset(lane.name for lane in LANES)).loaded
+    return tuple(lane for lane in found if isinstance(lane, TargetSpec))
+
+
 # Which half of the interface each lane's class serves; the other half raises
 # NotImplementedError (SqliteSaver's, PostgresSaver's and SqliteStore's async methods) or
 # refuses calls from the event loop with asyncio.InvalidStateError (the async classes' sync
 # methods). Verified on a probe instance of every lane (verify_api).
-API: Mapping[str, str] = {
+_OWN_API: Mapping[str, str] = {
     REFERENCE.name: "both", MEMORY.name: "both", SQLITE_FILE.name: "sync",
     ASYNC_SQLITE_FILE.name: "async", ASYNC_SQLITE_MEMORY.name: "async",
     POSTGRES.name: "sync", POSTGRES_PIPELINE.name: "sync", ASYNC_POSTGRES.name: "async",
@@ -216,9 +256,12 @@ LANES = (*CHECKPOINTER_LANES, *STORE_LANES)
 # of them: it is not the family's reference, and its generated mutants are judged like any
 # lane's (store checks are gated on it in admission, ``CheckSpec.reference``).
 SURVEY_LANES = (*(lane for lane in CHECKPOINTER_LANES if not lane.reference), *STORE_LANES)
-# What each lane's object is: "checkpointer" or "store".
-KIND: Mapping[str, str] = {**{lane.name: "checkpointer" for lane in CHECKPOINTER_LANES},
-                           **{lane.name: "store" for lane in STORE_LANES}}
+# What each lane's object is: "checkpointer" or "store"; a plugin lane's ``traits["kind"]``.
+KIND: Mapping[str, str] = _Declared(
+    {**{lane.name: "checkpointer" for lane in CHECKPOINTER_LANES},
+     **{lane.name: "store" for lane in STORE_LANES}}, "kind")
+# ... and which half each serves; a plugin lane's ``traits["api"]``.
+API: Mapping[str, str] = _Declared(_OWN_API, "api")
 # Python drivers each lane needs (import names; see arib.targets.langgraph.services.DRIVERS).
 _PG_DRIVERS = ("psycopg",)
 LANE_DRIVERS: Mapping[str, tuple[str, ...]] = {
@@ -242,8 +285,8 @@ async def read_checkpoints(saver: Any, limit: int | None = None) -> list[Any]:
 
 def api_of(saver: Any) -> str:
     """``API`` of the lane whose class ``saver`` is (``both`` for a class no lane names)."""
-    for lane in LANES:
-        if type(saver).__name__ == lane.backend:
+    for lane in (*LANES, *plugin_specs()):
+        if type(saver).__name__ == lane.backend and lane.name in API:
             return API[lane.name]
     return "both"
 

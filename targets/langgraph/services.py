@@ -357,7 +357,19 @@ def _own_class_absent(spec: TargetSpec) -> NotMeasured | None:
 
 def absent_class(spec: TargetSpec) -> NotMeasured | None:
     """NotMeasured when the installed distribution has no ``spec.backend`` in its module (or,
-    for our own references, lacks what they import)."""
+    for our own references, lacks what they import); a lane of a third-party package
+    (``TargetSpec.distribution``) is not measured, naming it, when that is not installed."""
+    if spec.distribution:
+        missing = spec.distribution_missing()
+        if missing is not None:
+            return NotMeasured(spec.name, missing)
+        try:
+            importlib.import_module(spec.module)
+        except ImportError as exc:
+            return NotMeasured(spec.name, f"not measured, because {spec.module} cannot be "
+                                          f"imported from {spec.distribution} "
+                                          f"{metadata.version(spec.distribution)} ({exc})")
+        return None
     dist = distribution_of(spec.module) if spec.module.startswith("langgraph.") else None
     if dist is None:
         return _own_class_absent(spec)

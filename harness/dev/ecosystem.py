@@ -1,0 +1,210 @@
+"""`nox -s ecosystem`: third-party lanes (targets/ecosystem), each in an environment of its own
+lock (standard library only: nox's own Python imports it).
+
+A third-party package is measured the way a user outside the project would: the package
+``arib-ecosystem`` (targets/ecosystem/) declares its lanes through the ``arib.lanes.<family>``
+entry points and is installed, with the project and the lane's lock, into an environment that
+no built-in bench uses. ``ECOSYSTEM`` is the table of locks: each names the family version whose
+requirements it extends (a package needing an older LangGraph runs on one), the third-party
+requirement, what that requires (its metadata) and the lanes it serves.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arib.dev.noxsupport import env_stamp, take_option
+
+
+class EcosystemError(ValueError):
+    """A refused argument of `nox -s ecosystem` (the message names the value and the fix)."""
+
+
+@dataclass(frozen=True)
+class EcoLock:
+    """One third-party package's lock: ``harness/locks/ecosystem/<name>.txt``."""
+
+    name: str  # the lock's stem, the package's short lane name ("lg-duckdb")
+    family: str
+    version: str  # the family version (its lock template) this lock extends
+    requirement: str  # the third-party package, pinned
+    requires: str  # what the package requires (its metadata), recorded in the lock's top
+    lanes: tuple[str, ...]
+    why: str = ""  # why this family version, when it is not the pinned one
+
+    def header(self) -> list[str]:
+        """The comment lines at the top of the lock."""
+        lines = [f"# {self.requirement} (lanes {', '.join(self.lanes)}) on {self.family} "
+                 f"{self.version}; it requires: {self.requires}",
+                 f"# compiled by `nox -s ecosystem -- --lock {self.name}` from the family's "
+                 f"requirements.in for {self.version} plus {self.requirement}"]
+        return lines + ([f"# {self.why}"] if self.why else [])
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON form of this lock's entry."""
+        return {"name": self.name, "family": self.family, "version": self.version,
+                "requirement": self.requirement, "requires": self.requires,
+                "lanes": list(self.lanes), "why": self.why}
+
+
+LG_PINNED = "cp4.3.2+sq3.1.2+pg3.2.0"
+ECOSYSTEM: tuple[EcoLock, ...] = (
+    EcoLock("lg-duckdb", "langgraph", "cp2.1.2+sq2.0.6+pg2.0.25",
+            "langgraph-checkpoint-duckdb==2.0.2",
+            "duckdb>=1.1.2, langgraph-checkpoint>=2.0.2,<3.0.0",
+            ("lg-duckdb", "lg-duckdb-async"),
+            why="langgraph-checkpoint-duckdb 2.0.2 (its newest) requires langgraph-checkpoint<3: "
+                "it runs on the newest locked 2.x combination, not on the pinned "
+                f"{LG_PINNED}"),
+    EcoLock("lg-lmdb", "langgraph", LG_PINNED, "langgraph-checkpoint-lmdb==0.3.1",
+            "langgraph-checkpoint>=2.0.0, lmdb>=1.4.1, orjson>=3.9.15, msgpack>=1.0.7",
+            ("lg-lmdb", "lg-lmdb-async")),
+    EcoLock("lg-plainredis", "langgraph", LG_PINNED, "langgraph-checkpoint-plainredis==0.1.0",
+            "langgraph-checkpoint>=4.1,<5, redis>=5.0",
+            ("lg-plainredis", "lg-plainredis-async")),
+)
+
+
+def lock_path(root: Path, entry: EcoLock) -> Path:
+    """Where ``entry``'s lock lives in the checkout ``root``."""
+    return root / "harness" / "locks" / "ecosystem" / f"{entry.name}.txt"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one `nox -s ecosystem` run does: the locks to build and the lanes of each."""
+
+    groups: tuple[tuple[EcoLock, tuple[str, ...]], ...]
+    lock: bool  # compile the locks instead of measuring
+    out: str | None
+    rest: tuple[str, ...]  # passed on to the bench
+
+
+def every_lane() -> tuple[str, ...]:
+    """Every third-party lane the table names, in its order."""
+    return tuple(lane for entry in ECOSYSTEM for lane in entry.lanes)
+
+
+def plan(args: Sequence[str]) -> Plan:
+    """The run ``args`` ask for: ``--lanes a,b`` (a lane, or a lock's name for all its lanes;
+    default every lane), ``--lock [name,...]``, ``--out DIR``; the rest goes to the bench."""
+    lanes_text, rest = take_option(args, "--lanes")
+    out, rest = take_option(rest, "--out")
+    lock = "--lock" in rest
+    if lock:
+        at = rest.index("--lock")
+        if lanes_text is None and at + 1 < len(rest) and not rest[at + 1].startswith("-"):
+            lanes_text = rest[at + 1]
+            rest = rest[:at + 1] + rest[at + 2:]
+        rest = [a for a in rest if a != "--lock"]
+    wanted = [w.strip() for w in (lanes_text or "").split(",") if w.strip()] or list(every_lane())
+    known = {lane for entry in ECOSYSTEM for lane in entry.lanes} | {e.name for e in ECOSYSTEM}
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise EcosystemError(f"--lanes {unknown[0]!r} is no third-party lane; the rule: name "
+                             f"lanes of harness/dev/ecosystem.py ECOSYSTEM; use some of: "
+                             f"{', '.join(every_lane())}")
+    groups = []
+    for entry in ECOSYSTEM:
+        chosen = tuple(lane for lane in entry.lanes if lane in wanted or entry.name in wanted)
+        if chosen:
+            groups.append((entry, chosen))
+    return Plan(tuple(groups), lock, out, tuple(rest))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one lock's lanes: the bench's exit code, or why they were not measured."""
+
+    entry: EcoLock
+    lanes: tuple[str, ...]
+    code: int | None  # None: not measured (the environment could not be built)
+    why: str = ""
+
+    @property
+    def measured(self) -> bool:
+        """The bench ran and measured (exit 0 held, 1 violated)."""
+        return self.code in (0, 1)
+
+    def line(self) -> str:
+        """One line of the session's closing summary."""
+        lanes = ", ".join(self.lanes)
+        if self.code is None:
+            return f"{lanes}: not measured, because {self.why}"
+        meaning = {0: "held", 1: "violations found", 2: "usage error", 3: "changed against "
+                   "the baseline", 4: "an error finding or nothing measured"}
+        return f"{lanes}: bench exit {self.code} ({meaning.get(self.code, 'stopped')})"
+
+
+def verdict(outcomes: Sequence[Outcome]) -> str | None:
+    """The session's failure, or None: it fails when nothing was measured, or when a bench
+    exited with anything but 0 or 1 (after every lane ran)."""
+    if not any(o.measured for o in outcomes):
+        return "nothing was measured: " + "; ".join(o.line() for o in outcomes)
+    failed = [o for o in outcomes if o.code is not None and not o.measured]
+    if failed:
+        return "; ".join(o.line() for o in failed)
+    return None
+
+
+def write_lock(session: Any, uv: str, target: Path, requirements: str,
+               header: Sequence[str]) -> str | None:
+    """Compile ``requirements`` into ``target`` as the `lock` session compiles a family's
+    (uv, universal, Python 3.10 up), ``header`` lines on top; the resolver's refusal, or None
+    when the lock was written (atomically: a refused one leaves the old lock as it was)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = target.parent / f".{target.stem}.in"
+    compiled = target.parent / f".{target.name}.tmp"
+    source.write_text(requirements)
+    try:
+        command = [uv, "pip", "compile", "--universal", "--python-version", "3.10",
+                   "--no-header", "--no-annotate", "-q", str(source), "-o", str(compiled)]
+        session.log(" ".join(command))
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return (done.stderr + done.stdout).strip()
+        compiled.write_text("".join(f"{line}\n" for line in header) + compiled.read_text())
+        os.replace(compiled, target)
+        session.log(f"wrote {target}")
+        return None
+    finally:
+        source.unlink(missing_ok=True)
+        compiled.unlink(missing_ok=True)
+
+
+def build_env(session: Any, uv: str, interpreter: Path | None, root: Path, entry: EcoLock,
+              env: Path) -> tuple[Path | None, str]:
+    """The environment ``env`` of one third-party lock, built once (again when the lock, the
+    project's or targets/ecosystem's recipe changes): the lock, then the project and
+    targets/ecosystem without deps. (None, why) when it cannot be built."""
+    lock = lock_path(root, entry)
+    if not lock.exists():
+        return None, (f"its lock {lock.relative_to(root)} does not exist (compile it: "
+                      f"nox -s ecosystem -- --lock {entry.name})")
+    if interpreter is None:
+        return None, "Python 3.12 is not found here"
+    python, stamp = env / "bin" / "python", env / ".lock-sha"
+    ecosystem = root / "targets" / "ecosystem"
+    digest = env_stamp(root, lock) + env_stamp(root, ecosystem / "pyproject.toml")
+    if stamp.exists() and stamp.read_text() == digest:
+        return env, ""
+    stamp.unlink(missing_ok=True)
+    steps = (("uv venv", [uv, "venv", "-q", "--allow-existing", "-p", str(interpreter), str(env)]),
+             (f"uv pip sync {lock.name}", [uv, "pip", "sync", "-q", "-p", str(python), str(lock)]),
+             ("the project", [uv, "pip", "install", "-q", "-p", str(python), "--no-deps", "-e",
+                              str(root)]),
+             ("targets/ecosystem", [uv, "pip", "install", "-q", "-p", str(python), "--no-deps",
+                                    "-e", str(ecosystem)]))
+    for what, command in steps:
+        session.log(" ".join(command))
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            return None, f"its environment could not be built ({what}): {' '.join(tail)}"
+    stamp.write_text(digest)
+    return env, ""
