@@ -1,17 +1,18 @@
 """Real services for the lanes that need a server: throwaway redis-server, PostgreSQL and MariaDB.
 
-``ServiceManager`` starts each server on 127.0.0.1, on a free port, in a fresh private
-temporary folder (0700), with a random password made for this run (redis ``requirepass``
-from a config file in that folder; PostgreSQL ``scram-sha-256``, set through a password file
-there; MariaDB's ``bench`` account, made by an init file there): the URL carries it,
-``mask_url`` hides it wherever a URL is printed or stored, and no command line shows it. It waits until the server answers, records its version and which binary
-ran (arib.ground.binaries: the system's, else the one shipped in the locked environment), and
-stops it on exit -- also when the run fails or is stopped by SIGINT, SIGTERM or SIGHUP --
-leaving no process and no folder behind (and when the run is killed with SIGKILL, its watcher
-or the next run's start does: arib.ground.owners). ``REDIS_URL`` / ``POSTGRES_URL`` /
-``MYSQL_URL`` in the environment select an existing server instead; it is validated and probed, never started or
-stopped. A missing server binary or Python driver is reported as ``NotMeasured`` with its
-reason and fix; no fake ever stands in for a server.
+``ServiceManager`` starts each server on 127.0.0.1, on a free port, in a fresh private temporary
+folder (0700), with a random password made for this run (redis ``requirepass`` from a config
+file in that folder; PostgreSQL ``scram-sha-256``, set through a password file there; MariaDB's
+``bench`` account, made by an init file there): the URL carries it, ``mask_url`` hides it
+wherever a URL is printed or stored, and no command line shows it. It waits until the server
+answers, records its version and which binary ran (arib.ground.binaries: the system's, else the
+one shipped in the locked environment), and stops it on exit -- also when the run fails or is
+stopped by SIGINT, SIGTERM or SIGHUP -- leaving no process and no folder behind (and when the
+run is killed with SIGKILL, its watcher or the next run's start does: arib.ground.owners).
+``REDIS_URL`` / ``POSTGRES_URL`` / ``MYSQL_URL`` in the environment select an existing server
+instead; it is validated and probed, never started or stopped. A missing server binary or Python
+driver is reported as ``NotMeasured`` with its reason and fix; no fake ever stands in for a
+server.
 
 Parts, one job each (everything is imported from here):
 
