@@ -229,3 +229,17 @@ def test_environment_url_uses_existing_server_and_leaves_it_running(mariadb: str
         assert info.external and info.pid is None and "MariaDB" in info.version
         assert list(user.processes()) == []
     assert str(mysql_query(mariadb, "SELECT 1")) == "1"
+
+
+@needs_mariadb
+def test_a_taken_port_is_retried_with_another(temp_base: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        taken = held.getsockname()[1]
+        ports = iter([taken, free_port()])
+        with ServiceManager(environ={}, port_picker=lambda: next(ports)) as manager:
+            info = manager.start("mysql")
+            assert info.port != taken
+            assert str(mysql_query(info.url, "SELECT 1")) == "1"
+    assert list(temp_base.iterdir()) == []
