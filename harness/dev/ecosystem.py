@@ -67,6 +67,11 @@ ECOSYSTEM: tuple[EcoLock, ...] = (
     EcoLock("lg-plainredis", "langgraph", LG_PINNED, "langgraph-checkpoint-plainredis==0.1.0",
             "langgraph-checkpoint>=4.1,<5, redis>=5.0",
             ("lg-plainredis", "lg-plainredis-async")),
+    EcoLock("lg-mysql", "langgraph", LG_PINNED, "langgraph-checkpoint-mysql[pymysql]==3.0.0",
+            "langgraph-checkpoint>=2.1.2, orjson>=3.10.1, typing-extensions>=4.12.2; extra "
+            "pymysql: pymysql>=1.1.1", ("lg-mysql",)),
+    EcoLock("oas-redis", "openai-agents", "0.24.0", "openai-agents-session[redis]==0.1.0",
+            "openai-agents>=0.1.0; extra redis: redis>=5.0.0", ("oas-redis",)),
 )
 
 

@@ -29,6 +29,10 @@ EMBEDDED: dict[str, tuple[str, str, str]] = {
 }
 SYSTEM_POSTGRES = Path("/usr/lib/postgresql")
 POSTGRES_TOOLS = ("initdb", "postgres")
+# The MariaDB server (Debian's mariadb-server): on PATH, else where Debian puts it (sbin is not
+# on every user's PATH). No wheel ships one: the mysql service has no embedded source.
+MARIADB_SERVERS = ("mariadbd", "mysqld")
+SYSTEM_SBIN = (Path("/usr/sbin"), Path("/usr/local/sbin"))
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class ServerBinary:
 
 
 def _runnable(service: str, path: Path) -> bool:
-    if service == "redis":
+    if service in ("redis", "mysql"):
         return path.is_file() and os.access(path, os.X_OK)
     return all(os.access(path / tool, os.X_OK) for tool in POSTGRES_TOOLS)
 
@@ -70,14 +74,30 @@ def system_postgres_bin() -> Path | None:
     return None
 
 
+def system_mariadb() -> Path | None:
+    """The MariaDB server program: ``mariadbd`` (else ``mysqld``) on PATH or in /usr/sbin."""
+    for name in MARIADB_SERVERS:
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+        for folder in SYSTEM_SBIN:
+            if _runnable("mysql", folder / name):
+                return folder / name
+    return None
+
+
 def _system(service: str) -> Path | None:
     if service == "redis":
         found = shutil.which("redis-server")
         return Path(found) if found else None
+    if service == "mysql":
+        return system_mariadb()
     return system_postgres_bin()
 
 
 def _embedded(service: str) -> ServerBinary | None:
+    if service not in EMBEDDED:
+        return None
     module, dist, inner = EMBEDDED[service]
     try:
         spec = importlib.util.find_spec(module)
@@ -119,9 +139,11 @@ def looked_in(service: str, given: str | None = None, sources: Sequence[str] = S
     places = []
     for source in sources:
         if source == "system":
-            places.append("PATH" if service == "redis"
-                          else f"PATH and {SYSTEM_POSTGRES}/*/bin")
-        elif source == "embedded":
+            places.append({"redis": "PATH",
+                           "mysql": f"PATH and {', '.join(map(str, SYSTEM_SBIN))} for "
+                                    f"{' or '.join(MARIADB_SERVERS)}"}.get(
+                service, f"PATH and {SYSTEM_POSTGRES}/*/bin"))
+        elif source == "embedded" and service in EMBEDDED:
             module, dist, inner = EMBEDDED[service]
             places.append(f"the {dist} package ({module}/{inner}; installed by the lock files "
                           f"on Linux x86_64)")

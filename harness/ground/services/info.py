@@ -11,13 +11,14 @@ from arib.ground.binaries import ServerBinary
 from arib.ground.errors import UnknownNameError
 from arib.ground.services.urls import mask_url
 
-SERVICES = ("redis", "postgres")
-ENV_VARS = {"redis": "REDIS_URL", "postgres": "POSTGRES_URL"}
+SERVICES = ("redis", "postgres", "mysql")
+ENV_VARS = {"redis": "REDIS_URL", "postgres": "POSTGRES_URL", "mysql": "MYSQL_URL"}
 HOST = "127.0.0.1"
 # Python packages each service or lane dependency needs: import name -> pip name.
 DRIVERS: dict[str, tuple[str, str]] = {
     "redis": ("redis", "redis"),
     "postgres": ("asyncpg", "asyncpg"),
+    "mysql": ("pymysql", "pymysql"),
     "asyncpg": ("asyncpg", "asyncpg"),
     "cryptography": ("cryptography", "cryptography"),
     "mongodb": ("pymongo", "pymongo"),

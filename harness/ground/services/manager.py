@@ -25,17 +25,23 @@ from arib.ground.services.info import (
     missing_python_driver,
 )
 from arib.ground.services.launcher import Launcher, free_port, log_tail
+from arib.ground.services.mariadb_server import external_mariadb, start_mariadb
 from arib.ground.services.postgres_server import external_postgres, start_postgres
 from arib.ground.services.redis_server import external_redis, start_redis
+
+# How each service is started here, or probed where its variable names a server.
+STARTERS = {"redis": start_redis, "postgres": start_postgres, "mysql": start_mariadb}
+EXTERNAL = {"redis": external_redis, "postgres": external_postgres, "mysql": external_mariadb}
 
 
 class ServiceManager(Launcher):
     """Starts, tracks and stops the servers of one run; a context manager.
 
     ``binaries`` names the server to run ({"redis": path to redis-server, "postgres": folder
-    holding initdb and postgres}); without it, each is looked for in ``sources`` in order
-    ("system", then "embedded": see arib.ground.binaries). ``environ`` replaces os.environ for
-    REDIS_URL / POSTGRES_URL; ``port_picker`` chooses ports (tests force a taken one).
+    holding initdb and postgres, "mysql": path to mariadbd}); without it, each is looked for in
+    ``sources`` in order ("system", then "embedded": see arib.ground.binaries). ``environ``
+    replaces os.environ for REDIS_URL / POSTGRES_URL / MYSQL_URL; ``port_picker`` chooses ports
+    (tests force a taken one).
     """
 
     def __init__(
@@ -145,6 +151,12 @@ class ServiceManager(Launcher):
                 f"not measured: redis-server not found (looked in {where}; install the locked "
                 f"environment, apt-get install redis-server, or set REDIS_URL)",
             )
+        if name == "mysql":
+            return NotMeasured(
+                "mysql",
+                f"not measured: the MariaDB server (mariadbd) not found (looked in {where}; "
+                f"apt-get install mariadb-server, or set MYSQL_URL)",
+            )
         return NotMeasured(
             "postgres",
             f"not measured: PostgreSQL server binaries (initdb, postgres) not found (looked in "
@@ -193,8 +205,7 @@ class ServiceManager(Launcher):
             tried.append(port)
             binary = self.binary(name)
             assert binary is not None
-            starter = start_redis if name == "redis" else start_postgres
-            info = starter(self, binary, port)
+            info = STARTERS[name](self, binary, port)
             if info is not None:
                 return info
         raise ServiceError(
@@ -205,7 +216,7 @@ class ServiceManager(Launcher):
 
     def _external(self, name: str, value: str) -> ServiceInfo:
         var = ENV_VARS[name]
-        return external_redis(value, var) if name == "redis" else external_postgres(value, var)
+        return EXTERNAL[name](value, var)
 
     # -- health and stop ------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Service URLs: validate ``REDIS_URL`` / ``POSTGRES_URL``, and hide the password they carry."""
+"""Service URLs: validate ``REDIS_URL`` / ``POSTGRES_URL`` / ``MYSQL_URL``, and hide the password
+they carry."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from arib.ground.errors import ServiceError
 EXPECTED_FORMS = {
     "redis": "redis://127.0.0.1:6379/0",
     "postgres": "postgresql+asyncpg://user:pass@127.0.0.1:5432/db",
+    "mysql": "mysql://user:pass@127.0.0.1:3306/db",
 }
+MYSQL_SCHEMES = ("mysql", "mariadb", "mysql+pymysql", "mysql+aiomysql")
 
 
 def mask_url(url: str) -> str:
@@ -79,6 +82,26 @@ def parse_postgres_url(value: str, var: str = "POSTGRES_URL") -> str:
     if not parts.path.strip("/"):
         raise _bad_url(var, value, "no database name after the host", "postgres")
     return urlunsplit(parts._replace(scheme="postgresql+asyncpg"))
+
+
+def parse_mysql_url(value: str, var: str = "MYSQL_URL") -> str:
+    """Validate a MySQL or MariaDB URL (host, optional port, a database); returns it with the
+    ``mysql`` scheme."""
+    parts = _split(value, var, "mysql")
+    if parts.scheme not in MYSQL_SCHEMES:
+        raise _bad_url(var, value, f"scheme {parts.scheme!r} is not one of "
+                                   f"{', '.join(MYSQL_SCHEMES)}", "mysql")
+    try:
+        port = parts.port
+    except ValueError:
+        raise _bad_url(var, value, "the port is not a number in 1..65535", "mysql") from None
+    if not parts.hostname:
+        raise _bad_url(var, value, "no host", "mysql")
+    if port == 0:
+        raise _bad_url(var, value, "port 0 is not a server port", "mysql")
+    if not parts.path.strip("/"):
+        raise _bad_url(var, value, "no database name after the host", "mysql")
+    return urlunsplit(parts._replace(scheme="mysql"))
 
 
 def asyncpg_dsn(url: str) -> str:

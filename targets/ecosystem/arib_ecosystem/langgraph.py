@@ -37,6 +37,7 @@ from typing import Any
 
 from arib.ground.services import redis_keys
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
+from arib_ecosystem.langgraph_mysql import LANES as MYSQL_LANES
 from arib.targets.net import service_url
 
 DUCKDB = "langgraph-checkpoint-duckdb"
@@ -212,4 +213,5 @@ LANES: tuple[TargetSpec, ...] = (
           _plainredis_builder("lg-plainredis-async", "AsyncRedisSaver", is_async=True),
           f"AsyncRedisSaver ({PLAINREDIS}) on the harness's Redis, one key prefix per trial "
           f"(aclose(), no close())", api="async", service="redis"),
+    *MYSQL_LANES,
 )
