@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_lane_by_default_grouped_by_lock_and_options_passed_on() -> None:
     plan = eco.plan(["--checks", "ARIB-CKPT-001"])
-    assert [entry.name for entry, _ in plan.groups] == ["lg-duckdb", "lg-lmdb", "lg-plainredis"]
+    assert [entry.name for entry, _ in plan.groups] == ["lg-duckdb", "lg-lmdb", "lg-plainredis",
+                                                        "lg-mysql", "oas-redis"]
     assert [lane for _, lanes in plan.groups for lane in lanes] == list(eco.every_lane())
     assert plan.rest == ("--checks", "ARIB-CKPT-001") and not plan.lock and plan.out is None
 
@@ -29,7 +30,7 @@ def test_lanes_name_one_lane_or_a_lock_and_out_is_taken() -> None:
         ("lg-duckdb", ("lg-duckdb-async",)), ("lg-lmdb", ("lg-lmdb", "lg-lmdb-async"))]
     assert plan.out == "/tmp/x" and plan.rest == ()
     assert [e.name for e, _ in eco.plan(["--lock", "lg-plainredis"]).groups] == ["lg-plainredis"]
-    assert eco.plan(["--lock"]).lock and len(eco.plan(["--lock"]).groups) == 3
+    assert eco.plan(["--lock"]).lock and len(eco.plan(["--lock"]).groups) == len(eco.ECOSYSTEM)
 
 
 def test_an_unknown_lane_is_refused_naming_it_and_the_known() -> None:
@@ -55,16 +56,17 @@ def test_the_session_fails_only_when_nothing_was_measured_or_a_bench_failed() ->
     assert failed is not None and "bench exit 4" in failed
 
 
-def test_the_table_names_the_lanes_the_package_declares(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("family", ["langgraph", "openai-agents"])
+def test_the_table_names_the_lanes_the_package_declares(
+        family: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "targets" / "ecosystem"))
-    module = importlib.import_module("arib_ecosystem.langgraph")
     try:
+        module = importlib.import_module(f"arib_ecosystem.{family.replace('-', '_')}")
         declared = [lane.name for lane in module.LANES]
     finally:
-        sys.modules.pop("arib_ecosystem.langgraph", None)
-        sys.modules.pop("arib_ecosystem", None)
-    assert declared == [lane for e in eco.ECOSYSTEM if e.family == "langgraph"
-                        for lane in e.lanes]
+        for name in [n for n in sys.modules if n.split(".")[0] == "arib_ecosystem"]:
+            sys.modules.pop(name, None)
+    assert declared == [lane for e in eco.ECOSYSTEM if e.family == family for lane in e.lanes]
     assert all(name.startswith(e.name) for e in eco.ECOSYSTEM for name in e.lanes)
 
 

@@ -37,8 +37,8 @@ from typing import Any
 
 from arib.ground.services import redis_keys
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
-from arib_ecosystem.langgraph_mysql import LANES as MYSQL_LANES
 from arib.targets.net import service_url
+from arib_ecosystem.langgraph_mysql import LANES as MYSQL_LANES
 
 DUCKDB = "langgraph-checkpoint-duckdb"
 LMDB = "langgraph-checkpoint-lmdb"
