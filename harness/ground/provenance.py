@@ -10,7 +10,7 @@ import subprocess
 from importlib import metadata
 from typing import Any
 
-from arib.ground.family import active_family
+from arib.ground.family import active_family, plugin_lanes
 from arib.ground.package import checkout_root, version
 
 
@@ -38,10 +38,13 @@ def lock_hash(sdk: str) -> str:
 
 
 def environment() -> dict[str, Any]:
-    """Python, platform and every relevant package version of this process."""
+    """Python, platform and every relevant package version of this process: the family's
+    distribution and packages, and the distribution of every installed plugin lane."""
     packages: dict[str, str | None] = {}
     family = active_family()
-    for name in (family.distribution, *family.packages):
+    # the packages installed lanes measure (a third-party lane names its distribution)
+    measured = (getattr(lane, "distribution", "") for lane in plugin_lanes(family.name).loaded)
+    for name in dict.fromkeys((family.distribution, *family.packages, *filter(None, measured))):
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
