@@ -432,7 +432,7 @@ def ecosystem(session: nox.Session) -> None:
                               f"{family.name} {entry.version}) is refused: {refused}")
         return
     out = Path(plan.out or ROOT / "results" / "ecosystem")
-    outcomes = []
+    outcomes, envs = [], {}
     for entry, lanes in plan.groups:
         env, why = eco.build_env(session, UV, INTERPRETERS[BENCH_PYTHON], ROOT, entry,
                                  sdk_env_dir(ROOT, f"ecosystem-{entry.name}", BENCH_PYTHON))
@@ -440,12 +440,22 @@ def ecosystem(session: nox.Session) -> None:
             session.warn(f"{', '.join(lanes)}: not measured, because {why}")
             outcomes.append(eco.Outcome(entry, lanes, None, why))
             continue
+        envs[entry.name] = env
         command = (str(env / "bin" / "python"), "-m", "arib", "--family", entry.family,
                    "bench", "--lanes", ",".join(lanes), "--out", str(out / entry.name),
                    *plan.rest)
-        outcomes.append(eco.Outcome(entry, lanes, run_step(session, Step("bench", command))))
+        os.environ[eco.LOCK_VAR] = str(eco.lock_path(ROOT, entry))  # the run records its lock
+        try:
+            outcomes.append(eco.Outcome(entry, lanes, run_step(session, Step("bench", command))))
+        finally:
+            os.environ.pop(eco.LOCK_VAR, None)
     for outcome in outcomes:
         session.log(outcome.line())
+    if not plan.rest:  # a partial bench (--checks ...) is no table of the ecosystem
+        for label, command in eco.follow_ups(ROOT, out, outcomes, envs):
+            code = run_step(session, Step(label, command))
+            if code not in (0, 1):
+                session.warn(f"{label} exited {code}")
     failure = eco.verdict(outcomes)
     if failure is not None:
         session.error(failure)

@@ -106,3 +106,27 @@ def test_a_lock_whose_environment_cannot_be_built_is_not_measured_with_the_cause
                              tmp_path / "env")  # `false` stands in for a uv that fails
     assert env is None and why.startswith("its environment could not be built (uv venv)")
     assert log.lines and not (tmp_path / "env" / ".lock-sha").exists()
+
+
+def test_after_the_benches_each_measured_lock_confirms_then_each_family_gets_its_table(
+        tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    repro = root.joinpath(*eco.REPRO)
+    repro.mkdir(parents=True)
+    for name in ("lg-lmdb--ARIB-CKPT-004.py", "lg-duckdb--ARIB-CKPT-005.py", "notes.py"):
+        (repro / name).write_text("raise SystemExit(1)\n")
+    out = tmp_path / "out"
+    (out / "lg-lmdb").mkdir(parents=True)
+    for stamp in ("2026-12-06T100000Z", "2026-12-06T110000Z"):
+        (out / "lg-lmdb" / f"{stamp}-x-langgraph-v.json").write_text("{}")
+    by_name = {e.name: e for e in eco.ECOSYSTEM}
+    outcomes = [eco.Outcome(by_name["lg-lmdb"], ("lg-lmdb",), 1),
+                eco.Outcome(by_name["lg-duckdb"], ("lg-duckdb",), None, "no env"),
+                eco.Outcome(by_name["lg-plainredis"], ("lg-plainredis",), 4)]
+    steps = eco.follow_ups(root, out, outcomes, {"lg-lmdb": tmp_path / "env"})
+    assert [label for label, _ in steps] == ["confirm lg-lmdb", "report langgraph"]
+    confirm, report = (command for _, command in steps)
+    assert str(repro / "lg-lmdb--ARIB-CKPT-004.py") in confirm
+    assert not any("duckdb" in part for part in confirm)  # not measured: nothing to confirm
+    assert report[report.index("--runs") + 1].endswith("2026-12-06T110000Z-x-langgraph-v.json")
+    assert str(out / "confirmations-langgraph.json") in report

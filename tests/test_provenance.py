@@ -3,7 +3,9 @@ distributions installed lanes name among them."""
 
 from __future__ import annotations
 
+import hashlib
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +31,13 @@ def test_a_plugin_lane_s_distribution_is_recorded_with_its_version(
     assert packages["pytest"] == metadata.version("pytest")
     assert packages["no-such-dist-for-arib"] is None  # named, and said to be absent
     assert "" not in packages
+
+
+def test_the_lock_hash_is_of_the_lock_the_environment_names(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    lock = tmp_path / "lg-lmdb.txt"
+    lock.write_text("lmdb==1.4.1\n")
+    monkeypatch.setenv("ARIB_LOCK", str(lock))
+    assert provenance.lock_hash("0.24.0") == hashlib.sha256(lock.read_bytes()).hexdigest()
+    monkeypatch.delenv("ARIB_LOCK")
+    assert provenance.lock_hash("no-such-version") == "unlocked"

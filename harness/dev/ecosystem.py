@@ -157,6 +157,55 @@ def verdict(outcomes: Sequence[Outcome]) -> str | None:
     return None
 
 
+REPRO = ("targets", "ecosystem", "repro")  # the direct reproductions, <lane>--<CHECK>.py
+LOCK_VAR = "ARIB_LOCK"  # the lock an environment was installed from (arib.ground.provenance)
+
+
+def repro_scripts(root: Path, lanes: Sequence[str]) -> tuple[Path, ...]:
+    """The direct reproductions of ``lanes``' violations, by name order."""
+    folder = root.joinpath(*REPRO)
+    return tuple(sorted(p for p in folder.glob("*--*.py") if p.name.split("--")[0] in lanes))
+
+
+def newest_run(folder: Path) -> Path | None:
+    """The newest bench result in ``folder`` (result files are named by their start time),
+    or None when there is none."""
+    runs = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return runs[-1] if runs else None
+
+
+def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[str, Path]
+               ) -> list[tuple[str, tuple[str, ...]]]:
+    """What runs after the benches, as (label, command): per measured lock, its lanes'
+    direct reproductions (`ecosystem confirm`, in its environment, into
+    ``out/confirmations-<family>.json``); then per family, the table of its measured locks'
+    newest runs (`ecosystem report`, from one of its environments, into ``out``)."""
+    steps: list[tuple[str, tuple[str, ...]]] = []
+    runs: dict[str, list[str]] = {}
+    python: dict[str, str] = {}
+    for outcome in outcomes:
+        entry = outcome.entry
+        if not outcome.measured or entry.name not in envs:
+            continue
+        py = str(envs[entry.name] / "bin" / "python")
+        python.setdefault(entry.family, py)
+        confirmations = out / f"confirmations-{entry.family}.json"
+        scripts = repro_scripts(root, outcome.lanes)
+        if scripts:
+            steps.append((f"confirm {entry.name}", (
+                py, "-m", "arib", "--family", entry.family, "ecosystem", "confirm",
+                *map(str, scripts), "--out", str(confirmations))))
+        newest = newest_run(out / entry.name)
+        if newest is not None:
+            runs.setdefault(entry.family, []).append(str(newest))
+    for family, files in runs.items():
+        confirmations = out / f"confirmations-{family}.json"
+        steps.append((f"report {family}", (
+            python[family], "-m", "arib", "--family", family, "ecosystem", "report",
+            "--runs", *files, "--confirmations", str(confirmations), "--out", str(out))))
+    return steps
+
+
 def write_lock(session: Any, uv: str, target: Path, requirements: str,
                header: Sequence[str]) -> str | None:
     """Compile ``requirements`` into ``target`` as the `lock` session compiles a family's

@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from arib.ground.family import active_family, plugin_lanes
@@ -30,8 +31,11 @@ def harness_commit() -> str:
 
 
 def lock_hash(sdk: str) -> str:
-    """SHA-256 of the lock file the environment was installed from, or 'unlocked'."""
-    path = active_family().lock_file(sdk)
+    """SHA-256 of the lock file the environment was installed from, or 'unlocked': the file
+    ``$ARIB_LOCK`` names (an environment of another lock than the family's version's, a
+    third-party lane's), else the family's lock of ``sdk``."""
+    named = os.environ.get("ARIB_LOCK")
+    path = Path(named) if named else active_family().lock_file(sdk)
     if path is None or not path.exists():
         return "unlocked"
     return hashlib.sha256(path.read_bytes()).hexdigest()
