@@ -8,6 +8,7 @@ its KIND and API are verified on the object, and a second build on the root read
 from __future__ import annotations
 
 import importlib.util
+import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -25,12 +26,14 @@ from arib.targets.registry import family_lanes, get_target
 ROOT = Path(__file__).resolve().parents[2]
 ECOSYSTEM = ROOT / "targets" / "ecosystem"
 NAMES = ["lg-duckdb", "lg-duckdb-async", "lg-lmdb", "lg-lmdb-async", "lg-plainredis",
-         "lg-plainredis-async"]
+         "lg-plainredis-async", "lg-mysql"]
 PACKAGES = {"lg-duckdb": "langgraph-checkpoint-duckdb", "lg-lmdb": "langgraph-checkpoint-lmdb",
-            "lg-plainredis": "langgraph-checkpoint-plainredis"}
+            "lg-plainredis": "langgraph-checkpoint-plainredis",
+            "lg-mysql": "langgraph-checkpoint-mysql"}
 IMPORTS = {"langgraph-checkpoint-duckdb": "langgraph.checkpoint.duckdb",
            "langgraph-checkpoint-lmdb": "langgraph_checkpoint_lmdb",
-           "langgraph-checkpoint-plainredis": "langgraph_checkpoint_plainredis"}
+           "langgraph-checkpoint-plainredis": "langgraph_checkpoint_plainredis",
+           "langgraph-checkpoint-mysql": "langgraph.checkpoint.mysql"}
 
 
 def _package(lane: str) -> str:
@@ -52,9 +55,10 @@ def ecosystem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: arib-ecosystem\n"
                                    "Version: 0.1.0\n")
-    table = (ECOSYSTEM / "pyproject.toml").read_text()
-    group = table.split('[project.entry-points."arib.lanes.langgraph"]')[1].split("[")[0]
-    (info / "entry_points.txt").write_text("[arib.lanes.langgraph]\n" + group.strip() + "\n")
+    table = tomllib.loads((ECOSYSTEM / "pyproject.toml").read_text())
+    group = table["project"]["entry-points"]["arib.lanes.langgraph"]
+    (info / "entry_points.txt").write_text(
+        "[arib.lanes.langgraph]\n" + "".join(f"{k} = {v}\n" for k, v in group.items()))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(ECOSYSTEM))
     plugin_lanes.cache_clear()
@@ -72,7 +76,8 @@ def test_the_entry_point_loads_every_lane_with_its_name_claims_and_traits(
         assert lane.traits["kind"] == "checkpointer" == lg.KIND[name]
         assert lg.API[name] == ("async" if name.endswith("-async") else "sync")
         assert lane.claims.has_close == (name == "lg-plainredis")  # RedisSaver.close()
-        assert lane.service == ("redis" if "plainredis" in name else None)
+        assert lane.service == {"lg-plainredis": "redis", "lg-plainredis-async": "redis",
+                                "lg-mysql": "mysql"}.get(name)
     assert lg.KIND["lg-memory"] == "checkpointer" and "lg-duckdb" in set(lg.API)
     assert get_target("lg-duckdb").to_json()["traits"]["store"] == "file"
     assert "traits" not in lg.MEMORY.to_json()  # the family's own lanes' JSON is unchanged
