@@ -8,12 +8,12 @@ its KIND and API are verified on the object, and a second build on the root read
 from __future__ import annotations
 
 import importlib.util
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import anyio
 import pytest
+import tomllib
 
 from arib.checks.langgraph._saver import call, config, make_checkpoint
 from arib.ground.family import plugin_lanes
