@@ -63,12 +63,27 @@ def render(eco: Ecosystem) -> str:
              "|---|---|---|---|---|",
              *[_lane_line(c) for c in eco.columns],
              ""]
-    header = [c.lane for c in eco.columns]
-    lines += ["| check | " + " | ".join(f"`{h}`" for h in header) + " |",
-              "|---|" + "---|" * len(header)]
-    for check in eco.invariants:
+    # The table shows the checks some third-party lane was measured on, and the family's own
+    # lanes measured on one of them (a store lane beside checkpointers only); the JSON has all.
+    judged = (CellState.HELD, CellState.VIOLATED, CellState.ERROR)
+    rows = [check for check in eco.invariants
+            if any(eco.cell(check, c.lane).state in judged for c in third)]
+    shown = [c for c in eco.columns if c.third_party or any(
+        eco.cell(check, c.lane).state in judged for check in rows)]
+    lines += ["| check | " + " | ".join(f"`{c.lane}`" for c in shown) + " |",
+              "|---|" + "---|" * len(shown)]
+    for check in rows:
         lines.append(f"| {check} | " + " | ".join(
-            eco.cell(check, c.lane).label() for c in eco.columns) + " |")
+            eco.cell(check, c.lane).label() for c in shown) + " |")
+    left = [check for check in eco.invariants if check not in rows]
+    hidden = [c.lane for c in eco.columns if c not in shown]
+    if left or hidden:
+        lines += ["", "Not in the table (in the JSON): "
+                  + "; ".join(part for part in (
+                      f"checks no third-party lane was judged on: {', '.join(left)}"
+                      if left else "",
+                      f"the family's lanes judged on none of the checks above: "
+                      f"{', '.join(hidden)}" if hidden else "") if part) + "."]
     reported = [f for f in eco.findings if f.reported]
     unconfirmed = [f for f in eco.findings if not f.reported]
     lines += ["", f"## Findings ({len(reported)})", ""]
