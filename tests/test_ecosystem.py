@@ -124,8 +124,11 @@ def test_after_the_benches_each_measured_lock_confirms_then_each_family_gets_its
                 eco.Outcome(by_name["lg-duckdb"], ("lg-duckdb",), None, "no env"),
                 eco.Outcome(by_name["lg-plainredis"], ("lg-plainredis",), 4)]
     steps = eco.follow_ups(root, out, outcomes, {"lg-lmdb": tmp_path / "env"})
-    assert [label for label, _ in steps] == ["confirm lg-lmdb", "report langgraph"]
-    confirm, report = (command for _, command in steps)
+    assert [label for label, _ in steps] == ["confirm lg-lmdb", "survey lg-lmdb",
+                                             "official lg-lmdb", "report langgraph"]
+    confirm, survey, official, report = (command for _, command in steps)
+    assert survey[survey.index("--out") + 1] == str(out / "lg-lmdb" / "survey")
+    assert official[official.index("--out") + 1] == str(out / "lg-lmdb")
     assert str(repro / "lg-lmdb--ARIB-CKPT-004.py") in confirm
     assert not any("duckdb" in part for part in confirm)  # not measured: nothing to confirm
     assert report[report.index("--runs") + 1].endswith("2026-12-06T110000Z-x-langgraph-v.json")

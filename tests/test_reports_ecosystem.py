@@ -132,3 +132,29 @@ def test_the_command_writes_page_and_json_and_fails_when_nothing_third_party_ran
     assert "not measured, because it is not installed" in page
     assert json.loads((tmp_path / "out" / "langgraph.json").read_text())["kind"] == (
         "arib-ecosystem")
+
+
+def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lanes(
+        tmp_path: Path):
+    run = tmp_path / "lg-duckdb" / "duck.json"
+    (run.parent / "survey").mkdir(parents=True)
+    (run.parent / "official").mkdir()
+    run.write_text(json.dumps(DUCK))
+    (run.parent / "survey" / "lg-duckdb.json").write_text(json.dumps(
+        {"module": "langgraph.checkpoint.duckdb", "error": None,
+         "scores": {"mutants": 20, "killed": 9, "survived": 3, "no_coverage": 8,
+                    "score_covered": 0.75}}))
+    (run.parent / "official" / "langgraph-cp2-side-by-side.json").write_text(json.dumps(
+        {"suite": "langgraph-checkpoint-conformance", "suite_version": "0.0.2", "lanes": [
+            {"lane": "lg-duckdb", "official": {"status": "failed", "passed": 47, "failed": 1,
+                                               "failing": ["list/test_filter"]}}]}))
+    eco = build("langgraph", BUILTIN, [DUCK], names=["b.json", "duck.json"],
+                paths=[None, run])
+    duck = next(c for c in eco.columns if c.lane == "lg-duckdb")
+    assert duck.survey is not None and duck.survey["killed"] == 9
+    assert duck.official is not None and duck.official["failing"] == ["list/test_filter"]
+    page = eco.markdown()
+    assert ("| `lg-duckdb` | 75.0% of covered (20 mutants of `langgraph.checkpoint.duckdb`: "
+            "killed 9, survived 3, no_coverage 8) | failed: 47 passed, 1 failed "
+            "(`list/test_filter`) |") in page
+    assert next(c for c in eco.columns if c.lane == "lg-memory").survey is None  # own lanes

@@ -65,9 +65,12 @@ def official_check(baseline: Mapping[str, frozenset[str]], timeout_s: float = 60
 
 
 def _checkpointer_lanes() -> tuple[TargetSpec, ...]:
-    from arib.targets.langgraph.lanes import CHECKPOINTER_LANES
+    """The family's checkpointer lanes, then the installed packages' (plugin lanes whose kind
+    is checkpointer: a third-party saver is tested by the suite like the family's own)."""
+    from arib.targets.langgraph.lanes import CHECKPOINTER_LANES, KIND, plugin_specs
 
-    return CHECKPOINTER_LANES
+    return (*CHECKPOINTER_LANES,
+            *(lane for lane in plugin_specs() if KIND.get(lane.name) == "checkpointer"))
 
 
 # What the family record names (``official``): the suite the harness's `official` command runs.

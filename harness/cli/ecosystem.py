@@ -86,7 +86,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         for key, v in (_read_confirmations(Path(args.confirmations))
                        if args.confirmations else {}).items()}
     eco = build(family.name, read_run(builtin), [read_run(r) for r in runs], confirmations,
-                [builtin.name, *(r.name for r in runs)])
+                [builtin.name, *(r.name for r in runs)], [None, *runs])
     out = Path(args.out)
     stem = family.name
     atomic_write_text(out / f"{stem}.json",

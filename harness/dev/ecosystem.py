@@ -158,6 +158,8 @@ def verdict(outcomes: Sequence[Outcome]) -> str | None:
 
 
 REPRO = ("targets", "ecosystem", "repro")  # the direct reproductions, <lane>--<CHECK>.py
+# The families whose record names an official conformance suite (`python -m arib official`)
+OFFICIAL_SUITES = ("langgraph",)
 LOCK_VAR = "ARIB_LOCK"  # the lock an environment was installed from (arib.ground.provenance)
 
 
@@ -176,10 +178,13 @@ def newest_run(folder: Path) -> Path | None:
 
 def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[str, Path]
                ) -> list[tuple[str, tuple[str, ...]]]:
-    """What runs after the benches, as (label, command): per measured lock, its lanes'
-    direct reproductions (`ecosystem confirm`, in its environment, into
-    ``out/confirmations-<family>.json``); then per family, the table of its measured locks'
-    newest runs (`ecosystem report`, from one of its environments, into ``out``)."""
+    """What runs after the benches, as (label, command): per measured lock, in its
+    environment, its lanes' direct reproductions (`ecosystem confirm`, into
+    ``out/confirmations-<family>.json``), the survey of their modules (`survey --write`, into
+    ``out/<lock>/survey``) and, for LangGraph, the official conformance suite on them
+    (`official`, into ``out/<lock>/official``, beside the lock's bench run); then per family,
+    the table of its measured locks' newest runs (`ecosystem report`, into ``out``), which
+    reads the surveys and the suite's runs beside them."""
     steps: list[tuple[str, tuple[str, ...]]] = []
     runs: dict[str, list[str]] = {}
     python: dict[str, str] = {}
@@ -195,6 +200,14 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
             steps.append((f"confirm {entry.name}", (
                 py, "-m", "arib", "--family", entry.family, "ecosystem", "confirm",
                 *map(str, scripts), "--out", str(confirmations))))
+        arib = (py, "-m", "arib", "--family", entry.family)
+        lanes = ",".join(outcome.lanes)
+        steps.append((f"survey {entry.name}", (
+            *arib, "survey", "--lanes", lanes, "--write", "--out",
+            str(out / entry.name / "survey"), "--quiet", "--diffs", "0")))
+        if entry.family in OFFICIAL_SUITES:
+            steps.append((f"official {entry.name}", (
+                *arib, "official", "--lanes", lanes, "--out", str(out / entry.name))))
         newest = newest_run(out / entry.name)
         if newest is not None:
             runs.setdefault(entry.family, []).append(str(newest))

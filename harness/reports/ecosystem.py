@@ -48,6 +48,11 @@ class Column:
     distribution: str = ""  # "" for the family's own lanes
     distribution_version: str | None = None
     not_measured: str | None = None  # why the lane has no cell, when it has none
+    # The survey of the lane's module (its scores: killed, survived, ... score_covered) and the
+    # family's official suite on it (status, passed, failed, failing tests), when they ran
+    # beside the lane's bench run (``beside``); None when not.
+    survey: Mapping[str, Any] | None = None
+    official: Mapping[str, Any] | None = None
 
     @property
     def third_party(self) -> bool:
@@ -58,7 +63,9 @@ class Column:
         return {"lane": self.lane, "version": self.version, "run": self.run,
                 "distribution": self.distribution or None,
                 "distribution_version": self.distribution_version,
-                "not_measured": self.not_measured}
+                "not_measured": self.not_measured,
+                "survey": None if self.survey is None else dict(self.survey),
+                "official": None if self.official is None else dict(self.official)}
 
 
 @dataclass(frozen=True)
@@ -199,9 +206,30 @@ def _distribution_version(run: Mapping[str, Any], distribution: str) -> str | No
     return str(found) if found else None
 
 
+def beside(run: Path, lane: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The survey scores and the official suite's run of ``lane`` written beside the bench
+    result ``run``: ``survey/<lane>.json`` and ``official/*-side-by-side.json`` in its folder
+    (what `nox -s ecosystem` writes); None for either that is not there."""
+    survey = official = None
+    path = run.parent / "survey" / f"{lane}.json"
+    if path.is_file():
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        survey = {"module": doc.get("module"), "error": doc.get("error"),
+                  **dict(doc.get("scores") or {})}
+    for side in sorted((run.parent / "official").glob("*-side-by-side.json")):
+        doc = json.loads(side.read_text(encoding="utf-8"))
+        for entry in doc.get("lanes", []):
+            found = entry.get("official") or {}
+            if entry.get("lane") == lane and found:
+                official = {"suite": doc.get("suite"), "suite_version": doc.get("suite_version"),
+                            **{k: found.get(k) for k in ("status", "passed", "failed",
+                                                         "skipped", "failing", "error")}}
+    return survey, official
+
+
 def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping[str, Any]],
           confirmations: Mapping[str, Confirmation] | None = None,
-          names: Sequence[str] = ()) -> Ecosystem:
+          names: Sequence[str] = (), paths: Sequence[Path | None] = ()) -> Ecosystem:
     """The table from the family's own run (``builtin``: its own lanes' columns) and the
     third-party runs (their third-party lanes' columns); ``names`` are the files' names.
     UsageError naming a run of another family, or a third-party run with no third-party lane."""
@@ -229,11 +257,13 @@ def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping
                              f"--builtin")
         version = str(sdk.get("version", "?"))
         absent = {m["name"]: m["reason"] for m in doc.get("not_measured", [])}
+        path = paths[index] if index < len(paths) else None
         for lane in lanes:
             dist = str(lane.get("distribution") or "")
+            survey, official = beside(path, lane["name"]) if path and dist else (None, None)
             columns.append(Column(lane["name"], version, label, dist,
                                   _distribution_version(doc, dist) if dist else None,
-                                  absent.get(lane["name"])))
+                                  absent.get(lane["name"]), survey, official))
         wanted = {lane["name"] for lane in lanes}
         for found in doc.get("findings", []):
             lane, check = found["target"], found["invariant_id"]

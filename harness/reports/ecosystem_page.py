@@ -4,7 +4,8 @@ violations no direct reproduction confirmed, and what was not measured."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from arib.reports.ecosystem import Column, Ecosystem, Finding
@@ -17,6 +18,42 @@ def _lane_line(column: Column) -> str:
                if column.third_party else "the family's own")
     return (f"| `{column.lane}` | {package} | {column.version} | {column.run} | "
             f"{column.not_measured or ''} |")
+
+
+def _survey_cell(survey: Mapping[str, Any] | None) -> str:
+    if survey is None:
+        return "not run"
+    if survey.get("error"):
+        return f"error: {survey['error']}"
+    covered = survey.get("score_covered")
+    score = "n/a" if covered is None else f"{covered:.1%}"
+    return (f"{score} of covered ({survey.get('mutants', 0)} mutants of "
+            f"`{survey.get('module')}`: killed {survey.get('killed', 0)}, survived "
+            f"{survey.get('survived', 0)}, no_coverage {survey.get('no_coverage', 0)})")
+
+
+def _official_cell(official: Mapping[str, Any] | None) -> str:
+    if official is None:
+        return "not run"
+    failing = list(official.get("failing") or [])
+    shown = ", ".join(f"`{t}`" for t in failing[:3]) + (
+        f" and {len(failing) - 3} more" if len(failing) > 3 else "")
+    return (f"{official.get('status')}: {official.get('passed')} passed, "
+            f"{official.get('failed')} failed" + (f" ({shown})" if failing else "")
+            + (f"; {official['error']}" if official.get("error") else ""))
+
+
+def _measured_otherwise(third: list[Column]) -> list[str]:
+    """The survey of each third-party lane's module and the family's official suite on it."""
+    if not any(c.survey is not None or c.official is not None for c in third):
+        return []
+    return ["", "## The survey and the official suite on the third-party lanes", "",
+            "What our checks see of each package's own code (the survey of its module's "
+            "generated mutants, the score of the covered ones killed), and the family's own "
+            "conformance suite run on the same lane:", "",
+            "| lane | survey | official suite |", "|---|---|---|",
+            *[f"| `{c.lane}` | {_survey_cell(c.survey)} | {_official_cell(c.official)} |"
+              for c in third]]
 
 
 def _finding(number: int, found: Finding) -> list[str]:
@@ -84,6 +121,7 @@ def render(eco: Ecosystem) -> str:
                       if left else "",
                       f"the family's lanes judged on none of the checks above: "
                       f"{', '.join(hidden)}" if hidden else "") if part) + "."]
+    lines += _measured_otherwise(third)
     reported = [f for f in eco.findings if f.reported]
     unconfirmed = [f for f in eco.findings if not f.reported]
     lines += ["", f"## Findings ({len(reported)})", ""]
