@@ -67,10 +67,9 @@ def official_check(baseline: Mapping[str, frozenset[str]], timeout_s: float = 60
 def _checkpointer_lanes() -> tuple[TargetSpec, ...]:
     """The family's checkpointer lanes, then the installed packages' (plugin lanes whose kind
     is checkpointer: a third-party saver is tested by the suite like the family's own)."""
-    from arib.targets.langgraph.lanes import CHECKPOINTER_LANES, KIND, plugin_specs
+    from arib.targets.langgraph.lanes import checkpointer_lanes
 
-    return (*CHECKPOINTER_LANES,
-            *(lane for lane in plugin_specs() if KIND.get(lane.name) == "checkpointer"))
+    return checkpointer_lanes()
 
 
 # What the family record names (``official``): the suite the harness's `official` command runs.

@@ -221,6 +221,13 @@ class _Declared(MutableMapping[str, str]):
         return len({**self._own, **self._plugins()})
 
 
+def checkpointer_lanes() -> tuple[TargetSpec, ...]:
+    """The family's checkpointer lanes, then those installed packages add (plugin lanes whose
+    kind is checkpointer): the lanes a graph run or a checkpointer suite is played on."""
+    return (*CHECKPOINTER_LANES,
+            *(lane for lane in plugin_specs() if KIND.get(lane.name) == "checkpointer"))
+
+
 def plugin_specs() -> tuple[TargetSpec, ...]:
     """The LangGraph lanes installed packages add (entry-point group
     ``arib.lanes.langgraph``), loaded once per process."""

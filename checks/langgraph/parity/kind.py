@@ -25,12 +25,13 @@ REFERENCE_TARGET = "lg-reference"
 
 
 def graph_targets() -> tuple[TargetSpec, ...]:
-    """Every checkpointer lane's target, and a ``+sync`` variant of each lane whose class
-    serves both halves of the saver interface (its async API runs under the lane's own name)."""
-    from arib.targets.langgraph.lanes import API, CHECKPOINTER_LANES
+    """Every checkpointer lane's target (installed packages' too), and a ``+sync`` variant of
+    each lane whose class serves both halves of the saver interface (its async API runs under
+    the lane's own name)."""
+    from arib.targets.langgraph.lanes import API, checkpointer_lanes
 
     out: list[TargetSpec] = []
-    for target in CHECKPOINTER_LANES:
+    for target in checkpointer_lanes():
         out.append(target)
         if API.get(target.name) == "both":
             out.append(dataclasses.replace(target, name=target.name + SYNC_SUFFIX))

@@ -49,8 +49,8 @@ def encrypted_available() -> str | None:
 
 def parity_targets() -> Targets:
     """The family's lanes (its reference first), each under its parity name, those that need
-    no server before those that do; the encrypted ones as not measured when they cannot run
-    here."""
+    no server before those that do, then the lanes installed packages add; the encrypted ones
+    as not measured when they cannot run here."""
     targets: list[TargetSpec] = []
     missing: list[NotMeasured] = []
     reason = encrypted_available()
@@ -60,6 +60,8 @@ def parity_targets() -> Targets:
             continue
         name = PARITY_NAMES.get(target.name, target.name)
         targets.append(dataclasses.replace(target, name=name) if name != target.name else target)
+    # the lanes installed packages add (a third-party session is replayed like the SDK's own)
+    targets.extend(plugin_lanes(OPENAI_AGENTS.name, frozenset(t.name for t in targets)).loaded)
     return tuple(targets), tuple(missing)
 
 
