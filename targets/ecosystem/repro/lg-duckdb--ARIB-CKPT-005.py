@@ -9,7 +9,6 @@ lg-duckdb environment of `nox -s ecosystem`; exit 1: reproduced."""
 
 from __future__ import annotations
 
-
 from _repro import run
 from _writes_order import compare
 from langgraph.checkpoint.duckdb import DuckDBSaver

@@ -6,7 +6,6 @@ ecosystem` (a throwaway MariaDB through arib's ServiceManager); exit 1: reproduc
 
 from __future__ import annotations
 
-
 from _repro import run
 from _writes_order import compare
 from langgraph.checkpoint.mysql.pymysql import PyMySQLSaver

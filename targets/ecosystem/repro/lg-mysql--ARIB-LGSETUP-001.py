@@ -2,12 +2,12 @@
 (langgraph-checkpoint-mysql 3.0.0), each on its own pymysql connection, run setup() at the same
 instant on one fresh database of a throwaway MariaDB (started through arib's ServiceManager).
 
-setup() reads the newest applied migration and then inserts each further migration's number into
-checkpoint_migrations; instances that read the same number all insert the next one, and every
-instance but the first fails on the table's primary key with IntegrityError (1062, "Duplicate entry
-'0'" or "'1' for key 'PRIMARY'"), where several processes starting one app against one new database all
-need setup() to succeed. Run in the lg-mysql environment of `nox -s ecosystem`; exit 1:
-reproduced (some setup() raised in some round)."""
+setup() reads the newest applied migration and then inserts each further migration's number
+into checkpoint_migrations; instances that read the same number all insert the next one, and
+every instance but the first fails on the table's primary key with IntegrityError (1062,
+"Duplicate entry '0' (or '1') for key 'PRIMARY'"), where several processes starting one app
+against one new database all need setup() to succeed. Run in the lg-mysql environment of
+`nox -s ecosystem`; exit 1: reproduced (some setup() raised in some round)."""
 
 from __future__ import annotations
 

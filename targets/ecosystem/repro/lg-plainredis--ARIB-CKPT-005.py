@@ -6,7 +6,6 @@ ecosystem` (a throwaway redis-server through arib's ServiceManager); exit 1: rep
 
 from __future__ import annotations
 
-
 from _repro import run
 from _writes_order import compare
 from langgraph_checkpoint_plainredis import RedisSaver
