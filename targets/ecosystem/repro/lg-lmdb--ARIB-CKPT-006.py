@@ -29,18 +29,18 @@ def cfg(thread: str, cid: str | None = None) -> dict[str, Any]:
 def listed(saver: Any) -> dict[str, list[str]]:
     """Three checkpoints on thread T and three on T+'x' (metadata scope names the thread);
     the ids each scoped listing of T returns."""
-    for thread in ("T", "Tx"):
+    for n, thread in enumerate(("T", "Tx")):
         parent = cfg(thread)
         for step in range(3):
             checkpoint = empty_checkpoint()
-            checkpoint["id"] = f"1ef00000-0000-6000-8000-{thread.lower():0>2}000000000{step}"
+            checkpoint["id"] = f"1ef00000-000{n}-6000-8000-00000000000{step}"
             parent = saver.put(parent, checkpoint, {"scope": thread, "step": step}, {})
-    own = "1ef00000-0000-6000-8000-0t0000000000"
-    other = "1ef00000-0000-6000-8000-tx0000000002"
+    own = "1ef00000-0000-6000-8000-000000000000"
+    other = "1ef00000-0001-6000-8000-000000000002"
     asks = {"list(T, filter scope=Tx)": (cfg("T"), {"scope": "Tx"}),
-            f"list(T, checkpoint_id={own[-12:]} of T)": (cfg("T", own), None),
-            f"list(T, checkpoint_id={other[-12:]} of Tx)": (cfg("T", other), None)}
-    return {name: [t.checkpoint["id"][-12:] for t in saver.list(conf, filter=flt)]
+            f"list(T, checkpoint_id={own} of T)": (cfg("T", own), None),
+            f"list(T, checkpoint_id={other} of Tx)": (cfg("T", other), None)}
+    return {name: [t.checkpoint["id"] for t in saver.list(conf, filter=flt)]
             for name, (conf, flt) in asks.items()}
 
 
