@@ -5,12 +5,13 @@ ServiceManager starts and stops."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from arib.ground.services import ServiceManager
 
 
-def on_redis(scenario: Callable[[str], Awaitable[bool]]) -> bool:
+def on_redis(scenario: Callable[[str], Coroutine[Any, Any, bool]]) -> bool:
     """Run ``scenario(url)`` against a fresh redis-server; what it returned."""
     with ServiceManager(environ={}) as manager:
         return asyncio.run(scenario(manager.start("redis").url))

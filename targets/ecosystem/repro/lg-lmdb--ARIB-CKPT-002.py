@@ -27,8 +27,9 @@ def listed(saver: Any) -> dict[str, list[int]]:
         checkpoint["id"] = f"1ef00000-0000-6000-8000-00000000000{step}"
         source = "input" if step == 0 else "loop"
         parent = saver.put(parent, checkpoint, {"source": source, "step": step}, {})
-    asks = {"filter source=input": {"filter": {"source": "input"}},
-            "filter step=1, limit=1": {"filter": {"step": 1}, "limit": 1}}
+    asks: dict[str, dict[str, Any]] = {
+        "filter source=input": {"filter": {"source": "input"}},
+        "filter step=1, limit=1": {"filter": {"step": 1}, "limit": 1}}
     return {name: [t.metadata["step"] for t in saver.list(THREAD, **kw)]
             for name, kw in asks.items()}
 
