@@ -133,3 +133,38 @@ def test_after_the_benches_each_measured_lock_confirms_then_each_family_gets_its
     assert not any("duckdb" in part for part in confirm)  # not measured: nothing to confirm
     assert report[report.index("--runs") + 1].endswith("2026-12-06T110000Z-x-langgraph-v.json")
     assert str(out / "confirmations-langgraph.json") in report
+
+
+REPRO = ROOT / "targets" / "ecosystem" / "repro"
+
+
+def test_each_reproduction_script_names_a_third_party_lane_and_a_check() -> None:
+    from arib.reports.ecosystem import script_key
+
+    scripts = sorted(p for p in REPRO.glob("*.py") if not p.name.startswith("_"))
+    assert scripts
+    lanes = set(eco.every_lane())
+    for script in scripts:
+        check, _, lane = script_key(script).partition(" on ")
+        assert lane in lanes, script.name
+        assert check.startswith("ARIB-"), script.name
+        assert "run(" in script.read_text(), f"{script.name} exits through _repro.run"
+
+
+@pytest.mark.parametrize(("outcome", "code"), [(True, 1), (False, 0), (None, 2)])
+def test_a_reproduction_exits_1_when_seen_0_when_not_and_2_when_it_crashed(
+        outcome: bool | None, code: int, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(REPRO))
+    import _repro
+
+    def main() -> bool:
+        if outcome is None:
+            raise RuntimeError("the store went away")
+        return outcome
+
+    with pytest.raises(SystemExit) as stop:
+        _repro.run(main)
+    assert stop.value.code == code
+    said = capsys.readouterr().out
+    assert {1: "REPRODUCED", 0: "NOT REPRODUCED", 2: "CRASHED"}[code] in said

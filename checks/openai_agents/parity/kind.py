@@ -17,8 +17,10 @@ from typing import Any
 from arib.checks.parity.kind import CasePool, Targets, WorkflowKind
 from arib.checks.parity.normalize import NormalizationRule
 from arib.checks.parity.records import Workflow, WorkflowResult
+from arib.ground.family import plugin_lanes
 from arib.ground.services import NotMeasured
 from arib.targets.base import TargetSpec
+from arib.targets.openai_agents.family import OPENAI_AGENTS
 from arib.targets.openai_agents.lanes import ALL_TARGETS
 from arib.targets.openai_agents.reference import REFERENCE
 from arib.targets.openai_agents.sdk import SQLALCHEMY_SQLITE_MEMORY
