@@ -125,8 +125,10 @@ def test_after_the_benches_each_measured_lock_confirms_then_each_family_gets_its
                 eco.Outcome(by_name["lg-plainredis"], ("lg-plainredis",), 4)]
     steps = eco.follow_ups(root, out, outcomes, {"lg-lmdb": tmp_path / "env"})
     assert [label for label, _ in steps] == ["confirm lg-lmdb", "survey lg-lmdb",
-                                             "official lg-lmdb", "report langgraph"]
-    confirm, survey, official, report = (command for _, command in steps)
+                                             "parity lg-lmdb", "official lg-lmdb",
+                                             "report langgraph"]
+    confirm, survey, parity, official, report = (command for _, command in steps)
+    assert parity[parity.index("--out") + 1] == str(out / "lg-lmdb" / "parity.json")
     assert survey[survey.index("--out") + 1] == str(out / "lg-lmdb" / "survey")
     assert official[official.index("--out") + 1] == str(out / "lg-lmdb")
     assert str(repro / "lg-lmdb--ARIB-CKPT-004.py") in confirm

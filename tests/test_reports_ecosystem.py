@@ -148,6 +148,10 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
         {"suite": "langgraph-checkpoint-conformance", "suite_version": "0.0.2", "lanes": [
             {"lane": "lg-duckdb", "official": {"status": "failed", "passed": 47, "failed": 1,
                                                "failing": ["list/test_filter"]}}]}))
+    (run.parent / "parity.json").write_text(json.dumps(
+        {"reference_lane": "lg-reference@asyncio", "lanes": [
+            {"target": "lg-duckdb", "verdict": "violated", "workflows_total": 10}],
+         "fail_reasons": ["workflow 'graph_fork': lane 'lg-duckdb@asyncio' parity hash ..."]}))
     eco = build("langgraph", BUILTIN, [DUCK], names=["b.json", "duck.json"],
                 paths=[None, run])
     duck = next(c for c in eco.columns if c.lane == "lg-duckdb")
@@ -155,6 +159,7 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
     assert duck.official is not None and duck.official["failing"] == ["list/test_filter"]
     page = eco.markdown()
     assert ("| `lg-duckdb` | 75.0% of covered (20 mutants of `langgraph.checkpoint.duckdb`: "
-            "killed 9, survived 3, no_coverage 8) | failed: 47 passed, 1 failed "
+            "killed 9, survived 3, no_coverage 8) | violated against `lg-reference@asyncio` "
+            "(10 workflows): differs in `graph_fork` | failed: 47 passed, 1 failed "
             "(`list/test_filter`) |") in page
     assert next(c for c in eco.columns if c.lane == "lg-memory").survey is None  # own lanes

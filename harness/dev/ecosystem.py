@@ -181,10 +181,11 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
     """What runs after the benches, as (label, command): per measured lock, in its
     environment, its lanes' direct reproductions (`ecosystem confirm`, into
     ``out/confirmations-<family>.json``), the survey of their modules (`survey --write`, into
-    ``out/<lock>/survey``) and, for LangGraph, the official conformance suite on them
+    ``out/<lock>/survey``), the parity gate against the family's reference (`parity check`,
+    ``out/<lock>/parity.json``) and, for LangGraph, the official conformance suite on them
     (`official`, into ``out/<lock>/official``, beside the lock's bench run); then per family,
     the table of its measured locks' newest runs (`ecosystem report`, into ``out``), which
-    reads the surveys and the suite's runs beside them."""
+    reads the surveys, parity reports and the suite's runs beside them."""
     steps: list[tuple[str, tuple[str, ...]]] = []
     runs: dict[str, list[str]] = {}
     python: dict[str, str] = {}
@@ -205,6 +206,9 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
         steps.append((f"survey {entry.name}", (
             *arib, "survey", "--lanes", lanes, "--write", "--out",
             str(out / entry.name / "survey"), "--quiet", "--diffs", "0")))
+        steps.append((f"parity {entry.name}", (
+            *arib, "parity", "check", "--lanes", lanes, "--loops", "asyncio", "--out",
+            str(out / entry.name / "parity.json"))))
         if entry.family in OFFICIAL_SUITES:
             steps.append((f"official {entry.name}", (
                 *arib, "official", "--lanes", lanes, "--out", str(out / entry.name))))

@@ -53,6 +53,7 @@ class Column:
     # beside the lane's bench run (``beside``); None when not.
     survey: Mapping[str, Any] | None = None
     official: Mapping[str, Any] | None = None
+    parity: Mapping[str, Any] | None = None  # its lane's verdict against the reference
 
     @property
     def third_party(self) -> bool:
@@ -65,7 +66,8 @@ class Column:
                 "distribution_version": self.distribution_version,
                 "not_measured": self.not_measured,
                 "survey": None if self.survey is None else dict(self.survey),
-                "official": None if self.official is None else dict(self.official)}
+                "official": None if self.official is None else dict(self.official),
+                "parity": None if self.parity is None else dict(self.parity)}
 
 
 @dataclass(frozen=True)
@@ -206,11 +208,15 @@ def _distribution_version(run: Mapping[str, Any], distribution: str) -> str | No
     return str(found) if found else None
 
 
-def beside(run: Path, lane: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The survey scores and the official suite's run of ``lane`` written beside the bench
-    result ``run``: ``survey/<lane>.json`` and ``official/*-side-by-side.json`` in its folder
-    (what `nox -s ecosystem` writes); None for either that is not there."""
-    survey = official = None
+Beside = tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]
+
+
+def beside(run: Path, lane: str) -> Beside:
+    """The survey scores, the official suite's run and the parity verdict of ``lane`` written
+    beside the bench result ``run``: ``survey/<lane>.json``, ``official/*-side-by-side.json``
+    and ``parity.json`` in its folder (what `nox -s ecosystem` writes); None for any that is
+    not there."""
+    survey = official = parity = None
     path = run.parent / "survey" / f"{lane}.json"
     if path.is_file():
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -224,7 +230,15 @@ def beside(run: Path, lane: str) -> tuple[dict[str, Any] | None, dict[str, Any] 
                 official = {"suite": doc.get("suite"), "suite_version": doc.get("suite_version"),
                             **{k: found.get(k) for k in ("status", "passed", "failed",
                                                          "skipped", "failing", "error")}}
-    return survey, official
+    path = run.parent / "parity.json"
+    if path.is_file():
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for entry in doc.get("lanes", []):
+            if entry.get("target") == lane:
+                reasons = [r for r in doc.get("fail_reasons", []) if f"lane '{lane}@" in r]
+                parity = {"verdict": entry.get("verdict"), "reference": doc.get("reference_lane"),
+                          "workflows": entry.get("workflows_total"), "reasons": reasons}
+    return survey, official, parity
 
 
 def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping[str, Any]],
@@ -260,10 +274,11 @@ def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping
         path = paths[index] if index < len(paths) else None
         for lane in lanes:
             dist = str(lane.get("distribution") or "")
-            survey, official = beside(path, lane["name"]) if path and dist else (None, None)
+            survey, official, parity = (beside(path, lane["name"]) if path and dist
+                                        else (None, None, None))
             columns.append(Column(lane["name"], version, label, dist,
                                   _distribution_version(doc, dist) if dist else None,
-                                  absent.get(lane["name"]), survey, official))
+                                  absent.get(lane["name"]), survey, official, parity))
         wanted = {lane["name"] for lane in lanes}
         for found in doc.get("findings", []):
             lane, check = found["target"], found["invariant_id"]

@@ -43,17 +43,31 @@ def _official_cell(official: Mapping[str, Any] | None) -> str:
             + (f"; {official['error']}" if official.get("error") else ""))
 
 
+def _parity_cell(parity: Mapping[str, Any] | None) -> str:
+    if parity is None:
+        return "not run"
+    reasons = list(parity.get("reasons") or [])
+    workflows = sorted({r.split("'")[1] for r in reasons if r.startswith("workflow '")})
+    return (f"{parity.get('verdict')} against `{parity.get('reference')}` "
+            f"({parity.get('workflows')} workflows)"
+            + (f": differs in {', '.join(f'`{w}`' for w in workflows)}" if workflows else ""))
+
+
 def _measured_otherwise(third: list[Column]) -> list[str]:
-    """The survey of each third-party lane's module and the family's official suite on it."""
-    if not any(c.survey is not None or c.official is not None for c in third):
+    """The survey of each third-party lane's module, the parity gate and the family's
+    official suite on it."""
+    if not any(c.survey is not None or c.official is not None or c.parity is not None
+               for c in third):
         return []
-    return ["", "## The survey and the official suite on the third-party lanes", "",
+    return ["", "## The survey, the parity gate and the official suite on the third-party "
+                "lanes", "",
             "What our checks see of each package's own code (the survey of its module's "
-            "generated mutants, the score of the covered ones killed), and the family's own "
-            "conformance suite run on the same lane:", "",
-            "| lane | survey | official suite |", "|---|---|---|",
-            *[f"| `{c.lane}` | {_survey_cell(c.survey)} | {_official_cell(c.official)} |"
-              for c in third]]
+            "generated mutants, the score of the covered ones killed), the reference workflows "
+            "replayed on the lane against the family's reference (the parity gate), and the "
+            "family's own conformance suite run on the same lane:", "",
+            "| lane | survey | parity gate | official suite |", "|---|---|---|---|",
+            *[f"| `{c.lane}` | {_survey_cell(c.survey)} | {_parity_cell(c.parity)} | "
+              f"{_official_cell(c.official)} |" for c in third]]
 
 
 def _finding(number: int, found: Finding) -> list[str]:
