@@ -6,6 +6,7 @@ targets/ecosystem declares, and its locks exist and say what they pin."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -117,17 +118,23 @@ def test_after_the_benches_each_measured_lock_confirms_then_each_family_gets_its
         (repro / name).write_text("raise SystemExit(1)\n")
     out = tmp_path / "out"
     (out / "lg-lmdb").mkdir(parents=True)
-    for stamp in ("2026-12-06T100000Z", "2026-12-06T110000Z"):
-        (out / "lg-lmdb" / f"{stamp}-x-langgraph-v.json").write_text("{}")
+    for stamp, verdict in (("2026-12-06T100000Z", "held"), ("2026-12-06T110000Z", "violated")):
+        (out / "lg-lmdb" / f"{stamp}-x-langgraph-v.json").write_text(json.dumps({"findings": [
+            {"invariant_id": "ARIB-CKPT-004", "target": "lg-lmdb", "verdict": verdict},
+            {"invariant_id": "ARIB-CKPT-001", "target": "lg-lmdb", "verdict": "held"}]}))
     by_name = {e.name: e for e in eco.ECOSYSTEM}
     outcomes = [eco.Outcome(by_name["lg-lmdb"], ("lg-lmdb",), 1),
                 eco.Outcome(by_name["lg-duckdb"], ("lg-duckdb",), None, "no env"),
                 eco.Outcome(by_name["lg-plainredis"], ("lg-plainredis",), 4)]
     steps = eco.follow_ups(root, out, outcomes, {"lg-lmdb": tmp_path / "env"})
-    assert [label for label, _ in steps] == ["confirm lg-lmdb", "survey lg-lmdb",
-                                             "parity lg-lmdb", "official lg-lmdb",
-                                             "report langgraph"]
-    confirm, survey, parity, official, report = (command for _, command in steps)
+    assert [label for label, _ in steps] == [
+        "confirm lg-lmdb", "rerun lg-lmdb seed 1", "rerun lg-lmdb seed 2", "survey lg-lmdb",
+        "parity lg-lmdb", "official lg-lmdb", "report langgraph"]
+    confirm, rerun, _, survey, parity, official, report = (command for _, command in steps)
+    # the checks the newest run found violated, under another run seed, into reruns/
+    assert rerun[rerun.index("--checks") + 1] == "ARIB-CKPT-004"
+    assert rerun[rerun.index("--seed") + 1] == "1"
+    assert rerun[rerun.index("--out") + 1] == str(out / "lg-lmdb" / "reruns")
     assert parity[parity.index("--out") + 1] == str(out / "lg-lmdb" / "parity.json")
     assert survey[survey.index("--out") + 1] == str(out / "lg-lmdb" / "survey")
     assert official[official.index("--out") + 1] == str(out / "lg-lmdb")

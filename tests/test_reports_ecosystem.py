@@ -152,8 +152,15 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
         {"reference_lane": "lg-reference@asyncio", "lanes": [
             {"target": "lg-duckdb", "verdict": "violated", "workflows_total": 10}],
          "fail_reasons": ["workflow 'graph_fork': lane 'lg-duckdb@asyncio' parity hash ..."]}))
-    eco = build("langgraph", BUILTIN, [DUCK], names=["b.json", "duck.json"],
+    (run.parent / "reruns").mkdir()
+    for seed, violating in ((1, 4), (2, 0)):
+        (run.parent / "reruns" / f"r{seed}.json").write_text(json.dumps(_run(
+            "cp2", DUCK["lanes"], [_finding("ARIB-CKPT-001", "lg-duckdb",
+                                            "violated" if violating else "held", 4, violating)])))
+    said = {"ARIB-CKPT-001 on lg-duckdb": Confirmation("s.py", 1, "seen")}
+    eco = build("langgraph", BUILTIN, [DUCK], said, names=["b.json", "duck.json"],
                 paths=[None, run])
+    assert eco.findings[0].reruns == ((4, 4), (0, 4))
     duck = next(c for c in eco.columns if c.lane == "lg-duckdb")
     assert duck.survey is not None and duck.survey["killed"] == 9
     assert duck.official is not None and duck.official["failing"] == ["list/test_filter"]
@@ -163,3 +170,5 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
             "(10 workflows): differs in `graph_fork` | failed: 47 passed, 1 failed "
             "(`list/test_filter`) |") in page
     assert next(c for c in eco.columns if c.lane == "lg-memory").survey is None  # own lanes
+    assert ("Benched again under 2 other run seed(s), the clean lane violates it in 2 of 3 "
+            "runs: 7 of 12 trials, a rate of 0.58 per trial.") in page

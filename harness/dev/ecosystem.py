@@ -11,6 +11,7 @@ requirement, what that requires (its metadata) and the lanes it serves.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Sequence
@@ -160,6 +161,9 @@ def verdict(outcomes: Sequence[Outcome]) -> str | None:
 REPRO = ("targets", "ecosystem", "repro")  # the direct reproductions, <lane>--<CHECK>.py
 # The families whose record names an official conformance suite (`python -m arib official`)
 OFFICIAL_SUITES = ("langgraph",)
+# Run seeds of the benches that measure again each check a lock's bench found violated:
+# whether a clean third-party lane violates in every run or in some, and at what rate.
+RERUN_SEEDS = (1, 2)
 LOCK_VAR = "ARIB_LOCK"  # the lock an environment was installed from (arib.ground.provenance)
 
 
@@ -167,6 +171,18 @@ def repro_scripts(root: Path, lanes: Sequence[str]) -> tuple[Path, ...]:
     """The direct reproductions of ``lanes``' violations, by name order."""
     folder = root.joinpath(*REPRO)
     return tuple(sorted(p for p in folder.glob("*--*.py") if p.name.split("--")[0] in lanes))
+
+
+def violated_checks(run: Path | None, lanes: Sequence[str]) -> tuple[str, ...]:
+    """The checks a bench result ``run`` found violated on any of ``lanes``, sorted."""
+    if run is None:
+        return ()
+    try:
+        doc = json.loads(run.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    return tuple(sorted({f["invariant_id"] for f in doc.get("findings", [])
+                         if f.get("verdict") == "violated" and f.get("target") in lanes}))
 
 
 def newest_run(folder: Path) -> Path | None:
@@ -179,7 +195,9 @@ def newest_run(folder: Path) -> Path | None:
 def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[str, Path]
                ) -> list[tuple[str, tuple[str, ...]]]:
     """What runs after the benches, as (label, command): per measured lock, in its
-    environment, its lanes' direct reproductions (`ecosystem confirm`, into
+    environment, the checks its bench found violated benched again under other run seeds
+    (``RERUN_SEEDS``, into ``out/<lock>/reruns``), its lanes' direct reproductions
+    (`ecosystem confirm`, into
     ``out/confirmations-<family>.json``), the survey of their modules (`survey --write`, into
     ``out/<lock>/survey``), the parity gate against the family's reference (`parity check`,
     ``out/<lock>/parity.json``) and, for LangGraph, the official conformance suite on them
@@ -203,6 +221,11 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
                 *map(str, scripts), "--out", str(confirmations))))
         arib = (py, "-m", "arib", "--family", entry.family)
         lanes = ",".join(outcome.lanes)
+        violated = violated_checks(newest_run(out / entry.name), outcome.lanes)
+        for seed in RERUN_SEEDS if violated else ():
+            steps.append((f"rerun {entry.name} seed {seed}", (
+                *arib, "bench", "--lanes", lanes, "--checks", ",".join(violated), "--seed",
+                str(seed), "--out", str(out / entry.name / "reruns"), "--quiet")))
         steps.append((f"survey {entry.name}", (
             *arib, "survey", "--lanes", lanes, "--write", "--out",
             str(out / entry.name / "survey"), "--quiet", "--diffs", "0")))

@@ -138,6 +138,8 @@ class Finding:
     ops: tuple[str, ...] = ()
     samples: tuple[str, ...] = ()
     confirmation: Confirmation | None = None
+    # the same cell benched again under other run seeds: (violating trials, trials) per run
+    reruns: tuple[tuple[int, int], ...] = ()
 
     @property
     def key(self) -> str:
@@ -161,6 +163,7 @@ class Finding:
                 "distribution_version": self.distribution_version, "version": self.version,
                 "trials": self.trials, "violating": self.violating, "replay": self.replay,
                 "ops": list(self.ops), "samples": list(self.samples), "reported": self.reported,
+                "reruns": [{"violating": v, "trials": t} for v, t in self.reruns],
                 "confirmation": None if self.confirmation is None
                 else self.confirmation.to_json()}
 
@@ -241,6 +244,19 @@ def beside(run: Path, lane: str) -> Beside:
     return survey, official, parity
 
 
+def reruns_beside(run: Path | None) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """(check, lane) -> (violating trials, trials) of each bench result in ``reruns/`` beside
+    the bench result ``run`` (the violated checks benched again under other run seeds)."""
+    found: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for path in sorted((run.parent / "reruns").glob("*.json")) if run is not None else ():
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for finding in doc.get("findings", []):
+            if finding.get("verdict") in ("held", "violated"):
+                found.setdefault((finding["invariant_id"], finding["target"]), []).append(
+                    (int(finding.get("violating_trials") or 0), int(finding.get("trials") or 0)))
+    return found
+
+
 def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping[str, Any]],
           confirmations: Mapping[str, Confirmation] | None = None,
           names: Sequence[str] = (), paths: Sequence[Path | None] = ()) -> Ecosystem:
@@ -280,6 +296,7 @@ def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping
                                   _distribution_version(doc, dist) if dist else None,
                                   absent.get(lane["name"]), survey, official, parity))
         wanted = {lane["name"] for lane in lanes}
+        again = reruns_beside(path) if path is not None else {}
         for found in doc.get("findings", []):
             lane, check = found["target"], found["invariant_id"]
             if lane not in wanted:
@@ -296,7 +313,7 @@ def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping
                     column.distribution, column.distribution_version, version, cell.trials,
                     cell.violating, found.get("replay"), tuple(found.get("ops") or ()),
                     tuple(str(s) for s in found.get("samples") or ()),
-                    confirmations.get(key)))
+                    confirmations.get(key), tuple(again.get((check, lane), ()))))
     return Ecosystem(family, tuple(columns), dict(sorted(invariants.items())), cells,
                      tuple(findings), tuple(labels))
 

@@ -70,6 +70,19 @@ def _measured_otherwise(third: list[Column]) -> list[str]:
               f"{_official_cell(c.official)} |" for c in third]]
 
 
+def _reruns_text(found: Finding) -> str:
+    """How the cell did when benched again under other run seeds ("" when it was not)."""
+    if not found.reruns:
+        return ""
+    runs = [found.violating > 0, *(v > 0 for v, _ in found.reruns)]
+    trials = found.trials + sum(t for _, t in found.reruns)
+    violating = found.violating + sum(v for v, _ in found.reruns)
+    every = "every run" if all(runs) else f"{sum(runs)} of {len(runs)} runs"
+    return (f" Benched again under {len(found.reruns)} other run seed(s), the clean lane "
+            f"violates it in {every}: {violating} of {trials} trials, a rate of "
+            f"{violating / trials:.2f} per trial." if trials else "")
+
+
 def _finding(number: int, found: Finding) -> list[str]:
     rate = f"{found.violating} of {found.trials} trials"
     lines = [f"### {number}. {found.distribution} {found.distribution_version or ''}: "
@@ -79,7 +92,8 @@ def _finding(number: int, found: Finding) -> list[str]:
              "",
              f"**What the check did.** {found.fault}.",
              "",
-             f"**What happened.** In the bench ({found.version}), {rate} violated it."]
+             f"**What happened.** In the bench ({found.version}), {rate} violated it."
+             + _reruns_text(found)]
     if found.samples:
         lines += ["", "Evidence:", ""] + [f"- {s}" for s in found.samples]
     if found.ops:
@@ -152,8 +166,10 @@ def render(eco: Ecosystem) -> str:
         for found in unconfirmed:
             why = ("no reproduction script" if found.confirmation is None else
                    f"`{found.confirmation.script}` exited {found.confirmation.exit_code}")
+            again = "".join(f", {v}/{t}" for v, t in found.reruns)
             lines.append(f"- {found.check} on `{found.lane}`: violated {found.violating}/"
-                         f"{found.trials}; {why}")
+                         f"{found.trials}{again}" + (" (bench, then reruns)" if again else "")
+                         + f"; {why}")
         lines.append("")
     errors = [(k, c) for k, c in eco.cells.items() if c.state is CellState.ERROR]
     if errors:
