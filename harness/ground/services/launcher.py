@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arib.ground import owners
+from arib.ground import binaries, owners
 from arib.ground.errors import ServiceError
 from arib.ground.services.info import HOST
 
@@ -60,6 +60,36 @@ def log_tail(path: Path, lines: int = 15) -> str:
     tail = text.strip().splitlines()[-lines:]
     return " | ".join(tail) if tail else "(log is empty)"
 
+
+def server_user(server: str, candidates: tuple[str, ...], variable: str) -> str | None:
+    """As root, the user a server that refuses root runs as: the first of ``candidates`` this
+    machine has; None when the bench is not root. ServiceError naming the fix (create one, or
+    name an external server with ``variable``) when there is none."""
+    if os.geteuid() != 0:
+        return None
+    for name in candidates:
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            return name
+    raise ServiceError(
+        f"{server} refuses to run as root and this machine has none of the users "
+        f"{', '.join(map(repr, candidates))}; fix: create one (useradd --system "
+        f"{candidates[0]}) or set {variable}")
+
+
+def server_base(server: str, user: str | None, variable: str) -> str | None:
+    """Where a throwaway server's folder goes: the temp folder (None), unless the server's
+    user cannot reach it or its socket path would be too long (107 bytes); then /tmp.
+    ServiceError naming the fix when ``user`` can enter neither."""
+    base = Path(tempfile.gettempdir())
+    if len(str(base)) <= 60 and (user is None or binaries.can_enter(base, user)):
+        return None
+    if user is None or binaries.can_enter(Path("/tmp"), user):
+        return "/tmp"
+    raise ServiceError(
+        f"the {server} server runs as {user!r}, who cannot enter the temporary folder "
+        f"{str(base)!r} nor /tmp; the rule: its data and socket folder must be reachable by "
+        f"that user; fix: set TMPDIR to a folder that {user!r} may enter, or set {variable}")
 
 @dataclass
 class Server:

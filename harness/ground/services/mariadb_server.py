@@ -12,22 +12,26 @@ which proves the server answering is ours.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from arib.ground import binaries
 from arib.ground.binaries import ServerBinary
 from arib.ground.errors import ServiceError
 from arib.ground.services.info import HOST, ServiceInfo
-from arib.ground.services.launcher import Launcher, log_tail, new_password, write_private
+from arib.ground.services.launcher import (
+    Launcher,
+    log_tail,
+    new_password,
+    server_base,
+    server_user,
+    write_private,
+)
 from arib.ground.services.urls import mask_url, parse_mysql_url
 
 MYSQL_USER = "bench"
@@ -46,36 +50,6 @@ MYSQL_SETTINGS = {
 INSTALL_TOOLS = ("mariadb-install-db", "mysql_install_db")
 SOCKET_NAME = "mysqld.sock"
 MARIADB_PREFIX = "5.5.5-"
-
-
-def _server_user() -> str | None:
-    """As root, the user the server runs as (it refuses root without --user): mysql, else
-    nobody; None when the bench is not root."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("mysql", "nobody"):
-        with contextlib.suppress(KeyError):
-            pwd.getpwnam(name)
-            return name
-    raise ServiceError(
-        "MariaDB refuses to run as root and this machine has neither a 'mysql' nor a 'nobody' "
-        "user; fix: create one (useradd --system mysql) or set MYSQL_URL"
-    )
-
-
-def _base(user: str | None) -> str | None:
-    """Where the server's folder goes: the temp folder, unless the server's user cannot reach
-    it or its socket path would be too long (107 bytes); then /tmp."""
-    base = Path(tempfile.gettempdir())
-    if len(str(base)) <= 60 and (user is None or binaries.can_enter(base, user)):
-        return None
-    if user is None or binaries.can_enter(Path("/tmp"), user):
-        return "/tmp"
-    raise ServiceError(
-        f"the MariaDB server runs as {user!r}, who cannot enter the temporary folder "
-        f"{str(base)!r} nor /tmp; the rule: its data and socket folder must be reachable by "
-        f"that user; fix: set TMPDIR to a folder that {user!r} may enter, or set MYSQL_URL"
-    )
 
 
 def install_tool(server: Path) -> Path | None:
@@ -164,8 +138,8 @@ def start_mariadb(launcher: Launcher, binary: ServerBinary, port: int) -> Servic
 
     Returns None when the port was taken.
     """
-    user = _server_user()
-    root = launcher.make_folder("arib-mariadb-", _base(user))
+    user = server_user("MariaDB", ("mysql", "nobody"), "MYSQL_URL")
+    root = launcher.make_folder("arib-mariadb-", server_base("MariaDB", user, "MYSQL_URL"))
     owner: tuple[int, int] | None = None
     if user is not None:
         entry = pwd.getpwnam(user)

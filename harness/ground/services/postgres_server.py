@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import pwd
 import signal
 import socket
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,7 +16,14 @@ from arib.ground import binaries
 from arib.ground.binaries import ServerBinary
 from arib.ground.errors import ServiceError
 from arib.ground.services.info import HOST, ServiceInfo
-from arib.ground.services.launcher import Launcher, log_tail, new_password, write_private
+from arib.ground.services.launcher import (
+    Launcher,
+    log_tail,
+    new_password,
+    server_base,
+    server_user,
+    write_private,
+)
 from arib.ground.services.pgclient import postgres_query
 from arib.ground.services.urls import mask_url, parse_postgres_url
 
@@ -41,33 +46,7 @@ PG_HBA = (
 
 def _unprivileged_user() -> str | None:
     """As root, the user PostgreSQL runs as (it refuses root): postgres, else nobody."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("postgres", "nobody"):
-        with contextlib.suppress(KeyError):
-            pwd.getpwnam(name)
-            return name
-    raise ServiceError(
-        "PostgreSQL refuses to run as root and this machine has neither a 'postgres' nor a "
-        "'nobody' user; fix: create one (useradd --system postgres) or set POSTGRES_URL"
-    )
-
-
-def _postgres_base(user: str | None) -> str | None:
-    """Where a throwaway cluster's folder goes: the temp folder, unless the server's user
-    cannot reach it or its socket path would be too long (107 bytes); then /tmp."""
-    base = Path(tempfile.gettempdir())
-    short = len(str(base)) <= 60
-    if short and (user is None or binaries.can_enter(base, user)):
-        return None
-    fallback = Path("/tmp")
-    if user is None or binaries.can_enter(fallback, user):
-        return str(fallback)
-    raise ServiceError(
-        f"the PostgreSQL server runs as {user!r}, who cannot enter the temporary folder "
-        f"{str(base)!r} nor /tmp; the rule: its data and socket folder must be reachable by "
-        f"that user; fix: set TMPDIR to a folder that {user!r} may enter, or set POSTGRES_URL"
-    )
+    return server_user("PostgreSQL", ("postgres", "nobody"), "POSTGRES_URL")
 
 
 def postgres_version(url: str, bin_dir: Path | None) -> str:
@@ -116,7 +95,7 @@ def start_postgres(launcher: Launcher, binary: ServerBinary, port: int) -> Servi
     Returns None when the port was taken.
     """
     user = _unprivileged_user()
-    root = launcher.make_folder("arib-pg-", _postgres_base(user))
+    root = launcher.make_folder("arib-pg-", server_base("PostgreSQL", user, "POSTGRES_URL"))
     password = new_password()
     pwfile = root / "pwfile"
     write_private(pwfile, password + "\n")
