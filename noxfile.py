@@ -40,6 +40,7 @@ from arib.dev.noxsteps import (  # noqa: E402  (standard library only)
     run_steps,
 )
 from arib.dev.noxsupport import (  # noqa: E402  (standard library only; nox's Python runs it)
+    compile_lock,
     env_stamp,
     fill_requirements,
     find_python,
@@ -381,27 +382,13 @@ def lock(session: nox.Session) -> None:
         except ValueError as exc:
             session.error(f"{exc}; then `nox -s lock -- {flag}{example}`")
         target = lock_dir / f"{family.stem(version)}.txt"
-        source = lock_dir / f".requirements-{version}.in"
-        compiled = lock_dir / f".{family.stem(version)}.txt.tmp"
-        source.write_text(text)
-        try:
-            command = [UV, "pip", "compile", "--universal", "--python-version", "3.10",
-                       "--no-header", "--no-annotate", "-q", str(source), "-o", str(compiled)]
-            session.log(" ".join(command))
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                refused.append(resolver_refusal(done.stderr + done.stdout, version, name,
-                                                family.components))
-                session.log(refused[-1])
-                continue
-            body = compiled.read_text()
-            compiled.write_text("".join(f"{line}\n" for line in omitted) + body)
-            os.replace(compiled, target)  # atomic: a failed run leaves the old lock as it was
-            session.log(f"wrote {target}" + (f" ({len(omitted)} line(s) left out, see its "
-                                             f"top)" if omitted else ""))
-        finally:
-            source.unlink(missing_ok=True)
-            compiled.unlink(missing_ok=True)
+        refusal = compile_lock(session, UV, target, text, omitted)
+        if refusal is not None:
+            refused.append(resolver_refusal(refusal, version, name, family.components))
+            session.log(refused[-1])
+            continue
+        session.log(f"wrote {target}" + (f" ({len(omitted)} line(s) left out, see its top)"
+                                         if omitted else ""))
     if refused:
         session.error(f"{len(refused)} of {len(versions)} version(s) refused, see above")
 
@@ -425,11 +412,13 @@ def ecosystem(session: nox.Session) -> None:
             lock_dir = LOCKS if family.lock_dir is None else family.lock_dir
             text, omitted = fill_requirements((lock_dir / "requirements.in").read_text(),
                                               entry.version, family.components, family.name)
-            refused = eco.write_lock(session, UV, eco.lock_path(ROOT, entry),
-                                     text + entry.requirement + "\n", entry.header() + omitted)
+            target = eco.lock_path(ROOT, entry)
+            refused = compile_lock(session, UV, target, text + entry.requirement + "\n",
+                                   entry.header() + omitted)
             if refused is not None:
                 session.error(f"the lock of {entry.name} ({entry.requirement} on "
                               f"{family.name} {entry.version}) is refused: {refused}")
+            session.log(f"wrote {target}")
         return
     out = Path(plan.out or ROOT / "results" / "ecosystem")
     outcomes, envs = [], {}

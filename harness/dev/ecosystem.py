@@ -12,7 +12,6 @@ requirement, what that requires (its metadata) and the lanes it serves.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -244,31 +243,6 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
             python[family], "-m", "arib", "--family", family, "ecosystem", "report",
             "--runs", *files, "--confirmations", str(confirmations), "--out", str(out))))
     return steps
-
-
-def write_lock(session: Any, uv: str, target: Path, requirements: str,
-               header: Sequence[str]) -> str | None:
-    """Compile ``requirements`` into ``target`` as the `lock` session compiles a family's
-    (uv, universal, Python 3.10 up), ``header`` lines on top; the resolver's refusal, or None
-    when the lock was written (atomically: a refused one leaves the old lock as it was)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    source = target.parent / f".{target.stem}.in"
-    compiled = target.parent / f".{target.name}.tmp"
-    source.write_text(requirements)
-    try:
-        command = [uv, "pip", "compile", "--universal", "--python-version", "3.10",
-                   "--no-header", "--no-annotate", "-q", str(source), "-o", str(compiled)]
-        session.log(" ".join(command))
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            return (done.stderr + done.stdout).strip()
-        compiled.write_text("".join(f"{line}\n" for line in header) + compiled.read_text())
-        os.replace(compiled, target)
-        session.log(f"wrote {target}")
-        return None
-    finally:
-        source.unlink(missing_ok=True)
-        compiled.unlink(missing_ok=True)
 
 
 def build_env(session: Any, uv: str, interpreter: Path | None, root: Path, entry: EcoLock,

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from arib.ground.invocations import (  # the runtime's messages name the same commands
     LOCK_DIR,
@@ -262,3 +263,28 @@ def resolver_refusal(output: str, version: str, family: str,
     return (f"refused {family} version {version!r}: pip would refuse this mix, nothing is "
             f"locked or measured. The resolver: {cause} Fix: {fix}, then "
             f"`{lock_command('<label>', family)}`")
+
+
+def compile_lock(session: Any, uv: str, target: Path, requirements: str,
+               header: Sequence[str]) -> str | None:
+    """Compile ``requirements`` into the lock file ``target`` (uv, universal, Python 3.10 up),
+    ``header`` lines on top; the resolver's refusal, or None when the lock was written
+    (atomically: a refused one leaves the old lock as it was). The `lock` and `ecosystem`
+    sessions' one way to write a lock."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = target.parent / f".{target.stem}.in"
+    compiled = target.parent / f".{target.name}.tmp"
+    source.write_text(requirements)
+    try:
+        command = [uv, "pip", "compile", "--universal", "--python-version", "3.10",
+                   "--no-header", "--no-annotate", "-q", str(source), "-o", str(compiled)]
+        session.log(" ".join(command))
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return (done.stderr + done.stdout).strip()
+        compiled.write_text("".join(f"{line}\n" for line in header) + compiled.read_text())
+        os.replace(compiled, target)
+        return None
+    finally:
+        source.unlink(missing_ok=True)
+        compiled.unlink(missing_ok=True)
