@@ -30,8 +30,10 @@ async def listed(saver: Any) -> dict[str, list[int]]:
     asks: dict[str, dict[str, Any]] = {
         "filter source=input": {"filter": {"source": "input"}},
         "filter step=1, limit=1": {"filter": {"step": 1}, "limit": 1}}
-    return {name: [t.metadata["step"] async for t in saver.alist(THREAD, **kw)]
-            for name, kw in asks.items()}
+    steps: dict[str, list[int]] = {}
+    for name, kw in asks.items():
+        steps[name] = [t.metadata["step"] async for t in saver.alist(THREAD, **kw)]
+    return steps
 
 
 async def scenario(saver: Any) -> bool:

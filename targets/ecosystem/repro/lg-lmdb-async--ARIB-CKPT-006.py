@@ -39,8 +39,10 @@ async def listed(saver: Any) -> dict[str, list[str]]:
     asks = {"alist(T, filter scope=Tx)": (cfg("T"), {"scope": "Tx"}),
             f"alist(T, checkpoint_id={own} of T)": (cfg("T", own), None),
             f"alist(T, checkpoint_id={other} of Tx)": (cfg("T", other), None)}
-    return {name: [t.checkpoint["id"] async for t in saver.alist(conf, filter=flt)]
-            for name, (conf, flt) in asks.items()}
+    ids: dict[str, list[str]] = {}
+    for name, (conf, flt) in asks.items():
+        ids[name] = [t.checkpoint["id"] async for t in saver.alist(conf, filter=flt)]
+    return ids
 
 
 async def scenario(saver: Any) -> bool:
