@@ -38,7 +38,7 @@ from arib.checks.langgraph._contract import Problems, guarded
 from arib.checks.langgraph._saver import store_call, store_of
 from arib.checks.langgraph._store import needs_methods
 from arib.ground.model import Trial
-from arib.targets.langgraph.lanes import API
+from arib.targets.langgraph.lanes import API, is_async
 from arib.targets.langgraph.stores import conn_string
 
 STOP_WAIT_S = 2.0
@@ -83,7 +83,7 @@ async def _trial(ctx: TrialContext, problems: Problems, racing_setup: bool) -> T
     cls: Any = ctx.target.backend_class()
     needs_methods(cls, "from_conn_string", "setup")
     target = conn_string(ctx.target.name, ctx.target.module, ctx.build)
-    sync = API.get(ctx.target.name) != "async"
+    sync = not is_async(API.get(ctx.target.name))
     sweeps = not sync and inspect.iscoroutinefunction(getattr(cls, "start_ttl_sweeper", None)) \
         and callable(getattr(cls, "__aexit__", None))
     options = {"ttl": {"sweep_interval_minutes": 5}} if sweeps else {}

@@ -15,7 +15,11 @@ tuples, and the tuples put: ``get_tuple`` by id and latest, ``list`` with ``limi
 and a metadata ``filter``, ``get_delta_channel_history`` where the release has it, then a
 ``delete_thread`` through the sync half, seen by both. On a saver that serves the sync half
 only, each async method (``aget_tuple``, ``alist``, ``aput``, ``aput_writes``,
-``adelete_thread``, where the release has it) must raise, and the store must be as it was. A
+``adelete_thread``, where the release has it) must raise, and the store must be as it was; on
+one that serves the async half only (``async-only``: AsyncRedisSaver of
+langgraph-checkpoint-plainredis, AsyncLMDBSaver of -lmdb, documented so), the mirror: each sync
+method, called from a worker thread as a sync graph run calls it, must raise, and the store,
+read through the async half, must be as it was. A
 saver that is a context manager (``InMemorySaver``) must bind itself in ``with`` and
 ``async with``, working inside: ``async with InMemorySaver() as saver`` that binds None
 compiles a graph with no checkpointer.
@@ -42,7 +46,7 @@ from arib.checks.langgraph._halves import (
 )
 from arib.checks.langgraph._saver import call, config, listing, make_checkpoint, saver_of
 from arib.ground.model import Trial
-from arib.targets.langgraph.lanes import api_of, latest_only
+from arib.targets.langgraph.lanes import api_of, is_async, latest_only, serves_sync
 
 HALVES = {"sync": sync_half, "async": async_half}
 
@@ -151,40 +155,48 @@ async def _halves_agree(ctx: TrialContext, saver: Any, problems: Problems) -> No
                     kind="lost")
 
 
-async def _unserved_refuses(ctx: TrialContext, saver: Any, problems: Problems) -> None:
+async def _unserved_refuses(ctx: TrialContext, saver: Any, problems: Problems,
+                            served: str = "sync") -> None:
+    """The half ``saver`` does not serve refuses every call and changes nothing: a chain put
+    through ``served``, then every method of the other half called, then the store read
+    through ``served`` (``listing``) as it was."""
+    unserved = "async" if served == "sync" else "sync"
     history = not latest_only(saver)
     thread = f"t-{ctx.seed:x}"
     chain: list[Put] = []
     for step in range(ctx.params["steps"] if history else 1):
-        chain.append(await _put(ctx, saver, "sync", thread, "", step,
+        chain.append(await _put(ctx, saver, served, thread, "", step,
                                 chain[-1] if chain else None, history))
-    await sync_half(saver, "put_writes", config(thread, "", chain[-1].id), [("v", "kept")],
-                    "task-sync")
+    await HALVES[served](saver, "put_writes", config(thread, "", chain[-1].id), [("v", "kept")],
+                         f"task-{served}")
     before = listing_view(await listing(saver, thread_config(thread)))
     extra, versions = make_checkpoint(saver, ctx.seed, len(chain), {"v": "unserved"},
                                       chain[-1].checkpoint, history=history)
     attempts: list[tuple[str, tuple[Any, ...]]] = [
         ("get_tuple", (config(thread, "", chain[-1].id),)),
         ("list", (thread_config(thread),)),
-        ("put", (config(thread, "", chain[-1].id), extra, {"half": "async"}, versions)),
-        ("put_writes", (config(thread, "", chain[-1].id), [("v", "unserved")], "task-async")),
+        ("put", (config(thread, "", chain[-1].id), extra, {"half": unserved}, versions)),
+        ("put_writes", (config(thread, "", chain[-1].id), [("v", "unserved")],
+                        f"task-{unserved}")),
         ("delete_thread", (thread,)),
     ]
     cls = type(saver).__name__
+    where = " from a worker thread" if unserved == "sync" else ""
     for method, args in attempts:
-        if not offers(saver, f"a{method}"):
-            ctx.log(f"{cls} has no a{method}() in this release")
+        name = method if unserved == "sync" else f"a{method}"
+        if not offers(saver, name):
+            ctx.log(f"{cls} has no {name}() in this release")
             continue
-        ctx.log(f"a{method} on {cls}, which serves the sync half only")
+        ctx.log(f"{name}{where} on {cls}, which serves the {served} half only")
         try:
-            answer = await async_half(saver, method, *args)
+            answer = await HALVES[unserved](saver, method, *args)
         except Exception as exc:  # noqa: BLE001 - a refusal is what is expected
-            ctx.log(f"a{method} refused: {describe(exc)}")
+            ctx.log(f"{name} refused: {describe(exc)}")
             continue
-        problems.add("wrong", f"a{method} on {cls} (it serves only the sync half) answered "
-                              f"{answer!r:.80} instead of refusing")
-    ctx.log("list the thread through the sync half: unchanged by the refused calls")
-    problems.expect("the store after the async half's calls (refused or not)", before,
+        problems.add("wrong", f"{name}{where} on {cls} (it serves only the {served} half) "
+                              f"answered {answer!r:.80} instead of refusing")
+    ctx.log(f"list the thread through the {served} half: unchanged by the refused calls")
+    problems.expect(f"the store after the {unserved} half's calls (refused or not)", before,
                     listing_view(await listing(saver, thread_config(thread))), kind="foreign")
 
 
@@ -207,7 +219,8 @@ async def _context_manager(ctx: TrialContext, saver: Any, problems: Problems) ->
                                   f"(a graph compiled with it has no checkpointer)")
             continue
         # the half the lane serves; on a saver serving both, the half the block's kind uses
-        half = {"sync": "sync", "async": "async"}.get(api_of(saver), kind.split()[0])
+        api = api_of(saver)
+        half = "async" if is_async(api) else {"sync": "sync"}.get(api, kind.split()[0])
         put = await _put(ctx, saver, "sync" if half == "with" else half, thread,
                          kind.replace(" ", "-"), 0, None, history)
         got = await call(saver, "get_tuple", config(thread, put.ns, put.id))
@@ -220,6 +233,8 @@ async def _trial(ctx: TrialContext) -> Trial:
     problems = Problems()
     if api_of(saver) == "sync":
         await _unserved_refuses(ctx, saver, problems)
+    elif not serves_sync(api_of(saver)):  # async-only: the mirror
+        await _unserved_refuses(ctx, saver, problems, served="async")
     else:
         await _halves_agree(ctx, saver, problems)
     await _context_manager(ctx, saver, problems)
@@ -233,7 +248,8 @@ CHECK = CheckSpec(
               "serve refuses loudly, and neither half hangs; a saver that is a context "
               "manager binds itself",
     fault="a chain put through alternating halves, every read through both; on a sync-only "
-          "saver, every async method called; `with` and `async with` on a context manager",
+          "saver, every async method called (on an async-only one, every sync method); "
+          "`with` and `async with` on a context manager",
     params=(Param("steps", 3, 2, 30, "checkpoints of the chain put through both halves"),
             trials_param(1)),
     run_trial=run_trial,

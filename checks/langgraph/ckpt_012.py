@@ -55,7 +55,7 @@ from arib.checks.langgraph._saver import (
     writes_of,
 )
 from arib.ground.model import Trial
-from arib.targets.langgraph.lanes import api_of, latest_only
+from arib.targets.langgraph.lanes import api_of, is_async, latest_only
 from arib.targets.langgraph.services import saver_on_pool
 
 # The tables of langgraph-checkpoint-sqlite 1.0 (its setup(); no task_path column yet).
@@ -236,10 +236,10 @@ async def _on_a_pool(ctx: TrialContext, problems: Problems) -> None:
         return
     root = ctx.build.root / "pool"
     root.mkdir(parents=True, exist_ok=True)
-    kind = "AsyncConnectionPool" if served == "async" else "ConnectionPool"
+    kind = "AsyncConnectionPool" if is_async(served) else "ConnectionPool"
     ctx.log(f"{cls.__name__} made on a psycopg_pool {kind}, its setup() run")
     async with saver_on_pool(replace(ctx.build, root=root), ctx.target.name, cls,
-                             is_async=served == "async") as saver:
+                             is_async=is_async(served)) as saver:
         thread = f"pool-{ctx.seed:x}"
         put = await put_one(ctx, saver, thread, "", 0, {"v": [0]}, {"step": 0}, history=False)
         got = await call(saver, "get_tuple", config(thread))

@@ -37,7 +37,7 @@ from arib.checks.common import trials_param
 from arib.checks.langgraph._contract import reader_of
 from arib.checks.langgraph._faults import Op, judge, read_threads, writer_plan
 from arib.ground.model import Counts, Trial
-from arib.targets.langgraph.lanes import api_of
+from arib.targets.langgraph.lanes import api_of, is_async
 
 
 def mode_of(saver: Any, index: int) -> str:
@@ -45,7 +45,7 @@ def mode_of(saver: Any, index: int) -> str:
     api = api_of(saver)
     if api == "both":
         return "tasks" if index % 2 == 0 else "threads"
-    return "tasks" if api == "async" else "threads"
+    return "tasks" if is_async(api) else "threads"
 
 
 async def run_writers(saver: Any, plans: dict[int, list[Op]], order: list[int], mode: str,

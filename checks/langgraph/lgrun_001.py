@@ -63,7 +63,7 @@ from arib.checks.langgraph._served import Calls, Raised, forked_report
 from arib.checks.langgraph._snapshot import Stamp, look, verdict
 from arib.ground.model import Counts, Trial
 from arib.targets.base import BuildContext, TargetSpec
-from arib.targets.langgraph.lanes import KIND, api_of, latest_only
+from arib.targets.langgraph.lanes import KIND, api_of, is_async, latest_only
 
 CHECK_ID = "ARIB-LGRUN-001"
 PRE_STEPS = 3  # checkpoints (each with a task's writes) on a thread before its read
@@ -261,7 +261,7 @@ async def _serve(s: Setting, saver: Any, calls: Calls) -> dict[str, Any]:
     """Every point of both reads; their modes and the first problems."""
     rng = random.Random(s.seed)
     gate: HeldSerde | None = None
-    if api_of(saver) != "async":  # the sync half, in worker threads: held in the serializer
+    if not is_async(api_of(saver)):  # the sync half, in worker threads: held in the serializer
         gate = HeldSerde(saver.serde, s.bound_s)
         saver.serde = gate
     delete = offers(saver, "delete_thread")

@@ -31,7 +31,7 @@ from arib.checks.base import Barrier, CheckSpec, Param, Selector, TrialContext, 
 from arib.checks.common import RATE_TRIALS, trials_param
 from arib.checks.langgraph._contract import Problems, guarded
 from arib.checks.langgraph._saver import store_of
-from arib.targets.langgraph.lanes import api_of
+from arib.targets.langgraph.lanes import api_of, is_async
 
 CHECK_ID = "ARIB-LGSTORE-003"
 EVERYTHING = 1_000
@@ -50,7 +50,7 @@ def halves(store: Any, workers: int) -> list[str]:
     served = api_of(store)
     if served == "both":  # mostly threads: they overlap inside a call, tasks only between calls
         return ["async" if w % 4 == 3 else "sync" for w in range(workers)]
-    return [served] * workers
+    return ["async" if is_async(served) else served] * workers
 
 
 async def call_batch(store: Any, half: str, ops: list[Any]) -> Any:

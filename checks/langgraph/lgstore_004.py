@@ -39,7 +39,7 @@ from arib.checks.langgraph._saver import store_call, store_of
 from arib.checks.langgraph._store import needs_keywords, needs_methods, store_method
 from arib.ground.model import Trial
 from arib.targets.base import NotApplicable
-from arib.targets.langgraph.lanes import api_of
+from arib.targets.langgraph.lanes import api_of, is_async
 
 CHECK_ID = "ARIB-LGSTORE-004"
 TINY = 0.001  # minutes: 60 ms
@@ -144,12 +144,12 @@ async def _sweep_beside_a_failing_batch(ctx: TrialContext, store: Any, ns: tuple
     ops = [*doomed, PutOp(ns, "unstorable", {"k": object()})]
     ctx.log(f"a batch of {DOOMED} puts and one value no store can serialize, and "
             f"{SWEEP_DELAY_S * 1000:g} ms after it sweep_ttl() (from another "
-            f"{'task' if api_of(store) == 'async' else 'thread'})")
+            f"{'task' if is_async(api_of(store)) else 'thread'})")
     outcome: dict[str, Any] = {}
 
     async def batch() -> None:
         try:  # a store serving the sync half runs it in a thread, beside the sweep's
-            outcome["batch"] = await (store.abatch(ops) if api_of(store) == "async" else
+            outcome["batch"] = await (store.abatch(ops) if is_async(api_of(store)) else
                                       anyio.to_thread.run_sync(store.batch, ops))
         except Exception as exc:  # noqa: BLE001 - the failure expected
             outcome["batch"] = exc

@@ -33,7 +33,7 @@ from arib.checks.langgraph._contract import Problems, guarded
 from arib.checks.langgraph._saver import store_call, store_of
 from arib.checks.langgraph._store import needs_methods
 from arib.ground.model import Trial
-from arib.targets.langgraph.lanes import API
+from arib.targets.langgraph.lanes import API, is_async
 from arib.targets.langgraph.stores import conn_string
 
 CHECK_ID = "ARIB-LGSTORE-011"
@@ -73,7 +73,7 @@ class _Log:
 def _body(ctx: TrialContext, workers: int, rounds: int) -> _forked.Body:
     """The application process: ``rounds`` stores, each left with its writers in flight."""
     cls: Any = ctx.target.backend_class()
-    sync = API.get(ctx.target.name) != "async"
+    sync = not is_async(API.get(ctx.target.name))
     roots = [replace(ctx.build, root=ctx.build.root / f"r{n}") for n in range(rounds)]
 
     async def body(channel: _forked.Channel) -> None:
@@ -171,7 +171,7 @@ async def _trial(ctx: TrialContext, problems: Problems) -> Trial:
         raise NotApplicable(f"lane {ctx.target.name!r} names no API")
     ctx.log(f"fork the application; in it, {rounds} times on a fresh store: "
             f"{cls.__name__}.from_conn_string, setup(), {workers} "
-            f"{'threads' if API[ctx.target.name] != 'async' else 'tasks'} write batches of two "
+            f"{'tasks' if is_async(API[ctx.target.name]) else 'threads'} write batches of two "
             f"puts; after {LEAVE_AFTER} returned, leave the context while they go on")
     worker = _forked.fork_worker("application", _body(ctx, workers, rounds))
     acked: list[set[tuple[int, int]]] = [set() for _ in range(rounds)]

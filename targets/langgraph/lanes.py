@@ -5,7 +5,8 @@ gets a fresh store under its root (a SQLite file, or, for the PostgreSQL lanes, 
 own: ``arib.targets.langgraph.services``), and ``reopen()`` opens another instance on that store.
 ``KIND`` says whether a lane is a checkpointer or a store (checks abstain on the other kind:
 ``arib.checks.langgraph._saver.saver_of`` / ``store_of``). ``API`` says which half of the
-interface a lane's class serves (``sync``, ``async`` or ``both``); the checks call that half
+interface a lane's class serves (``sync``, ``async``, ``both``, or ``async-only``: the async half,
+its sync methods refusing from any thread); the checks call that half
 (``arib.checks.langgraph._saver``), and the claim is verified against the runtime object
 (``verify_api``, the family's ``verify`` hook).
 """
@@ -240,7 +241,12 @@ def plugin_specs() -> tuple[TargetSpec, ...]:
 # Which half of the interface each lane's class serves; the other half raises
 # NotImplementedError (SqliteSaver's, PostgresSaver's and SqliteStore's async methods) or
 # refuses calls from the event loop with asyncio.InvalidStateError (the async classes' sync
-# methods). Verified on a probe instance of every lane (verify_api).
+# methods, which from another thread run the async half). A class whose sync methods refuse
+# from every thread is ``ASYNC_ONLY`` (none of the family's own; third-party savers such as
+# AsyncRedisSaver of langgraph-checkpoint-plainredis). Verified on a probe instance of every
+# lane (verify_api).
+ASYNC_ONLY = "async-only"
+API_VALUES = ("sync", "async", "both", ASYNC_ONLY)
 _OWN_API: Mapping[str, str] = {
     REFERENCE.name: "both", MEMORY.name: "both", SQLITE_FILE.name: "sync",
     ASYNC_SQLITE_FILE.name: "async", ASYNC_SQLITE_MEMORY.name: "async",
@@ -296,6 +302,19 @@ def api_of(saver: Any) -> str:
         if type(saver).__name__ == lane.backend and lane.name in API:
             return API[lane.name]
     return "both"
+
+
+def is_async(api: str | None) -> bool:
+    """Whether a lane of this ``API`` value is called through its async half alone (``async``
+    or ``async-only``): the checks branch on this, never on ``== "async"``, so that an
+    async-only saver is driven like an async one."""
+    return api in ("async", ASYNC_ONLY)
+
+
+def serves_sync(api: str | None) -> bool:
+    """Whether the sync half answers from a worker thread (every value but ``async-only``; a
+    lane no table names is taken to serve both)."""
+    return api != ASYNC_ONLY
 
 
 # Savers that keep only a thread's latest checkpoint, by design: reading an earlier one by its
@@ -362,25 +381,54 @@ async def _served(obj: Any, kind: str) -> tuple[str, str]:
     return sync, async_
 
 
+async def _sync_from_thread(obj: Any, kind: str) -> str:
+    """What the sync half did called from a worker thread: "ok" or the exception's type
+    ("Overdue" when it neither answered nor refused in ``SYNC_PROBE_S``; the thread is
+    abandoned)."""
+    sync_name, _, args = _PROBES[kind]
+
+    def probe() -> str:
+        try:
+            getattr(obj, sync_name)(*args)
+        except Exception as exc:  # noqa: BLE001 - what the half did is the observation
+            return type(exc).__name__
+        return "ok"
+
+    with anyio.move_on_after(SYNC_PROBE_S):
+        return await anyio.to_thread.run_sync(probe, abandon_on_cancel=True)
+    return "Overdue"
+
+
 # How each half refuses a call it does not serve: the async classes' sync methods, called from
 # the event loop, raise asyncio.InvalidStateError; a sync class's async methods raise
 # NotImplementedError (BaseCheckpointSaver's and SqliteStore's own). claim -> (what the sync
-# half may not do, what the async half may not do) for the claim to be true.
+# half may not do, what the async half may not do) for the claim to be true. An
+# ``async-only`` claim is judged apart (``_async_only_false``): its sync half may not answer
+# from any thread.
 _CONTRADICTS: Mapping[str, tuple[str, str]] = {
     "sync": ("InvalidStateError", "ok"), "async": ("ok", "NotImplementedError"),
     "both": ("InvalidStateError", "NotImplementedError"),
 }
 
 
-def _api_seen(sync: str, async_: str) -> str:
-    """The API value two outcomes show, or why they show none."""
+def _api_seen(sync: str, async_: str, thread: str | None = None) -> str:
+    """The API value the outcomes show, or why they show none (``thread``: the sync half
+    called from a worker thread, where it was)."""
+    if thread is not None and thread != "ok" and sync != "ok" and async_ == "ok":
+        return f"{ASYNC_ONLY!r}"
     if sync == "ok" and async_ == "ok":
         return "'both'"
     if sync == "ok" and async_ == "NotImplementedError":
         return "'sync'"
     if sync == "InvalidStateError" and async_ == "ok":
         return "'async'"
-    return "none of sync, async, both"
+    return f"none of {', '.join(API_VALUES)}"
+
+
+def _async_only_false(sync: str, thread: str, async_: str) -> bool:
+    """Whether the outcomes contradict ``async-only``: a sync call answered (from the loop or
+    a worker thread), or the async half refused (NotImplementedError)."""
+    return "ok" in (sync, thread) or async_ == "NotImplementedError"
 
 
 async def verify_api(lane: TargetSpec, obj: Any) -> str | None:
@@ -389,23 +437,36 @@ async def verify_api(lane: TargetSpec, obj: Any) -> str | None:
 
     False are: ``sync`` when the sync half refuses (InvalidStateError) or the async half
     answers; ``async`` when the sync half, called from the event loop, answers or the async
-    half refuses (NotImplementedError); ``both`` when either half refuses."""
+    half refuses (NotImplementedError); ``both`` when either half refuses; ``async-only`` when
+    the sync half answers, from the event loop or from a worker thread, or the async half
+    refuses (NotImplementedError)."""
     kind, claim = KIND.get(lane.name), API.get(lane.name)
     fix = "fix KIND and API in targets/langgraph/lanes.py"
     if kind is None or claim is None:
         return (f"lane {lane.name!r} has no KIND or API entry (KIND={kind!r}, API={claim!r}); "
                 f"the rule: every LangGraph lane says what it is and which half it serves; {fix}")
+    if claim not in API_VALUES:
+        return (f"lane {lane.name!r} claims API {claim!r}; the rule: API is one of "
+                f"{', '.join(API_VALUES)}; {fix}")
     found = kind_of(obj)
     if found != kind:
         return (f"false claim by target {lane.name!r}: KIND says {kind!r} but the object is "
                 f"{type(obj).__name__}, a {found}; {fix}")
     sync, async_ = await _served(obj, kind)
+    sync_name, async_name, _ = _PROBES[kind]
+    if claim == ASYNC_ONLY:
+        thread = await _sync_from_thread(obj, kind)
+        if not _async_only_false(sync, thread, async_):
+            return None
+        return (f"false claim by target {lane.name!r}: API says {claim!r} but on "
+                f"{type(obj).__name__}, {sync_name}() from the event loop gave {sync}, from a "
+                f"worker thread gave {thread} and {async_name}() gave {async_} (which is "
+                f"{_api_seen(sync, async_, thread)}); {fix}")
     # Another exception (a backend that fails every call, e.g. a forced-broken mutant) says
     # nothing of which half the class serves: the checks judge that failure, not this claim.
     no_sync, no_async = _CONTRADICTS[claim]
     if sync != no_sync and async_ != no_async:
         return None
-    sync_name, async_name, _ = _PROBES[kind]
     return (f"false claim by target {lane.name!r}: API says {claim!r} but on "
             f"{type(obj).__name__}, {sync_name}() from the event loop gave {sync} and "
             f"{async_name}() gave {async_} (which is {_api_seen(sync, async_)}); {fix}")

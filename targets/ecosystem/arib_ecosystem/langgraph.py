@@ -18,7 +18,12 @@ Each lane is built as the package's README builds its saver, on a store of the t
   (documented: "call it on shutdown").
 
 What a lane says of itself beside its claims (``traits``): ``kind`` (checkpointer), ``api``
-(which half of the saver interface its class serves) and, for a saver on a file that
+(which half of the saver interface its class serves; ``async-only`` for the two async savers
+whose sync methods refuse from every thread, as their packages say: plainredis's module
+docstring, "each one raises a pointer to the other if you use the wrong one"; lmdb's README,
+"synchronous (`LMDBSaver`) and non-blocking asynchronous (`AsyncLMDBSaver`) implementations",
+AsyncLMDBSaver defining no sync method, so BaseCheckpointSaver's raise NotImplementedError)
+and, for a saver on a file that
 ``from_conn_string`` opens, ``store=file`` and ``store_file`` (the file the builder set up);
 the family verifies kind and api on the object (arib.targets.langgraph.lanes.verify_api), and
 the claims (has_close ...) like any lane's.
@@ -204,7 +209,7 @@ LANES: tuple[TargetSpec, ...] = (
           api="sync"),
     _lane("lg-lmdb-async", "AsyncLMDBSaver", LMDB_MODULE, LMDB, _lmdb_builder("AsyncLMDBSaver"),
           f"AsyncLMDBSaver ({LMDB}) on lmdb.open(file, max_dbs=10), its own thread pool",
-          api="async"),
+          api="async-only"),
     _lane("lg-plainredis", "RedisSaver", PLAINREDIS_MODULE, PLAINREDIS,
           _plainredis_builder("lg-plainredis", "RedisSaver", is_async=False),
           f"RedisSaver ({PLAINREDIS}) on the harness's Redis, one key prefix per trial",
@@ -212,6 +217,6 @@ LANES: tuple[TargetSpec, ...] = (
     _lane("lg-plainredis-async", "AsyncRedisSaver", PLAINREDIS_MODULE, PLAINREDIS,
           _plainredis_builder("lg-plainredis-async", "AsyncRedisSaver", is_async=True),
           f"AsyncRedisSaver ({PLAINREDIS}) on the harness's Redis, one key prefix per trial "
-          f"(aclose(), no close())", api="async", service="redis"),
+          f"(aclose(), no close())", api="async-only", service="redis"),
     *MYSQL_LANES,
 )
