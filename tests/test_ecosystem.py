@@ -136,6 +136,7 @@ def test_after_the_benches_each_measured_lock_confirms_then_each_family_gets_its
     assert rerun[rerun.index("--seed") + 1] == "1"
     assert rerun[rerun.index("--out") + 1] == str(out / "lg-lmdb" / "reruns")
     assert parity[parity.index("--out") + 1] == str(out / "lg-lmdb" / "parity.json")
+    assert parity[parity.index("--results") + 1] == str(out / "lg-lmdb" / "parity")
     assert survey[survey.index("--out") + 1] == str(out / "lg-lmdb" / "survey")
     assert official[official.index("--out") + 1] == str(out / "lg-lmdb")
     assert str(repro / "lg-lmdb--ARIB-CKPT-004.py") in confirm

@@ -142,7 +142,11 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
     run.write_text(json.dumps(DUCK))
     (run.parent / "survey" / "lg-duckdb.json").write_text(json.dumps(
         {"module": "langgraph.checkpoint.duckdb", "error": None,
-         "scores": {"mutants": 20, "killed": 9, "survived": 3, "no_coverage": 8,
+         "scores": {"mutants": 12, "killed": 6, "survived": 2, "no_coverage": 4,
+                    "score_covered": 0.75}}))
+    (run.parent / "survey" / "lg-duckdb[Base].json").write_text(json.dumps(  # a named class
+        {"module": "langgraph.checkpoint.duckdb.base", "error": None,
+         "scores": {"mutants": 8, "killed": 3, "survived": 1, "no_coverage": 4,
                     "score_covered": 0.75}}))
     (run.parent / "official" / "langgraph-cp2-side-by-side.json").write_text(json.dumps(
         {"suite": "langgraph-checkpoint-conformance", "suite_version": "0.0.2", "lanes": [
@@ -165,7 +169,8 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
     assert duck.survey is not None and duck.survey["killed"] == 9
     assert duck.official is not None and duck.official["failing"] == ["list/test_filter"]
     page = eco.markdown()
-    assert ("| `lg-duckdb` | 75.0% of covered (20 mutants of `langgraph.checkpoint.duckdb`: "
+    assert ("| `lg-duckdb` | 75.0% of covered (20 mutants of `langgraph.checkpoint.duckdb, "
+            "langgraph.checkpoint.duckdb.base`: "
             "killed 9, survived 3, no_coverage 8) | violated against `lg-reference@asyncio` "
             "(10 workflows): differs in `graph_fork` | failed: 47 passed, 1 failed "
             "(`list/test_filter`) |") in page

@@ -229,8 +229,10 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
             *arib, "survey", "--lanes", lanes, "--write", "--out",
             str(out / entry.name / "survey"), "--quiet", "--diffs", "0")))
         steps.append((f"parity {entry.name}", (
-            *arib, "parity", "check", "--lanes", lanes, "--loops", "asyncio", "--out",
-            str(out / entry.name / "parity.json"))))
+            *arib, "parity", "check", "--lanes", lanes, "--loops", "asyncio",
+            # its own results folder: the family's parity history is not this lane's
+            "--results", str(out / entry.name / "parity"),
+            "--out", str(out / entry.name / "parity.json"))))
         if entry.family in OFFICIAL_SUITES:
             steps.append((f"official {entry.name}", (
                 *arib, "official", "--lanes", lanes, "--out", str(out / entry.name))))

@@ -11,6 +11,7 @@ reproduced it (``Confirmation``): the others are listed as unconfirmed, never as
 
 from __future__ import annotations
 
+import glob
 import json
 import subprocess
 import sys
@@ -214,17 +215,32 @@ def _distribution_version(run: Mapping[str, Any], distribution: str) -> str | No
 Beside = tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]
 
 
+def _survey_totals(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One lane's survey over the classes it mutates: the modules, the first error, each
+    status's count summed, and the covered score of the sum (killed of the judged ones)."""
+    counts: dict[str, int] = {}
+    for doc in docs:
+        for key, value in (doc.get("scores") or {}).items():
+            if isinstance(value, int) and not key.startswith("score"):
+                counts[key] = counts.get(key, 0) + value
+    judged = sum(counts.get(k, 0) for k in ("killed", "survived", "flaky", "timeout"))
+    return {"module": ", ".join(str(d.get("module")) for d in docs),
+            "error": next((d.get("error") for d in docs if d.get("error")), None), **counts,
+            "score_covered": counts.get("killed", 0) / judged if judged else None}
+
+
 def beside(run: Path, lane: str) -> Beside:
     """The survey scores, the official suite's run and the parity verdict of ``lane`` written
     beside the bench result ``run``: ``survey/<lane>.json``, ``official/*-side-by-side.json``
     and ``parity.json`` in its folder (what `nox -s ecosystem` writes); None for any that is
     not there."""
     survey = official = parity = None
-    path = run.parent / "survey" / f"{lane}.json"
-    if path.is_file():
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        survey = {"module": doc.get("module"), "error": doc.get("error"),
-                  **dict(doc.get("scores") or {})}
+    folder = run.parent / "survey"
+    # the lane's own class, then each class it names to mutate (<lane>[<Class>].json)
+    files = [folder / f"{lane}.json", *sorted(folder.glob(f"{glob.escape(lane)}[[]*].json"))]
+    docs = [json.loads(p.read_text(encoding="utf-8")) for p in files if p.is_file()]
+    if docs:
+        survey = _survey_totals(docs)
     for side in sorted((run.parent / "official").glob("*-side-by-side.json")):
         doc = json.loads(side.read_text(encoding="utf-8"))
         for entry in doc.get("lanes", []):
