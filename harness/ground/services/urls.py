@@ -64,44 +64,38 @@ def parse_redis_url(value: str, var: str = "REDIS_URL") -> SplitResult:
     return parts
 
 
-def parse_postgres_url(value: str, var: str = "POSTGRES_URL") -> str:
-    """Validate a PostgreSQL URL; returns it with the ``postgresql+asyncpg`` scheme."""
-    parts = _split(value, var, "postgres")
-    if parts.scheme not in ("postgresql+asyncpg", "postgresql", "postgres"):
-        raise _bad_url(
-            var, value, f"scheme {parts.scheme!r} is not postgresql+asyncpg", "postgres"
-        )
+def _database_url(value: str, var: str, service: str, schemes: tuple[str, ...],
+                  scheme: str, expected: str) -> str:
+    """Validate a database server URL (one of ``schemes``, said as ``expected``; a host, an
+    optional port, a database); returns it with ``scheme``."""
+    parts = _split(value, var, service)
+    if parts.scheme not in schemes:
+        raise _bad_url(var, value, f"scheme {parts.scheme!r} is not {expected}", service)
     try:
         port = parts.port
     except ValueError:
-        raise _bad_url(var, value, "the port is not a number in 1..65535", "postgres") from None
+        raise _bad_url(var, value, "the port is not a number in 1..65535", service) from None
     if not parts.hostname:
-        raise _bad_url(var, value, "no host", "postgres")
+        raise _bad_url(var, value, "no host", service)
     if port == 0:
-        raise _bad_url(var, value, "port 0 is not a server port", "postgres")
+        raise _bad_url(var, value, "port 0 is not a server port", service)
     if not parts.path.strip("/"):
-        raise _bad_url(var, value, "no database name after the host", "postgres")
-    return urlunsplit(parts._replace(scheme="postgresql+asyncpg"))
+        raise _bad_url(var, value, "no database name after the host", service)
+    return urlunsplit(parts._replace(scheme=scheme))
+
+
+def parse_postgres_url(value: str, var: str = "POSTGRES_URL") -> str:
+    """Validate a PostgreSQL URL; returns it with the ``postgresql+asyncpg`` scheme."""
+    return _database_url(value, var, "postgres",
+                         ("postgresql+asyncpg", "postgresql", "postgres"), "postgresql+asyncpg",
+                         "postgresql+asyncpg")
 
 
 def parse_mysql_url(value: str, var: str = "MYSQL_URL") -> str:
     """Validate a MySQL or MariaDB URL (host, optional port, a database); returns it with the
     ``mysql`` scheme."""
-    parts = _split(value, var, "mysql")
-    if parts.scheme not in MYSQL_SCHEMES:
-        raise _bad_url(var, value, f"scheme {parts.scheme!r} is not one of "
-                                   f"{', '.join(MYSQL_SCHEMES)}", "mysql")
-    try:
-        port = parts.port
-    except ValueError:
-        raise _bad_url(var, value, "the port is not a number in 1..65535", "mysql") from None
-    if not parts.hostname:
-        raise _bad_url(var, value, "no host", "mysql")
-    if port == 0:
-        raise _bad_url(var, value, "port 0 is not a server port", "mysql")
-    if not parts.path.strip("/"):
-        raise _bad_url(var, value, "no database name after the host", "mysql")
-    return urlunsplit(parts._replace(scheme="mysql"))
+    return _database_url(value, var, "mysql", MYSQL_SCHEMES, "mysql",
+                         f"one of {', '.join(MYSQL_SCHEMES)}")
 
 
 def asyncpg_dsn(url: str) -> str:
