@@ -28,7 +28,6 @@ from urllib.parse import unquote, urlsplit
 from arib.ground.services import mysql_database_url
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec
 from arib.targets.net import require_tcp, service_url
-from arib_ecosystem._spec import lane
 
 DISTRIBUTION = "langgraph-checkpoint-mysql"
 PYMYSQL_MODULE = "langgraph.checkpoint.mysql.pymysql"
@@ -78,7 +77,7 @@ async def build_pymysql(ctx: BuildContext) -> Handle:
     return Handle(session=saver, reopen=reopen, dispose=dispose)
 
 
-MYSQL = lane(
+MYSQL = TargetSpec(
     name=NAME,
     backend="PyMySQLSaver",
     module=PYMYSQL_MODULE,

@@ -28,7 +28,6 @@ from arib.ground.services import redis_keys
 from arib.targets.base import BuildContext, Claims, Handle, TargetSpec, quiet_close
 from arib.targets.net import service_url
 from arib.targets.openai_agents.rows import redis_list_writer
-from arib_ecosystem._spec import lane
 
 DISTRIBUTION = "openai-agents-session"
 REDIS_MODULE = "openai_agents_session.redis"
@@ -78,7 +77,7 @@ async def build_redis(ctx: BuildContext) -> Handle:
                   write_undecodable=redis_list_writer(url, f"{prefix}:{ctx.session_id}"))
 
 
-OAS_REDIS = lane(
+OAS_REDIS = TargetSpec(
     name=NAME,
     backend="RedisSession",
     module=REDIS_MODULE,
