@@ -309,7 +309,8 @@ def run_step(session: nox.Session, step: Step) -> int:
     """Run one step of the bench session in the project's folder; its exit code."""
     session.log(" ".join(step.command))
     started = time.perf_counter()
-    code = subprocess.run(step.command, cwd=ROOT, check=False).returncode
+    env = {**os.environ, **dict(step.env)} if step.env else None
+    code = subprocess.run(step.command, cwd=ROOT, env=env, check=False).returncode
     session.log(f"{step.label} took {time.perf_counter() - started:.1f}s (exit {code})")
     return code
 
@@ -433,11 +434,8 @@ def ecosystem(session: nox.Session) -> None:
         command = (str(env / "bin" / "python"), "-m", "arib", "--family", entry.family,
                    "bench", "--lanes", ",".join(lanes), "--out", str(out / entry.name),
                    *plan.rest)
-        os.environ[eco.LOCK_VAR] = str(eco.lock_path(ROOT, entry))  # the run records its lock
-        try:
-            outcomes.append(eco.Outcome(entry, lanes, run_step(session, Step("bench", command))))
-        finally:
-            os.environ.pop(eco.LOCK_VAR, None)
+        lock = ((eco.LOCK_VAR, str(eco.lock_path(ROOT, entry))),)  # the run records its lock
+        outcomes.append(eco.Outcome(entry, lanes, run_step(session, Step("bench", command, lock))))
     for outcome in outcomes:
         session.log(outcome.line())
     if not plan.rest:  # a partial bench (--checks ...) is no table of the ecosystem

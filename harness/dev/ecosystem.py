@@ -220,7 +220,8 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
                 *map(str, scripts), "--out", str(confirmations))))
         arib = (py, "-m", "arib", "--family", entry.family)
         lanes = ",".join(outcome.lanes)
-        violated = violated_checks(newest_run(out / entry.name), outcome.lanes)
+        newest = newest_run(out / entry.name)
+        violated = violated_checks(newest, outcome.lanes)
         for seed in RERUN_SEEDS if violated else ():
             steps.append((f"rerun {entry.name} seed {seed}", (
                 *arib, "bench", "--lanes", lanes, "--checks", ",".join(violated), "--seed",
@@ -236,7 +237,6 @@ def follow_ups(root: Path, out: Path, outcomes: Sequence[Outcome], envs: dict[st
         if entry.family in OFFICIAL_SUITES:
             steps.append((f"official {entry.name}", (
                 *arib, "official", "--lanes", lanes, "--out", str(out / entry.name))))
-        newest = newest_run(out / entry.name)
         if newest is not None:
             runs.setdefault(entry.family, []).append(str(newest))
     for family, files in runs.items():

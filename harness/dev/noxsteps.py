@@ -40,6 +40,7 @@ class Step:
 
     label: str
     command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()  # variables set for this command only
 
 
 @dataclass(frozen=True)
