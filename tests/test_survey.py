@@ -260,7 +260,9 @@ def test_a_check_the_clean_lane_fails_is_not_judgeable_there() -> None:
     assert found.results == ()
     assert found.runs["run"] == 0
     assert found.clean[CHECK].verdicts == (Verdict.VIOLATED,) * 3
-    assert {o.status for o in found.outcomes} <= {S.NOT_JUDGEABLE, S.NO_COVERAGE}
+    # what a failed clean run's lines would reach is unknown: never "no coverage"
+    ignored = {S.EQUIVALENT, S.DUPLICATE, S.NOT_APPLICABLE}
+    assert {o.status for o in found.outcomes} - ignored == {S.NOT_JUDGEABLE}
     assert found.scores().count(S.KILLED) == 0
     assert (f"{CHECK}: NOT JUDGEABLE here, its mutants are not run under it: clean "
             f"'reference' gave violated, violated, violated") in render_text([found])

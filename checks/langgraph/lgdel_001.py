@@ -19,6 +19,9 @@ on one counter; then a fresh instance (where one can open the store) lists T and
   (``arib.targets.langgraph.leftovers``: a blob the saver no longer reads is data a user asked to
   delete, and it comes back when the same versions are put again) -- ``left_behind``.
 
+A saver whose delete raises NotImplementedError (the base class's, inherited: a saver that
+offers no delete, and says so on every call) is not_applicable, as on CKPT-007 and CKPT-013.
+
 Tasks on async lanes, threads on sync lanes (both halves: even trials tasks, odd threads),
 under the trial's seeded scheduler; a sync deleter's delay is counted in interposition points.
 """
@@ -47,7 +50,7 @@ from arib.checks.base import (
     thread_point,
 )
 from arib.checks.common import trials_param
-from arib.checks.langgraph._contract import reader_of
+from arib.checks.langgraph._contract import delete_or_abstain, reader_of
 from arib.checks.langgraph._faults import Op, judge, read_threads, writer_plan
 from arib.checks.langgraph._saver import call
 from arib.checks.langgraph.lgconc_001 import mode_of
@@ -135,6 +138,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     if not callable(getattr(saver, name, None)):  # releases before it: never offered
         raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release: the "
                             f"contract was never offered")
+    # a saver that inherits the base class's delete (NotImplementedError) refuses it loudly:
+    # it offers no delete to race, as on the checks that delete without racing
+    await delete_or_abstain(ctx, saver, f"t{ctx.seed:x}-never", "a thread never written")
     mode = mode_of(saver, ctx.index)
     t, u, v = f"t{ctx.seed:x}-T", f"t{ctx.seed:x}-U", f"t{ctx.seed:x}-V"
     life1 = writer_plan(saver, ctx.seed, 0, t, 2 * steps)

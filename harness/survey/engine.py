@@ -341,6 +341,10 @@ def _counts(plan: Plan, jobs: Sequence[PairJob], judged: Judged, reruns: int
 
 def _pair_status(plan: Plan, check_id: str, mutant: MutantSpec, runs: Runs) -> MutantStatus:
     base = plan.clean[check_id]
+    # a clean run that failed recorded no coverage worth reading: what its lines would have
+    # reached is unknown, not "no coverage"
+    if not base.judgeable and not base.abstains:
+        return S.NOT_JUDGEABLE
     if not plan.reaches(check_id, mutant):
         return S.NO_COVERAGE
     if not base.judgeable:

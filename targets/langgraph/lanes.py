@@ -207,7 +207,15 @@ class _Declared(MutableMapping[str, str]):
     def __getitem__(self, name: str) -> str:
         if name in self._own:
             return self._own[name]
-        return self._plugins()[name]
+        plugins = self._plugins()
+        if name in plugins:
+            return plugins[name]
+        # ``<lane>[<Class>]``: the survey's lane of one more class a lane names to mutate
+        # (arib.survey.user.store_lanes), built by that lane's factory: the same object
+        base, bracket, rest = name.partition("[")
+        if bracket and rest.endswith("]") and base:
+            return self[base]
+        raise KeyError(name)
 
     def __setitem__(self, name: str, value: str) -> None:  # the family's own table
         self._own[name] = value

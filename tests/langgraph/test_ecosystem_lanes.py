@@ -155,3 +155,18 @@ def test_a_plugin_lanes_false_or_missing_traits_are_refused_naming_the_lane(
     assert wrong is not None and wrong.startswith("false claim by target 'plug-memory': API "
                                                   "says 'sync'")
     assert missing is not None and "lane 'plug-bare' has no KIND or API entry" in missing
+
+
+def test_a_class_lane_of_the_survey_has_the_kind_and_api_of_the_lane_it_comes_from(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    plug = dataclasses.replace(lg.MEMORY, name="plug-memory",
+                               traits={"kind": "checkpointer", "api": "both"})
+    monkeypatch.setattr(lg, "plugin_specs", lambda: (plug,))
+    # arib.survey.user.store_lanes names one more class's lane "<lane>[<Class>]"
+    assert (lg.KIND.get("plug-memory[Base]"), lg.API.get("plug-memory[Base]")) == \
+        ("checkpointer", "both")
+    assert lg.API.get("lg-sqlite-file[Base]") == "sync"
+    for name in ("plug-other[Base]", "plug-memory[Base", "[Base]", "plug-memoryX"):
+        assert lg.KIND.get(name) is None

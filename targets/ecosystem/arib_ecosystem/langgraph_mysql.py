@@ -13,7 +13,10 @@ throwaway server takes the databases with it; on a server named by MYSQL_URL the
 Facts read in the installed package: ``PyMySQLSaver`` has no ``close()`` (the caller owns the
 connection); it serves the sync half of the saver interface (its async methods are
 BaseCheckpointSaver's, which raise NotImplementedError); its writes on one connection are
-serialized by a ``threading.Lock`` of the saver. This module's ``LANES`` is merged into
+serialized by a ``threading.Lock`` of the saver. ``PyMySQLSaver`` itself only binds the driver
+(its module has nothing to mutate); the saver's code is in its two base classes, which the lane
+names to mutate (``mutated_also``): the survey reports them as ``lg-mysql[BaseSyncMySQLSaver]``
+(the queries and the lock) and ``lg-mysql[BaseMySQLSaver]`` (migrations, loading). This module's ``LANES`` is merged into
 ``arib_ecosystem.langgraph.LANES`` (entry point ``arib.lanes.langgraph``).
 """
 
@@ -92,6 +95,8 @@ MYSQL = TargetSpec(
     waits_s=50.0,
     distribution=DISTRIBUTION,
     traits={"kind": "checkpointer", "api": "sync"},
+    mutated_also=("langgraph.checkpoint.mysql:BaseSyncMySQLSaver",
+                  "langgraph.checkpoint.mysql.base:BaseMySQLSaver"),
 )
 
 LANES: tuple[TargetSpec, ...] = (MYSQL,)
