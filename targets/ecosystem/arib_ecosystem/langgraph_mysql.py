@@ -16,8 +16,9 @@ BaseCheckpointSaver's, which raise NotImplementedError); its writes on one conne
 serialized by a ``threading.Lock`` of the saver. ``PyMySQLSaver`` itself only binds the driver
 (its module has nothing to mutate); the saver's code is in its two base classes, which the lane
 names to mutate (``mutated_also``): the survey reports them as ``lg-mysql[BaseSyncMySQLSaver]``
-(the queries and the lock) and ``lg-mysql[BaseMySQLSaver]`` (migrations, loading). This module's ``LANES`` is merged into
-``arib_ecosystem.langgraph.LANES`` (entry point ``arib.lanes.langgraph``).
+(the queries and the lock) and ``lg-mysql[BaseMySQLSaver]`` (migrations, loading). This
+module's ``LANES`` is merged into ``arib_ecosystem.langgraph.LANES`` (entry point
+``arib.lanes.langgraph``).
 """
 
 from __future__ import annotations
