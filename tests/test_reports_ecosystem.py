@@ -177,3 +177,24 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
     assert next(c for c in eco.columns if c.lane == "lg-memory").survey is None  # own lanes
     assert ("Benched again under 2 other run seed(s), the clean lane violates it in 2 of 3 "
             "runs: 7 of 12 trials, a rate of 0.58 per trial.") in page
+
+
+def test_a_violation_the_family_s_own_lanes_show_too_at_that_version_says_so():
+    at_cp2 = _run("cp2", [{"name": "lg-memory"}, {"name": "lg-sqlite"},
+                          {"name": "lg-other", "distribution": "another-package"}],
+                  [_finding("ARIB-CKPT-001", "lg-memory", "violated", 4, 2),
+                   _finding("ARIB-CKPT-001", "lg-sqlite", "held"),
+                   _finding("ARIB-CKPT-001", "lg-other", "violated", 4, 4)])
+    eco = build("langgraph", BUILTIN, [DUCK], baselines={"cp2": at_cp2})
+    (found,) = eco.findings
+    # only the family's own lanes that violate it at the finding's version, never a plugin's
+    assert found.own_too == ("lg-memory",)
+    assert found.to_json()["own_lanes_violated_too"] == ["lg-memory"]
+    assert ("; the family's own `lg-memory` violates it too on cp2 (its accepted baseline)"
+            in eco.markdown())
+    # another version's baseline says nothing of this one
+    assert build("langgraph", BUILTIN, [DUCK], baselines={"cp4": at_cp2}).findings[0].own_too \
+        == ()
+    said = {"ARIB-CKPT-001 on lg-duckdb": Confirmation("s.py", 1, "seen\n")}
+    page = build("langgraph", BUILTIN, [DUCK], said, baselines={"cp2": at_cp2}).markdown()
+    assert "**The family's own lanes.** `lg-memory` violates it too on cp2" in page

@@ -85,8 +85,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         key: Confirmation(str(v["script"]), int(v["exit_code"]), str(v["output"]))
         for key, v in (_read_confirmations(Path(args.confirmations))
                        if args.confirmations else {}).items()}
-    eco = build(family.name, read_run(builtin), [read_run(r) for r in runs], confirmations,
-                [builtin.name, *(r.name for r in runs)], [None, *runs])
+    docs = [read_run(r) for r in runs]
+    eco = build(family.name, read_run(builtin), docs, confirmations,
+                [builtin.name, *(r.name for r in runs)], [None, *runs],
+                _baselines_of(family, docs))
     out = Path(args.out)
     stem = family.name
     atomic_write_text(out / f"{stem}.json",
@@ -98,6 +100,20 @@ def cmd_report(args: argparse.Namespace) -> int:
           f"measured of {sum(1 for c in eco.columns if c.third_party)}, "
           f"{len(eco.findings)} violation(s), {reported} confirmed as findings")
     return int(ExitCode.OK if measured else ExitCode.ERROR_OR_NOTHING)
+
+
+def _baselines_of(family: Any, docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Family version -> its accepted baseline (results/baselines/), for each version the
+    third-party runs were made on that has one."""
+    from arib.reports.ecosystem import read_run
+
+    found: dict[str, dict[str, Any]] = {}
+    for doc in docs:
+        version = str(doc.get("sdk", {}).get("version", ""))
+        path = Path("results/baselines") / f"{family.stem(version)}.json"
+        if version and version not in found and path.is_file():
+            found[version] = read_run(path)
+    return found
 
 
 def _baseline(family: Any) -> Path:

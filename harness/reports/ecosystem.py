@@ -141,6 +141,9 @@ class Finding:
     confirmation: Confirmation | None = None
     # the same cell benched again under other run seeds: (violating trials, trials) per run
     reruns: tuple[tuple[int, int], ...] = ()
+    # the family's own lanes the same check is violated on in the accepted baseline of the same
+    # family version (where the check asks more than the release's own savers keep, say)
+    own_too: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -165,6 +168,7 @@ class Finding:
                 "trials": self.trials, "violating": self.violating, "replay": self.replay,
                 "ops": list(self.ops), "samples": list(self.samples), "reported": self.reported,
                 "reruns": [{"violating": v, "trials": t} for v, t in self.reruns],
+                "own_lanes_violated_too": list(self.own_too),
                 "confirmation": None if self.confirmation is None
                 else self.confirmation.to_json()}
 
@@ -273,13 +277,29 @@ def reruns_beside(run: Path | None) -> dict[tuple[str, str], list[tuple[int, int
     return found
 
 
+def violated_own(baseline: Mapping[str, Any] | None) -> dict[str, tuple[str, ...]]:
+    """check -> the family's own lanes (no distribution) a bench result has it violated on."""
+    if baseline is None:
+        return {}
+    own = {lane.get("name") for lane in baseline.get("lanes", []) if not lane.get("distribution")}
+    found: dict[str, tuple[str, ...]] = {}
+    for item in baseline.get("findings", []):
+        if item.get("verdict") == "violated" and item.get("target") in own:
+            found[item["invariant_id"]] = (*found.get(item["invariant_id"], ()), item["target"])
+    return found
+
+
 def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping[str, Any]],
           confirmations: Mapping[str, Confirmation] | None = None,
-          names: Sequence[str] = (), paths: Sequence[Path | None] = ()) -> Ecosystem:
+          names: Sequence[str] = (), paths: Sequence[Path | None] = (),
+          baselines: Mapping[str, Mapping[str, Any]] | None = None) -> Ecosystem:
     """The table from the family's own run (``builtin``: its own lanes' columns) and the
-    third-party runs (their third-party lanes' columns); ``names`` are the files' names.
+    third-party runs (their third-party lanes' columns); ``names`` are the files' names;
+    ``baselines``: family version -> its accepted baseline, read for the family's own lanes a
+    finding's check is violated on too at that version.
     UsageError naming a run of another family, or a third-party run with no third-party lane."""
     confirmations = confirmations or {}
+    own_at = {v: violated_own(doc) for v, doc in (baselines or {}).items()}
     docs = ([builtin] if builtin is not None else []) + list(runs)
     labels = list(names) or [f"run {i + 1}" for i in range(len(docs))]
     columns: list[Column] = []
@@ -329,7 +349,8 @@ def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping
                     column.distribution, column.distribution_version, version, cell.trials,
                     cell.violating, found.get("replay"), tuple(found.get("ops") or ()),
                     tuple(str(s) for s in found.get("samples") or ()),
-                    confirmations.get(key), tuple(again.get((check, lane), ()))))
+                    confirmations.get(key), tuple(again.get((check, lane), ())),
+                    own_at.get(version, {}).get(check, ())))
     return Ecosystem(family, tuple(columns), dict(sorted(invariants.items())), cells,
                      tuple(findings), tuple(labels))
 

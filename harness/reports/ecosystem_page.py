@@ -83,6 +83,16 @@ def _reruns_text(found: Finding) -> str:
             f"{violating / trials:.2f} per trial." if trials else "")
 
 
+def _own_too(found: Finding) -> str:
+    """What the family's own lanes say of the same check at the same version, when they
+    violate it too."""
+    if not found.own_too:
+        return ""
+    names = ", ".join(f"`{lane}`" for lane in found.own_too)
+    return (f"{names} violate{'s' if len(found.own_too) == 1 else ''} it too on "
+            f"{found.version} (its accepted baseline)")
+
+
 def _finding(number: int, found: Finding) -> list[str]:
     rate = f"{found.violating} of {found.trials} trials"
     lines = [f"### {number}. {found.distribution} {found.distribution_version or ''}: "
@@ -94,6 +104,9 @@ def _finding(number: int, found: Finding) -> list[str]:
              "",
              f"**What happened.** In the bench ({found.version}), {rate} violated it."
              + _reruns_text(found)]
+    if found.own_too:
+        lines += ["", f"**The family's own lanes.** {_own_too(found)}: weigh this finding "
+                      f"against them."]
     if found.samples:
         lines += ["", "Evidence:", ""] + [f"- {s}" for s in found.samples]
     if found.ops:
@@ -169,7 +182,8 @@ def render(eco: Ecosystem) -> str:
             again = "".join(f", {v}/{t}" for v, t in found.reruns)
             lines.append(f"- {found.check} on `{found.lane}`: violated {found.violating}/"
                          f"{found.trials}{again}" + (" (bench, then reruns)" if again else "")
-                         + f"; {why}")
+                         + f"; {why}"
+                         + (f"; the family's own {_own_too(found)}" if found.own_too else ""))
         lines.append("")
     errors = [(k, c) for k, c in eco.cells.items() if c.state is CellState.ERROR]
     if errors:
