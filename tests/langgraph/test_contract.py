@@ -101,6 +101,11 @@ def test_delete_thread_abstains_where_the_saver_does_not_implement_it(
     finding = run_small("ARIB-CKPT-007", SMALL["ARIB-CKPT-007"], lane=REFERENCE)
     assert finding.verdict is Verdict.NOT_APPLICABLE, (finding.verdict, finding.samples)
     assert "NotImplementedError" in (finding.reason or "")
+    # the race of delete_thread too: a delete refused on every call is none to race (DuckDB's
+    # and LMDB's savers inherit the base class's)
+    raced = run_small("ARIB-LGDEL-001", {"trials": 2, "steps": 2}, lane=REFERENCE)
+    assert raced.verdict is Verdict.NOT_APPLICABLE, (raced.verdict, raced.samples)
+    assert "NotImplementedError" in (raced.reason or "")
 
 
 def _import_error(code: str, filename: str) -> ImportError:
