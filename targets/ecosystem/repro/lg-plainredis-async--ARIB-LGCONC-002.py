@@ -1,0 +1,27 @@
+"""ARIB-LGCONC-002 on lg-plainredis-async, outside the harness: two forked processes, each with its
+own AsyncRedisSaver (langgraph-checkpoint-plainredis 0.1.0) opened on one redis-server, released
+at one instant, aput three checkpoints each on one thread id; read back by a fresh
+AsyncRedisSaver, one process's checkpoints hold the other's value: both version channel ``value``
+1, 2, 3 (plain integers) and its blobs share one key per version.
+
+Run in the lg-plainredis environment of `nox -s ecosystem` (a throwaway redis-server through
+arib's ServiceManager); exit 1: reproduced. The cause is the one of the ARIB-LGFORK-001 and
+ARIB-LGCONC-001 findings (see _redis_writers.py)."""
+
+from __future__ import annotations
+
+from _redis_writers import race, reference
+from _repro import run
+
+from arib.ground.services import ServiceManager
+
+
+def main() -> bool:
+    """True when a checkpoint put by one process reads back another process's value."""
+    reference()
+    with ServiceManager(environ={}) as manager:
+        return bool(race("aredis", manager.start("redis").url, open_at_go=False))
+
+
+if __name__ == "__main__":
+    run(main)
