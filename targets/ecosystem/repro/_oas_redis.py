@@ -49,8 +49,9 @@ class StandInCompactClient:
         return SimpleNamespace(id=f"cr_{self.requests}", output=[summary], usage=None)
 
 
-def one_answer_model() -> Any:
-    """An offline agents Model: each call answers one assistant message, with a response id."""
+def one_answer_model(inputs: list[Any] | None = None) -> Any:
+    """An offline agents Model: each call answers one assistant message, with a response id;
+    the input of each call is appended to ``inputs`` when given."""
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
@@ -58,6 +59,8 @@ def one_answer_model() -> Any:
 
     class OneAnswer(Model):
         async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            if inputs is not None:
+                inputs.append(kwargs.get("input", args[1] if len(args) > 1 else None))
             part = ResponseOutputText(type="output_text", text="an answer", annotations=[])
             message = ResponseOutputMessage(id="msg_answer", type="message", role="assistant",
                                             status="completed", content=[part])
@@ -69,15 +72,19 @@ def one_answer_model() -> Any:
     return OneAnswer()
 
 
-async def compacting_turn(store: Any, client: StandInCompactClient, question: str) -> None:
+async def compacting_turn(store: Any, client: StandInCompactClient, question: str,
+                          limit: int | None = None, inputs: list[Any] | None = None) -> None:
     """One Runner turn on ``store`` wrapped in the SDK's OpenAIResponsesCompactionSession
-    (input mode, compaction after every turn), the way an agent compacts its history."""
+    (input mode, compaction after every turn), the way an agent compacts its history;
+    ``limit``: the run's SessionSettings.limit; ``inputs``: what the model was sent."""
     from agents import Agent, RunConfig, Runner, set_tracing_disabled
-    from agents.memory import OpenAIResponsesCompactionSession
+    from agents.memory import OpenAIResponsesCompactionSession, SessionSettings
 
     set_tracing_disabled(True)
     session = OpenAIResponsesCompactionSession(
         store.session_id, store, client=client,  # type: ignore[arg-type]
         compaction_mode="input", should_trigger_compaction=lambda context: True)
-    await Runner.run(Agent(name="compactor", model=one_answer_model()), question,
-                     session=session, run_config=RunConfig(tracing_disabled=True))
+    settings = None if limit is None else SessionSettings(limit=limit)
+    await Runner.run(Agent(name="compactor", model=one_answer_model(inputs)), question,
+                     session=session,
+                     run_config=RunConfig(tracing_disabled=True, session_settings=settings))
