@@ -240,3 +240,12 @@ def test_fallback_replacement_overwrites_a_concurrent_instance_on_advanced_sqlit
                         lane=ADVANCED_SQLITE_FILE)
     assert finding.verdict is Verdict.VIOLATED
     assert {"lost", "undone", "resurrected"} & set(finding.modes), finding.modes
+
+
+def test_compact_001_reads_no_empty_window_of_its_own() -> None:
+    # A get_items(0) after the turn is empty whatever the compaction did: it judges nothing of
+    # the replaced range, only the limit-0 edge that ARIB-LIMIT-001 and ARIB-WINDOW-001 own. A
+    # store whose limit 0 means "no limit" must not show up here through that read (the
+    # SessionSettings window of 0 stays: the documented outcome there is to skip).
+    finding = run_small("ARIB-COMPACT-001", {"trials": 12}, "reference_limit_zero_means_no_limit")
+    assert not [s for s in finding.samples if ".get_items(0)" in s], finding.samples

@@ -15,7 +15,8 @@ arib.checks.openai_agents._compaction). Each trial, on a fresh store with its se
    appends; (lanes with a terminal close) the store is closed; the request fails;
 4. judged: the request covers exactly the range the documentation says it replaces (or no
    request where it says the wrapper skips); then X reads, through the Runner's session, a
-   fresh instance and a limit read, exactly ``prefix + output`` (a failed request or a closed
+   fresh instance and a limit read (a seeded k >= 1: an empty window would judge nothing of
+   the compaction), exactly ``prefix + output`` (a failed request or a closed
    store: the history unchanged); the peer reads exactly its own items; an append the backend
    refuses (an item JSON cannot encode) changes nothing, and an append after the compaction
    lands after the output.
@@ -197,7 +198,9 @@ async def run_trial(ctx: TrialContext) -> Trial:
     if fault != "close_in_flight":
         await reads.expect(ctx, "runner_session", outer, expected)
     await reads.expect(ctx, "fresh", fresh, expected)
-    await reads.expect(ctx, "fresh", fresh, expected, ctx.rng.randint(0, len(expected) + 1))
+    # A limit read of k >= 1: an empty window (k = 0) is the same whatever the compaction did,
+    # so it would judge only the limit-0 edge, ARIB-LIMIT-001's and ARIB-WINDOW-001's to judge.
+    await reads.expect(ctx, "fresh", fresh, expected, ctx.rng.randint(1, len(expected) + 1))
     if peer is not None:
         await reads.expect(ctx, "peer", peer, theirs)
     if fault != "close_in_flight":
