@@ -80,13 +80,17 @@ def one_round(turns: int) -> dict[str, str]:
 def main() -> bool:
     """True when a cancelled put that the caller read as absent is in the store after."""
     diverged = 0
+    ends: dict[str, int] = {}
     for turns in TURNS:
         seen = one_round(turns)
-        bad = seen["call"] != "returned" and seen["caller"] == "absent" \
-            and seen["later"] == "present"
-        diverged += bad
-        print(f"cancel after {turns} turns: the call {seen['call']}; the caller reads it "
-              f"{seen['caller']}; later {seen['later']}{'  <- diverged' if bad else ''}")
+        end = seen["call"].split(":")[0]
+        ends[end] = ends.get(end, 0) + 1
+        if seen["call"] != "returned" and seen["caller"] == "absent" \
+                and seen["later"] == "present":
+            diverged += 1
+            print(f"cancel after {turns} turns: the call {seen['call']}; the caller reads it "
+                  f"absent; later present")
+    print(f"how the {len(TURNS)} cancelled calls ended: {ends}")
     print(f"{diverged} of {len(TURNS)} rounds: a put that did not return, read absent by its "
           f"caller, kept in the store")
     return diverged > 0
