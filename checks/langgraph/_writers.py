@@ -4,7 +4,10 @@ lane's builder, waits for the parent's go, runs its plan one op at a time and ac
 each op over the pipe. Free-running, every writer runs its whole plan from one go; stepped
 (under a trial's scheduler), every writer waits for a go before each op, and the parent
 releases one writer's next op at a time, in the scheduler's order, once the last one was
-acknowledged. Forked before the parent opens anything on the store (see arib.checks._forked)."""
+acknowledged. Forked before the parent opens anything on the store (see arib.checks._forked).
+On a lane whose store one process at a time may write, as its database documents
+(arib.targets.langgraph.lanes.one_process), several writers abstain with those words once one of
+them could not open the store beside another: the refusal seen is the verification."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from arib.checks.base import NotApplicable, TrialContext, describe
 from arib.checks.langgraph._faults import Op, Seen, judge, plan_length, read_threads, writer_plan
 from arib.ground.model import Counts, Trial
 from arib.ground.schedule import Scheduler, active
-from arib.targets.langgraph.lanes import KIND
+from arib.targets.langgraph.lanes import KIND, one_process
 
 # What a writer runs: (its instance, seed, writer, thread, steps) -> ops, each with an async
 # ``run(instance)`` and a ``label``; a checkpointer's ``writer_plan`` unless a check names another
@@ -141,6 +144,8 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
         if "private" in message:  # (with setup_at_go, found later: see collect)
             raise NotApplicable(f"{ctx.target.name!r}: {message['private']}; a second process "
                                 f"cannot open it")
+        if "open_error" in message:
+            single_writer(ctx, len(names), worker, str(message["open_error"]))
         if "ready" not in message:
             text = f"{worker.name} could not open the store: " \
                    f"{message.get('open_error', 'no answer')}"
@@ -148,6 +153,17 @@ async def start(ctx: TrialContext, names: list[tuple[int, str]], steps: int,
     if not hold:
         _forked.send_go(workers, time.monotonic() + 0.05)
     return problems
+
+
+def single_writer(ctx: TrialContext, writers: int, worker: _forked.Worker, error: str) -> None:
+    """Raise NotApplicable when the lane's store takes one writing process at a time (its
+    documented words) and ``worker``, one of ``writers`` > 1, could not open it (``error``)."""
+    why = one_process(ctx.target)
+    if why is None or writers < 2:
+        return
+    raise NotApplicable(f"{ctx.target.name!r} keeps its store where one process at a time may "
+                        f"write, as documented: {why}; seen here: {worker.name} of {writers} "
+                        f"writer processes could not open it beside another: {error}")
 
 
 def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
@@ -164,10 +180,11 @@ def record(outcome: Outcome, message: dict[str, Any], name: str) -> None:
 
 
 async def _read(ctx: TrialContext, worker: _forked.Worker, outcome: Outcome, deadline: float,
-                until: int | None = None) -> None:
+                until: int | None = None, writers: int = 1) -> None:
     """Fold the worker's messages into ``outcome`` until it is over or (``until``) has
     acknowledged op ``until``, or the deadline passes; raises NotApplicable when the writer
-    found the store private to its instance."""
+    found the store private to its instance, or, one of ``writers``, could not open a store
+    that takes one writing process (``single_writer``)."""
     while not outcome.over and (until is None or until not in outcome.acked):
         message = await _forked.next_message(worker, deadline)
         if message is None:
@@ -178,6 +195,7 @@ async def _read(ctx: TrialContext, worker: _forked.Worker, outcome: Outcome, dea
             raise NotApplicable(f"{ctx.target.name!r} ({worker.name}): "
                                 f"{message['private']}; a second process cannot open it")
         if "open_error" in message:
+            single_writer(ctx, writers, worker, str(message["open_error"]))
             outcome.problems.append(RaisedText(f"{worker.name} could not open or set up the "
                                                f"store: {message['open_error']}"))
             return
@@ -192,7 +210,7 @@ async def collect(ctx: TrialContext, workers: list[_forked.Worker],
     deadline = time.monotonic() + timeout_s
     pairs = [(outcomes[w], worker) for (w, _), worker in zip(names, workers, strict=True)]
     for outcome, worker in pairs:
-        await _read(ctx, worker, outcome, deadline)
+        await _read(ctx, worker, outcome, deadline, writers=len(workers))
         if not outcome.over:
             problems.append(f"{worker.name} stopped after {len(outcome.acked)} acks")
 
@@ -217,11 +235,11 @@ async def collect_scheduled(ctx: TrialContext, workers: list[_forked.Worker],
         outcome, worker = writers[pick]
         op = len(outcome.acked)
         _forked.send_go([worker], time.monotonic())
-        await _read(ctx, worker, outcome, deadline, until=op)
+        await _read(ctx, worker, outcome, deadline, until=op, writers=len(workers))
         if op not in outcome.acked and not outcome.over:
             stopped.add(pick)
     for outcome, worker in writers.values():
-        await _read(ctx, worker, outcome, deadline)  # its "finished"
+        await _read(ctx, worker, outcome, deadline, writers=len(workers))  # its "finished"
         if not outcome.over:
             problems.append(f"{worker.name} stopped after {len(outcome.acked)} acks")
 

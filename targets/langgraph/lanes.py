@@ -336,6 +336,32 @@ LATEST_ONLY: Mapping[str, str] = {
 }
 
 
+# A plugin lane whose store one process at a time may write, by its database's documented design:
+# ``traits["processes"] = "one"`` with ``traits["processes_why"]``, the documentation's words and
+# where they are. The checks that fork several writer processes onto one store abstain there,
+# with those words, once a writer could not open it beside another (arib.checks.langgraph._writers).
+ONE_PROCESS = "one"
+
+
+def one_process(target: TargetSpec) -> str | None:
+    """Why ``target``'s store takes one writing process at a time (its ``processes_why``), or
+    None when the lane declares no such limit."""
+    if target.traits.get("processes") != ONE_PROCESS:
+        return None
+    return target.traits.get("processes_why") or None
+
+
+def _processes_claim(lane: TargetSpec) -> str | None:
+    """What is wrong with ``lane``'s ``processes`` trait, or None (absent, or ``one`` with its
+    reason)."""
+    if "processes" not in lane.traits or one_process(lane):
+        return None
+    return (f"lane {lane.name!r} declares processes={lane.traits['processes']!r} with "
+            f"processes_why={lane.traits.get('processes_why', '')!r}; the rule: the only value "
+            f"is {ONE_PROCESS!r}, with the documentation's words in processes_why; fix its "
+            f"traits")
+
+
 def latest_only(saver: Any) -> str | None:
     """Why ``saver`` keeps no history (``LATEST_ONLY``), or None when it keeps every
     checkpoint."""
@@ -447,9 +473,12 @@ async def verify_api(lane: TargetSpec, obj: Any) -> str | None:
     answers; ``async`` when the sync half, called from the event loop, answers or the async
     half refuses (NotImplementedError); ``both`` when either half refuses; ``async-only`` when
     the sync half answers, from the event loop or from a worker thread, or the async half
-    refuses (NotImplementedError)."""
+    refuses (NotImplementedError); a ``processes`` trait that is not ``one`` with its reason."""
     kind, claim = KIND.get(lane.name), API.get(lane.name)
     fix = "fix KIND and API in targets/langgraph/lanes.py"
+    bad_trait = _processes_claim(lane)
+    if bad_trait is not None:
+        return bad_trait
     if kind is None or claim is None:
         return (f"lane {lane.name!r} has no KIND or API entry (KIND={kind!r}, API={claim!r}); "
                 f"the rule: every LangGraph lane says what it is and which half it serves; {fix}")

@@ -86,6 +86,10 @@ def test_the_entry_point_loads_every_lane_with_its_name_claims_and_traits(
                                 "lg-mysql": "mysql"}.get(name)
     assert lg.KIND["lg-memory"] == "checkpointer" and "lg-duckdb" in set(lg.API)
     assert get_target("lg-duckdb").to_json()["traits"]["store"] == "file"
+    for name in NAMES:  # DuckDB's documented model: one writing process per database file
+        why = lg.one_process(get_target(name))
+        assert (why is not None) == name.startswith("lg-duckdb"), name
+        assert why is None or "but all within that single writer process." in why
     assert "traits" not in lg.MEMORY.to_json()  # the family's own lanes' JSON is unchanged
 
 

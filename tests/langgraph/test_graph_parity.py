@@ -119,6 +119,21 @@ def test_normalization_numbers_ids_by_first_appearance_and_orders_writes_by_task
     assert order_writes(writes) == [[late, "b", 1], [late, "a", 3], [early, "z", 2]]
 
 
+def test_where_no_order_is_documented_a_tasks_special_writes_come_first_by_channel() -> None:
+    # langgraph-checkpoint before 4.3 documents no order of pending writes: its InMemorySaver
+    # returns a task's __interrupt__ and __resume__ as put, our reference by index; each is
+    # written at most once per task, so their order says nothing. Other writes keep theirs.
+    task = "00000000-0000-0000-0000-00000000000f"
+    put = [[task, "__interrupt__", 1], [task, "__resume__", 2], [task, "log", "a"],
+           [task, "log", "b"]]
+    by_index = [put[1], put[0], put[2], put[3]]
+    assert order_writes(put, documented=False) == order_writes(by_index, documented=False) \
+        == [put[0], put[1], put[2], put[3]]
+    assert order_writes(put) != order_writes(by_index)  # documented (4.3 on): compared as given
+    swapped = [put[0], put[1], put[3], put[2]]  # an ordinary channel's order is still compared
+    assert order_writes(swapped, documented=False) != order_writes(put, documented=False)
+
+
 def test_gate_over_the_reference_and_memory_lanes_passes_with_the_sessions_contract(
     tmp_path: Path,
 ) -> None:

@@ -5,7 +5,10 @@ Each lane is built as the package's README builds its saver, on a store of the t
 - ``langgraph-checkpoint-duckdb`` (2.0.2): ``DuckDBSaver(conn)`` / ``AsyncDuckDBSaver(conn)`` on
   ``duckdb.connect(<trial root>/checkpoints.duckdb)``, then ``setup()`` (its README: "make sure
   to call .setup()"); dispose closes the connection. A second build on the same root connects to
-  the same file (DuckDB shares one database per file within a process).
+  the same file (DuckDB shares one database per file within a process). DuckDB documents one
+  writing process per database file (``DUCKDB_ONE_WRITER``, its own words), so both lanes
+  declare ``processes=one``: checks forking several writer processes onto one store abstain
+  there, with those words, once a second process could not open the file.
 - ``langgraph-checkpoint-lmdb`` (0.3.1): ``LMDBSaver(env)`` / ``AsyncLMDBSaver(env)`` on
   ``lmdb.open(<trial root>/checkpoints.lmdb, max_dbs=10)`` (its README's quick start). LMDB's
   rule is one environment per file per process, so every build on a root in one process shares
@@ -51,6 +54,13 @@ PLAINREDIS = "langgraph-checkpoint-plainredis"
 DUCKDB_MODULE = "langgraph.checkpoint.duckdb"
 DUCKDB_ASYNC_MODULE = "langgraph.checkpoint.duckdb.aio"
 DUCKDB_FILE = "checkpoints.duckdb"
+# DuckDB's concurrency model, in its documentation's words (the installed duckdb is 2.0.1).
+DUCKDB_ONE_WRITER = (
+    "DuckDB's documentation, Concurrency (https://duckdb.org/docs/2.0/connect/concurrency.html):"
+    " \"Read-write mode: one process can both read and write to the database.\" and \"When "
+    "using read-write mode, DuckDB supports multiple writer threads using a combination of MVCC "
+    "(Multi-Version Concurrency Control) and optimistic concurrency control (see Concurrency "
+    "within a Single Process), but all within that single writer process.\"")
 LMDB_MODULE = "langgraph_checkpoint_lmdb.lmdb"
 PLAINREDIS_MODULE = "langgraph_checkpoint_plainredis.saver"
 # Distinguishes this process's Redis prefixes from those of earlier runs.
@@ -185,11 +195,13 @@ NO_CLOSE = Claims(has_close=False)
 
 def _lane(name: str, backend: str, module: str, distribution: str, build: Builder,
           description: str, *, api: str, claims: Claims = NO_CLOSE, service: str | None = None,
-          on_file: bool = False) -> TargetSpec:
+          on_file: bool = False, one_writer_process: str = "") -> TargetSpec:
     # on a file: from_conn_string opens the one the builder made and set up (DuckDB's savers
     # make no tables before setup(), which their README says the user MUST call)
     traits = {"kind": "checkpointer", "api": api,
-              **({"store": "file", "store_file": DUCKDB_FILE} if on_file else {})}
+              **({"store": "file", "store_file": DUCKDB_FILE} if on_file else {}),
+              **({"processes": "one", "processes_why": one_writer_process}
+                 if one_writer_process else {})}
     return TargetSpec(name=name, backend=backend, module=module, claims=claims, build=build,
                       description=description, service=service, distribution=distribution,
                       traits=traits)
@@ -199,11 +211,11 @@ LANES: tuple[TargetSpec, ...] = (
     _lane("lg-duckdb", "DuckDBSaver", DUCKDB_MODULE, DUCKDB,
           _duckdb_builder(DUCKDB_MODULE, "DuckDBSaver", is_async=False),
           f"DuckDBSaver ({DUCKDB}) on a duckdb connection to a file, setup() run",
-          api="sync", on_file=True),
+          api="sync", on_file=True, one_writer_process=DUCKDB_ONE_WRITER),
     _lane("lg-duckdb-async", "AsyncDuckDBSaver", DUCKDB_ASYNC_MODULE, DUCKDB,
           _duckdb_builder(DUCKDB_ASYNC_MODULE, "AsyncDuckDBSaver", is_async=True),
           f"AsyncDuckDBSaver ({DUCKDB}) on a duckdb connection to a file, setup() run",
-          api="async", on_file=True),
+          api="async", on_file=True, one_writer_process=DUCKDB_ONE_WRITER),
     _lane("lg-lmdb", "LMDBSaver", LMDB_MODULE, LMDB, _lmdb_builder("LMDBSaver"),
           f"LMDBSaver ({LMDB}) on lmdb.open(file, max_dbs=10), one environment per process",
           api="sync"),
