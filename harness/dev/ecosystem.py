@@ -12,6 +12,7 @@ requirement, what that requires (its metadata) and the lanes it serves.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -184,10 +185,16 @@ def violated_checks(run: Path | None, lanes: Sequence[str]) -> tuple[str, ...]:
                          if f.get("verdict") == "violated" and f.get("target") in lanes}))
 
 
+# A bench result's name (arib.runs.results.run_stem): its start time, then its run id; the
+# folder also holds what the follow-up steps write beside it (parity.json, ...).
+_RUN_NAME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{6}Z-.+\.json")
+
+
 def newest_run(folder: Path) -> Path | None:
     """The newest bench result in ``folder`` (result files are named by their start time),
-    or None when there is none."""
-    runs = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    or None when there is none; other JSON files there (parity.json) are not runs."""
+    runs = sorted(p for p in folder.glob("*.json") if _RUN_NAME.fullmatch(p.name)) \
+        if folder.is_dir() else []
     return runs[-1] if runs else None
 
 
