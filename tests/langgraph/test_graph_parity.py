@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,25 +116,78 @@ def test_normalization_numbers_ids_by_first_appearance_and_orders_writes_by_task
     out = normalize(value, Aliases())
     assert out == {"config": {"checkpoint_id": "<id:1>"}, "parent": {"checkpoint_id": "<id:2>"},
                    "ts": "<timestamp>", "channel_versions": {"x": 4}}
-    # groups by task, ordered by content blind to the task ids; a task keeps its own order
+    # groups by task, ordered by content blind to the task ids; a task's writes by channel
     late, early = "ffffffff-0000-0000-0000-000000000000", "00000000-0000-0000-0000-00000000000f"
     writes = [[early, "z", 2], [late, "b", 1], [late, "a", 3]]
-    assert order_writes(writes) == [[late, "b", 1], [late, "a", 3], [early, "z", 2]]
+    assert order_writes(writes) == [[late, "a", 3], [late, "b", 1], [early, "z", 2]]
 
 
-def test_where_no_order_is_documented_a_tasks_special_writes_come_first_by_channel() -> None:
-    # langgraph-checkpoint before 4.3 documents no order of pending writes: its InMemorySaver
-    # returns a task's __interrupt__ and __resume__ as put, our reference by index; each is
-    # written at most once per task, so their order says nothing. Other writes keep theirs.
+def test_a_tasks_writes_are_ordered_by_channel_keeping_each_channels_own_order() -> None:
+    # LangGraph applies a task's writes channel by channel: across channels their order says
+    # nothing (a set's iteration in StateGraph, or, before langgraph-checkpoint 4.3, a saver's
+    # choice: InMemorySaver returned __interrupt__ and __resume__ as put, our reference by
+    # index); within one channel it is a reducer's input, and is still compared.
     task = "00000000-0000-0000-0000-00000000000f"
-    put = [[task, "__interrupt__", 1], [task, "__resume__", 2], [task, "log", "a"],
-           [task, "log", "b"]]
-    by_index = [put[1], put[0], put[2], put[3]]
-    assert order_writes(put, documented=False) == order_writes(by_index, documented=False) \
-        == [put[0], put[1], put[2], put[3]]
-    assert order_writes(put) != order_writes(by_index)  # documented (4.3 on): compared as given
-    swapped = [put[0], put[1], put[3], put[2]]  # an ordinary channel's order is still compared
-    assert order_writes(swapped, documented=False) != order_writes(put, documented=False)
+    put = [[task, "request", "both"], [task, "__resume__", 2], [task, "log", "a"],
+           [task, "branch:to:steady", None], [task, "__interrupt__", 1], [task, "log", "b"],
+           [task, "branch:to:fragile", None]]
+    expected = [put[4], put[1], put[6], put[3], put[2], put[5], put[0]]
+    assert order_writes(put) == expected
+    assert order_writes(list(reversed(put))) != expected  # log's b before a: a different state
+    across = [put[6], put[0], put[2], put[3], put[4], put[5], put[1]]  # log's a still before b
+    assert order_writes(across) == expected
+
+
+# The subprocess of the next test: the reference lane's graph_failed_node_resume in a fresh
+# process; it prints the parity hash and the channels of every pending-writes list as the
+# saver returned it (what order_writes was given), one JSON object.
+HASH_SEED_RUN = """
+import asyncio, json, sys, tempfile
+from pathlib import Path
+from arib.checks.langgraph.parity import records
+from arib.checks.langgraph.parity.steps import play_graph
+from arib.checks.langgraph.parity.workflows import GRAPH_WORKFLOWS
+from arib.targets.base import BuildContext
+from arib.targets.langgraph import lanes
+
+given = []
+order_writes = records.order_writes
+def spy(writes, *args, **kwargs):
+    given.append([str(w[1]) for w in writes])
+    return order_writes(writes, *args, **kwargs)
+records.order_writes = spy
+workflow = next(w for w in GRAPH_WORKFLOWS if w.name == "graph_failed_node_resume")
+
+async def run(root):
+    handle = await lanes.REFERENCE.build(BuildContext(root=root, session_id="t", services={}))
+    try:
+        return await play_graph(workflow, handle.session, lane="lg-reference@asyncio")
+    finally:
+        await handle.dispose()
+
+with tempfile.TemporaryDirectory() as folder:
+    result = asyncio.run(run(Path(folder)))
+json.dump({"ok": result.ok, "error": result.error, "parity_hash": result.parity_hash,
+           "given": given}, sys.stdout)
+"""
+
+
+def test_the_reference_digest_is_one_whatever_the_string_hash_seed(tmp_path: Path) -> None:
+    # StateGraph keeps its edges in a set: the input task of graph_failed_node_resume writes
+    # branch:to:steady and branch:to:fragile in an order that follows PYTHONHASHSEED, and a
+    # lane report reused from another process (parity --reuse) must still match the reference.
+    runs = {}
+    for seed in ("0", "1", "2", "3"):  # on CPython 3.12 both orders occur among these
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", HASH_SEED_RUN], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        runs[seed] = json.loads(done.stdout)
+        assert runs[seed]["ok"], runs[seed]["error"]
+    # the saver's own order differed between processes: the defect was exercised here
+    assert len({json.dumps(run["given"]) for run in runs.values()}) > 1, runs
+    assert {run["parity_hash"] for run in runs.values()} == {runs["0"]["parity_hash"]}, {
+        seed: run["parity_hash"][:12] for seed, run in runs.items()}
 
 
 def test_gate_over_the_reference_and_memory_lanes_passes_with_the_sessions_contract(
