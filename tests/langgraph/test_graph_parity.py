@@ -116,6 +116,11 @@ def test_normalization_numbers_ids_by_first_appearance_and_orders_writes_by_task
     out = normalize(value, Aliases())
     assert out == {"config": {"checkpoint_id": "<id:1>"}, "parent": {"checkpoint_id": "<id:2>"},
                    "ts": "<timestamp>", "channel_versions": {"x": 4}}
+    # InMemorySaver's random fraction below 1e-4 is formatted in exponent form (seen at cp2.1.2)
+    tiny = {"channel_versions": {"x": "00000000000000000000000000000002.4.802184169316881e-06"},
+            "versions_seen": {"n": {"x": "00000000000000000000000000000002.4.802184169316881e-06"}}}
+    assert normalize(tiny, Aliases()) == {"channel_versions": {"x": 2},
+                                          "versions_seen": {"n": {"x": 2}}}
     # groups by task, ordered by content blind to the task ids; a task's writes by channel
     late, early = "ffffffff-0000-0000-0000-000000000000", "00000000-0000-0000-0000-00000000000f"
     writes = [[early, "z", 2], [late, "b", 1], [late, "a", 3]]

@@ -213,6 +213,8 @@ def normalize(value: Any, aliases: Aliases, key: str | None = None) -> Any:
 
 def _counter(version: Any) -> Any:
     """A channel version's integer part (``'000…03.0.123'`` -> 3); other values as they are."""
-    if isinstance(version, str) and re.fullmatch(r"\d+(\.\d+)*", version):
+    # The fraction is random.random() formatted by InMemorySaver (f"{h:016}"): below 1e-4 it
+    # comes in exponent form ('000…03.4.8e-06'), about once in 10,000 versions.
+    if isinstance(version, str) and re.fullmatch(r"\d+(\.\d+)*(e[+-]\d+)?", version):
         return int(version.split(".")[0])
     return version
