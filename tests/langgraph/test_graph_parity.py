@@ -127,20 +127,40 @@ def test_normalization_numbers_ids_by_first_appearance_and_orders_writes_by_task
     assert order_writes(writes) == [[late, "a", 3], [late, "b", 1], [early, "z", 2]]
 
 
-def test_a_tasks_writes_are_ordered_by_channel_keeping_each_channels_own_order() -> None:
-    # LangGraph applies a task's writes channel by channel: across channels their order says
-    # nothing (a set's iteration in StateGraph, or, before langgraph-checkpoint 4.3, a saver's
-    # choice: InMemorySaver returned __interrupt__ and __resume__ as put, our reference by
-    # index); within one channel it is a reducer's input, and is still compared.
+def test_where_no_order_is_documented_a_tasks_special_writes_come_first_by_channel() -> None:
+    # langgraph-checkpoint before 4.3 documents no order of pending writes: its InMemorySaver
+    # returns a task's __interrupt__ and __resume__ as put, our reference by index; each is
+    # written at most once per task, so their order says nothing. Other writes keep theirs.
+    task = "00000000-0000-0000-0000-00000000000f"
+    put = [[task, "__interrupt__", 1], [task, "__resume__", 2], [task, "log", "a"],
+           [task, "log", "b"]]
+    by_index = [put[1], put[0], put[2], put[3]]
+    assert order_writes(put, documented=False) == order_writes(by_index, documented=False) \
+        == [put[0], put[1], put[2], put[3]]
+    assert order_writes(put) != order_writes(by_index)  # documented (4.3 on): compared as given
+    swapped = [put[0], put[1], put[3], put[2]]  # an ordinary channel's order is still compared
+    assert order_writes(swapped, documented=False) != order_writes(put, documented=False)
+
+
+def test_a_tasks_ordinary_writes_are_ordered_by_channel_in_their_places() -> None:
+    # LangGraph applies a task's writes channel by channel: across ordinary channels their
+    # order says nothing (it follows a set's iteration in StateGraph, so PYTHONHASHSEED); the
+    # order within one channel is a reducer's input, and where the special channels sit is the
+    # saver's contract once writes_sort_key documents it: both are still compared.
     task = "00000000-0000-0000-0000-00000000000f"
     put = [[task, "request", "both"], [task, "__resume__", 2], [task, "log", "a"],
            [task, "branch:to:steady", None], [task, "__interrupt__", 1], [task, "log", "b"],
            [task, "branch:to:fragile", None]]
-    expected = [put[4], put[1], put[6], put[3], put[2], put[5], put[0]]
+    expected = [put[6], put[1], put[3], put[2], put[4], put[5], put[0]]
     assert order_writes(put) == expected
-    assert order_writes(list(reversed(put))) != expected  # log's b before a: a different state
-    across = [put[6], put[0], put[2], put[3], put[4], put[5], put[1]]  # log's a still before b
-    assert order_writes(across) == expected
+    hashed = [put[3], put[1], put[6], put[0], put[4], put[2], put[5]]  # the specials in place
+    assert order_writes(hashed) == expected
+    log_swapped = [put[0], put[1], put[5], put[3], put[4], put[2], put[6]]  # log's b before a
+    assert order_writes(log_swapped) != expected
+    by_index = [put[1], put[4], put[0], put[2], put[3], put[5], put[6]]  # the specials first
+    assert order_writes(by_index) != expected
+    assert order_writes(put, documented=False) == order_writes(by_index, documented=False) \
+        == [put[4], put[1], put[6], put[3], put[2], put[5], put[0]]
 
 
 # The subprocess of the next test: the reference lane's graph_failed_node_resume in a fresh

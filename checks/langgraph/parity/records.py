@@ -12,13 +12,20 @@ each is replaced by a placeholder that keeps its place: ids by ``<id:N>`` number
 first appearance in the run's reads (so a parent link still names the same checkpoint as its
 child's id), timestamps by ``<timestamp>``, versions by their integer part. Pending writes are
 grouped by task and the groups ordered by their content: the savers list them by task id,
-which is a hash of a run-specific checkpoint id. Within a task, writes are ordered by channel
-name, a stable sort that keeps the order of writes to one channel (see ``order_writes``).
+which is a hash of a run-specific checkpoint id. Within a task, its writes to ordinary
+channels are ordered by channel name in the places they hold, a stable sort that keeps the
+order of the writes to one channel (their order across channels follows a set's iteration in
+LangGraph, so PYTHONHASHSEED); its writes to the special channels of ``WRITES_IDX_MAP`` (one
+write each at most per task: a put replaces it) keep their place, except where the installed
+release documents no order of pending writes (no ``writes_sort_key``, before
+langgraph-checkpoint 4.3): there they come first, by channel name, since InMemorySaver of such
+a release returns them as put, and our reference by index.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -66,10 +73,12 @@ GRAPH_RULES: tuple[NormalizationRule, ...] = (
         field="pending_writes",
         reason="savers list pending writes ordered by task id, a hash of a run-specific "
         "checkpoint id: writes are grouped by task and the groups ordered by their content; "
-        "within a task, writes are ordered by channel name, keeping the order of writes to one "
-        "channel (LangGraph applies a task's writes channel by channel, so only that order "
-        "changes the state; across channels it follows a set's iteration, PYTHONHASHSEED, and "
-        "before langgraph-checkpoint 4.3 a saver's own choice)",
+        "within a task, writes to ordinary channels are ordered by channel name in their "
+        "places, each channel's own order kept (LangGraph applies a task's writes channel by "
+        "channel; across channels their order follows a set's iteration, so PYTHONHASHSEED); "
+        "where the release documents no order of pending writes (no writes_sort_key), a task's "
+        "writes to special channels (WRITES_IDX_MAP: one each at most) come first, by channel "
+        "name",
     ),
 )
 
@@ -138,29 +147,63 @@ def _masked(value: Any) -> str:
     return ID_PATTERN.sub("<id>", canonical_json(value))
 
 
-def _by_channel(write: list[Any]) -> str:
+@functools.cache
+def order_documented() -> bool:
+    """Whether the installed release documents the order of a checkpoint's pending writes
+    (``writes_sort_key``, langgraph-checkpoint 4.3 on)."""
+    import langgraph.checkpoint.base as base
+
+    return hasattr(base, "writes_sort_key")
+
+
+@functools.cache
+def special_channels() -> frozenset[str]:
+    """The channels a task writes at most once (``WRITES_IDX_MAP``: each has one fixed index,
+    and a put replaces the task's earlier write to it)."""
+    from langgraph.checkpoint.base import WRITES_IDX_MAP
+
+    return frozenset(WRITES_IDX_MAP)
+
+
+def _channel(write: list[Any]) -> str:
     return str(write[1])
 
 
-def order_writes(writes: list[Any]) -> list[Any]:
+def _specials_first(writes: list[Any]) -> list[Any]:
+    special = special_channels()
+    return [*sorted((w for w in writes if _channel(w) in special), key=_channel),
+            *(w for w in writes if _channel(w) not in special)]
+
+
+def _ordinary_by_channel(writes: list[Any]) -> list[Any]:
+    """``writes`` with those to ordinary channels ordered by channel name in the places they
+    hold (a stable sort: one channel's writes keep their order); special ones stay put."""
+    # Why: LangGraph applies a task's writes channel by channel (pregel apply_writes gathers
+    # each channel's values in order and updates each channel once with its own list), so the
+    # order of the writes to ONE channel can change the state (a reducer, a Topic of Sends) and
+    # is compared, while the order across ordinary channels cannot, and is not stable: it is
+    # the order the task put them in (a write's idx), and StateGraph keeps its edges in a set,
+    # so a node with two outgoing edges writes branch:to:a and branch:to:b in an order that
+    # follows PYTHONHASHSEED (the reference's graph_failed_node_resume took two digests from one
+    # process to the next). The special channels keep their place: their index is fixed
+    # (WRITES_IDX_MAP), so where writes_sort_key documents the order their place is a saver's
+    # contract, and before it _specials_first orders them.
+    special = special_channels()
+    ordinary = iter(sorted((w for w in writes if _channel(w) not in special), key=_channel))
+    return [w if _channel(w) in special else next(ordinary) for w in writes]
+
+
+def order_writes(writes: list[Any], documented: bool = True) -> list[Any]:
     """Pending writes grouped by task (first field), groups ordered by their id-blind content;
-    within a task, writes ordered by channel name (second field), each channel's own kept."""
-    # Why the order across channels is normalized: LangGraph applies a task's writes channel by
-    # channel (pregel apply_writes gathers each channel's values, in order, and updates each
-    # channel once with its own list; the special channels, __interrupt__, __resume__,
-    # __error__ and the like, are read by task and channel, each written at most once per task
-    # since WRITES_IDX_MAP gives it one fixed index), so only the order of the writes to ONE
-    # channel can change the state (a reducer, a Topic of Sends). The order across channels
-    # carries no meaning and is not stable: StateGraph keeps its edges in a set, so a node
-    # with two outgoing edges writes branch:to:a and branch:to:b in an order that follows
-    # PYTHONHASHSEED (graph_failed_node_resume's input task took two digests from one process
-    # to the next), and before langgraph-checkpoint 4.3 (no writes_sort_key) InMemorySaver
-    # returned a task's writes as put, our reference by index. sorted() is stable: writes to
-    # one channel keep the saver's order, which is still compared.
+    within a task, the writes to ordinary channels ordered by channel name in their places,
+    each channel's own order kept, and, where no order is ``documented``, the writes to
+    special channels first, by channel name."""
     groups: dict[str, list[Any]] = {}
     for write in writes:
         groups.setdefault(str(write[0]), []).append(write)
-    ordered = [sorted(group, key=_by_channel) for group in groups.values()]
+    ordered = [_ordinary_by_channel(group) for group in groups.values()]
+    if not documented:
+        ordered = [_specials_first(group) for group in ordered]
     return [w for group in sorted(ordered, key=_masked) for w in group]
 
 
@@ -188,7 +231,7 @@ def normalize(value: Any, aliases: Aliases, key: str | None = None) -> Any:
     if isinstance(value, list):
         items = value
         if key == "pending_writes":
-            items = order_writes(value)
+            items = order_writes(value, order_documented())
             aliases.applied.add("graph-pending-writes-order")
         return [normalize(v, aliases) for v in items]
     if not isinstance(value, dict):
