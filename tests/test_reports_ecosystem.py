@@ -136,7 +136,7 @@ def test_the_command_writes_page_and_json_and_fails_when_nothing_third_party_ran
 
 def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lanes(
         tmp_path: Path):
-    run = tmp_path / "lg-duckdb" / "duck.json"
+    run = tmp_path / "lg-duckdb" / "2026-12-06T100000Z-a1-langgraph-cp2.json"
     (run.parent / "survey").mkdir(parents=True)
     (run.parent / "official").mkdir()
     run.write_text(json.dumps(DUCK))
@@ -157,8 +157,11 @@ def test_the_survey_and_the_official_suite_beside_a_run_join_its_third_party_lan
             {"target": "lg-duckdb", "verdict": "violated", "workflows_total": 10}],
          "fail_reasons": ["workflow 'graph_fork': lane 'lg-duckdb@asyncio' parity hash ..."]}))
     (run.parent / "reruns").mkdir()
-    for seed, violating in ((1, 4), (2, 0)):
-        (run.parent / "reruns" / f"r{seed}.json").write_text(json.dumps(_run(
+    # this run's reruns, then an earlier session's and a later bench's (theirs, not this one's)
+    (run.parent / "2026-12-06T120000Z-b2-langgraph-cp2.json").write_text(json.dumps(DUCK))
+    for stamp, violating in (("2026-12-06T100100Z", 4), ("2026-12-06T100200Z", 0),
+                             ("2026-12-05T100100Z", 3), ("2026-12-06T120100Z", 1)):
+        (run.parent / "reruns" / f"{stamp}-r-langgraph-cp2.json").write_text(json.dumps(_run(
             "cp2", DUCK["lanes"], [_finding("ARIB-CKPT-001", "lg-duckdb",
                                             "violated" if violating else "held", 4, violating)])))
     said = {"ARIB-CKPT-001 on lg-duckdb": Confirmation("s.py", 1, "seen")}

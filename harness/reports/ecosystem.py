@@ -264,11 +264,28 @@ def beside(run: Path, lane: str) -> Beside:
     return survey, official, parity
 
 
+def _stamp(path: Path) -> str:
+    """A result file's start time, the first part of its name (arib.runs.results.run_stem:
+    ``2026-12-06T221758Z-...``); "" for a file named otherwise (parity.json)."""
+    head = path.name[:18]
+    return head if len(head) == 18 and head[:4].isdigit() and head.endswith("Z") else ""
+
+
+def _reruns_of(run: Path) -> list[Path]:
+    """The files in ``reruns/`` beside ``run`` started after it and before the next bench
+    result of its folder: that session's reruns of it, not an earlier session's."""
+    start = _stamp(run)
+    later = sorted(_stamp(p) for p in run.parent.glob("*.json") if _stamp(p) > start)
+    until = later[0] if later else "~"  # "~" sorts after every stamp
+    return sorted(p for p in (run.parent / "reruns").glob("*.json")
+                  if start <= _stamp(p) < until)
+
+
 def reruns_beside(run: Path | None) -> dict[tuple[str, str], list[tuple[int, int]]]:
     """(check, lane) -> (violating trials, trials) of each bench result in ``reruns/`` beside
     the bench result ``run`` (the violated checks benched again under other run seeds)."""
     found: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for path in sorted((run.parent / "reruns").glob("*.json")) if run is not None else ():
+    for path in _reruns_of(run) if run is not None else ():
         doc = json.loads(path.read_text(encoding="utf-8"))
         for finding in doc.get("findings", []):
             if finding.get("verdict") in ("held", "violated"):
