@@ -124,3 +124,13 @@ def reference() -> list[str]:
     path = os.path.join(tempfile.mkdtemp(), "checkpoints.sqlite")
     _open("sqlite", path).setup()
     return race("sqlite", path, open_at_go=False)
+
+
+def seen_on_a_fresh_server(kind: str, open_at_go: bool) -> bool:
+    """The reference race on SQLite, then ``race`` on a throwaway redis-server (arib's
+    ServiceManager): True when a checkpoint put by one process reads back another's value."""
+    from arib.ground.services import ServiceManager
+
+    reference()
+    with ServiceManager(environ={}) as manager:
+        return bool(race(kind, manager.start("redis").url, open_at_go))
