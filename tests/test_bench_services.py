@@ -68,3 +68,22 @@ def test_the_servers_passwords_appear_in_no_result_and_no_output(tmp_path, capfd
     for password in passwords:
         assert password not in written
         assert password not in printed.out + printed.err
+
+
+
+@pytest.mark.skipif(not HAVE_REDIS, reason="redis-server not installed")
+def test_a_survey_names_the_lanes_whose_server_died_during_it():
+    from arib.cli.survey import servers_that_died
+
+    with ServiceManager(environ={}) as manager:
+        manager.start("redis")
+        assert servers_that_died((SQLITE_FILE, REDIS_FROM_URL), manager) == {}
+        os.kill(manager.infos["redis"].pid, signal.SIGKILL)
+        died: dict[str, str] = {}
+        for _ in range(50):  # the check sees the kill once the process is gone
+            died = servers_that_died((SQLITE_FILE, REDIS_FROM_URL), manager)
+            if died:
+                break
+            time.sleep(0.1)
+    assert list(died) == [REDIS_FROM_URL.name]
+    assert "redis" in died[REDIS_FROM_URL.name]

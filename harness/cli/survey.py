@@ -184,6 +184,7 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
             first_kill=not args.every_check,
         )
         surveys = survey(config)
+        died = servers_that_died(prepared.lanes, manager)
     print(render_text(surveys, show_diffs=args.diffs))
     print(f"all lanes: {run_totals([s.runs for s in surveys])}")
     print(f"all lanes: {clean_totals(surveys)}")
@@ -195,6 +196,12 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
           f"in {time.perf_counter() - started:.1f}s"
           + (f"; not measured: {', '.join(m.name for m in missing)}" if missing else ""))
     errors = {s.lane: f"lane error: {s.error}" for s in surveys if s.error}
+    for found in surveys:  # a lane's class lanes ("<lane>[<Class>]") ran on its server too
+        why = died.get(found.lane.partition("[")[0])
+        if why is not None:
+            errors[found.lane] = (f"the lane's server died during the survey ({why}): what its "
+                                  f"runs gave after that measures the dead server, not the "
+                                  f"lane; run the survey again")
     if split is not None:
         print(f"shard {split.spec}: the score gate is applied by `python -m arib merge`")
         if missing:  # this machine's split covers fewer lanes than the other shards' may
@@ -220,3 +227,11 @@ def _survey(args: argparse.Namespace, machine: Any) -> int:
         return int(ExitCode.USAGE if any(s.bad_input for s in surveys)
                    else ExitCode.ERROR_OR_NOTHING)
     return int(ExitCode.OK if all(line.passed for line in lines) else ExitCode.VIOLATED)
+
+
+def servers_that_died(lanes: Any, manager: Any) -> dict[str, str]:
+    """Lane name -> why its server is gone, for each lane whose server died during the run."""
+    from arib.lanes import service_failure
+
+    found = {lane.name: service_failure(lane, manager) for lane in lanes}
+    return {name: why for name, why in found.items() if why is not None}
