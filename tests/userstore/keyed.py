@@ -28,6 +28,7 @@ import hmac
 import json
 import re
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,11 @@ class SealedStore:
         self.key = encryption_key
         self.budget = max_scan_items
         self.sessions_table, self.messages_table = pair
-        # close() may come from another thread (ARIB-CONC-002 closes from several at once)
+        # close() may come from other threads (ARIB-CONC-002 closes from several at once) while
+        # the loop's thread reads or writes: sqlite3 takes no concurrent close, so every use of
+        # the connection holds this lock (a close beside another call crashed the process)
         self.db = sqlite3.connect(path, check_same_thread=False)
+        self.guard = threading.RLock()
         try:
             self._attach(create_tables)
         except BaseException:
@@ -146,12 +150,14 @@ class SealedStore:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The newest ``limit`` items this key reads (all for None or a negative limit
         without a budget), oldest first."""
-        if self.budget is not None:
-            return self._budgeted(limit)
-        items = [json.loads(body) for _, seal, body in self._rows() if self._mine(seal, body)]
-        if limit is None or limit < 0:
-            return items
-        return items[len(items) - min(limit, len(items)):]
+        with self.guard:
+            if self.budget is not None:
+                return self._budgeted(limit)
+            items = [json.loads(body) for _, seal, body in self._rows()
+                     if self._mine(seal, body)]
+            if limit is None or limit < 0:
+                return items
+            return items[len(items) - min(limit, len(items)):]
 
     def _budgeted(self, limit: int | None) -> list[Any]:
         """A read that fetches at most ``self.budget`` rows: their result, or RuntimeError
@@ -173,33 +179,39 @@ class SealedStore:
 
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` in one transaction, each sealed under this instance's key."""
-        bodies = [json.dumps(item) for item in items]
-        with self.db:
-            self.db.execute(f'INSERT OR IGNORE INTO "{self.sessions_table}" VALUES (?)',
-                            (self.session_id,))
-            self.db.executemany(
-                f'INSERT INTO "{self.messages_table}" (session_id, seal, body) VALUES (?, ?, ?)',
-                [(self.session_id, self._seal(body), body) for body in bodies])
+        with self.guard:
+            bodies = [json.dumps(item) for item in items]
+            with self.db:
+                self.db.execute(f'INSERT OR IGNORE INTO "{self.sessions_table}" VALUES (?)',
+                                (self.session_id,))
+                self.db.executemany(
+                    f'INSERT INTO "{self.messages_table}" (session_id, seal, body) '
+                    f"VALUES (?, ?, ?)",
+                    [(self.session_id, self._seal(body), body) for body in bodies])
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item this key reads; rows it cannot read stay."""
-        with self.db:
-            for row_id, seal, body in reversed(self._rows()):
-                if self._mine(seal, body):
-                    self.db.execute(f'DELETE FROM "{self.messages_table}" WHERE id = ?',
-                                    (row_id,))
-                    return json.loads(body)
-        return None
+        with self.guard:
+            with self.db:
+                for row_id, seal, body in reversed(self._rows()):
+                    if self._mine(seal, body):
+                        self.db.execute(f'DELETE FROM "{self.messages_table}" WHERE id = ?',
+                                        (row_id,))
+                        return json.loads(body)
+            return None
 
     async def clear_session(self) -> None:
         """Remove every item of this session that this key reads."""
-        with self.db:
-            mine = [(row_id,) for row_id, seal, body in self._rows() if self._mine(seal, body)]
-            self.db.executemany(f'DELETE FROM "{self.messages_table}" WHERE id = ?', mine)
+        with self.guard:
+            with self.db:
+                mine = [(row_id,) for row_id, seal, body in self._rows()
+                        if self._mine(seal, body)]
+                self.db.executemany(f'DELETE FROM "{self.messages_table}" WHERE id = ?', mine)
 
     def close(self) -> None:
         """Close the file; every call after it raises sqlite3.ProgrammingError."""
-        self.db.close()
+        with self.guard:
+            self.db.close()
 
 
 class PopsBeforeCheckingStore(SealedStore):
@@ -207,13 +219,14 @@ class PopsBeforeCheckingStore(SealedStore):
     reads it, so a wrong-key pop returns None and the history has lost its newest item."""
 
     async def pop_item(self) -> Any | None:
-        with self.db:
-            rows = self._rows(1)
-            if not rows:
-                return None
-            row_id, seal, body = rows[0]
-            self.db.execute(f'DELETE FROM "{self.messages_table}" WHERE id = ?', (row_id,))
-        return json.loads(body) if self._mine(seal, body) else None
+        with self.guard:
+            with self.db:
+                rows = self._rows(1)
+                if not rows:
+                    return None
+                row_id, seal, body = rows[0]
+                self.db.execute(f'DELETE FROM "{self.messages_table}" WHERE id = ?', (row_id,))
+            return json.loads(body) if self._mine(seal, body) else None
 
 
 class TruncatingBudgetStore(SealedStore):
