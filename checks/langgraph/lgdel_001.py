@@ -138,9 +138,6 @@ async def run_trial(ctx: TrialContext) -> Trial:
     if not callable(getattr(saver, name, None)):  # releases before it: never offered
         raise NotApplicable(f"{type(saver).__name__} has no {name}() in this release: the "
                             f"contract was never offered")
-    # a saver that inherits the base class's delete (NotImplementedError) refuses it loudly:
-    # it offers no delete to race, as on the checks that delete without racing
-    await delete_or_abstain(ctx, saver, f"t{ctx.seed:x}-never", "a thread never written")
     mode = mode_of(saver, ctx.index)
     t, u, v = f"t{ctx.seed:x}-T", f"t{ctx.seed:x}-U", f"t{ctx.seed:x}-V"
     life1 = writer_plan(saver, ctx.seed, 0, t, 2 * steps)
@@ -160,6 +157,10 @@ async def run_trial(ctx: TrialContext) -> Trial:
     except Exception as exc:  # noqa: BLE001 - evidence
         return Trial(ctx.index, ctx.seed, True, Counts(raised=1), mode="setup_failed",
                      sample=describe(exc), ops=tuple(ctx.ops))
+    # A saver that inherits the base class's delete (NotImplementedError) refuses it loudly:
+    # it offers no delete to race, as on the checks that delete without racing. Probed once the
+    # store holds data (a saver may make its tables on the first put, as AsyncSqliteSaver does).
+    await delete_or_abstain(ctx, saver, f"t{ctx.seed:x}-never", "a thread never written")
     stamps: Stamps = {f"T{n}": (-2, -1) for n in range(2 * steps)}
     stamps.update({f"U{n}": (-2, -1) for n in range(2 * steps)})
     lanes = {"T": life1[2 * steps:], "U": other[2 * steps:]}
