@@ -108,3 +108,12 @@ async def _round(kind: str, url: str, point: str) -> bool:
 def torn(kind: str, url: str) -> bool:
     """Both rounds (paused at MGET, at HGETALL); True when some read showed a mix."""
     return any([asyncio.run(_round(kind, url, point)) for point in POINTS])
+
+
+def torn_on_a_fresh_server(kind: str) -> bool:
+    """``torn`` on a throwaway redis-server (arib's ServiceManager): True when a paused read
+    showed the thread neither as before nor as after the delete."""
+    from arib.ground.services import ServiceManager
+
+    with ServiceManager(environ={}) as manager:
+        return torn(kind, manager.start("redis").url)

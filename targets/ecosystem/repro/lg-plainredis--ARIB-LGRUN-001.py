@@ -8,17 +8,8 @@ arib's ServiceManager); exit 1: reproduced."""
 
 from __future__ import annotations
 
-from _redis_torn_read import torn
+from _redis_torn_read import torn_on_a_fresh_server
 from _repro import run
 
-from arib.ground.services import ServiceManager
-
-
-def main() -> bool:
-    """True when a paused read shows the thread neither as before nor as after the delete."""
-    with ServiceManager(environ={}) as manager:
-        return torn("redis", manager.start("redis").url)
-
-
 if __name__ == "__main__":
-    run(main)
+    run(lambda: torn_on_a_fresh_server("redis"))
