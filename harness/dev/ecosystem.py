@@ -187,20 +187,13 @@ def violated_checks(run: Path | None, lanes: Sequence[str]) -> tuple[str, ...]:
 
 # A bench result's name (arib.runs.results.run_stem): its start time, then its run id; the
 # folder also holds what the follow-up steps write beside it (parity.json, ...).
-_RUN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{6}Z)-.+\.json")
-
-
-def run_started(path: Path) -> str:
-    """The start time a result file is named by (``2026-12-06T221758Z``), or "" for a file
-    named otherwise (parity.json): what orders runs and their reruns."""
-    found = _RUN_NAME.fullmatch(path.name)
-    return found.group(1) if found else ""
+_RUN_NAME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{6}Z-.+\.json")
 
 
 def newest_run(folder: Path) -> Path | None:
     """The newest bench result in ``folder`` (result files are named by their start time),
     or None when there is none; other JSON files there (parity.json) are not runs."""
-    runs = sorted(p for p in folder.glob("*.json") if run_started(p)) \
+    runs = sorted(p for p in folder.glob("*.json") if _RUN_NAME.fullmatch(p.name)) \
         if folder.is_dir() else []
     return runs[-1] if runs else None
 

@@ -21,7 +21,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from arib.dev.ecosystem import run_started
 from arib.ground.errors import UsageError
 
 # A reproduction script's exit code when it reproduced the violation; 0 when it did not.
@@ -265,14 +264,21 @@ def beside(run: Path, lane: str) -> Beside:
     return survey, official, parity
 
 
+def _stamp(path: Path) -> str:
+    """A result file's start time, the first part of its name (arib.runs.results.run_stem:
+    ``2026-12-06T221758Z-...``); "" for a file named otherwise (parity.json)."""
+    head = path.name[:18]
+    return head if len(head) == 18 and head[:4].isdigit() and head.endswith("Z") else ""
+
+
 def _reruns_of(run: Path) -> list[Path]:
     """The files in ``reruns/`` beside ``run`` started after it and before the next bench
     result of its folder: that session's reruns of it, not an earlier session's."""
-    start = run_started(run)
-    later = sorted(run_started(p) for p in run.parent.glob("*.json") if run_started(p) > start)
+    start = _stamp(run)
+    later = sorted(_stamp(p) for p in run.parent.glob("*.json") if _stamp(p) > start)
     until = later[0] if later else "~"  # "~" sorts after every stamp
     return sorted(p for p in (run.parent / "reruns").glob("*.json")
-                  if start <= run_started(p) < until)
+                  if start <= _stamp(p) < until)
 
 
 def reruns_beside(run: Path | None) -> dict[tuple[str, str], list[tuple[int, int]]]:
