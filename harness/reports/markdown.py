@@ -231,6 +231,15 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         lines += ["## Not measured", ""]
         lines += [f"- `{n['name']}`: {n['reason']}" for n in doc["not_measured"]]
         lines.append("")
+    if doc.get("remeasured"):
+        lines += ["## Measured again", "",
+                  "Every trial of these cells flipped against the accepted baseline, too few "
+                  "trials for Fisher's exact test to judge; each was measured again in this run "
+                  "with the trials that let it, and the table shows that second measurement.",
+                  ""]
+        lines += [f"- `{r['check']}` on `{r['lane']}`: {r['first']} -> {r['second']} with "
+                  f"{r['trials']} trials (baseline {r['baseline']})" for r in doc["remeasured"]]
+        lines.append("")
     seed = _seed(doc)
     if seed is not None:
         lines += _seed_comparison(findings, seed, doc["sdk"]["name"])

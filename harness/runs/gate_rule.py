@@ -12,7 +12,8 @@ A cell held or violated on both sides is one of three kinds, judged in this orde
   exception: a complete flip (every trial violated on one side, none on the other) where the
   trial counts are too few for any outcome to be significant (0/3 -> 3/3: p=0.10 at best)
   gates, judged exactly: the test cannot call it chance, and it is the strongest evidence
-  those trials can give. (With enough trials a complete flip is significant anyway.)
+  those trials can give. (With enough trials a complete flip is significant anyway; the bench
+  measures such a cell again with enough trials before it judges: arib.runs.remeasure.)
 - agreed: every trial of each side agreed and no decision was left uncontrolled. Nothing
   shows a race, so the cell is taken as deterministic: a flip between held and violated gates,
   even with one trial a side (where no flip could be significant); a change of the trial count
