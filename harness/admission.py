@@ -16,17 +16,27 @@ Per check, in forked children, ``reruns`` times each:
 Steps 1-3 run first; the mutants are judged (``arib.judging.judge_mutants``, the survey's
 pipeline too) only once both gates passed for every check. A gate failure raises GateError
 naming the gate; everything else is reported, never raised.
+
+Passed gates are cached like pair verdicts (``arib.caches.gates``): a check whose gates passed
+before under a key naming every input they depend on (its sources, the reference's and the
+forced mutant's, the versions, reruns, seed, parameters and time-limit rule) does not run them
+again; that run's clean verdicts and duration stand in (reported as cached). A failed gate is
+never cached. A seeded sample of those hits is run again, and a disagreement discards the
+store for the run and admits everything again, as for pairs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arib.caches.keys import verdict_key
+from arib.caches.gates import GateCache, GateEntry, GateStatus, gate_status
+from arib.caches.keys import gate_key, verdict_key
 from arib.caches.verdicts import AdmissionCache
 from arib.checks.base import CheckSpec
 from arib.execute import (
@@ -70,6 +80,8 @@ from arib.warm import warm
 
 # A gate's or a clean base's child is killed this long after the check's own timeout.
 GRACE_S = 15.0
+# The gates' time-limit rule in words (in their cache keys).
+GATE_RULE = f"per gate run: the check's timeout + {GRACE_S:g} s"
 # The statuses of a mutant that admission keeps in the cache (a flaky or timed-out mutant is
 # judged again next time).
 CACHED = frozenset({MutantStatus.KILLED, MutantStatus.SURVIVED})
@@ -180,21 +192,74 @@ def _keys(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]]
             for check in checks for m in pairs[check.id] if _waiver(check, m) is None}
 
 
+@dataclass(frozen=True)
+class _GatePlan:
+    """Each check's gate key, the passed gates the cache answers for (not run), and the checks
+    whose cached gates the sample runs again (their cached status, to compare)."""
+
+    keys: Mapping[str, str]
+    hits: Mapping[str, GateEntry]
+    verifying: frozenset[str]
+
+
+def _gate_plan(checks: Sequence[CheckSpec], config: AdmissionConfig, gates: GateCache
+               ) -> _GatePlan:
+    """Each check's gate key, and which passed gates the cache answers for."""
+    keys: dict[str, str] = {}
+    hits: dict[str, GateEntry] = {}
+    verifying: set[str] = set()
+    for check in checks:
+        reference = _reference(check)
+        keys[check.id] = gate_key(check, reference, _forced(check), reruns=config.reruns,
+                                  seed=config.run_seed,
+                                  params=check.resolve_params(config.params.get(check.id)),
+                                  limit=GATE_RULE, runner=__name__)
+        entry, _ = gates.lookup(keys[check.id], check.id, reference.name)
+        if entry is not None and gates.sampled(keys[check.id]):
+            verifying.add(check.id)  # run again, then compared with the entry
+        elif entry is not None:
+            hits[check.id] = entry
+    return _GatePlan(keys, hits, frozenset(verifying))
+
+
+def _settle_gates(checks: Sequence[CheckSpec], by_role: Gathered, bases: Mapping[Cell, CleanBase],
+                  plan: _GatePlan, gates: GateCache) -> None:
+    """After the gates ran: keep each check's that passed; compare each re-judged hit's
+    outcome with its entry (a disagreement is recorded on the verdict cache)."""
+    for check in checks:
+        if check.id in plan.hits:
+            continue
+        clean = by_role[(check.id, "clean", _reference(check).name)]
+        forced = by_role[(check.id, "forced", _forced(check).key)]
+        status = gate_status([f.verdict for f in clean], [f.verdict for f in forced])
+        if check.id in plan.verifying:
+            gates.verdicts.checked(f"sanity gates of {check.id}", GateStatus.PASSED, status)
+        if status is GateStatus.PASSED:
+            gates.put(plan.keys[check.id], GateEntry.of(
+                bases[Cell(check.id, _reference(check).name)], clean, forced))
+
+
 def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],
-                 keys: Keys, config: AdmissionConfig) -> tuple[Gathered, dict[Cell, CleanBase]]:
-    """The gates and the clean bases, by role; and each cell's clean base, which sets its
-    mutants' time limits and says whether they can be judged there."""
+                 keys: Keys, plan: _GatePlan, config: AdmissionConfig
+                 ) -> tuple[Gathered, dict[Cell, CleanBase]]:
+    """The gates (but the cached ones) and the clean bases, by role; and each cell's clean
+    base, which sets its mutants' time limits and says whether they can be judged there."""
     jobs: list[_Job] = []
     skipped = _cached_cells(checks, pairs, keys, config)
     for check in checks:
-        for r in range(config.reruns):
-            jobs.append(_Job(check, _reference(check), None, r, "clean"))
-        jobs.append(_Job(check, _reference(check), _forced(check), 0, "forced"))
+        if check.id not in plan.hits:  # a hit passed before under the same inputs: not run
+            for r in range(config.reruns):
+                jobs.append(_Job(check, _reference(check), None, r, "clean"))
+            jobs.append(_Job(check, _reference(check), _forced(check), 0, "forced"))
         for name in sorted({m.target for m in pairs[check.id]} - {_reference(check).name}):
             if Cell(check.id, name) in skipped:
                 continue
             for r in range(clean_reruns(config.reruns)):
                 jobs.append(_Job(check, get_target(name), None, r, "base"))
+    if plan.hits and not config.quiet:
+        print(f"[admit] sanity gates of {len(plan.hits)} of {len(checks)} checks cached (not "
+              f"run: passed before under the same inputs); {len(plan.verifying)} cached run "
+              f"again as the re-judged sample", file=sys.stderr)
     progress = Progress("admit", len(jobs), quiet=config.quiet)
 
     def done(index: int, outcome: ChildOutcome) -> None:
@@ -218,6 +283,8 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
         for job in jobs if job.role in ("clean", "base")}
     bases.update({cell: CleanBase(cell.check_id, cell.lane, (), 0.0, cached=True)
                   for cell in skipped})
+    bases.update({Cell(check_id, entry.base.lane): dataclasses.replace(entry.base, reused=True)
+                  for check_id, entry in plan.hits.items()})
     return by_role, bases
 
 
@@ -225,10 +292,11 @@ def _cached_cells(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Muta
                   keys: Keys, config: AdmissionConfig) -> set[Cell]:
     """The cells (check, lane other than the gate's) whose clean base need not run: each of
     their paired mutants is waived or has a cached result, and a result was cached only when
-    its clean base held under the inputs its key names. The gates always run."""
+    its clean base held under the inputs its key names. The gates' lane is not one of them:
+    its base is the clean gate, run unless its passed outcome is cached (``_gate_plan``)."""
     cells: set[Cell] = set()
     for check in checks:
-        gate = _reference(check).name
+        gate = _reference(check).name  # its base is the clean gate (cached in arib.caches.gates)
         by_lane: dict[str, list[str]] = {}
         for mutant in pairs[check.id]:
             key = keys.get(Pair(check.id, mutant.key))  # none: waived
@@ -239,9 +307,12 @@ def _cached_cells(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Muta
     return cells
 
 
-def _gates(check: CheckSpec, by_role: Gathered, started: float) -> Admission | None:
+def _gates(check: CheckSpec, by_role: Gathered, plan: _GatePlan, started: float
+           ) -> Admission | None:
     """Raise GateError when a sanity gate fails; the check's admission when it does not
-    apply to this SDK version, else None."""
+    apply to this SDK version, else None (a cached outcome passed)."""
+    if check.id in plan.hits:
+        return None
     clean = by_role[(check.id, "clean", _reference(check).name)]
     if clean and all(f.verdict is Verdict.NOT_APPLICABLE for f in clean):
         # The contract is not offered by this SDK version (verified on the runtime object,
@@ -288,14 +359,15 @@ def admit(checks: Sequence[CheckSpec], config: AdmissionConfig) -> tuple[Admissi
     """Admit each check or say why not; raises GateError when a sanity gate fails. When a
     re-judged sample of the verdict cache's hits disagrees with its entries, the store is
     discarded for the run and every check is admitted again from nothing (arib.caches.verdicts)."""
-    admissions = _admit_once(checks, config)
+    gates = GateCache(config.cache)
+    admissions = _admit_once(checks, config, gates)
     if config.cache.disagreements and not config.cache.discarded:
         config.cache.discard()
-        admissions = _admit_once(checks, config)
+        admissions = _admit_once(checks, config, gates)
     return admissions
 
 
-def _admit_once(checks: Sequence[CheckSpec], config: AdmissionConfig
+def _admit_once(checks: Sequence[CheckSpec], config: AdmissionConfig, gates: GateCache
                 ) -> tuple[Admission, ...]:
     started = time.perf_counter()
     pairs: dict[str, list[MutantSpec]] = {}
@@ -304,8 +376,12 @@ def _admit_once(checks: Sequence[CheckSpec], config: AdmissionConfig
         pairs[check.id], problems[check.id] = paired_mutants(check, config)
     # Phase 1: the gates and the clean bases; their durations set the mutants' time limits.
     keys = _keys(checks, pairs, config)
-    by_role, bases = _clean_phase(checks, pairs, keys, config)
-    moot = {check.id: _gates(check, by_role, started) for check in checks}
+    plan = _gate_plan(checks, config, gates)
+    by_role, bases = _clean_phase(checks, pairs, keys, plan, config)
+    _settle_gates(checks, by_role, bases, plan, gates)
+    if config.cache.disagreements and not config.cache.discarded:
+        return ()  # a re-judged cached gate disagreed: admit() discards, admits all again
+    moot = {check.id: _gates(check, by_role, plan, started) for check in checks}
     judged = judge_mutants(
         [p for c in checks if moot[c.id] is None for p in _pairs(c, pairs[c.id], bases, keys)],
         Judging("admission", config.reruns, config.workers, config.cache, CACHED,
@@ -319,10 +395,12 @@ def _admit_once(checks: Sequence[CheckSpec], config: AdmissionConfig
             continue
         results = [_result(check, mutant, bases, judged) for mutant in pairs[check.id]]
         reasons = _reasons(check, pairs[check.id], problems[check.id], results, config)
+        hit = plan.hits.get(check.id)
         admissions.append(Admission(
             check.id, not reasons, tuple(reasons),
-            tuple(f.verdict for f in by_role[(check.id, "clean", _reference(check).name)]),
-            tuple(results), time.perf_counter() - started,
+            hit.base.verdicts if hit else tuple(
+                f.verdict for f in by_role[(check.id, "clean", _reference(check).name)]),
+            tuple(results), time.perf_counter() - started, gates_cached=hit is not None,
         ))
     return tuple(admissions)
 

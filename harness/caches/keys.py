@@ -129,3 +129,18 @@ def verdict_key(kind: str, check: CheckSpec, lane: str, mutant: MutantSpec, *, r
         mutant_source=mutant.replacement if mutant.source is None else mutant.source,
         sdk=sdk_version(),
     )
+
+
+def gate_key(check: CheckSpec, reference: TargetSpec, forced: MutantSpec, *, reruns: int,
+             seed: int, params: Mapping[str, int], limit: str, runner: str) -> str:
+    """The key of ``check``'s two sanity gates (``arib.caches.gates``): a verdict key of the
+    forced-broken mutant on the gates' ``reference`` lane (the check's sources and helpers,
+    ``arib.execute``, the reference package and every module of ``targets/``, the forced
+    mutant's module and own source, the Python and SDK versions, reruns, seed, parameters and
+    time-limit rule), and besides: the reference lane's module and configuration, the check's
+    description (its timeout sets the gates' limit) and ``runner``, the source of what runs
+    the gates (``arib.admission``)."""
+    return verdict_key("gate", check, reference.name, forced, reruns=reruns, seed=seed,
+                       params=params, limit=limit, spec=check.to_json(),
+                       reference=source_hash(reference.module),
+                       lane_config=reference.to_json(), runner=source_hash(runner))

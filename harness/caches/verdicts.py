@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from arib.ground.files import atomic_write_text
-from arib.ground.model import MutantResult, MutantStatus, Verdict, mutant_status, recorded_timeout
+from arib.ground.model import MutantResult, Verdict, mutant_status, recorded_timeout
 from arib.ground.sources import module_source
 
 DEFAULT_DIR = Path(os.environ.get("ARIB_CACHE_DIR", ".arib-cache"))
@@ -172,8 +172,9 @@ class AdmissionCache:
         draw = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
         return int.from_bytes(draw[:8], "big") < self.verify * 2 ** 64
 
-    def checked(self, what: str, cached: MutantStatus, judged: MutantStatus) -> None:
-        """Record the re-judgement of a sampled hit: ``what`` names the pair."""
+    def checked(self, what: str, cached: enum.Enum, judged: enum.Enum) -> None:
+        """Record the re-judgement of a sampled hit: ``what`` names the pair (or the gates,
+        ``arib.caches.gates``), ``cached`` and ``judged`` are its status then and now."""
         self.counts["verified"] += 1
         if cached is judged:
             self.counts["agreed"] += 1

@@ -97,10 +97,14 @@ def cmd_admit(args: argparse.Namespace) -> int:
             services=services_for_checks(checks, manager),
         ))
     print(cache.describe())
+    gated = sum(1 for a in admissions if a.gates_cached)
+    print(f"sanity gates: {gated} of {len(admissions)} checks cached (passed before under the "
+          f"same inputs, not run), {len(admissions) - gated} run")
     all_in = True
     for a in admissions:
+        gates = "; sanity gates cached, not run" if a.gates_cached else ""
         print(f"{a.check_id}: {'ADMITTED' if a.admitted else 'NOT ADMITTED'} "
-              f"(clean reference: {', '.join(v.value for v in a.clean)})")
+              f"(clean reference: {', '.join(v.value for v in a.clean)}{gates})")
         for r in a.results:
             cached = " (cached)" if r.cached else ""
             print(f"  {r.status.value:10} {r.kind.value:11} {r.target:24} {r.mutant_id} "

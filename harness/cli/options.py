@@ -25,9 +25,10 @@ def add_common(p: argparse.ArgumentParser) -> None:
 def add_verify(p: argparse.ArgumentParser) -> None:
     """--verify-sample and --verify-cache: how much of the verdict cache is judged again."""
     p.add_argument("--verify-sample", type=float, default=3.0, metavar="PCT",
-                   help="re-judge this percent of the verdict cache's hits, a sample "
-                        "seeded by --seed (default 3); one disagreement discards the "
-                        "cache for the run and judges everything again")
+                   help="re-judge this percent of the verdict cache's hits (pairs, and "
+                        "admission's cached sanity gates), a sample seeded by --seed "
+                        "(default 3); one disagreement discards the cache for the run and "
+                        "judges everything again")
     p.add_argument("--verify-cache", action="store_true",
                    help="re-judge every hit of the verdict cache (--verify-sample 100)")
 

@@ -417,7 +417,8 @@ class CleanBase:
     # only when its clean base held under the same inputs (the cache key names them).
     cached: bool = False
     # Not run this time: these are an earlier run's clean reruns, kept because everything they
-    # executed is unchanged here (``arib.caches.clean``).
+    # executed is unchanged here (``arib.caches.clean``), or, on a check's gate lane, because
+    # its passed sanity gates are kept under a key naming their inputs (``arib.caches.gates``).
     reused: bool = False
 
     @property
@@ -471,6 +472,9 @@ class Admission:
     clean: tuple[Verdict, ...]
     results: tuple[MutantResult, ...]
     duration_s: float
+    # Its sanity gates were not run: an earlier run's passed gates, kept under a key that
+    # names every input they depend on (``arib.caches.gates``); ``clean`` are that run's.
+    gates_cached: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this admission, its mutant results included."""
@@ -481,7 +485,7 @@ class Admission:
             "clean": [v.value for v in self.clean],
             "results": [r.to_json() for r in self.results],
             "duration_s": round(self.duration_s, 4),
-        }
+        } | ({"gates_cached": True} if self.gates_cached else {})
 
 
 def merge_verdicts(verdicts: Iterable[Verdict]) -> Verdict:
