@@ -101,7 +101,7 @@ def test_cache_serves_unchanged_pairs(tmp_path):
     assert second.results[0].status is first.results[0].status
 
 
-def _roles_run(monkeypatch) -> list[list[str]]:
+def roles_run(monkeypatch) -> list[list[str]]:
     """The roles of the clean-phase jobs of each admit() call, recorded in the parent."""
     import arib.admission as admission
 
@@ -117,7 +117,7 @@ def _roles_run(monkeypatch) -> list[list[str]]:
 
 
 def test_a_warm_cache_skips_clean_bases_and_passed_gates(tmp_path, monkeypatch):
-    runs = _roles_run(monkeypatch)
+    runs = roles_run(monkeypatch)
     check = dataclasses.replace(small_conc_003(), mutants=(
         "reference_silent_drop_after_close", "sqlite_silent_drop_after_close"))
     cfg = handwritten_only(tmp_path, reruns=1)
@@ -137,7 +137,7 @@ def test_a_warm_cache_skips_clean_bases_and_passed_gates(tmp_path, monkeypatch):
 
 
 def test_a_base_that_broke_is_run_again_with_a_warm_cache(tmp_path, monkeypatch):
-    runs = _roles_run(monkeypatch)
+    runs = roles_run(monkeypatch)
     check = dataclasses.replace(get_check("ARIB-REPLAY-001"), mutants=(
         "reference_no_idempotency", "sqlite_silent_drop_after_close"))
     cfg = config(tmp_path, reruns=1, generated=False)

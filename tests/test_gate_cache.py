@@ -18,6 +18,7 @@ from arib.ground.errors import GateError
 from arib.ground.model import CleanBase, Trial, Verdict
 from arib.mutants.registry import forced_broken
 from arib.targets.base import NotApplicable
+from tests.test_admission import roles_run
 
 H, V, NA, E = Verdict.HELD, Verdict.VIOLATED, Verdict.NOT_APPLICABLE, Verdict.ERROR
 CHECK_ID = "ARIB-CONC-003"
@@ -152,17 +153,7 @@ def config(tmp_path: Path, verify: float = 0.0, **kw: object) -> AdmissionConfig
 @pytest.fixture
 def roles(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The roles of the clean-phase children of each admit() pass, recorded in the parent."""
-    import arib.admission as admission
-
-    runs: list[list[str]] = []
-    real = admission.run_jobs
-
-    def recording(jobs, **kw):  # type: ignore[no-untyped-def]
-        runs.append([job.args[0].role for job in jobs])
-        return real(jobs, **kw)
-
-    monkeypatch.setattr(admission, "run_jobs", recording)
-    return runs
+    return roles_run(monkeypatch)
 
 
 def gate_files(tmp_path: Path) -> list[Path]:
