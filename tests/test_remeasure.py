@@ -93,6 +93,16 @@ def test_a_measurement_again_whatever_it_shows_is_reported():
     assert (again.first, again.second) == ("violated 2/2", "violated 5/5")
 
 
+def test_a_cell_not_measured_again_is_left_out():
+    """An interrupted second measurement (``measure`` returns None): the first one stands,
+    and nothing says it was measured again."""
+    gated = result([finding("A", "l", 0, 2), finding("B", "l", 0, 2)],
+                   [finding("A", "l", 2, 2), finding("B", "l", 2, 2)])
+    done = remeasure(gated, {"A": 60.0, "B": 60.0}, {"A": "trials", "B": "trials"},
+                     lambda cell, n: None if cell.check_id == "A" else finding("B", "l", n, n))
+    assert [again.cell for again in done] == [Cell("B", "l")]
+
+
 @pytest.mark.slow
 def test_the_bench_measures_an_unjudged_flip_again_and_the_gate_judges_it(tmp_path):
     """A real run: REPLAY-001 on sqlite-file (violated at every trial on this SDK) against a
@@ -117,4 +127,5 @@ def test_the_bench_measures_an_unjudged_flip_again_and_the_gate_judges_it(tmp_pa
     assert (cell["verdict"], cell["violating_trials"], cell["trials"]) == ("violated", 5, 5)
     [change] = regressions(doc, tmp_path).changes
     assert change.gates and change.judgement.test.significant
+    assert second.gate == regressions(doc, tmp_path)  # the run's own judgement, read once
     assert "## Measured again" in second.report_path.read_text()

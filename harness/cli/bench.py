@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arib.cli.options import (
     CHECKS,
@@ -23,6 +23,9 @@ from arib.cli.options import (
 )
 from arib.ground.errors import UsageError
 from arib.ground.model import ExitCode
+
+if TYPE_CHECKING:
+    from arib.runs.bench import BenchOutcome
 
 
 def add_parsers(sub: Any) -> None:
@@ -130,19 +133,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"accepted as the baseline: {accepted.describe()}")
         return append_job_summary(outcome.document, written, out, int(outcome.code),
                                   accepted.describe())
-    return append_job_summary(outcome.document, written, out,
-                              _regression_gate(outcome.document, out, outcome.code))
+    return append_job_summary(outcome.document, written, out, _regression_gate(outcome))
 
 
-def _regression_gate(document: dict, out: Path, code: ExitCode) -> int:
-    """Compare a run's measured cells with its version's baseline; exit 3 naming changes."""
+def _regression_gate(outcome: BenchOutcome) -> int:
+    """Say how a run's measured cells compare with its version's baseline (judged by the run,
+    ``outcome.gate``); exit 3 naming changes."""
     from arib.ground.invocations import harness_command
-    from arib.runs.baseline import regressions
     from arib.runs.compare import render_gate
 
+    document, code, result = outcome.document, outcome.code, outcome.gate
     sdk = document["sdk"]["version"]
     print(f"regression gate: {cache_basis(document)}")
-    result = regressions(document, out)
     if result is None:
         print(f"no accepted baseline for {document['sdk']['name']} {sdk} yet; accept this "
               f"run with `{harness_command(f'accept --sdk {sdk}', document['sdk']['name'])}`")

@@ -21,7 +21,7 @@ from arib.ground.invocations import bench_command
 from arib.ground.keys import Cell
 from arib.runs.compare import GateResult, cells, gate, version_key
 from arib.runs.coverage import RunCoverage, coverage_of
-from arib.runs.results import read_results, run_glob
+from arib.runs.results import read_results, run_glob, started_utc
 
 
 @dataclass(frozen=True)
@@ -34,17 +34,12 @@ class RunFile:
     partial: bool
 
 
-def _started(text: str) -> dt.datetime:
-    moment = dt.datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
-
-
 def run_files(out_dir: Path, sdk: str | None = None) -> list[RunFile]:
     """The run files of ``out_dir`` (day-named older ones too), oldest first by start time."""
     found = []
     for path in out_dir.glob(run_glob(sdk)):
         document = read_results(path)
-        found.append(RunFile(path, document["sdk"]["version"], _started(document["started"]),
+        found.append(RunFile(path, document["sdk"]["version"], started_utc(document["started"]),
                              coverage_of(document).partial))
     return sorted(found, key=lambda r: (r.started, r.path.name))
 
@@ -76,12 +71,19 @@ def baseline_path(out_dir: Path, sdk: str) -> Path:
     return out_dir / "baselines" / f"{active_family().stem(sdk)}.json"
 
 
-def regressions(document: Mapping[str, Any], out_dir: Path) -> GateResult | None:
-    """The run against the accepted baseline of its SDK version; None if none exists."""
-    path = baseline_path(out_dir, document["sdk"]["version"])
+def read_baseline(out_dir: Path, sdk: str) -> dict[str, Any] | None:
+    """The accepted baseline of SDK version ``sdk`` in ``out_dir``, read and validated; None if
+    none exists."""
+    path = baseline_path(out_dir, sdk)
     if not path.exists():
         return None
-    return gate(read_results(path), document)
+    return read_results(path)
+
+
+def regressions(document: Mapping[str, Any], out_dir: Path) -> GateResult | None:
+    """The run against the accepted baseline of its SDK version; None if none exists."""
+    baseline = read_baseline(out_dir, document["sdk"]["version"])
+    return None if baseline is None else gate(baseline, document)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from arib.ground.services import ServiceManager
 from arib.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
 from arib.progress import Progress
 from arib.reports.markdown import render_markdown
-from arib.runs.baseline import regressions
+from arib.runs.baseline import read_baseline
+from arib.runs.compare import GateResult, gate
 from arib.runs.coverage import RunCoverage, known_selection, not_admitted
 from arib.runs.remeasure import Remeasured, remeasure, unjudged_flips
 from arib.runs.results import new_run_id, run_document, run_stem, validate
@@ -86,6 +87,10 @@ class BenchOutcome:
     json_path: Path
     report_path: Path
     code: ExitCode
+    # The run against its version's accepted baseline, read once (the flips it measured again
+    # are judged on it too); None when there is none, and for a shard, whose gate is the
+    # merged run's.
+    gate: GateResult | None = None
 
 
 def _judge(check: CheckSpec, lane: TargetSpec, opts: RunOptions) -> Finding:
@@ -263,17 +268,18 @@ def _document(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Ad
 
 
 def _remeasure_flips(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
-                     measured: list[Finding], document: Mapping[str, Any]
-                     ) -> tuple[list[Finding], list[Remeasured]]:
-    """``measured`` with every cell that flipped in all its trials, too few of them for the
-    gate's test, measured again with more trials (arib.runs.remeasure); and what was."""
-    result = regressions(document, config.out_dir)
-    if result is None or not unjudged_flips(result):
+                     measured: list[Finding], document: Mapping[str, Any],
+                     baseline: Mapping[str, Any]) -> tuple[list[Finding], list[Remeasured]]:
+    """``measured`` with every cell that flipped in all its trials against ``baseline``, too
+    few of them for the gate's test, measured again with more trials (arib.runs.remeasure);
+    and what was."""
+    result = gate(baseline, document)
+    if not unjudged_flips(result):
         return measured, []
     by_cell = {run.cell: run for run in runs}
     new: dict[Cell, Finding] = {}
 
-    def measure(cell: Cell, trials: int) -> Mapping[str, Any]:
+    def measure(cell: Cell, trials: int) -> Mapping[str, Any] | None:
         run = by_cell[cell]
         opts = dataclasses.replace(run.opts, params={**run.opts.params,
                                                      run.check.trials_param: trials})
@@ -282,15 +288,13 @@ def _remeasure_flips(config: BenchConfig, prepared: PreparedLanes, runs: list[La
                   f"judge: measured again with {trials} trials")
         found, _, _ = _measure(config, prepared, [LaneRun(run.check, run.lane, opts)], {})
         if not found:  # interrupted: the first measurement stands
-            return next(f.to_json() for f in measured
-                        if Cell(f.invariant_id, f.target) == cell)
+            return None
         new[cell] = found[0]
         return found[0].to_json()
 
     checks = {run.check.id: run.check for run in runs}
     again = remeasure(result, {i: c.timeout_s for i, c in checks.items()},
                          {i: c.trials_param for i, c in checks.items()}, measure)
-    again = [r for r in again if r.cell in new]
     for r in again:
         print(r.describe())
     return [new.get(Cell(f.invariant_id, f.target), f) for f in measured], again
@@ -342,8 +346,12 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     document = _document(config, prepared, admissions, measured, interrupted, started,
                          time.perf_counter() - t0)
     again: list[Remeasured] = []
+    baseline = None
     if config.shard is None and not interrupted:  # a shard's gate is the merged run's
-        measured, again = _remeasure_flips(config, prepared, runs, measured, document)
+        baseline = read_baseline(config.out_dir, document["sdk"]["version"])
+    if baseline is not None:
+        measured, again = _remeasure_flips(config, prepared, runs, measured, document,
+                                           baseline)
         if again:
             document = _document(config, prepared, admissions, measured, interrupted,
                                  started, time.perf_counter() - t0)
@@ -364,4 +372,5 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     written = _write((json_path, report_path), document)
     if interrupted:
         raise BenchInterrupted(tuple(written))
-    return BenchOutcome(document, json_path, report_path, exit_code(measured))
+    return BenchOutcome(document, json_path, report_path, exit_code(measured),
+                        None if baseline is None else gate(baseline, document))

@@ -81,16 +81,18 @@ def affordable_trials(wanted: int, first: Mapping[str, Any], timeout_s: float) -
     return max(int(first["trials"]), min(wanted, int(TIME_SHARE * timeout_s / per_trial)))
 
 
-# measure(cell, trials) -> the cell's finding (JSON form) measured with that many trials
-Measure = Callable[[Cell, int], Mapping[str, Any]]
+# measure(cell, trials) -> the cell's finding (JSON form) measured with that many trials, or
+# None when it was not measured (the run was interrupted: the first measurement stands)
+Measure = Callable[[Cell, int], Mapping[str, Any] | None]
 
 
 def remeasure(result: GateResult, timeouts: Mapping[str, float], trial_params: Mapping[str, str],
               measure: Measure) -> list[Remeasured]:
     """Measure every unjudged flip of ``result`` again (``measure``), with the trials that let
-    the test judge it, and say what was done. ``timeouts`` and ``trial_params`` give each
-    check's time limit and the name of its trials parameter (a check without one, or a cell
-    whose time per trial leaves no room for more, is left as it was)."""
+    the test judge it, and say what was done (a cell ``measure`` did not measure is left
+    out). ``timeouts`` and ``trial_params`` give each check's time limit and the name of its
+    trials parameter (a check without one, or a cell whose time per trial leaves no room for
+    more, is left as it was)."""
     done: list[Remeasured] = []
     for change in unjudged_flips(result):
         first, before = change.after, change.before
@@ -103,6 +105,8 @@ def remeasure(result: GateResult, timeouts: Mapping[str, float], trial_params: M
         if trials <= int(first["trials"]):
             continue
         second = measure(change.cell, trials)
+        if second is None:
+            continue
         assert change.judgement is not None  # unjudged_flips keeps judged changes only
         done.append(Remeasured(change.cell, summary(first), summary(before), trials,
                                summary(second), change.judgement.describe()))
