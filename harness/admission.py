@@ -310,11 +310,16 @@ def _cached_cells(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Muta
 def _gates(check: CheckSpec, by_role: Gathered, plan: _GatePlan, started: float
            ) -> Admission | None:
     """Raise GateError when a sanity gate fails; the check's admission when it does not
-    apply to this SDK version, else None (a cached outcome passed)."""
+    apply to this SDK version, else None (the gates passed, now or cached). Judged by
+    ``gate_status``, as the gate cache keeps them."""
     if check.id in plan.hits:
         return None
     clean = by_role[(check.id, "clean", _reference(check).name)]
-    if clean and all(f.verdict is Verdict.NOT_APPLICABLE for f in clean):
+    forced = by_role[(check.id, "forced", _forced(check).key)]
+    status = gate_status([f.verdict for f in clean], [f.verdict for f in forced])
+    if status is GateStatus.PASSED:
+        return None
+    if status is GateStatus.NOT_APPLICABLE:
         # The contract is not offered by this SDK version (verified on the runtime object,
         # e.g. compaction before the bounded-suffix protocol): nothing to admit or measure.
         return Admission(
@@ -323,21 +328,22 @@ def _gates(check: CheckSpec, by_role: Gathered, plan: _GatePlan, started: float
              f"reference gave "
              f"not_applicable ({evidence(clean[:1])})",),
             tuple(f.verdict for f in clean), (), time.perf_counter() - started)
-    if any(f.verdict is not Verdict.HELD for f in clean):
-        bad = next(f for f in clean if f.verdict is not Verdict.HELD)
+    bad = next((f for f in clean if f.verdict is not Verdict.HELD), None)
+    if bad is not None or not clean:
         raise GateError(
             f"sanity gate 'clean reference holds' failed for {check.id}: the unmutated "
-            f"reference backend gave {bad.verdict.value!r} ({evidence([bad])}); fix the "
-            f"check or targets/openai_agents/reference.py before scoring anything"
+            f"reference backend gave "
+            + (f"{bad.verdict.value!r} ({evidence([bad])})" if bad is not None
+               else "no verdict (no clean run)")
+            + "; fix the check or targets/openai_agents/reference.py before scoring anything"
         )
-    forced_findings = by_role[(check.id, "forced", _forced(check).key)]
-    if any(f.verdict is not Verdict.VIOLATED for f in forced_findings):
-        raise GateError(
-            f"sanity gate 'forced-broken mutant is killed' failed for {check.id}: a "
-            f"reference whose every operation raises gave "
-            f"{forced_findings[0].verdict.value!r}; the check cannot fail, fix it"
-        )
-    return None
+    missed = next((f for f in forced if f.verdict is not Verdict.VIOLATED), None)
+    raise GateError(
+        f"sanity gate 'forced-broken mutant is killed' failed for {check.id}: a "
+        f"reference whose every operation raises gave "
+        + (f"{missed.verdict.value!r}" if missed is not None else "no verdict (no forced run)")
+        + "; the check cannot fail, fix it"
+    )
 
 
 def _pairs(check: CheckSpec, mutants: Sequence[MutantSpec], bases: Mapping[Cell, CleanBase],
