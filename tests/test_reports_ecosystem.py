@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from arib.ground.errors import UsageError
+from arib.ground.errors import ResultsError, UsageError
 from arib.reports.ecosystem import (
     CellState,
     Confirmation,
     build,
     confirm,
-    read_run,
     script_key,
 )
+from arib.runs.results import read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,8 +97,8 @@ def test_bad_runs_are_refused_naming_them(tmp_path: Path):
         build("langgraph", BUILTIN, [BUILTIN], names=["b.json", "b2.json"])
     bad = tmp_path / "notes.json"
     bad.write_text('{"kind": "something"}')
-    with pytest.raises(UsageError, match="notes.json' is not a bench result"):
-        read_run(bad)
+    with pytest.raises(ResultsError, match="notes.json' is not a bench result"):
+        read_results(bad)
 
 
 def test_reproduction_scripts_are_run_and_named_by_lane_and_check(tmp_path: Path):

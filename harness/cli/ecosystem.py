@@ -76,7 +76,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     third-party lane was measured (a table of nothing says so, and fails)."""
     from arib.ground.family import active_family
     from arib.ground.files import atomic_write_text
-    from arib.reports.ecosystem import Confirmation, build, read_run
+    from arib.reports.ecosystem import Confirmation, build
+    from arib.runs.results import read_results
 
     family = active_family()
     builtin = Path(args.builtin) if args.builtin else _baseline(family)
@@ -85,8 +86,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         key: Confirmation(str(v["script"]), int(v["exit_code"]), str(v["output"]))
         for key, v in (_read_confirmations(Path(args.confirmations))
                        if args.confirmations else {}).items()}
-    docs = [read_run(r) for r in runs]
-    eco = build(family.name, read_run(builtin), docs, confirmations,
+    docs = [read_results(r) for r in runs]
+    eco = build(family.name, read_results(builtin), docs, confirmations,
                 [builtin.name, *(r.name for r in runs)], [None, *runs],
                 _baselines_of(family, docs))
     out = Path(args.out)
@@ -105,14 +106,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _baselines_of(family: Any, docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Family version -> its accepted baseline (results/baselines/), for each version the
     third-party runs were made on that has one."""
-    from arib.reports.ecosystem import read_run
+    from arib.runs.results import read_results
 
     found: dict[str, dict[str, Any]] = {}
     for doc in docs:
         version = str(doc.get("sdk", {}).get("version", ""))
         path = Path("results/baselines") / f"{family.stem(version)}.json"
         if version and version not in found and path.is_file():
-            found[version] = read_run(path)
+            found[version] = read_results(path)
     return found
 
 

@@ -101,7 +101,7 @@ def newest_runs(results: Path) -> list[dict[str, Any]]:
     files; only the chosen ones are validated, as the rest is not shown)."""
     from arib.runs.compare import version_key
     from arib.runs.coverage import coverage_of
-    from arib.runs.results import read_results, run_glob
+    from arib.runs.results import read_results, run_glob, started_utc
 
     tracked = committed_names(results)
     newest: dict[str, tuple[dt.datetime, str, Path]] = {}
@@ -110,17 +110,12 @@ def newest_runs(results: Path) -> list[dict[str, Any]]:
             continue
         document = json.loads(path.read_text())
         version = document["sdk"]["version"]
-        key = (_utc(document["started"]), path.name, path)
+        key = (started_utc(document["started"]), path.name, path)
         if not coverage_of(document).partial and (version not in newest
                                                   or key > newest[version]):
             newest[version] = key
     return [{**read_results(newest[v][2]), "_path": newest[v][1]}
             for v in sorted(newest, key=version_key)]
-
-
-def _utc(started: str) -> dt.datetime:
-    moment = dt.datetime.fromisoformat(started)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
 def _markers(kind: str, begin: str, end: str, family: str | None) -> tuple[str, str]:

@@ -372,20 +372,6 @@ def build(family: str, builtin: Mapping[str, Any] | None, runs: Sequence[Mapping
                      tuple(findings), tuple(labels))
 
 
-def read_run(path: Path) -> dict[str, Any]:
-    """A bench result document; UsageError naming a file that is not one."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"result file {str(path)!r} cannot be read as JSON ({exc}); the rule: "
-                         f"the ecosystem table reads bench result files; fix the path") from exc
-    if not isinstance(doc, dict) or doc.get("kind") != "arib-bench-run":
-        raise UsageError(f"{str(path)!r} is not a bench result (kind {doc.get('kind')!r}); the "
-                         f"rule: the ecosystem table reads what `bench` writes; fix the path"
-                         if isinstance(doc, dict) else f"{str(path)!r} is not a bench result")
-    return doc
-
-
 def script_key(script: Path) -> str:
     """``"CHECK on LANE"`` of a reproduction script named ``<lane>--<CHECK>.py``; UsageError
     naming a script named otherwise."""

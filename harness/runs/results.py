@@ -97,6 +97,12 @@ def validate(document: dict[str, Any], schema: str = "bench-run.schema.json") ->
         )
 
 
+def started_utc(text: str) -> dt.datetime:
+    """A result file's ``started`` as an aware UTC time (older runs wrote no zone: UTC)."""
+    moment = dt.datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
 def read_results(path: Path) -> dict[str, Any]:
     """Load and validate a result file; ResultsError names a corrupt or foreign file."""
     try:
