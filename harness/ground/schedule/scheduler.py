@@ -48,6 +48,11 @@ class Scheduler:
         # Actors' asyncio sleeps run on the virtual clock (a check whose timers are virtual).
         self.virtual_timers = virtual_timers
         self.actors: list[Actor] = []
+        # The actors that may still be scheduled, in start order: ``actors`` less the done,
+        # the free and the process actors, pruned as they leave (none comes back), so that a
+        # decision does not scan every actor a long trial started (a backend that runs each
+        # call's cleanup as a task of its own starts hundreds).
+        self._live: list[Actor] = []
         self.decisions: list[Decision] = []
         self.ready_sets: list[tuple[int, ...]] = []
         self.virtual_now = 0.0
@@ -102,6 +107,7 @@ class Scheduler:
         with self._mutex:
             actor = Actor(len(self.actors), label, thread=thread)
             self.actors.append(actor)
+            self._live.append(actor)
             self.strategy.spawned(actor.id)
             self._bump()
         self._ensure_conductor()
@@ -393,8 +399,8 @@ class Scheduler:
                 await asyncio.sleep(0)
                 continue
             with self._mutex:
-                live = [a for a in self.actors
-                        if not a.free and not a.process and a.phase is not Phase.DONE]
+                live = self._live = [a for a in self._live
+                                     if not a.free and a.phase is not Phase.DONE]
                 if not live:
                     return None
                 ready = [a.id for a in live if self._ready(a)]

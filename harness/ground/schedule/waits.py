@@ -42,16 +42,29 @@ _RULES: tuple[tuple[str, str, Wait | None], ...] = (
     ("anyio/_backends/_asyncio.py", "Event.wait", Wait.INTERNAL),
     ("anyio/_backends/_asyncio.py", "AsyncIOBackend.sleep", Wait.TIMER),
 )
-_CACHE: dict[types.CodeType, Wait | None] = {}
+# Keyed by the code object's id, the entry holding the code object itself (so that its id is
+# not reused while cached): a code object hashes its bytecode, constants and names on every
+# lookup, and this runs at every suspension of every actor.
+_CACHE: dict[int, tuple[types.CodeType, Wait | None, bool]] = {}
+
+
+def _known(code: types.CodeType) -> tuple[types.CodeType, Wait | None, bool]:
+    """The cached facts of ``code``: itself, its rule, whether it is a task helper of
+    asyncio/tasks.py (``_TASK_WAITS``)."""
+    found = _CACHE.get(id(code))
+    if found is not None and found[0] is code:
+        return found
+    path = code.co_filename.replace("\\", "/")
+    name = getattr(code, "co_qualname", code.co_name)
+    wait = next((wait for suffix, rule, wait in _RULES
+                 if path.endswith(suffix) and _matches(rule, name)), None)
+    task_wait = path.endswith("asyncio/tasks.py") and code.co_name in _TASK_WAITS
+    found = _CACHE[id(code)] = (code, wait, task_wait)
+    return found
 
 
 def _rule(code: types.CodeType) -> Wait | None:
-    if code not in _CACHE:
-        path = code.co_filename.replace("\\", "/")
-        name = getattr(code, "co_qualname", code.co_name)
-        _CACHE[code] = next((wait for suffix, rule, wait in _RULES
-                             if path.endswith(suffix) and _matches(rule, name)), None)
-    return _CACHE[code]
+    return _known(code)[1]
 
 
 def _matches(rule: str, name: str) -> bool:
@@ -135,13 +148,12 @@ def classify(coro: Any, future: Any = None,
     found = (getattr(obj, "cr_frame", None) or getattr(obj, "gi_frame", None)
              or getattr(obj, "ag_frame", None) for obj in objects)
     for frame in reversed([f for f in found if f is not None]):
-        if frame.f_code.co_filename.replace("\\", "/").endswith("asyncio/tasks.py") and (
-                frame.f_code.co_name in _TASK_WAITS):
+        _, wait, task_wait = _known(frame.f_code)
+        if task_wait:
             tasks = frame.f_locals.get("fs") or frame.f_locals.get("fut")
             group = list(tasks) if isinstance(tasks, (set, list, tuple)) else [tasks]
             return Wait.INTERNAL if group and all(actor_task(t) for t in group) else (
                 Wait.EXTERNAL)
-        wait = _rule(frame.f_code)
         if wait is not None:
             return wait
     return Wait.EXTERNAL
