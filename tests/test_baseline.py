@@ -15,9 +15,11 @@ import pytest
 from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
 from arib.cli.main import main
-from arib.ground.errors import UsageError
+from arib.execute import sdk_version
+from arib.ground.errors import ResultsError, UsageError
 from arib.ground.files import atomic_write_text, folder_lock
 from arib.ground.keys import Cell
+from arib.ground.model import ExitCode
 from arib.ground.services import ServiceManager
 from arib.runs.baseline import (
     accept,
@@ -36,7 +38,7 @@ from arib.runs.coverage import (
     coverage_of,
     known_selection,
 )
-from arib.runs.results import read_results, validate
+from arib.runs.results import read_results, run_glob, validate
 from arib.targets.openai_agents.sdk import SQLALCHEMY_SQLITE_FILE, SQLITE_FILE
 from arib.targets.openai_agents.services import REDIS_FROM_URL
 
@@ -290,6 +292,21 @@ def test_an_interrupted_run_is_written_marked_and_accepted_only_as_partial(tmp_p
     with pytest.raises(UsageError, match="interrupted"):
         accept(json_path, tmp_path)
     assert accept(json_path, tmp_path, partial=True).updated == 1
+
+
+def test_an_unreadable_baseline_loses_no_result(tmp_path):
+    """A baseline that fails the schema: the run is written first, then the error names the
+    baseline and the run's file, with the exit code of a results error."""
+    path = baseline_path(tmp_path, sdk_version())
+    path.parent.mkdir(parents=True)
+    path.write_text('{"kind": "arib-bench-run", "edited": "by hand"}')
+    with pytest.raises(ResultsError) as caught:
+        run_bench(small_config(tmp_path, (SQLITE_FILE,)))
+    [written] = [p for p in tmp_path.glob(run_glob()) if p.parent == tmp_path]
+    assert [f["target"] for f in read_results(written)["findings"]] == ["sqlite-file"]
+    said = str(caught.value)
+    assert f"{str(path)!r}: result document fails" in said and str(written) in said
+    assert caught.value.exit_code is ExitCode.ERROR_OR_NOTHING
 
 
 def test_a_check_not_admitted_is_recorded_with_its_reasons(no_redis_run):

@@ -25,6 +25,7 @@ from arib.execute import (
     sdk_version,
 )
 from arib.ground.child import ChildOutcome, run_jobs
+from arib.ground.errors import ResultsError
 from arib.ground.files import atomic_write_text, writable_folder
 from arib.ground.keys import Cell
 from arib.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
@@ -346,9 +347,12 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     document = _document(config, prepared, admissions, measured, interrupted, started,
                          time.perf_counter() - t0)
     again: list[Remeasured] = []
-    baseline = None
+    baseline, unreadable = None, None
     if config.shard is None and not interrupted:  # a shard's gate is the merged run's
-        baseline = read_baseline(config.out_dir, document["sdk"]["version"])
+        try:
+            baseline = read_baseline(config.out_dir, document["sdk"]["version"])
+        except ResultsError as exc:  # said once the run's own results are written
+            unreadable = exc
     if baseline is not None:
         measured, again = _remeasure_flips(config, prepared, runs, measured, document,
                                            baseline)
@@ -372,5 +376,10 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     written = _write((json_path, report_path), document)
     if interrupted:
         raise BenchInterrupted(tuple(written))
+    if unreadable is not None:
+        raise ResultsError(
+            f"the accepted baseline cannot be read, so the regression gate cannot judge this "
+            f"run: {unreadable}; this run was written first: {json_path}; fix: restore the "
+            f"baseline from git, or accept a run with `accept`") from None
     return BenchOutcome(document, json_path, report_path, exit_code(measured),
                         None if baseline is None else gate(baseline, document))

@@ -116,5 +116,8 @@ def read_results(path: Path) -> dict[str, Any]:
             if isinstance(document, dict)
             else f"{str(path)!r} is not a bench result; pass a file written by the bench"
         )
-    validate(document)
+    try:
+        validate(document)
+    except ResultsError as exc:
+        raise ResultsError(f"{str(path)!r}: {exc}") from None
     return document
