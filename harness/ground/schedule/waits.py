@@ -63,10 +63,6 @@ def _known(code: types.CodeType) -> tuple[types.CodeType, Wait | None, bool]:
     return found
 
 
-def _rule(code: types.CodeType) -> Wait | None:
-    return _known(code)[1]
-
-
 def _matches(rule: str, name: str) -> bool:
     if rule == "*":
         return True
