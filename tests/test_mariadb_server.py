@@ -102,6 +102,10 @@ def test_starts_answers_a_query_and_leaves_nothing(temp_base: Path) -> None:
         assert str(mysql_query(info.url, "SELECT 6*7")) == "42"
         assert mysql_query(info.url, "SELECT @@bind_address") == "127.0.0.1"
         assert str(mysql_query(info.url, "SELECT @@port")) == str(info.port)
+        # Its temporary tables stay in its own folder: a starting MariaDB removes the #sql*
+        # files of its tmpdir, which in a shared /tmp are other servers' live tables.
+        assert mysql_query(info.url, "SELECT @@tmpdir") == str(root / "tmp")
+        assert ((root / "tmp").stat().st_mode & 0o777) == 0o700
         assert manager.services == {"mysql": info.url}
         assert info.url not in json.dumps(info.to_json())
         pid = info.pid

@@ -44,6 +44,7 @@ from arib.ground.services import (
     postgres_query,
     redis_probe,
 )
+from arib.ground.services.launcher import log_tail
 from arib.targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 from arib.targets.openai_agents.services import (
     NOT_MEASURED,
@@ -148,6 +149,24 @@ def test_postgres_starts_as_unprivileged_user_and_leaves_nothing(temp_base: Path
     # This test's temp folder is private (0700), so the cluster went to /tmp instead.
     assert info.root is not None and not Path(info.root).exists()
     assert list(temp_base.iterdir()) == []
+
+
+@pytest.mark.parametrize(("log", "errors", "shown"), [
+    ("", 0, "(log is empty)"),
+    ("a\nb\nc", 0, "b | c"),
+    ("a\nb\nc", 3, "b | c"),  # no ERROR line before the tail
+    ("x [ERROR] first\nok\ny [ERROR] second\nz ERROR third\nadvice\nmore", 2,
+     "x [ERROR] first | y [ERROR] second | ... | advice | more"),
+    ("x [ERROR] cause\nadvice\nmore", 0, "advice | more"),
+    ("only [ERROR] in the tail\nmore", 3, "only [ERROR] in the tail | more"),
+])
+def test_log_tail_keeps_the_first_errors_before_the_tail(
+    tmp_path: Path, log: str, errors: int, shown: str,
+) -> None:
+    path = tmp_path / "server.log"
+    path.write_text(log)
+    assert log_tail(path, lines=2, errors=errors) == shown
+    assert log_tail(tmp_path / "absent.log") == "(no log)"
 
 
 @needs_redis

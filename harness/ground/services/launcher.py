@@ -51,14 +51,19 @@ def write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def log_tail(path: Path, lines: int = 15) -> str:
-    """The last ``lines`` lines of a server's log, on one line (for an error message)."""
+def log_tail(path: Path, lines: int = 15, errors: int = 0) -> str:
+    """The last ``lines`` lines of a server's log, on one line (for an error message), after
+    its first ``errors`` lines that say ``ERROR`` when they come before the tail (a tool that
+    fails early and then prints its advice pushes the cause out of the tail)."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
         return "(no log)"
-    tail = text.strip().splitlines()[-lines:]
-    return " | ".join(tail) if tail else "(log is empty)"
+    every = text.strip().splitlines()
+    tail = every[-lines:]
+    head = [line for line in every[:-lines] if "ERROR" in line][:errors]
+    shown = [*head, "...", *tail] if head else tail
+    return " | ".join(shown) if shown else "(log is empty)"
 
 
 def server_user(server: str, candidates: tuple[str, ...], variable: str) -> str | None:

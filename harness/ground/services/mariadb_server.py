@@ -5,9 +5,12 @@ The server is Debian's ``mariadb-server`` (``mariadbd``; its data folder is made
 ``nobody``) when the bench runs as root, with its socket in that folder, bound to 127.0.0.1 on a
 free port. Its one account the lanes use, ``bench@127.0.0.1``, gets a password made for this
 run; it is created by an init file (0600, in the private folder, removed once the server is
-up), so no command line shows it. The server is asked for its version through the greeting
-every MySQL-protocol server sends on connect (no driver needed), first over its own socket,
-which proves the server answering is ours.
+up), so no command line shows it. Its temporary tables go to a folder of its own in that
+folder: a starting MariaDB removes every ``#sql*`` file it finds in its tmpdir, so servers
+sharing /tmp delete each other's live temporary tables (mariadb-install-db then crashes or
+fails, about 1 run in 10 with three installs at once on a loaded machine). The server is
+asked for its version through the greeting every MySQL-protocol server sends on connect (no
+driver needed), first over its own socket, which proves the server answering is ours.
 """
 
 from __future__ import annotations
@@ -95,7 +98,9 @@ def _read(sock: socket.socket, size: int) -> bytes:
     return data
 
 
-def _install(launcher: Launcher, server: Path, root: Path, user: str | None, port: int) -> Path:
+def _install(
+    launcher: Launcher, server: Path, root: Path, user: str | None, port: int, tmpdir: Path,
+) -> Path:
     """Make the server's data folder in ``root`` with mariadb-install-db."""
     tool = install_tool(server)
     if tool is None:
@@ -108,7 +113,8 @@ def _install(launcher: Launcher, server: Path, root: Path, user: str | None, por
     data = root / "data"
     argv = [str(tool), "--no-defaults", f"--datadir={data}", "--skip-test-db",
             "--auth-root-authentication-method=socket", "--skip-name-resolve",
-            f"--innodb-log-file-size={MYSQL_SETTINGS['innodb_log_file_size']}"]
+            f"--innodb-log-file-size={MYSQL_SETTINGS['innodb_log_file_size']}",
+            f"--tmpdir={tmpdir}"]
     if user is not None:
         argv.append(f"--user={user}")
     log = root / "install.log"
@@ -118,7 +124,7 @@ def _install(launcher: Launcher, server: Path, root: Path, user: str | None, por
             check=False, timeout=max(launcher.ready_timeout, 60.0),
         )
     if done.returncode != 0:
-        tail = log_tail(log)
+        tail = log_tail(log, errors=3)
         launcher.remove_folder(root)
         raise ServiceError(
             f"{tool} failed with code {done.returncode} for a throwaway MariaDB on "
@@ -145,8 +151,12 @@ def start_mariadb(launcher: Launcher, binary: ServerBinary, port: int) -> Servic
         entry = pwd.getpwnam(user)
         owner = (entry.pw_uid, entry.pw_gid)
         os.chown(root, *owner)
+    tmpdir = root / "tmp"
+    tmpdir.mkdir(mode=0o700)
+    if owner is not None:
+        os.chown(tmpdir, *owner)
     server = Path(binary.path)
-    data = _install(launcher, server, root, user, port)
+    data = _install(launcher, server, root, user, port, tmpdir)
     password = new_password()
     init = root / "init.sql"
     write_private(init, _init_sql(password))
@@ -155,7 +165,8 @@ def start_mariadb(launcher: Launcher, binary: ServerBinary, port: int) -> Servic
     socket_path = root / SOCKET_NAME
     argv = [str(server), "--no-defaults", f"--datadir={data}", f"--socket={socket_path}",
             f"--port={port}", f"--bind-address={HOST}", f"--pid-file={root / 'mysqld.pid'}",
-            f"--init-file={init}", "--skip-log-bin", "--skip-name-resolve"]
+            f"--init-file={init}", f"--tmpdir={tmpdir}", "--skip-log-bin",
+            "--skip-name-resolve"]
     argv += [f"--{key.replace('_', '-')}={value}" for key, value in MYSQL_SETTINGS.items()
              if value != "on"]
     spawned = launcher.spawn("mysql", argv, root, port, signal.SIGTERM, user=user)
