@@ -104,7 +104,7 @@ def test_cross_version_report_lists_changes_with_both_sides(run_dir, tmp_path):
     assert f"### 0.0.1 -> {doc['sdk']['version']}" in text
     assert "held 0/1" in text and "-> violated 1/1" in text
     assert ("  - judged: rate 0/1 -> 1/1, judged exactly: every trial of each run agreed, no "
-            "schedule decision uncontrolled") in text
+            "schedule decision uncontrolled, no server unscheduled") in text
 
 
 def test_accept_without_runs_is_a_clear_error(tmp_path, capsys):
@@ -154,7 +154,7 @@ def test_a_flip_is_judged_by_rate_where_trials_disagree_and_exactly_where_they_a
     info, failures = render_gate(gate(held, doc), "9.9")
     assert info == [] and "  verdict: ARIB-REPLAY-001 on sqlite-file: held 0/3" in failures[1]
     assert failures[1].endswith("rate 0/3 -> 3/3, judged exactly: every trial of each run "
-                                "agreed, no schedule decision uncontrolled")
+                                "agreed, no schedule decision uncontrolled, no server unscheduled")
     info, _ = render_gate(gate(doc, doc), "9.9")
     assert info == ["regression gate: every measured verdict equals the accepted baseline of "
                     "9.9 (1 cell(s) compared)"]

@@ -108,11 +108,31 @@ def test_agreed_cells_are_exact_a_flip_gates_with_one_trial_a_side():
     j = judge(finding(0, 1), finding(1, 1))  # a deterministic check, held then violated
     assert j.basis is Basis.AGREED and j.gates
     assert j.describe() == ("rate 0/1 -> 1/1, judged exactly: every trial of each run agreed, "
-                            "no schedule decision uncontrolled")
+                            "no schedule decision uncontrolled, no server unscheduled")
     back = judge(finding(3, 3), finding(0, 3))
     assert back.basis is Basis.AGREED and back.gates
     scheduled = judge(finding(0, 2, control=FULL, seeds=[1, 2]), finding(2, 2, control=FULL))
     assert scheduled.basis is Basis.AGREED and scheduled.gates  # other seeds, all controlled
+
+
+def test_unscheduled_against_a_server_is_racy_though_every_trial_agreed():
+    """A check run without the scheduler on a lane with a server: nothing ordered the server's
+    work against the check's, so a flip of agreeing trials is a rate, judged by the test."""
+    served = {"service_version": "15.18"}
+    j = judge({**finding(0, 4), **served}, {**finding(4, 4), **served})
+    assert j.basis is Basis.RACY and j.gates and j.test.significant  # p = 0.029
+    assert j.why == ("racy: the baseline ran unscheduled against a server (15.18), whose timing "
+                     "nothing controlled; the run ran unscheduled against a server (15.18), "
+                     "whose timing nothing controlled")
+    j = judge({**finding(0, 2), **served}, finding(2, 2))  # one side is enough
+    assert j.basis is Basis.RACY and j.complete_flip and not j.test.significant and j.gates
+    assert j.why == "racy: the baseline ran unscheduled against a server (15.18), whose timing " \
+                    "nothing controlled"
+    # Scheduled, the scheduler's own count of uncontrolled decisions decides; no server: agreed.
+    assert judge({**finding(0, 2, control=FULL), **served},
+                 {**finding(2, 2, control=FULL), **served}).basis is Basis.REPLAYED
+    assert judge({**finding(0, 2), "service_version": None},
+                 finding(2, 2)).basis is Basis.AGREED
 
 
 def test_agreed_cells_whose_trial_count_alone_changed_do_not_gate():

@@ -5,19 +5,23 @@ A cell held or violated on both sides is one of three kinds, judged in this orde
 - replayed: both runs scheduled it with every decision controlled (``control``), with the
   same trial seeds and parameters. Each trial replays its schedule, so any change of its
   violating trials is real and gates.
-- racy: a side's trials disagreed (violated in some, held in others), or a side left schedule
-  decisions uncontrolled (a backend's thread, a server). Its violating trials are a sample of
-  a rate: a change gates only when Fisher's exact test finds the rates different at
-  ``significance.ALPHA``; otherwise it is listed with its p-value and both rates. One
-  exception: a complete flip (every trial violated on one side, none on the other) where the
-  trial counts are too few for any outcome to be significant (0/3 -> 3/3: p=0.10 at best)
-  gates, judged exactly: the test cannot call it chance, and it is the strongest evidence
-  those trials can give. (With enough trials a complete flip is significant anyway; the bench
-  measures such a cell again with enough trials before it judges: arib.runs.remeasure.)
-- agreed: every trial of each side agreed and no decision was left uncontrolled. Nothing
-  shows a race, so the cell is taken as deterministic: a flip between held and violated gates,
-  even with one trial a side (where no flip could be significant); a change of the trial count
-  alone (the rate stays 0 or 1) does not.
+- racy: a side's trials disagreed (violated in some, held in others), a side left schedule
+  decisions uncontrolled (a backend's thread, a server), or a side ran unscheduled against a
+  server (its ``service_version``): nothing ordered the server's work against the check's, so
+  its timing is the machine's (ARIB-LGCANCEL-001 on lg-async-postgres at cp1.0.1 loses a write
+  after a cancellation in none of 8 trials on an idle machine, in 4 of 4 beside a CI run). Its
+  violating trials are a sample of a rate: a change gates only when Fisher's exact test finds
+  the rates different at ``significance.ALPHA``; otherwise it is listed with its p-value and
+  both rates. One exception: a complete flip (every trial violated on one side, none on the
+  other) where the trial counts are too few for any outcome to be significant (0/3 -> 3/3:
+  p=0.10 at best) gates, judged exactly: the test cannot call it chance, and it is the
+  strongest evidence those trials can give. (With enough trials a complete flip is
+  significant anyway; the bench measures such a cell again with enough trials before it
+  judges: arib.runs.remeasure.)
+- agreed: every trial of each side agreed, no decision was left uncontrolled and no side ran
+  unscheduled against a server. Nothing shows a race, so the cell is taken as deterministic:
+  a flip between held and violated gates, even with one trial a side (where no flip could be
+  significant); a change of the trial count alone (the rate stays 0 or 1) does not.
 """
 
 from __future__ import annotations
@@ -95,6 +99,14 @@ def _uncontrolled(finding: Mapping[str, Any]) -> int:
     return 0 if control is None else control["decisions"] - control["controlled"]
 
 
+def _unscheduled_server(finding: Mapping[str, Any]) -> str | None:
+    """The version of the server a finding's trials ran against unscheduled; None when it was
+    scheduled or no server was involved."""
+    if finding.get("control") is not None:
+        return None
+    return finding.get("service_version") or None
+
+
 def _replayed(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Both scheduled with every decision controlled, the same trial seeds and parameters."""
     scheduled = a.get("control") is not None and b.get("control") is not None
@@ -112,6 +124,10 @@ def _racy(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
         if _uncontrolled(finding):
             reasons.append(f"the {side} left {_uncontrolled(finding)} of "
                            f"{finding['control']['decisions']} schedule decisions uncontrolled")
+        server = _unscheduled_server(finding)
+        if server:
+            reasons.append(f"the {side} ran unscheduled against a server ({server}), whose "
+                           f"timing nothing controlled")
     return reasons
 
 
@@ -130,4 +146,4 @@ def judge(before: Mapping[str, Any], after: Mapping[str, Any]) -> Judgement | No
     if reasons:
         return Judgement(Basis.RACY, test, "racy: " + "; ".join(reasons))
     return Judgement(Basis.AGREED, test, "every trial of each run agreed, no schedule "
-                                         "decision uncontrolled")
+                                         "decision uncontrolled, no server unscheduled")
