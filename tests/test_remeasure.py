@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import copy
+import signal
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from arib.ground.keys import Cell
+from arib.runs import bench
 from arib.runs.baseline import baseline_path, regressions
-from arib.runs.bench import run_bench
+from arib.runs.bench import BenchInterrupted, run_bench
 from arib.runs.compare import GateResult, diff_runs
 from arib.runs.remeasure import (
     MAX_TRIALS,
+    RemeasureInterrupted,
     affordable_trials,
     remeasure,
     trials_to_judge,
@@ -94,13 +99,33 @@ def test_a_measurement_again_whatever_it_shows_is_reported():
 
 
 def test_a_cell_not_measured_again_is_left_out():
-    """An interrupted second measurement (``measure`` returns None): the first one stands,
-    and nothing says it was measured again."""
+    """A second measurement that did not happen (``measure`` returns None): the first one
+    stands, and nothing says it was measured again."""
     gated = result([finding("A", "l", 0, 2), finding("B", "l", 0, 2)],
                    [finding("A", "l", 2, 2), finding("B", "l", 2, 2)])
     done = remeasure(gated, {"A": 60.0, "B": 60.0}, {"A": "trials", "B": "trials"},
                      lambda cell, n: None if cell.check_id == "A" else finding("B", "l", n, n))
     assert [again.cell for again in done] == [Cell("B", "l")]
+
+
+def test_an_interrupt_stops_the_second_measurements_saying_which_were_done():
+    """Ctrl-C during the second measurement of B: A's stands measured again, B and C keep
+    their first measurement, and the interrupt is not swallowed."""
+    cells = "ABC"
+    gated = result([finding(c, "l", 0, 2) for c in cells], [finding(c, "l", 2, 2) for c in cells])
+    asked: list[str] = []
+
+    def measure(cell: Cell, n: int) -> dict:
+        asked.append(cell.check_id)
+        if cell.check_id == "B":
+            raise KeyboardInterrupt
+        return finding(cell.check_id, "l", n, n)
+
+    with pytest.raises(RemeasureInterrupted) as caught:
+        remeasure(gated, dict.fromkeys(cells, 60.0), dict.fromkeys(cells, "trials"), measure)
+    assert isinstance(caught.value, KeyboardInterrupt)
+    assert [again.cell for again in caught.value.done] == [Cell("A", "l")]
+    assert asked == ["A", "B"]
 
 
 @pytest.mark.slow
@@ -129,3 +154,64 @@ def test_the_bench_measures_an_unjudged_flip_again_and_the_gate_judges_it(tmp_pa
     assert change.gates and change.judgement.test.significant
     assert second.gate == regressions(doc, tmp_path)  # the run's own judgement, read once
     assert "## Measured again" in second.report_path.read_text()
+
+
+def _flip_against_baseline(tmp_path: Path) -> None:
+    """A baseline saying held 0/2 (racy) for REPLAY-001 on sqlite-file, violated every trial."""
+    first = run_bench(small_config(tmp_path, (SQLITE_FILE,)))
+    baseline = copy.deepcopy(first.document)
+    baseline["findings"][0]["counts"] = dict.fromkeys(baseline["findings"][0]["counts"], 0)
+    baseline["findings"][0].update(verdict="held", violating_trials=0, trials=2,
+                                   seeds=[1, 2], violation_modes={},
+                                   schedule=None, control=PART)
+    write(baseline_path(tmp_path, first.document["sdk"]["version"]), baseline)
+
+
+def _written_run(caught: pytest.ExceptionInfo[BenchInterrupted]) -> dict:
+    [json_path] = [p for p in caught.value.written if p.suffix == ".json"]
+    assert [p.suffix for p in caught.value.written] == [".json", ".md"]
+    return read_results(json_path)
+
+
+@pytest.mark.slow
+def test_a_stop_while_a_flip_is_measured_again_writes_the_whole_run(tmp_path, monkeypatch):
+    """Ctrl-C during the second measurement: it is not swallowed (the run went on and was
+    gated as if nothing happened); the run is written whole with the first measurement, and
+    the stop ends it as an interrupt."""
+    _flip_against_baseline(tmp_path)
+    real, calls = bench._measure, []
+
+    def measure(config: Any, prepared: Any, runs: Any, durations: Any) -> Any:
+        calls.append(len(runs))
+        if len(calls) == 2:  # the measurement again: stopped there
+            return [], True, None
+        return real(config, prepared, runs, durations)
+
+    monkeypatch.setattr(bench, "_measure", measure)
+    with pytest.raises(BenchInterrupted) as caught:
+        run_bench(small_config(tmp_path, (SQLITE_FILE,)))
+    assert calls == [1, 1] and caught.value.complete
+    doc = _written_run(caught)
+    assert doc["parameters"]["complete"] and "remeasured" not in doc
+    [cell] = doc["findings"]
+    assert (cell["verdict"], cell["trials"]) == ("violated", 1)  # the first measurement
+
+
+@pytest.mark.slow
+def test_a_stop_once_the_cells_are_measured_is_held_until_they_are_written(
+    tmp_path, monkeypatch,
+):
+    """A Ctrl-C as the baseline is read (after the last cell, before the files): the files
+    are written, then the stop ends the run; nothing measured is lost."""
+    real = bench.read_baseline
+
+    def read_and_stop(*args: Any) -> Any:
+        signal.raise_signal(signal.SIGINT)
+        return real(*args)
+
+    monkeypatch.setattr(bench, "read_baseline", read_and_stop)
+    with pytest.raises(BenchInterrupted) as caught:
+        run_bench(small_config(tmp_path, (SQLITE_FILE,)))
+    assert caught.value.complete
+    doc = _written_run(caught)
+    assert doc["parameters"]["complete"] and len(doc["findings"]) == 1

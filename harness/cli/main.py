@@ -138,8 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         signum = interrupts.received() or signal.SIGINT
         written = getattr(exc, "written", ())
-        what = (f"the results measured so far were written, marked complete: false: "
-                f"{', '.join(str(p) for p in written)}" if written else "nothing was written")
+        files = ", ".join(str(p) for p in written)
+        if written and getattr(exc, "complete", False):
+            what = (f"every cell had been measured, and the run was written whole: {files}; "
+                    f"the regression gate did not judge it (compare it with `compare`)")
+        elif written:
+            what = f"the results measured so far were written, marked complete: false: {files}"
+        else:
+            what = "nothing was written"
         print(f"interrupted by {signal.Signals(signum).name}: {what}", file=sys.stderr)
         return interrupts.exit_status(signum)
     except Exception as exc:  # the harness's own crash: exit 4, never 1 ("violated")

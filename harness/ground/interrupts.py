@@ -104,7 +104,7 @@ def run_in_group(command: list[str], **kwargs: Any) -> subprocess.CompletedProce
     kwargs.pop("check", None)
     # A stop that lands while Popen starts the tool (the tool already running, its process
     # not yet returned to us) is held until the process is ours to kill, then delivered.
-    with _stops_held() as held:
+    with stops_held() as held:
         process = subprocess.Popen(command, start_new_session=True, **kwargs)
     with process:
         try:
@@ -120,7 +120,7 @@ def run_in_group(command: list[str], **kwargs: Any) -> subprocess.CompletedProce
 
 
 @contextlib.contextmanager
-def _stops_held() -> Iterator[list[int]]:
+def stops_held() -> Iterator[list[int]]:
     """Within the block, a stop signal is recorded (in the list yielded) instead of handled;
     the handlers come back after it. Only the main thread can change them: elsewhere nothing
     is held."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
 import json
 import os
+import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from arib.execute import (
 from arib.ground.child import ChildOutcome, run_jobs
 from arib.ground.errors import ResultsError
 from arib.ground.files import atomic_write_text, writable_folder
+from arib.ground.interrupts import stops_held
 from arib.ground.keys import Cell
 from arib.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
 from arib.ground.proctime import first_fork_s, forget_first_fork, process_age_s
@@ -37,7 +40,7 @@ from arib.reports.markdown import render_markdown
 from arib.runs.baseline import read_baseline
 from arib.runs.compare import GateResult, gate
 from arib.runs.coverage import RunCoverage, known_selection, not_admitted
-from arib.runs.remeasure import Remeasured, remeasure, unjudged_flips
+from arib.runs.remeasure import Remeasured, RemeasureInterrupted, remeasure, unjudged_flips
 from arib.runs.results import new_run_id, run_document, run_stem, validate
 from arib.runs.shard import Split, cell_durations
 from arib.targets.base import TargetSpec
@@ -99,11 +102,14 @@ def _judge(check: CheckSpec, lane: TargetSpec, opts: RunOptions) -> Finding:
 
 
 class BenchInterrupted(KeyboardInterrupt):
-    """The run was interrupted; ``written`` names the files of what it had measured."""
+    """The run was interrupted; ``written`` names the files of what it had measured, and
+    ``complete`` says whether every cell had been measured (a stop after the measuring: the
+    run is whole, but no regression gate judged it)."""
 
-    def __init__(self, written: tuple[Path, ...]) -> None:
+    def __init__(self, written: tuple[Path, ...], complete: bool = False) -> None:
         super().__init__()
         self.written = written
+        self.complete = complete
 
 
 def result_paths(out_dir: Path, sdk: str, started: dt.datetime,
@@ -270,13 +276,15 @@ def _document(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Ad
 
 def _remeasure_flips(config: BenchConfig, prepared: PreparedLanes, runs: list[LaneRun],
                      measured: list[Finding], document: Mapping[str, Any],
-                     baseline: Mapping[str, Any]) -> tuple[list[Finding], list[Remeasured]]:
+                     baseline: Mapping[str, Any]
+                     ) -> tuple[list[Finding], list[Remeasured], bool]:
     """``measured`` with every cell that flipped in all its trials against ``baseline``, too
     few of them for the gate's test, measured again with more trials (arib.runs.remeasure);
-    and what was."""
+    what was; and whether an interrupt stopped it (the cells not yet measured again keep
+    their first measurement)."""
     result = gate(baseline, document)
     if not unjudged_flips(result):
-        return measured, []
+        return measured, [], False
     by_cell = {run.cell: run for run in runs}
     new: dict[Cell, Finding] = {}
 
@@ -287,18 +295,25 @@ def _remeasure_flips(config: BenchConfig, prepared: PreparedLanes, runs: list[La
         if not config.quiet:
             print(f"{cell}: every trial changed against the baseline, too few trials to "
                   f"judge: measured again with {trials} trials")
-        found, _, _ = _measure(config, prepared, [LaneRun(run.check, run.lane, opts)], {})
-        if not found:  # interrupted: the first measurement stands
+        found, stopped, _ = _measure(config, prepared, [LaneRun(run.check, run.lane, opts)],
+                                     {})
+        if stopped:  # the first measurement stands, and the run stops here
+            raise KeyboardInterrupt
+        if not found:
             return None
         new[cell] = found[0]
         return found[0].to_json()
 
     checks = {run.check.id: run.check for run in runs}
-    again = remeasure(result, {i: c.timeout_s for i, c in checks.items()},
-                         {i: c.trials_param for i, c in checks.items()}, measure)
+    stopped = False
+    try:
+        again = remeasure(result, {i: c.timeout_s for i, c in checks.items()},
+                          {i: c.trials_param for i, c in checks.items()}, measure)
+    except RemeasureInterrupted as exc:
+        again, stopped = exc.done, True
     for r in again:
         print(r.describe())
-    return [new.get(Cell(f.invariant_id, f.target), f) for f in measured], again
+    return [new.get(Cell(f.invariant_id, f.target), f) for f in measured], again, stopped
 
 
 def startup_figures(first_child_s: float | None,
@@ -325,6 +340,32 @@ def _write(paths: tuple[Path, Path], document: dict[str, Any]) -> list[Path]:
     return written
 
 
+def _finish(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Admission, ...],
+            measured: list[Finding], interrupted: bool, started: dt.datetime, t0: float,
+            document: dict[str, Any], again: list[Remeasured], run_id: str,
+            first_cell_s: float | None) -> tuple[dict[str, Any], list[Path]]:
+    """Complete the run's document (with the cells measured again, if any) and write it: the
+    document and the files written. BenchInterrupted when nothing was measured."""
+    if again:
+        document = _document(config, prepared, admissions, measured, interrupted, started,
+                             time.perf_counter() - t0)
+        document["remeasured"] = [r.to_json() for r in again]
+    document["run_id"] = run_id
+    document["coverage"] = _coverage(config, prepared, admissions, not interrupted).to_json()
+    document["lanes"] = [lane.to_json() for lane in prepared.lanes]
+    document["services"] = {name: info.to_json() for name, info in (
+        config.manager.infos.items() if config.manager is not None else ())}
+    document["checks"] = [c.to_json() for c in config.checks]
+    document["startup"] = startup_figures(first_fork_s(), first_cell_s)
+    if config.shard is not None:
+        document.update(command="bench", shard=config.shard.to_json())
+    validate(document)
+    if interrupted and not measured:
+        raise BenchInterrupted(())
+    return document, _write(result_paths(config.out_dir, sdk_version(), started, run_id),
+                            document)
+
+
 def run_bench(config: BenchConfig) -> BenchOutcome:
     """Admit, measure, write; what was measured is written even when the run is interrupted.
 
@@ -344,38 +385,35 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
             if cells is None or r.cell in cells]
     measured, interrupted, first_cell_s = _measure(
         config, prepared, runs, cell_durations(config.out_dir, sdk_version()))
-    document = _document(config, prepared, admissions, measured, interrupted, started,
-                         time.perf_counter() - t0)
+    # Once the cells are measured, a stop must not lose them: outside the measuring again of
+    # flips (children, interruptible), a stop is held until the files are written, then
+    # delivered. Either way the run is whole and written so, and no gate judges it.
     again: list[Remeasured] = []
-    baseline, unreadable = None, None
-    if config.shard is None and not interrupted:  # a shard's gate is the merged run's
-        try:
-            baseline = read_baseline(config.out_dir, document["sdk"]["version"])
-        except ResultsError as exc:  # said once the run's own results are written
-            unreadable = exc
-    if baseline is not None:
-        measured, again = _remeasure_flips(config, prepared, runs, measured, document,
-                                           baseline)
-        if again:
-            document = _document(config, prepared, admissions, measured, interrupted,
-                                 started, time.perf_counter() - t0)
-            document["remeasured"] = [r.to_json() for r in again]
-    document["run_id"] = run_id
-    document["coverage"] = _coverage(config, prepared, admissions, not interrupted).to_json()
-    document["lanes"] = [lane.to_json() for lane in prepared.lanes]
-    document["services"] = {name: info.to_json() for name, info in (
-        config.manager.infos.items() if config.manager is not None else ())}
-    document["checks"] = [c.to_json() for c in config.checks]
-    document["startup"] = startup_figures(first_fork_s(), first_cell_s)
-    if config.shard is not None:
-        document.update(command="bench", shard=config.shard.to_json())
-    validate(document)
-    json_path, report_path = result_paths(config.out_dir, sdk_version(), started, run_id)
-    if interrupted and not measured:
-        raise BenchInterrupted(())
-    written = _write((json_path, report_path), document)
+    baseline, unreadable, stopped = None, None, False
+    with stops_held() as held:
+        document = _document(config, prepared, admissions, measured, interrupted, started,
+                             time.perf_counter() - t0)
+        if config.shard is None and not interrupted:  # a shard's gate is the merged run's
+            try:
+                baseline = read_baseline(config.out_dir, document["sdk"]["version"])
+            except ResultsError as exc:  # said once the run's own results are written
+                unreadable = exc
+    stops = list(held)
+    if baseline is not None and not stops:
+        measured, again, stopped = _remeasure_flips(config, prepared, runs, measured,
+                                                    document, baseline)
+    with stops_held() as held:
+        document, written = _finish(config, prepared, admissions, measured, interrupted,
+                                    started, t0, document, again, run_id, first_cell_s)
+    stops += held
     if interrupted:
         raise BenchInterrupted(tuple(written))
+    if stops or stopped:
+        with contextlib.suppress(KeyboardInterrupt):  # its handler records which stop it was
+            for signum in stops[:1]:
+                signal.raise_signal(signum)
+        raise BenchInterrupted(tuple(written), complete=True)
+    json_path, report_path = written
     if unreadable is not None:
         raise ResultsError(
             f"the accepted baseline cannot be read, so the regression gate cannot judge this "

@@ -82,15 +82,25 @@ def affordable_trials(wanted: int, first: Mapping[str, Any], timeout_s: float) -
 
 
 # measure(cell, trials) -> the cell's finding (JSON form) measured with that many trials, or
-# None when it was not measured (the run was interrupted: the first measurement stands)
+# None when it was not measured (the first measurement stands); it raises KeyboardInterrupt
+# when the run was interrupted
 Measure = Callable[[Cell, int], Mapping[str, Any] | None]
+
+
+class RemeasureInterrupted(KeyboardInterrupt):
+    """The run was interrupted while cells were measured again; ``done`` says which were."""
+
+    def __init__(self, done: list[Remeasured]) -> None:
+        super().__init__()
+        self.done = done
 
 
 def remeasure(result: GateResult, timeouts: Mapping[str, float], trial_params: Mapping[str, str],
               measure: Measure) -> list[Remeasured]:
     """Measure every unjudged flip of ``result`` again (``measure``), with the trials that let
     the test judge it, and say what was done (a cell ``measure`` did not measure is left
-    out). ``timeouts`` and ``trial_params`` give each check's time limit and the name of its
+    out; an interrupt stops it with RemeasureInterrupted, saying what was done before it).
+    ``timeouts`` and ``trial_params`` give each check's time limit and the name of its
     trials parameter (a check without one, or a cell whose time per trial leaves no room for
     more, is left as it was)."""
     done: list[Remeasured] = []
@@ -104,7 +114,10 @@ def remeasure(result: GateResult, timeouts: Mapping[str, float], trial_params: M
         trials = affordable_trials(wanted, first, timeouts[change.check])
         if trials <= int(first["trials"]):
             continue
-        second = measure(change.cell, trials)
+        try:
+            second = measure(change.cell, trials)
+        except KeyboardInterrupt:
+            raise RemeasureInterrupted(done) from None
         if second is None:
             continue
         assert change.judgement is not None  # unjudged_flips keeps judged changes only
