@@ -61,6 +61,7 @@ from arib.ground.model import (
     MutantStatus,
     Verdict,
 )
+from arib.ground.package import checkout_name
 from arib.judging import (
     TIME_RULE,
     Judged,
@@ -94,6 +95,12 @@ def _reference(check: CheckSpec | None = None) -> TargetSpec:
     if check is not None and check.reference:
         return get_target(check.reference)
     return active_family().resolve("reference")  # type: ignore[no-any-return]
+
+
+def reference_file(check: CheckSpec) -> str:
+    """The source file, as the checkout lays it out, of the reference that gates ``check``
+    (``targets/langgraph/reference_store.py`` for a store check)."""
+    return checkout_name(_reference(check).module).replace(".", "/") + ".py"
 
 
 def _forced(check: CheckSpec) -> MutantSpec:
@@ -335,7 +342,8 @@ def _gates(check: CheckSpec, by_role: Gathered, plan: _GatePlan, started: float
             f"reference backend gave "
             + (f"{bad.verdict.value!r} ({evidence([bad])})" if bad is not None
                else "no verdict (no clean run)")
-            + "; fix the check or targets/openai_agents/reference.py before scoring anything"
+            + f"; fix the check or the reference lane {_reference(check).name!r} "
+              f"({reference_file(check)}) before scoring anything"
         )
     missed = next((f for f in forced if f.verdict is not Verdict.VIOLATED), None)
     raise GateError(

@@ -68,8 +68,12 @@ def test_clean_gate_stops_the_run(tmp_path):
         return Trial(ctx.index, ctx.seed, True)
 
     check = dataclasses.replace(small_conc_003(), run_trial=always_violated)
-    with pytest.raises(GateError, match="clean reference holds"):
+    with pytest.raises(GateError, match="clean reference holds") as caught:
         admit([check], handwritten_only(tmp_path, reruns=1))
+    # the fix names the reference this check is gated on, in the family it belongs to
+    assert str(caught.value).endswith("; fix the check or the reference lane 'reference' "
+                                      "(targets/openai_agents/reference.py) before scoring "
+                                      "anything")
 
 
 def test_a_contract_this_sdk_does_not_offer_is_not_admitted_and_does_not_stop_the_run(tmp_path):

@@ -9,6 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from arib.admission import reference_file
+from arib.checks.registry import get_check
 from arib.ground.errors import UnknownNameError
 from arib.ground.family import get_family
 from arib.targets.base import BuildContext
@@ -66,3 +68,9 @@ def test_the_family_names_its_three_distributions() -> None:
 
     assert LANGGRAPH.distributions == {"langgraph-checkpoint", "langgraph-checkpoint-sqlite",
                                        "langgraph-checkpoint-postgres"}
+
+
+def test_a_failed_clean_gate_names_the_reference_of_the_checks_own_family() -> None:
+    assert reference_file(get_check("ARIB-LGCANCEL-001")) == "targets/langgraph/reference.py"
+    assert reference_file(get_check("ARIB-LGSTORE-011")) == \
+        "targets/langgraph/reference_store.py"
