@@ -10,6 +10,7 @@ import pytest
 from arib.cli.main import main
 from arib.reports.markdown import render_markdown
 from arib.reports.summary import append_job_summary, job_summary
+from arib.runs.baseline import regressions
 from arib.runs.compare import (
     ChangeKind,
     cross_version_markdown,
@@ -268,15 +269,16 @@ def test_job_summary_names_failing_cells_and_survives_an_unwritable_target(run_d
     (tmp_path / "baselines").mkdir()
     (tmp_path / "baselines" / f"openai-agents-{doc['sdk']['version']}.json").write_text(
         json.dumps(baseline))
-    text = job_summary(doc, (only_run(run_dir),), tmp_path, 3)
+    text = job_summary(doc, (only_run(run_dir),), 3, regressions(doc, tmp_path))
     assert "regression gate: **failed**, 1 of 1 cell(s) differ" in text
     assert "  - verdict: ARIB-REPLAY-001 on sqlite-file: held 0/1 (duplicated 2) -> violated 1/1 " \
            "(duplicated 2)" in text
     assert "- exit code 3: cells changed against the accepted baseline" in text
-    assert append_job_summary(doc, (), tmp_path, 3,
+    assert append_job_summary(doc, (), 3, None,
                               environ={"GITHUB_STEP_SUMMARY": str(tmp_path)}) == 3
     assert "job summary not written to GITHUB_STEP_SUMMARY=" in capsys.readouterr().err
-    assert append_job_summary(doc, (), tmp_path, 1, environ={}) == 1  # not under Actions
+    assert append_job_summary(doc, (), 1, None, environ={}) == 1  # not under Actions
+    assert "regression gate: not run; no accepted baseline" in job_summary(doc, (), 1, None)
 
 
 def test_cross_version_report_orders_components_labels_by_their_components(run_dir, tmp_path):

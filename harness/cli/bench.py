@@ -131,9 +131,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         accepted = accept(outcome.json_path, out, args.partial)
         print(f"accepted as the baseline: {accepted.describe()}")
-        return append_job_summary(outcome.document, written, out, int(outcome.code),
+        return append_job_summary(outcome.document, written, int(outcome.code), None,
                                   accepted.describe())
-    return append_job_summary(outcome.document, written, out, _regression_gate(outcome))
+    return append_job_summary(outcome.document, written, _regression_gate(outcome),
+                              outcome.gate)
 
 
 def _regression_gate(outcome: BenchOutcome) -> int:

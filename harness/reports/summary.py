@@ -2,6 +2,8 @@
 
 Outside GitHub Actions (the variable unset) nothing is written. A summary that cannot be
 written is said on stderr and changes nothing else: the run's results are already written.
+The regression gate's lines show the judgement the bench made (``BenchOutcome.gate``); the
+baseline is not read again.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from arib.ground.model import ExitCode
-from arib.runs.baseline import regressions
-from arib.runs.compare import passed
+from arib.runs.compare import GateResult, passed
 from arib.runs.coverage import coverage_of
 
 VERDICTS = ("held", "violated", "not_applicable", "error")
@@ -26,13 +27,13 @@ MEANING = {ExitCode.OK: "every cell held or does not apply",
 SHOWN = 10  # changed cells listed in the summary; the rest are in the job's log
 
 
-def _gate_lines(document: Mapping[str, Any], out: Path, accepted: str | None) -> list[str]:
+def _gate_lines(document: Mapping[str, Any], result: GateResult | None,
+                accepted: str | None) -> list[str]:
     """The regression gate's outcome in one line, and the cells that fail it (a few)."""
     sdk = document["sdk"]["version"]
     if accepted is not None:
         return [f"- regression gate: not run; this run was accepted as the baseline "
                 f"({accepted})"]
-    result = regressions(document, out)
     if result is None:
         return [f"- regression gate: not run; no accepted baseline for {sdk} yet "
                 f"(`python -m arib accept --sdk {sdk}`)"]
@@ -50,9 +51,10 @@ def _gate_lines(document: Mapping[str, Any], out: Path, accepted: str | None) ->
     return lines
 
 
-def job_summary(document: Mapping[str, Any], files: tuple[Path, ...], out: Path, code: int,
-                accepted: str | None = None) -> str:
-    """The summary of one bench run: verdict tally, regression gate, exit code, files."""
+def job_summary(document: Mapping[str, Any], files: tuple[Path, ...], code: int,
+                gate: GateResult | None, accepted: str | None = None) -> str:
+    """The summary of one bench run: verdict tally, the regression gate's judgement ``gate``
+    (None: no accepted baseline), exit code, files."""
     tally = Counter(f["verdict"] for f in document["findings"])
     coverage = coverage_of(document)
     lines = [f"### Integrity bench: {document['sdk']['name']} {document['sdk']['version']}", "",
@@ -64,15 +66,15 @@ def job_summary(document: Mapping[str, Any], files: tuple[Path, ...], out: Path,
     if missing:
         lines.append("- lanes not measured: " + ", ".join(f"`{n}`" for n in missing)
                      + " (why: in the report)")
-    lines += _gate_lines(document, out, accepted)
+    lines += _gate_lines(document, gate, accepted)
     meaning = MEANING.get(ExitCode(code), "") if code in set(ExitCode) else ""
     lines.append(f"- exit code {code}" + (f": {meaning}" if meaning else ""))
     lines.append("- written: " + ", ".join(f"`{p}`" for p in files))
     return "\n".join(lines) + "\n"
 
 
-def append_job_summary(document: Mapping[str, Any], files: tuple[Path, ...], out: Path,
-                       code: int, accepted: str | None = None,
+def append_job_summary(document: Mapping[str, Any], files: tuple[Path, ...], code: int,
+                       gate: GateResult | None, accepted: str | None = None,
                        environ: Mapping[str, str] | None = None) -> int:
     """Append the run's summary to $GITHUB_STEP_SUMMARY when it is set; returns ``code``."""
     target = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
@@ -80,7 +82,7 @@ def append_job_summary(document: Mapping[str, Any], files: tuple[Path, ...], out
         return code
     try:
         with open(target, "a", encoding="utf-8") as handle:
-            handle.write(job_summary(document, files, out, code, accepted) + "\n")
+            handle.write(job_summary(document, files, code, gate, accepted) + "\n")
     except OSError as exc:
         print(f"job summary not written to GITHUB_STEP_SUMMARY={target!r}: {exc}; the run's "
               f"results are written as listed above", file=sys.stderr)
