@@ -13,9 +13,20 @@ meanwhile every other task runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 import types
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from typing import Any
+
+# Client libraries whose calls yield to the event loop by the wall clock: psycopg's wait_async
+# finishes a step that needed no I/O without suspending, unless the loop has gone
+# MAX_BUSY_TIME seconds without a yield, then it sleeps(0) first. So how many suspensions a
+# call makes, and where, depends on the machine's load: on a loaded machine a cancellation
+# counted in suspensions lands at points an idle one never has (one of them, in
+# AsyncPipeline's entry, leaves the connection in pipeline mode). Pinned to 0, every such
+# step yields, as it does when the machine is loaded, on every machine.
+BUSY_CLOCKS: tuple[tuple[str, str, float], ...] = (("psycopg.waiting", "MAX_BUSY_TIME", 0.0),)
 
 
 @types.coroutine
@@ -68,3 +79,29 @@ def held_at(
     completed (k = 0: never), await ``hold()`` before it resumes. ``seen[0]`` counts the
     suspensions (the held one once)."""
     return _driven(awaitable, k, seen, after=hold)  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def busy_yields_pinned() -> Iterator[tuple[str, ...]]:
+    """Within the block, each imported library of BUSY_CLOCKS yields to the loop after every
+    step, as when the loop has been busy too long: a call's suspensions are the same on an
+    idle and a loaded machine. Yields what was pinned (``psycopg.waiting.MAX_BUSY_TIME=0.0``)."""
+    pinned: list[tuple[Any, str, Any]] = []
+    for module, name, value in BUSY_CLOCKS:
+        loaded = sys.modules.get(module)
+        if loaded is None or not hasattr(loaded, name):
+            continue
+        pinned.append((loaded, name, getattr(loaded, name)))
+        setattr(loaded, name, value)
+    try:
+        yield tuple(f"{m.__name__}.{name}={getattr(m, name)!r}" for m, name, _ in pinned)
+    finally:
+        for loaded, name, old in reversed(pinned):
+            setattr(loaded, name, old)
+
+
+def busy_clocks_loaded() -> tuple[str, ...]:
+    """The BUSY_CLOCKS of the libraries this process has imported: what ``busy_yields_pinned``
+    pins (``psycopg.waiting.MAX_BUSY_TIME``), for a trial's log."""
+    return tuple(f"{module}.{name}" for module, name, _ in BUSY_CLOCKS
+                 if hasattr(sys.modules.get(module), name))

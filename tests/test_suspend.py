@@ -4,10 +4,18 @@ lands exactly there."""
 from __future__ import annotations
 
 import asyncio
+import sys
+import types
 
 import pytest
 
-from arib.checks._suspend import at_suspension, cancel_current
+from arib.checks import _suspend as suspend
+from arib.checks._suspend import (
+    at_suspension,
+    busy_clocks_loaded,
+    busy_yields_pinned,
+    cancel_current,
+)
 
 
 async def three_steps(done: list[int]) -> str:
@@ -43,3 +51,22 @@ def test_a_cancellation_at_k_lands_at_the_kth_await(k: int) -> None:
 
     assert asyncio.run(main()) is True
     assert done == list(range(1, k)) and seen == [k]
+
+
+def test_busy_clocks_are_pinned_in_the_block_and_restored_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = types.ModuleType("arib_test_busy_clock")
+    clock.MAX_BUSY = 0.005  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, clock.__name__, clock)
+    monkeypatch.setattr(suspend, "BUSY_CLOCKS", (
+        (clock.__name__, "MAX_BUSY", 0.0), ("arib_test_not_imported", "MAX_BUSY", 0.0)))
+    assert busy_clocks_loaded() == ("arib_test_busy_clock.MAX_BUSY",)
+    with busy_yields_pinned() as pinned:
+        assert pinned == ("arib_test_busy_clock.MAX_BUSY=0.0",)
+        assert clock.MAX_BUSY == 0.0  # type: ignore[attr-defined]
+    assert clock.MAX_BUSY == 0.005  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError), busy_yields_pinned():
+        raise RuntimeError("a call that fails inside")
+    assert clock.MAX_BUSY == 0.005  # type: ignore[attr-defined]
+    assert "arib_test_not_imported" not in sys.modules  # never imported to be pinned

@@ -37,6 +37,7 @@ from arib.checks.langgraph._cancelled import (
     Words,
     cancelled_at,
     judge_point,
+    pinned_note,
     point_counts,
 )
 from arib.checks.langgraph._faults import Op, read_threads, writer_plan
@@ -141,6 +142,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
             f"base), each on a fresh store: put the base; list; the op cancelled at its k-th "
             f"suspension (k=0: not cancelled, counts them); list by the caller and by a fresh "
             f"instance; retry if absent; put the next checkpoint and its writes; list fresh")
+    ctx.log(pinned_note())
     for kind in ("put", "writes"):
         modes[(kind, 0)] = await _point(ctx, kind, 0, notes, spent)
         points = list(range(1, min(spent.get((kind, 0), 0), ctx.params["points"]) + 1))

@@ -37,6 +37,7 @@ from arib.checks.langgraph._cancelled import (
     Words,
     cancelled_at,
     judge_point,
+    pinned_note,
     point_counts,
 )
 from arib.checks.langgraph._saver import store_of
@@ -141,6 +142,7 @@ async def run_trial(ctx: TrialContext) -> Trial:
     ctx.log("on a fresh store each: put 'old'; read; abatch [put new1, delete old, put new2] "
             "cancelled at its k-th suspension (k=0: not cancelled, counts them); read by the "
             "caller and a fresh instance; retry if undone; put 'after'; read fresh")
+    ctx.log(pinned_note())
     modes[0] = await _point(ctx, 0, notes, spent)
     points = list(range(1, min(spent.get(0, 0), ctx.params["points"]) + 1))
     ctx.rng.shuffle(points)

@@ -5,9 +5,15 @@ gated on lg-store-reference."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Generator
+
+import psycopg.waiting
 import pytest
 
 from arib import admission
+from arib.checks._suspend import at_suspension, busy_yields_pinned
 from arib.checks.langgraph._faults import Op, judge
 from arib.checks.langgraph.lgstore_001 import namespaces
 from arib.checks.registry import get_check
@@ -238,3 +244,26 @@ def test_the_namespaces_are_string_prefixes_of_each_other() -> None:
     names = [ns[-1] for ns in namespaces(7, 3)]
     assert names == ["w1", "w10", "w19"]
     assert all(n.startswith(names[0]) for n in names)
+
+
+def test_psycopg_steps_that_need_no_io_yield_on_every_machine_while_pinned() -> None:
+    """psycopg's wait_async yields after a step that needed no I/O only when the loop was busy
+    long enough (its wall clock): pinned, it yields every time, so a cancellation counted in
+    suspensions finds the same points on an idle and a loaded machine."""
+    def no_io() -> Generator[int, int, str]:
+        return "done"
+        yield 0  # a generator that completes at once, as psycopg's pipeline entry can
+
+    async def suspensions() -> int:
+        seen = [0]
+        psycopg.waiting._last_yield = time.monotonic()  # an idle loop: it just yielded
+        result = await at_suspension(psycopg.waiting.wait_async(no_io(), 0, interval=0.1), 0,
+                                     lambda: None, seen)
+        assert result == "done"
+        return seen[0]
+
+    assert asyncio.run(suspensions()) == 0
+    with busy_yields_pinned() as pinned:
+        assert pinned == ("psycopg.waiting.MAX_BUSY_TIME=0.0",)
+        assert asyncio.run(suspensions()) == 1
+    assert asyncio.run(suspensions()) == 0
