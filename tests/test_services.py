@@ -45,6 +45,7 @@ from arib.ground.services import (
     redis_probe,
 )
 from arib.ground.services.launcher import log_tail
+from arib.ground.services.postgres_server import version_of
 from arib.targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 from arib.targets.openai_agents.services import (
     NOT_MEASURED,
@@ -149,6 +150,18 @@ def test_postgres_starts_as_unprivileged_user_and_leaves_nothing(temp_base: Path
     # This test's temp folder is private (0700), so the cluster went to /tmp instead.
     assert info.root is not None and not Path(info.root).exists()
     assert list(temp_base.iterdir()) == []
+
+
+@pytest.mark.parametrize(("banner", "version"), [
+    ("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)\n", "15.18 (Debian 15.18-0+deb12u1)"),
+    ("postgres (PostgreSQL) 16.4", "16.4"),
+    ("something else 1.0", "something else 1.0"),
+    ("", "unknown"),
+])
+def test_postgres_version_from_its_banner_reads_as_the_server_says_it(
+    banner: str, version: str,
+) -> None:
+    assert version_of(banner) == version
 
 
 @pytest.mark.parametrize(("log", "errors", "shown"), [

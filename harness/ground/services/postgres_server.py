@@ -58,8 +58,15 @@ def postgres_version(url: str, bin_dir: Path | None) -> str:
             [str(bin_dir / "postgres"), "--version"], capture_output=True, text=True,
             check=False, timeout=10,
         ).stdout.strip()
-        return out.rsplit(" ", 1)[-1] if out else "unknown"
+        return version_of(out)
     return "unknown (asyncpg not installed)"
+
+
+def version_of(banner: str) -> str:
+    """The version in ``postgres --version``'s line, as the server's SHOW server_version says
+    it: "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)" -> "15.18 (Debian
+    15.18-0+deb12u1)"."""
+    return banner.strip().partition("(PostgreSQL) ")[2] or banner.strip() or "unknown"
 
 
 def _initdb(
