@@ -8,8 +8,9 @@ A cell held or violated on both sides is one of three kinds, judged in this orde
 - racy: a side's trials disagreed (violated in some, held in others), a side left schedule
   decisions uncontrolled (a backend's thread, a server), or a side ran unscheduled against a
   server (its ``service_version``): nothing ordered the server's work against the check's, so
-  its timing is the machine's (ARIB-LGCANCEL-001 on lg-async-postgres at cp1.0.1 loses a write
-  after a cancellation in none of 8 trials on an idle machine, in 4 of 4 beside a CI run). Its
+  its timing is the machine's (ARIB-LGCANCEL-001 on lg-async-postgres at cp1.0.1 lost a write
+  after a cancellation in none of 8 trials on an idle machine, in 4 of 4 beside a CI run, until
+  the check pinned psycopg's busy clock). Its
   violating trials are a sample of a rate: a change gates only when Fisher's exact test finds
   the rates different at ``significance.ALPHA``; otherwise it is listed with its p-value and
   both rates. One exception: a complete flip (every trial violated on one side, none on the
