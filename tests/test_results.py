@@ -133,18 +133,23 @@ def test_every_familys_committed_results_validate(path):
 
 def test_committed_findings_read_back_and_a_timeout_is_read_as_it_was_written():
     """Files written before ``timed_out`` existed: a finding without it did not time out, but
-    an error finding with the old mark (modes {"timeout": 1}) did, and the mark leaves it."""
-    marked = unmarked = 0
+    an error finding with the old mark (modes {"timeout": 1}) did, and the mark leaves it. A
+    file written since holds the field, and it reads back as written."""
+    marked = unmarked = recorded = 0
     for path in EVERY_RUN:
         for written in json.loads(path.read_text(encoding="utf-8"))["findings"]:
             back = Finding.from_json(written)
-            old_mark = written["verdict"] == "error" and "timeout" in written.get("modes", {})
-            assert "timed_out" not in written  # none was written with the field yet
-            assert back.timed_out is old_mark, (path.name, written["invariant_id"])
             assert "timeout" not in back.modes or not back.timed_out
+            if "timed_out" in written:
+                assert back.timed_out is written["timed_out"], (path.name,
+                                                                written["invariant_id"])
+                recorded += 1
+                continue
+            old_mark = written["verdict"] == "error" and "timeout" in written.get("modes", {})
+            assert back.timed_out is old_mark, (path.name, written["invariant_id"])
             marked += old_mark
             unmarked += not old_mark
-    assert marked and unmarked  # both readings were exercised on real files
+    assert marked and unmarked  # both old readings were exercised on real files
 
 
 def test_a_timed_out_finding_validates_and_only_as_an_error(small_run):
