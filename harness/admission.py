@@ -9,7 +9,8 @@ Per check, in forked children, ``reruns`` times each:
    ``not_judgeable``, ``judgeable`` false, with the clean verdicts) and counts neither for
    nor against admission: such a mutant is not run. A lane whose every paired mutant of the
    check has a cached result does not run its clean base again (a result is cached only when
-   its base held);
+   its base held), nor does one whose base was violated in every rerun before under the same
+   inputs (``arib.caches.bases``: kept, and re-run by the same seeded sample);
 4. every judgeable paired mutant comes out as its expected verdict (``violated``, or for a
    claim mutant ``not_applicable`` / ``error``) in every rerun: ``killed``; and at least one
    hand-written and one generated mutant are killed on this version.
@@ -35,8 +36,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from arib.caches.bases import BaseCache, BasePlan
 from arib.caches.gates import GateCache, GateEntry, GateStatus, gate_status
-from arib.caches.keys import gate_key, verdict_key
+from arib.caches.keys import base_key, gate_key, verdict_key
 from arib.caches.verdicts import AdmissionCache
 from arib.checks.base import CheckSpec
 from arib.execute import (
@@ -253,13 +255,14 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
     base, which sets its mutants' time limits and says whether they can be judged there."""
     jobs: list[_Job] = []
     skipped = _cached_cells(checks, pairs, keys, config)
+    kept = _base_plan(checks, pairs, skipped, config)
     for check in checks:
         if check.id not in plan.hits:  # a hit passed before under the same inputs: not run
             for r in range(config.reruns):
                 jobs.append(_Job(check, _reference(check), None, r, "clean"))
             jobs.append(_Job(check, _reference(check), _forced(check), 0, "forced"))
-        for name in sorted({m.target for m in pairs[check.id]} - {_reference(check).name}):
-            if Cell(check.id, name) in skipped:
+        for name in _base_lanes(check, pairs):
+            if Cell(check.id, name) in skipped or Cell(check.id, name) in kept.hits:
                 continue
             for r in range(clean_reruns(config.reruns)):
                 jobs.append(_Job(check, get_target(name), None, r, "base"))
@@ -267,6 +270,10 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
         print(f"[admit] sanity gates of {len(plan.hits)} of {len(checks)} checks cached (not "
               f"run: passed before under the same inputs); {len(plan.verifying)} cached run "
               f"again as the re-judged sample", file=sys.stderr)
+    if kept.hits and not config.quiet:
+        print(f"[admit] clean bases of {len(kept.hits)} cell(s) kept as violated in every "
+              f"rerun (not run: their mutants are not judgeable there under the same inputs); "
+              f"{len(kept.verifying)} kept run again as the re-judged sample", file=sys.stderr)
     progress = Progress("admit", len(jobs), quiet=config.quiet)
 
     def done(index: int, outcome: ChildOutcome) -> None:
@@ -288,11 +295,34 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
     bases = {Cell(job.check.id, job.target.name): clean_base(
         job.check.id, job.target.name, by_role[_slot(job)])
         for job in jobs if job.role in ("clean", "base")}
+    for cell, key in kept.keys.items():
+        if cell not in kept.hits:  # ran now: compared with the sampled hit, kept if violated
+            kept.store.settle(key, bases[cell], by_role[(cell.check_id, "base", cell.lane)],
+                              kept.verifying.get(cell))
+    bases.update({cell: entry.base for cell, entry in kept.hits.items()})
     bases.update({cell: CleanBase(cell.check_id, cell.lane, (), 0.0, cached=True)
                   for cell in skipped})
     bases.update({Cell(check_id, entry.base.lane): dataclasses.replace(entry.base, reused=True)
                   for check_id, entry in plan.hits.items()})
     return by_role, bases
+
+
+def _base_lanes(check: CheckSpec, pairs: Mapping[str, Sequence[MutantSpec]]) -> list[str]:
+    """The lanes, but the gates', whose clean base ``check``'s paired mutants need."""
+    return sorted({m.target for m in pairs[check.id]} - {_reference(check).name})
+
+
+def _base_plan(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],
+               skipped: set[Cell], config: AdmissionConfig) -> BasePlan:
+    """Which clean bases the store of violated ones answers for (``arib.caches.bases``): a
+    key for each cell to run but on a lane that needs a server."""
+    keys = {Cell(check.id, name): base_key(
+        check, get_target(name), reruns=clean_reruns(config.reruns), seed=config.run_seed,
+        params=check.resolve_params(config.params.get(check.id)), limit=GATE_RULE,
+        runner=__name__)
+        for check in checks for name in _base_lanes(check, pairs)
+        if Cell(check.id, name) not in skipped and get_target(name).service is None}
+    return BasePlan.of(BaseCache(config.cache), keys)
 
 
 def _cached_cells(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[MutantSpec]],

@@ -161,7 +161,7 @@ def test_a_reused_clean_base_says_so_and_round_trips_through_json():
     base = CleanBase("ARIB-X-001", "sqlite-file", (H, H, H), 0.123456, reused=True)
     assert base.judgeable and base.reused and not base.cached
     assert base.describe() == ("clean 'sqlite-file' gave held, held, held (an earlier run's, "
-                               "reused: what it executed is unchanged)")
+                               "reused: its inputs are unchanged)")
     assert base.to_json() == {"check_id": "ARIB-X-001", "lane": "sqlite-file",
                               "verdicts": ["held", "held", "held"], "judgeable": True,
                               "duration_s": 0.1235, "reason": None, "reused": True}

@@ -25,7 +25,7 @@ import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from arib.caches.verdicts import AdmissionCache, Lookup, proof_of
 from arib.ground.files import atomic_write_text
@@ -102,34 +102,54 @@ class GateEntry:
                    tuple(Verdict(v) for v in data["forced"]), proof)
 
 
-class GateCache:
-    """Passed gates in the ``gates`` folder of a verdict cache's root, one file per key,
-    answering nothing when that cache has no root or was discarded for the run."""
+class Kept(Protocol):
+    """An entry kept for one check's clean runs on one lane (a passed gate, a violated base)."""
+
+    @property
+    def base(self) -> CleanBase: ...
+
+    def contradiction(self) -> str | None: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+K = TypeVar("K", bound=Kept)
+
+
+class KeptStore(Generic[K]):
+    """Entries in one folder of a verdict cache's root, one file per key, answering nothing
+    when that cache has no root or was discarded for the run; lookups are counted."""
+
+    folder: ClassVar[str]
 
     def __init__(self, verdicts: AdmissionCache) -> None:
         self.verdicts = verdicts
         self.counts = {state.value: 0 for state in Lookup}
 
-    def lookup(self, key: str, check_id: str, lane: str) -> tuple[GateEntry | None, Lookup]:
-        """The entry under ``key`` for ``check_id``'s gates on ``lane`` and how the lookup
-        ended (counted): an entry for another check or lane, or one that does not load, is
-        unreadable; one whose evidence does not show passed gates is contradicted."""
+    def parse(self, data: Mapping[str, Any]) -> K:
+        """An entry from its JSON form."""
+        raise NotImplementedError
+
+    def lookup(self, key: str, check_id: str, lane: str) -> tuple[K | None, Lookup]:
+        """The entry under ``key`` for ``check_id`` on ``lane`` and how the lookup ended
+        (counted): an entry for another check or lane, or one that does not load, is
+        unreadable; one whose evidence does not give what it says is contradicted."""
         entry, state = self._load(key, check_id, lane)
         self.counts[state.value] += 1
         return entry, state
 
-    def _load(self, key: str, check_id: str, lane: str) -> tuple[GateEntry | None, Lookup]:
+    def _load(self, key: str, check_id: str, lane: str) -> tuple[K | None, Lookup]:
         root = self.verdicts.root
         if root is None or self.verdicts.discarded:
             return None, Lookup.MISS
         try:
-            text = (root / "gates" / f"{key}.json").read_text()
+            text = (root / self.folder / f"{key}.json").read_text()
         except FileNotFoundError:
             return None, Lookup.MISS
         except (OSError, UnicodeDecodeError):
             return None, Lookup.UNREADABLE
         try:
-            entry = GateEntry.from_json(json.loads(text))
+            entry = self.parse(json.loads(text))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None, Lookup.UNREADABLE
         if (entry.base.check_id, entry.base.lane) != (check_id, lane):
@@ -139,13 +159,29 @@ class GateCache:
         return entry, Lookup.HIT
 
     def sampled(self, key: str) -> bool:
-        """Whether this run re-judges the hit under ``key`` (the verdict cache's sample)."""
+        """Whether this run runs the hit under ``key`` again (the verdict cache's sample)."""
         return self.verdicts.sampled(key)
+
+    def write(self, key: str, entry: K) -> None:
+        """Keep ``entry`` under ``key``, atomically, when its evidence gives what it says;
+        nothing without a cache."""
+        root = self.verdicts.root
+        if root is None or entry.contradiction() is not None:
+            return
+        atomic_write_text(root / self.folder / f"{key}.json",
+                          json.dumps(entry.to_json(), indent=1))
+
+
+class GateCache(KeptStore[GateEntry]):
+    """Passed gates in the ``gates`` folder of a verdict cache's root."""
+
+    folder = "gates"
+
+    def parse(self, data: Mapping[str, Any]) -> GateEntry:
+        """A gate entry from its JSON form."""
+        return GateEntry.from_json(data)
 
     def put(self, key: str, entry: GateEntry) -> None:
         """Keep ``entry`` under ``key``, atomically, when its gates passed (a failed gate is
         never kept); nothing without a cache."""
-        root = self.verdicts.root
-        if root is None or entry.contradiction() is not None:
-            return
-        atomic_write_text(root / "gates" / f"{key}.json", json.dumps(entry.to_json(), indent=1))
+        self.write(key, entry)

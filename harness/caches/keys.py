@@ -144,3 +144,17 @@ def gate_key(check: CheckSpec, reference: TargetSpec, forced: MutantSpec, *, rer
                        params=params, limit=limit, spec=check.to_json(),
                        reference=source_hash(reference.module),
                        lane_config=reference.to_json(), runner=source_hash(runner))
+
+
+def base_key(check: CheckSpec, lane: TargetSpec, *, reruns: int, seed: int,
+             params: Mapping[str, int], limit: str, runner: str) -> str:
+    """The key of ``check``'s clean base on ``lane`` kept as not judgeable
+    (``arib.caches.bases``): the check's sources, helpers and description, the lane's module
+    and configuration, the family's targets, the Python and SDK versions, the reruns, seed,
+    parameters and time-limit rule, and ``runner``, the source of what runs the bases."""
+    _, targets = family_sources(active_family().name)
+    return cache_key(kind="base", lane=lane.name, check=check_source(check),
+                     spec=check.to_json(), python=python_version(), sdk=sdk_version(),
+                     reruns=reruns, seed=seed, params=dict(params), limit=limit,
+                     target=source_hash(lane.module, *targets), lane_config=lane.to_json(),
+                     runner=source_hash(runner))

@@ -439,7 +439,7 @@ class CleanBase:
         if self.cached:
             return f"clean {self.lane!r} not run: every paired mutant's result is cached"
         text = f"clean {self.lane!r} gave {', '.join(v.value for v in self.verdicts)}"
-        text += " (an earlier run's, reused: what it executed is unchanged)" if self.reused else ""
+        text += " (an earlier run's, reused: its inputs are unchanged)" if self.reused else ""
         return text + (f" ({self.reason})" if self.reason and not self.judgeable else "")
 
     def to_json(self) -> dict[str, Any]:
