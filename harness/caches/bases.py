@@ -2,9 +2,10 @@
 judgeable there, and need not be found so again by running the clean lane each time.
 
 Admission runs a check's clean base on every real lane that has paired mutants (``arib.admission``,
-step 3). Where the real backend itself breaks the invariant (ARIB-REPLAY-001 on every SQLite
-session of openai-agents 0.19.2), every rerun is violated, no mutant of that lane can be judged,
-and the base ran for nothing but to say so again: about a second of a child per cell and run.
+step 3). Where the real backend itself breaks the invariant (ARIB-CONC-003 on SQLiteSession,
+whose add_items([]) after close() is accepted silently), every rerun is violated, no mutant of
+that lane can be judged, and the base ran for nothing but to say so again: three children per
+cell and admission.
 An entry keeps such a base and the evidence it rests on (``proof_of`` each rerun), under a key
 (``arib.caches.keys.base_key``) naming the check's sources and description, the lane's module and
 configuration, the family's targets, the Python and SDK versions, the reruns, seed, parameters,
