@@ -213,3 +213,8 @@ def test_a_kept_base_that_holds_now_discards_the_store_and_everything_runs_again
         cfg.cache.disagreements)
     assert [r.count("base") for r in roles[1:]] == [3, 3]  # the second pass runs it again
     assert statuses(a)[1][0] == LANE and statuses(a)[1][1] is not MutantStatus.NOT_JUDGEABLE
+    # what this run contradicted is gone: the next run, unsampled, does not call the lane's
+    # mutant not judgeable (its pair, judged on a base that held, comes from the verdicts)
+    assert list((tmp_path / "c" / "bases").glob("*.json")) == []
+    (again,) = admit([holding], config(tmp_path))
+    assert statuses(again)[1] == statuses(a)[1]

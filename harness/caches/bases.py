@@ -115,11 +115,17 @@ class BaseCache(KeptStore[BaseEntry]):
         """After ``base`` ran now under ``key`` (from ``findings``): compare it with ``cached``,
         the hit the sample ran again (a disagreement is recorded on the verdict cache), and
         keep it, atomically, when every rerun was violated (also when the store is discarded
-        for the run: what is judged again is written); nothing without a cache."""
+        for the run: what is judged again is written); otherwise an entry kept under ``key``
+        before is removed, so that no later run reuses what this one contradicted. Nothing
+        without a cache."""
         if cached is not None:
             self.verdicts.checked(f"clean base of {base.check_id} on {base.lane}",
                                   Judgeability.of(cached.base), Judgeability.of(base))
-        self.write(key, BaseEntry.of(base, findings))
+        entry = BaseEntry.of(base, findings)
+        if entry.contradiction() is None:
+            self.write(key, entry)
+        elif self.verdicts.root is not None:
+            (self.verdicts.root / self.folder / f"{key}.json").unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
