@@ -244,7 +244,7 @@ def _settle_gates(checks: Sequence[CheckSpec], by_role: Gathered, bases: Mapping
         if check.id in plan.verifying:
             gates.verdicts.checked(f"sanity gates of {check.id}", GateStatus.PASSED, status)
         if status is GateStatus.PASSED:
-            gates.put(plan.keys[check.id], GateEntry.of(
+            gates.write(plan.keys[check.id], GateEntry.of(
                 bases[Cell(check.id, _reference(check).name)], clean, forced))
 
 
@@ -299,7 +299,8 @@ def _clean_phase(checks: Sequence[CheckSpec], pairs: Mapping[str, Sequence[Mutan
         if cell not in kept.hits:  # ran now: compared with the sampled hit, kept if violated
             kept.store.settle(key, bases[cell], by_role[(cell.check_id, "base", cell.lane)],
                               kept.verifying.get(cell))
-    bases.update({cell: entry.base for cell, entry in kept.hits.items()})
+    bases.update({cell: dataclasses.replace(entry.base, reused=True)
+                  for cell, entry in kept.hits.items()})
     bases.update({cell: CleanBase(cell.check_id, cell.lane, (), 0.0, cached=True)
                   for cell in skipped})
     bases.update({Cell(check_id, entry.base.lane): dataclasses.replace(entry.base, reused=True)

@@ -54,7 +54,7 @@ def test_a_passed_entry_round_trips_and_is_found_only_for_its_check_and_lane(
         tmp_path: Path) -> None:
     gates = GateCache(AdmissionCache(tmp_path))
     assert GateEntry.from_json(json.loads(json.dumps(entry().to_json()))) == entry()
-    gates.put("k", entry())
+    gates.write("k", entry())
     assert gates.lookup("k", CHECK_ID, "reference") == (entry(), Lookup.HIT)
     assert gates.lookup("other", CHECK_ID, "reference") == (None, Lookup.MISS)
     assert gates.lookup("k", "ARIB-CONC-001", "reference") == (None, Lookup.UNREADABLE)
@@ -62,13 +62,18 @@ def test_a_passed_entry_round_trips_and_is_found_only_for_its_check_and_lane(
     (tmp_path / "gates" / "bad.json").write_text("{")
     assert gates.lookup("bad", CHECK_ID, "reference") == (None, Lookup.UNREADABLE)
     assert gates.counts == {"hit": 1, "miss": 1, "unreadable": 3, "contradicted": 0}
+    gates.remove("k")
+    gates.remove("k")  # nothing kept under it any more: nothing happens
+    assert gates.lookup("k", CHECK_ID, "reference") == (None, Lookup.MISS)
+    assert (tmp_path / "gates" / "bad.json").exists()  # only that key's entry went
+    GateCache(AdmissionCache(None)).remove("k")  # no cache: nothing to remove
 
 
 def test_failed_gates_are_never_kept_and_a_contradicted_entry_is_refused(
         tmp_path: Path) -> None:
     gates = GateCache(AdmissionCache(tmp_path))
     for failed in (entry(clean=(H, V)), entry(forced=(H,)), entry(clean=(NA, NA))):
-        gates.put("k", failed)
+        gates.write("k", failed)
         assert not (tmp_path / "gates" / "k.json").exists()
     # written by hand (or by a bug): a status its own evidence does not give
     for bad in (entry(clean=(H, V)), entry(proof={"clean": [run(H), run(V)],
@@ -82,9 +87,9 @@ def test_failed_gates_are_never_kept_and_a_contradicted_entry_is_refused(
 
 def test_no_cache_and_a_discarded_store_answer_nothing(tmp_path: Path) -> None:
     assert GateCache(AdmissionCache(None)).lookup("k", CHECK_ID, "reference")[1] is Lookup.MISS
-    GateCache(AdmissionCache(None)).put("k", entry())  # nowhere to write: nothing happens
+    GateCache(AdmissionCache(None)).write("k", entry())  # nowhere to write: nothing happens
     verdicts = AdmissionCache(tmp_path)
-    GateCache(verdicts).put("k", entry())
+    GateCache(verdicts).write("k", entry())
     verdicts.discard()
     assert GateCache(verdicts).lookup("k", CHECK_ID, "reference") == (None, Lookup.MISS)
 

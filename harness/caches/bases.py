@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from arib.caches.gates import KeptStore
-from arib.caches.verdicts import Lookup, proof_of
+from arib.caches.verdicts import proof_of
 from arib.ground.keys import Cell
 from arib.ground.model import CleanBase, Finding, Verdict
 
@@ -103,13 +103,6 @@ class BaseCache(KeptStore[BaseEntry]):
         """A base entry from its JSON form."""
         return BaseEntry.from_json(data)
 
-    def lookup(self, key: str, check_id: str, lane: str) -> tuple[BaseEntry | None, Lookup]:
-        """As ``KeptStore.lookup``; a hit's base is marked reused."""
-        entry, state = super().lookup(key, check_id, lane)
-        if entry is not None:
-            entry = replace(entry, base=replace(entry.base, reused=True))
-        return entry, state
-
     def settle(self, key: str, base: CleanBase, findings: Sequence[Finding],
                cached: BaseEntry | None) -> None:
         """After ``base`` ran now under ``key`` (from ``findings``): compare it with ``cached``,
@@ -124,8 +117,8 @@ class BaseCache(KeptStore[BaseEntry]):
         entry = BaseEntry.of(base, findings)
         if entry.contradiction() is None:
             self.write(key, entry)
-        elif self.verdicts.root is not None:
-            (self.verdicts.root / self.folder / f"{key}.json").unlink(missing_ok=True)
+        else:
+            self.remove(key)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from arib.caches.verdicts import AdmissionCache, Lookup, proof_of
@@ -143,7 +144,7 @@ class KeptStore(Generic[K]):
         if root is None or self.verdicts.discarded:
             return None, Lookup.MISS
         try:
-            text = (root / self.folder / f"{key}.json").read_text()
+            text = self._path(root, key).read_text()
         except FileNotFoundError:
             return None, Lookup.MISS
         except (OSError, UnicodeDecodeError):
@@ -168,8 +169,17 @@ class KeptStore(Generic[K]):
         root = self.verdicts.root
         if root is None or entry.contradiction() is not None:
             return
-        atomic_write_text(root / self.folder / f"{key}.json",
-                          json.dumps(entry.to_json(), indent=1))
+        atomic_write_text(self._path(root, key), json.dumps(entry.to_json(), indent=1))
+
+    def remove(self, key: str) -> None:
+        """Delete the entry under ``key`` if there is one (a run contradicted it); nothing
+        without a cache."""
+        root = self.verdicts.root
+        if root is not None:
+            self._path(root, key).unlink(missing_ok=True)
+
+    def _path(self, root: Path, key: str) -> Path:
+        return root / self.folder / f"{key}.json"
 
 
 class GateCache(KeptStore[GateEntry]):
@@ -180,8 +190,3 @@ class GateCache(KeptStore[GateEntry]):
     def parse(self, data: Mapping[str, Any]) -> GateEntry:
         """A gate entry from its JSON form."""
         return GateEntry.from_json(data)
-
-    def put(self, key: str, entry: GateEntry) -> None:
-        """Keep ``entry`` under ``key``, atomically, when its gates passed (a failed gate is
-        never kept); nothing without a cache."""
-        self.write(key, entry)
