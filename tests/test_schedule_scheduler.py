@@ -232,3 +232,25 @@ def test_fifo_is_the_loops_own_order(loop: str) -> None:
     unscheduled = anyio.run(plain, backend="asyncio", backend_options=options)
     scheduled, schedule = run(lost_update, make("fifo", 1), loop)
     assert scheduled == unscheduled and schedule.uncontrolled == 0
+
+
+def test_an_idle_asyncio_loop_settles_in_one_round_and_decides_as_with_every_round(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from arib.ground.schedule import scheduler
+
+    async def probe() -> tuple[bool, bool]:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(lambda: None)
+        busy = scheduler._idle(loop)  # a callback is ready
+        await asyncio.sleep(0)  # it ran
+        return busy, scheduler._idle(loop)
+
+    assert asyncio.run(probe()) == (False, True)
+    assert not scheduler._idle(None)
+    uv = pytest.importorskip("uvloop")
+    assert not uv.run(probe())[1]  # no ready queue to read: never idle, settles by rounds
+    strategy = make("pct", 8, {"d": 2, "k": 12})
+    fast = run(lost_update, strategy)
+    monkeypatch.setattr(scheduler, "_idle", lambda loop: False)
+    every_round = run(lost_update, make("pct", 8, {"d": 2, "k": 12}))
+    assert fast[0] == every_round[0] and fast[1].text() == every_round[1].text()

@@ -6,10 +6,10 @@ token at every suspension and, once what it awaited is done, waits for a turn th
 grants. A thread actor, or the worker thread a task actor handed work to, stops at
 interposition points (``threads.point``: an sqlite3 call, a wrapped lock) and waits for its
 grant the same way. A conductor task takes every decision once the loop has settled: no actor
-running, a few loop rounds with no change, and every completion that comes from outside the
-actors (a worker thread's result, a socket's reply) arrived, waited for up to ``settle_s``. A
-decision taken while such a completion was still outstanding, or while a thread ran past its
-settle time, is recorded as uncontrolled.
+running, a few loop rounds with no change (one once asyncio's loop has no callback ready),
+and every completion that comes from outside the actors (a worker thread's result, a socket's
+reply) arrived, waited for up to ``settle_s``. A decision taken while such a completion was
+still outstanding, or while a thread ran past its settle time, is recorded as uncontrolled.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ LATENCY_FACTOR = 4.0
 MIN_WAIT_S = 0.002
 TIMER_SLACK_S = 0.002
 VIRTUAL_STEP_S = 0.0001  # virtual time one decision takes: a sleep of 10 ms lasts 100 steps
-QUIET_ROUNDS = 3  # loop rounds with no change before a decision
+QUIET_ROUNDS = 3  # loop rounds with no change before a decision (one, on an asyncio loop
+# with no callback ready: ``_idle``)
 REPLAY_WAIT_S = 1.0  # how long a replay waits for its recorded actor to become ready
 MAX_DECISIONS = 500_000  # past this the scheduler lets every actor run free (a livelock guard)
 
@@ -394,7 +395,7 @@ class Scheduler:
                 else:
                     await asyncio.sleep(0)
                 continue
-            if quiet < QUIET_ROUNDS:
+            if quiet < QUIET_ROUNDS and not (quiet and _idle(self._loop)):
                 quiet += 1
                 await asyncio.sleep(0)
                 continue
@@ -480,6 +481,15 @@ class Scheduler:
                 if actor.part is not None:
                     actor.part.grant.set()
             self._holder = None
+
+
+def _idle(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """Whether ``loop`` has no callback ready to run: more quiet rounds would only poll for
+    I/O, and what an actor waits for outside is waited for by the patience, not by rounds.
+    Known for asyncio's own loops (their ready queue); never for others (uvloop): they
+    settle by QUIET_ROUNDS, and decide the same."""
+    ready = getattr(loop, "_ready", None)
+    return ready is not None and not ready
 
 
 def describe_actor(label: str, args: tuple[Any, ...]) -> str:
