@@ -249,8 +249,10 @@ def test_an_idle_asyncio_loop_settles_in_one_round_and_decides_as_with_every_rou
     assert not scheduler._idle(None)
     uv = pytest.importorskip("uvloop")
     assert not uv.run(probe())[1]  # no ready queue to read: never idle, settles by rounds
-    strategy = make("pct", 8, {"d": 2, "k": 12})
-    fast = run(lost_update, strategy)
+    def pct() -> Strategy:
+        return make("pct", 8, {"d": 2, "k": 12})
+
+    fast = run(lost_update, pct())
     monkeypatch.setattr(scheduler, "_idle", lambda loop: False)
-    every_round = run(lost_update, make("pct", 8, {"d": 2, "k": 12}))
+    every_round = run(lost_update, pct())
     assert fast[0] == every_round[0] and fast[1].text() == every_round[1].text()
