@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from arib.checks.base import CheckSpec
@@ -69,20 +69,41 @@ def _service_only(lane: TargetSpec, manager: ServiceManager) -> NotMeasured | No
     return manager.availability(lane.service)
 
 
-def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager) -> dict[str, str]:
-    """Start the services that the lanes of ``checks``' paired mutants need; their URLs.
+def begin_services(lanes: Sequence[TargetSpec], manager: ServiceManager) -> bool:
+    """Begin starting the services of ``lanes`` that can run here (see
+    ``ServiceManager.begin``), so that their slow first part runs while the run does other
+    work; ``prepare_lanes`` and ``services_for_checks`` finish them. Whether any of them is
+    begun and not yet started."""
+    family = active_family()
+    availability = family.resolve("availability") if family.availability else _service_only
+    names = {lane.service for lane in lanes
+             if lane.service is not None and availability(lane, manager) is None}
+    return any([manager.begin(name) for name in sorted(names)])
 
-    A service that cannot start is left out: the mutants of its lanes are then reported as not
-    judgeable (their clean base cannot be built), never silently dropped.
-    """
+
+def mutant_lanes(checks: Sequence[CheckSpec]) -> list[TargetSpec]:
+    """The lanes of ``checks``' paired mutants, hand-written and generated, by name."""
     from arib.mutants.registry import get_mutant
     from arib.targets.registry import get_target
 
     names = {get_mutant(m).target for c in checks for m in c.mutants}
     names |= {s.target for c in checks for s in c.generated}
-    lanes = [get_target(n) for n in sorted(names)]
-    return prepare_lanes([lane for lane in lanes if lane.service], manager,
-                         probe=False).services
+    return [get_target(n) for n in sorted(names)]
+
+
+def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager,
+                        meanwhile: Callable[[], None] | None = None) -> dict[str, str]:
+    """Start the services that the lanes of ``checks``' paired mutants need; their URLs.
+    ``meanwhile`` runs while their slow first parts run, if any is still running (see
+    ``begin_services``).
+
+    A service that cannot start is left out: the mutants of its lanes are then reported as not
+    judgeable (their clean base cannot be built), never silently dropped.
+    """
+    lanes = [lane for lane in mutant_lanes(checks) if lane.service]
+    if begin_services(lanes, manager) and meanwhile is not None:
+        meanwhile()
+    return prepare_lanes(lanes, manager, probe=False).services
 
 
 def absent_backend(lane: TargetSpec) -> NotMeasured | None:

@@ -74,8 +74,9 @@ def cmd_admit(args: argparse.Namespace) -> int:
     from arib.caches.generation import generation_cache
     from arib.execute import sdk_version
     from arib.ground.services import ServiceManager
-    from arib.lanes import services_for_checks
+    from arib.lanes import mutant_lanes, services_for_checks
     from arib.runs.shard import admission_durations, make_split
+    from arib.warm import warm_all
 
     params = parse_params(args.param)
     if not args.all and not args.check:
@@ -94,7 +95,8 @@ def cmd_admit(args: argparse.Namespace) -> int:
         admissions = admit(checks, AdmissionConfig(
             reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
             workers=args.workers or os.cpu_count() or 1, cache=(cache := verdict_cache(args)),
-            services=services_for_checks(checks, manager),
+            services=services_for_checks(checks, manager, meanwhile=lambda: warm_all(
+                (None, lane) for lane in mutant_lanes(checks))),
         ))
     print(cache.describe())
     gated = sum(1 for a in admissions if a.gates_cached)

@@ -34,7 +34,13 @@ from arib.ground.keys import Cell
 from arib.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
 from arib.ground.proctime import first_fork_s, forget_first_fork, process_age_s
 from arib.ground.services import ServiceManager
-from arib.lanes import PreparedLanes, prepare_lanes, service_failure, services_for_checks
+from arib.lanes import (
+    PreparedLanes,
+    begin_services,
+    prepare_lanes,
+    service_failure,
+    services_for_checks,
+)
 from arib.progress import Progress
 from arib.reports.markdown import render_markdown
 from arib.runs.baseline import read_baseline
@@ -168,16 +174,20 @@ def _shard_config(config: BenchConfig) -> tuple[BenchConfig, frozenset[Cell] | N
 
 def _admit(config: BenchConfig) -> tuple[Admission, ...]:
     """The bench's admission of its checks, with the services their mutants' lanes need."""
+    def warm_cells() -> None:  # the measured cells' backends
+        warm_all((c, lane) for c in config.checks for lane in config.lanes)
+
     admissions = admit(
         config.checks,
         AdmissionConfig(reruns=config.reruns, workers=config.admission_workers,
                         run_seed=config.run_seed, params=config.params, cache=config.cache,
                         quiet=config.quiet, generated=config.generated,
-                        services=(services_for_checks(config.checks, config.manager)
+                        # imported while a service's initdb runs, if one does, else while
+                        # the gates end
+                        services=(services_for_checks(config.checks, config.manager,
+                                                      meanwhile=warm_cells)
                                   if config.manager is not None else {}),
-                        # the measured cells' backends, imported while the gates end
-                        while_waiting=lambda: warm_all((c, lane) for c in config.checks
-                                                       for lane in config.lanes)),
+                        while_waiting=warm_cells),
     )
     for a in admissions:
         if not a.admitted and not config.quiet:
@@ -378,6 +388,8 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     run_id = new_run_id()
     t0 = time.perf_counter()
     mine, cells = _shard_config(config)
+    if config.manager is not None:  # the measured lanes' services start during admission
+        begin_services(mine.lanes, config.manager)
     admissions = _admit(mine)
     prepared = (prepare_lanes(mine.lanes, config.manager) if config.manager is not None
                 else PreparedLanes(mine.lanes))

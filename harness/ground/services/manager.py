@@ -26,12 +26,20 @@ from arib.ground.services.info import (
 )
 from arib.ground.services.launcher import Launcher, free_port, log_tail
 from arib.ground.services.mariadb_server import external_mariadb, start_mariadb
-from arib.ground.services.postgres_server import external_postgres, start_postgres
+from arib.ground.services.postgres_server import (
+    Cluster,
+    begin_postgres,
+    external_postgres,
+    start_postgres,
+)
 from arib.ground.services.redis_server import external_redis, start_redis
 
 # How each service is started here, or probed where its variable names a server.
 STARTERS = {"redis": start_redis, "postgres": start_postgres, "mysql": start_mariadb}
 EXTERNAL = {"redis": external_redis, "postgres": external_postgres, "mysql": external_mariadb}
+# The services whose start has a slow first part that can run while the run does other work
+# (``ServiceManager.begin``): PostgreSQL's initdb.
+BEGINNERS = {"postgres": begin_postgres}
 
 
 class ServiceManager(Launcher):
@@ -69,6 +77,7 @@ class ServiceManager(Launcher):
         self._in_signal = False
         # On a user's Redis (REDIS_URL): (the run's key id, the URL, the pid that removes them).
         self._redis_run: tuple[str, str, int] | None = None
+        self._begun: dict[str, Cluster] = {}  # begun (``begin``), not yet started
 
     # -- context management -------------------------------------------------------------
 
@@ -176,6 +185,27 @@ class ServiceManager(Launcher):
         missing = self.availability(name)
         return missing if missing is not None else self.start(name)
 
+    def begin(self, name: str) -> bool:
+        """Begin starting ``name`` without waiting, where its start has a slow first part
+        (PostgreSQL's initdb), so that ``start`` finishes sooner; whether it is begun and not
+        yet started (now or before). A no-op for a service that runs, is named by its
+        variable, cannot run here, or has no such part. A failure to begin is left for
+        ``start`` to report."""
+        self._check_name(name)
+        if name in self._begun:
+            return True
+        if (name in self._infos or name not in BEGINNERS
+                or self._environ.get(ENV_VARS[name]) or self.availability(name) is not None):
+            return False
+        binary = self.binary(name)
+        assert binary is not None
+        if not self._atexit:
+            atexit.register(self.stop_all)
+            self._atexit = True
+        with contextlib.suppress(ServiceError, OSError):
+            self._begun[name] = BEGINNERS[name](self, binary)
+        return name in self._begun
+
     def start(self, name: str) -> ServiceInfo:
         """Start (or find in the environment) the service ``name``; idempotent per name."""
         self._check_name(name)
@@ -205,7 +235,11 @@ class ServiceManager(Launcher):
             tried.append(port)
             binary = self.binary(name)
             assert binary is not None
-            info = STARTERS[name](self, binary, port)
+            begun = self._begun.pop(name, None)  # the first attempt finishes it
+            if begun is not None and begun.owner_pid == os.getpid():
+                info = start_postgres(self, binary, port, begun)  # the one service begun
+            else:
+                info = STARTERS[name](self, binary, port)
             if info is not None:
                 return info
         raise ServiceError(
@@ -251,6 +285,11 @@ class ServiceManager(Launcher):
         parent's.
         """
         me = os.getpid()
+        for name, cluster in list(self._begun.items()):
+            if cluster.owner_pid == me:
+                del self._begun[name]
+                with contextlib.suppress(Exception):
+                    cluster.stop(self)
         for name, server in list(self._servers.items()):
             if server.owner_pid == me:
                 with contextlib.suppress(Exception):

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import pwd
 import signal
 import socket
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from arib.ground import binaries
+from arib.ground import binaries, owners
 from arib.ground.binaries import ServerBinary
 from arib.ground.errors import ServiceError
 from arib.ground.services.info import HOST, ServiceInfo
@@ -69,38 +71,32 @@ def version_of(banner: str) -> str:
     return banner.strip().partition("(PostgreSQL) ")[2] or banner.strip() or "unknown"
 
 
-def _initdb(
-    launcher: Launcher, bin_dir: Path, root: Path, pwfile: Path, port: int,
-    run_as: dict[str, Any],
-) -> Path:
-    """Make the cluster's data folder in ``root`` (superuser password from ``pwfile``)."""
-    data = root / "data"
-    init_log = root / "initdb.log"
-    with init_log.open("wb") as out:
-        done = subprocess.run(  # noqa: S603
-            [str(bin_dir / "initdb"), "-D", str(data), "-U", PG_SUPERUSER,
-             "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C",
-             "--no-sync"],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=root,
-            check=False, timeout=max(launcher.ready_timeout, 60.0), **run_as,
-        )
-    pwfile.unlink(missing_ok=True)
-    if done.returncode != 0:
-        tail = log_tail(init_log)
-        launcher.remove_folder(root)
-        raise ServiceError(
-            f"initdb ({bin_dir}) failed with code {done.returncode} for a throwaway "
-            f"PostgreSQL on {HOST}:{port}; log tail: {tail}"
-        )
-    (data / "pg_hba.conf").write_text(PG_HBA)  # keeps the owner: the server's user
-    return data
+@dataclass
+class Cluster:
+    """A throwaway cluster whose initdb was started and not yet waited for (``begin_postgres``):
+    its private folder, superuser password, server user and the running initdb."""
+
+    root: Path
+    password: str
+    user: str | None
+    bin_dir: Path
+    initdb: subprocess.Popen[bytes]
+    owner_pid: int = field(default_factory=os.getpid)  # only its maker may wait for or stop it
+
+    def stop(self, launcher: Launcher) -> None:
+        """Kill the initdb if it still runs (its session: the server processes it runs too),
+        reap it, and remove the folder."""
+        if self.initdb.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.initdb.pid, signal.SIGKILL)
+            self.initdb.wait()
+        launcher.remove_folder(self.root)
 
 
-def start_postgres(launcher: Launcher, binary: ServerBinary, port: int) -> ServiceInfo | None:
-    """Run a fresh PostgreSQL cluster on ``port``, as a non-root user when run as root.
-
-    Returns None when the port was taken.
-    """
+def begin_postgres(launcher: Launcher, binary: ServerBinary) -> Cluster:
+    """Make a fresh cluster's folder and start its initdb without waiting for it (about a
+    second and a half here), so that the run does other work meanwhile; ``start_postgres``
+    waits for it. As root, the cluster is owned by an unprivileged user."""
     user = _unprivileged_user()
     root = launcher.make_folder("arib-pg-", server_base("PostgreSQL", user, "POSTGRES_URL"))
     password = new_password()
@@ -113,7 +109,53 @@ def start_postgres(launcher: Launcher, binary: ServerBinary, port: int) -> Servi
             os.chown(path, entry.pw_uid, entry.pw_gid)
         run_as = dict(user=user, group=entry.pw_gid, extra_groups=[])
     bin_dir = binaries.reachable_postgres(binary, user, root)
-    data = _initdb(launcher, bin_dir, root, pwfile, port, run_as)
+    with (root / "initdb.log").open("wb") as out:
+        try:
+            process = subprocess.Popen(  # noqa: S603 - argv built here, no shell
+                [str(bin_dir / "initdb"), "-D", str(root / "data"), "-U", PG_SUPERUSER,
+                 "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C",
+                 "--no-sync"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=root,
+                start_new_session=True, **run_as,
+            )
+        except OSError as exc:
+            launcher.remove_folder(root)
+            raise ServiceError(f"cannot run {str(bin_dir / 'initdb')!r} for a throwaway "
+                               f"PostgreSQL: {exc}; fix: install the server or set "
+                               f"POSTGRES_URL") from exc
+    owners.add_server(root, process.pid, signal.SIGTERM)  # ended with its owner, however
+    return Cluster(root, password, user, bin_dir, process)
+
+
+def _initdb_done(launcher: Launcher, cluster: Cluster, port: int) -> Path:
+    """Wait for the cluster's initdb; its data folder (ServiceError when initdb failed)."""
+    root = cluster.root
+    try:
+        code = cluster.initdb.wait(timeout=max(launcher.ready_timeout, 60.0))
+    except subprocess.TimeoutExpired:
+        code = None
+    (root / "pwfile").unlink(missing_ok=True)
+    if code != 0:
+        tail = log_tail(root / "initdb.log")
+        cluster.stop(launcher)
+        how = "did not finish in time" if code is None else f"failed with code {code}"
+        raise ServiceError(f"initdb ({cluster.bin_dir}) {how} for a throwaway PostgreSQL on "
+                           f"{HOST}:{port}; log tail: {tail}")
+    data = root / "data"
+    (data / "pg_hba.conf").write_text(PG_HBA)  # keeps the owner: the server's user
+    return data
+
+
+def start_postgres(launcher: Launcher, binary: ServerBinary, port: int,
+                   cluster: Cluster | None = None) -> ServiceInfo | None:
+    """Run a fresh PostgreSQL cluster on ``port`` (``cluster``: one ``begin_postgres`` began),
+    as a non-root user when run as root.
+
+    Returns None when the port was taken.
+    """
+    cluster = cluster or begin_postgres(launcher, binary)
+    root, password, user, bin_dir = cluster.root, cluster.password, cluster.user, cluster.bin_dir
+    data = _initdb_done(launcher, cluster, port)
     argv = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port), "-k", str(root),
             "-c", f"listen_addresses={HOST}"]
     for key, value in PG_SETTINGS.items():
