@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from arib.ground import owners
 from arib.ground.errors import ServiceError
 from arib.ground.services import ServiceManager, postgres_query
 from arib.lanes import begin_services
@@ -85,6 +86,9 @@ def test_a_begun_cluster_never_started_is_stopped_and_removed() -> None:
         assert manager.begin("postgres") is True  # once: the same cluster
         cluster = manager._begun["postgres"]  # noqa: SLF001
         assert cluster.root.is_dir() and stat.S_IMODE(cluster.root.stat().st_mode) == 0o700
+        record = owners.read(cluster.root)  # a run killed meanwhile has initdb stopped too
+        assert record is not None and [s["pid"] for s in record["servers"]] == [
+            cluster.initdb.pid]
     assert _gone(cluster.initdb.pid)
     assert not cluster.root.exists()
     assert manager.services == {}
@@ -98,6 +102,8 @@ def test_start_finishes_the_begun_cluster() -> None:
         cluster = manager._begun["postgres"]  # noqa: SLF001
         info = manager.start("postgres")
         assert info.root == str(cluster.root)  # the begun one, not a second initdb
+        record = owners.read(cluster.root)  # what the owner's watcher would stop: the server
+        assert record is not None and [s["pid"] for s in record["servers"]] == [info.pid]
         assert manager.begin("postgres") is False  # it runs: nothing left to begin
         assert postgres_query(info.url, "SELECT 1") == 1
         assert not (cluster.root / "pwfile").exists()  # the password file lives no longer

@@ -118,6 +118,17 @@ def add_server(folder: Path, pid: int, stop_signal: int) -> None:
     _write(folder, {**record, "servers": servers})
 
 
+def drop_server(folder: Path, pid: int) -> None:
+    """Forget the recorded server ``pid`` of ``folder``: it ended on its own (a helper run
+    before the server, such as initdb), so the record lists only what runs."""
+    record = read(folder)
+    if record is None:
+        return
+    servers = [s for s in record.get("servers") or []  # type: ignore[attr-defined]
+               if not (isinstance(s, dict) and s.get("pid") == pid)]
+    _write(folder, {**record, "servers": servers})
+
+
 def watch() -> None:
     """Start this process's watcher, once (see the module docstring)."""
     me = os.getpid()

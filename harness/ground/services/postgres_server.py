@@ -135,6 +135,8 @@ def _initdb_done(launcher: Launcher, cluster: Cluster, port: int) -> Path:
     except subprocess.TimeoutExpired:
         code = None
     (root / "pwfile").unlink(missing_ok=True)
+    if code is not None:  # it ended: the record lists what runs (the server, next)
+        owners.drop_server(root, cluster.initdb.pid)
     if code != 0:
         tail = log_tail(root / "initdb.log")
         cluster.stop(launcher)
