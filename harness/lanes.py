@@ -93,17 +93,24 @@ def mutant_lanes(checks: Sequence[CheckSpec]) -> list[TargetSpec]:
 
 def services_for_checks(checks: Sequence[CheckSpec], manager: ServiceManager,
                         meanwhile: Callable[[], None] | None = None) -> dict[str, str]:
-    """Start the services that the lanes of ``checks``' paired mutants need; their URLs.
+    """Start the services that the lanes of ``checks``' paired mutants need; their URLs
+    (see ``services_for_lanes``)."""
+    return services_for_lanes(mutant_lanes(checks), manager, meanwhile)
+
+
+def services_for_lanes(lanes: Sequence[TargetSpec], manager: ServiceManager,
+                       meanwhile: Callable[[], None] | None = None) -> dict[str, str]:
+    """Start the services that ``lanes`` (paired mutants' lanes) need; their URLs.
     ``meanwhile`` runs while their slow first parts run, if any is still running (see
     ``begin_services``).
 
     A service that cannot start is left out: the mutants of its lanes are then reported as not
     judgeable (their clean base cannot be built), never silently dropped.
     """
-    lanes = [lane for lane in mutant_lanes(checks) if lane.service]
-    if begin_services(lanes, manager) and meanwhile is not None:
+    served = [lane for lane in lanes if lane.service]
+    if begin_services(served, manager) and meanwhile is not None:
         meanwhile()
-    return prepare_lanes(lanes, manager, probe=False).services
+    return prepare_lanes(served, manager, probe=False).services
 
 
 def absent_backend(lane: TargetSpec) -> NotMeasured | None:

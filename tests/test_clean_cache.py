@@ -51,12 +51,12 @@ def test_only_clean_runs_that_all_held_are_kept(verdicts: tuple[Verdict, ...], c
 
 def test_a_kept_entry_is_reused_while_what_it_executed_is_unchanged(tmp_path: Path) -> None:
     keep(tmp_path, entry())
-    got, state = CleanCache(tmp_path, where()).reuse("k", *CELL)
+    got, state = CleanCache(tmp_path, where()).lookup("k", *CELL)
     assert state is Reuse.REUSED and got is not None
-    assert got.base.reused and got.lines == entry().lines and got.inputs == INPUTS
-    assert CleanCache(tmp_path, where("4.1")).reuse("k", *CELL) == (None, Reuse.CHANGED)
-    assert CleanCache(tmp_path, where()).reuse("other", *CELL) == (None, Reuse.MISSING)
-    assert CleanCache(None, where()).reuse("k", *CELL) == (None, Reuse.MISSING)  # --no-cache
+    assert got == entry()  # as kept: the survey marks the base reused where it stands in
+    assert CleanCache(tmp_path, where("4.1")).lookup("k", *CELL) == (None, Reuse.CHANGED)
+    assert CleanCache(tmp_path, where()).lookup("other", *CELL) == (None, Reuse.MISSING)
+    assert CleanCache(None, where()).lookup("k", *CELL) == (None, Reuse.MISSING)  # --no-cache
 
 
 def keep(root: Path, kept: CleanEntry) -> None:
@@ -68,9 +68,9 @@ def test_a_clean_base_that_did_not_hold_is_not_kept_and_its_key_is_never_reused(
     keep(tmp_path, entry())
     flaky = entry(H, V, H)
     keep(tmp_path, flaky)  # the same key measured again (its inputs changed), lost a race
-    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNSTABLE)
+    assert CleanCache(tmp_path, where()).lookup("k", *CELL) == (None, Reuse.UNSTABLE)
     keep(tmp_path, entry())  # a lucky run later does not make it reusable
-    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNSTABLE)
+    assert CleanCache(tmp_path, where()).lookup("k", *CELL) == (None, Reuse.UNSTABLE)
     assert not (tmp_path / "clean" / "k.json").exists()
 
 
@@ -78,9 +78,9 @@ def test_an_abstention_or_unnamed_inputs_keep_nothing_and_mark_nothing(tmp_path:
     cache = CleanCache(tmp_path, where())
     cache.settle("k", base(NA, NA, NA), None)
     cache.settle("k", base(H, H, H), None)  # held, but what it executed cannot be named
-    assert cache.reuse("k", *CELL) == (None, Reuse.MISSING)
+    assert cache.lookup("k", *CELL) == (None, Reuse.MISSING)
     cache.settle("k", base(H, H, H), entry())
-    assert cache.reuse("k", *CELL)[1] is Reuse.REUSED
+    assert cache.lookup("k", *CELL)[1] is Reuse.REUSED
     CleanCache(None, where()).settle("k", base(H, V, H), None)  # --no-cache: nothing written
 
 
@@ -91,19 +91,19 @@ def test_an_entry_that_fails_to_load_is_unreadable_and_never_trusted(tmp_path: P
                                                                      text: str) -> None:
     (tmp_path / "clean").mkdir()
     (tmp_path / "clean" / "k.json").write_text(text)
-    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNREADABLE)
+    assert CleanCache(tmp_path, where()).lookup("k", *CELL) == (None, Reuse.UNREADABLE)
 
 
 def test_a_non_utf8_entry_is_unreadable(tmp_path: Path) -> None:
     (tmp_path / "clean").mkdir()
     (tmp_path / "clean" / "k.json").write_bytes(b"\xff\xfe{")
-    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNREADABLE)
+    assert CleanCache(tmp_path, where()).lookup("k", *CELL) == (None, Reuse.UNREADABLE)
 
 
 @pytest.mark.parametrize("cell", [("ARIB-ATOM-002", "sqlite-file"), ("ARIB-ATOM-001", "lane")])
 def test_an_entry_for_another_cell_is_unreadable(tmp_path: Path, cell: tuple[str, str]) -> None:
     keep(tmp_path, entry())
-    assert CleanCache(tmp_path, where()).reuse("k", *cell) == (None, Reuse.UNREADABLE)
+    assert CleanCache(tmp_path, where()).lookup("k", *cell) == (None, Reuse.UNREADABLE)
 
 
 @pytest.mark.parametrize("stored", [base(H, V, H), base(cached=True), base(NA, NA, NA)])
@@ -112,4 +112,4 @@ def test_an_entry_that_could_not_have_been_kept_is_unreadable(tmp_path: Path,
     (tmp_path / "clean").mkdir()
     forged = CleanEntry(stored, frozenset({1}), INPUTS)
     (tmp_path / "clean" / "k.json").write_text(json.dumps(forged.to_json()))
-    assert CleanCache(tmp_path, where()).reuse("k", *CELL) == (None, Reuse.UNREADABLE)
+    assert CleanCache(tmp_path, where()).lookup("k", *CELL) == (None, Reuse.UNREADABLE)

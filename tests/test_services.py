@@ -44,7 +44,7 @@ from arib.ground.services import (
     postgres_query,
     redis_probe,
 )
-from arib.ground.services.launcher import log_tail
+from arib.ground.services.launcher import kill_group, log_tail
 from arib.ground.services.postgres_server import version_of
 from arib.targets.base import BuildContext, TargetSpec, verify_claims, verify_close_scope
 from arib.targets.openai_agents.services import (
@@ -180,6 +180,23 @@ def test_log_tail_keeps_the_first_errors_before_the_tail(
     path.write_text(log)
     assert log_tail(path, lines=2, errors=errors) == shown
     assert log_tail(tmp_path / "absent.log") == "(no log)"
+
+
+def test_kill_group_kills_the_leaders_whole_session_and_reaps_it(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    leader = subprocess.Popen(  # noqa: S603 - a shell that leaves a child in its session
+        ["/bin/sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"],
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline, "the shell did not start its child"
+        time.sleep(0.01)
+    child = int(pidfile.read_text())
+    kill_group(leader, timeout=10)
+    assert leader.returncode == -signal.SIGKILL  # reaped: no zombie of ours left
+    assert _wait_gone(child)  # the session's other process too
+    kill_group(leader)  # an ended leader: nothing to signal, its group id may be reused
 
 
 @needs_redis

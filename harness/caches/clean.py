@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +86,11 @@ class CleanCache:
         self.root = None if root is None else root / "clean"
         self.where = where
 
-    def reuse(self, key: str, check_id: str, lane: str) -> tuple[CleanEntry | None, Reuse]:
-        """The entry under ``key`` for ``check_id`` on ``lane``, marked reused, when it loads
-        and names this installation's code (else None), and how the lookup ended. An entry
-        for another cell, or one that could not have been kept, is unreadable."""
+    def lookup(self, key: str, check_id: str, lane: str) -> tuple[CleanEntry | None, Reuse]:
+        """The entry under ``key`` for ``check_id`` on ``lane``, as kept, when it loads and
+        names this installation's code (else None), and how the lookup ended. An entry for
+        another cell, or one that could not have been kept, is unreadable. The caller marks
+        the base reused where it stands it in for a run (as for gates and bases)."""
         if self.root is not None and (self.root / f"{key}.unstable").exists():
             return None, Reuse.UNSTABLE
         entry, state = self._load(key)
@@ -100,7 +101,7 @@ class CleanCache:
             return None, Reuse.UNREADABLE if state is Lookup.UNREADABLE else Reuse.MISSING
         if not inputs_unchanged(entry.inputs, self.where):
             return None, Reuse.CHANGED
-        return replace(entry, base=replace(entry.base, reused=True)), Reuse.REUSED
+        return entry, Reuse.REUSED
 
     def _load(self, key: str) -> tuple[CleanEntry | None, Lookup]:
         if self.root is None:

@@ -74,7 +74,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
     from arib.caches.generation import generation_cache
     from arib.execute import sdk_version
     from arib.ground.services import ServiceManager
-    from arib.lanes import mutant_lanes, services_for_checks
+    from arib.lanes import mutant_lanes, services_for_lanes
     from arib.runs.shard import admission_durations, make_split
     from arib.warm import warm_all
 
@@ -91,12 +91,13 @@ def cmd_admit(args: argparse.Namespace) -> int:
     checks = every if split is None else tuple(c for c in every if c.id in split.keep(
         {c.id: split.durations.get(c.id) for c in every}))
     started = time.perf_counter()
+    lanes = mutant_lanes(checks)
     with generation_cache(args.no_cache) as kept, ServiceManager() as manager:
         admissions = admit(checks, AdmissionConfig(
             reruns=args.reruns, run_seed=args.seed, params=params, quiet=args.quiet,
             workers=args.workers or os.cpu_count() or 1, cache=(cache := verdict_cache(args)),
-            services=services_for_checks(checks, manager, meanwhile=lambda: warm_all(
-                (None, lane) for lane in mutant_lanes(checks))),
+            services=services_for_lanes(lanes, manager, meanwhile=lambda: warm_all(
+                (None, lane) for lane in lanes)),
         ))
     print(cache.describe())
     gated = sum(1 for a in admissions if a.gates_cached)

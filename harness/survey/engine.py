@@ -180,10 +180,11 @@ def _clean_phase(config: SurveyConfig, checks: Sequence[CheckSpec], plans: Seque
     for plan in plans:
         for c in checks:
             keys[Cell(c.id, plan.lane.name)] = key = _clean_key(c, plan, config)
-            entry, state = kept.reuse(key, c.id, plan.lane.name)
+            entry, state = kept.lookup(key, c.id, plan.lane.name)
             plan.reuse[state] += 1
             if entry is not None:
-                plan.clean[c.id], plan.coverage[c.id] = entry.base, entry.lines
+                plan.clean[c.id] = dataclasses.replace(entry.base, reused=True)
+                plan.coverage[c.id] = entry.lines
                 plan.named[c.id] = entry.inputs
                 continue
             for r in range(clean_reruns(config.reruns)):

@@ -208,7 +208,16 @@ class Launcher:
             try:
                 process.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=self.stop_timeout)
+                kill_group(process, self.stop_timeout)
         self.remove_folder(server.root)
+
+
+def kill_group(process: subprocess.Popen[bytes], timeout: float | None = None) -> None:
+    """SIGKILL the process group that ``process`` leads (its own session), then reap it.
+
+    Only while the leader is not yet reaped, so that the group's id cannot have been reused.
+    """
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=timeout)

@@ -9,6 +9,7 @@ import signal
 import threading
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,22 @@ from arib.ground.services.redis_server import external_redis, start_redis
 # How each service is started here, or probed where its variable names a server.
 STARTERS = {"redis": start_redis, "postgres": start_postgres, "mysql": start_mariadb}
 EXTERNAL = {"redis": external_redis, "postgres": external_postgres, "mysql": external_mariadb}
-# The services whose start has a slow first part that can run while the run does other work
-# (``ServiceManager.begin``): PostgreSQL's initdb.
-BEGINNERS = {"postgres": begin_postgres}
+
+
+@dataclass(frozen=True)
+class Beginner:
+    """How a service whose start has a slow first part is started in two steps
+    (``ServiceManager.begin``): ``begin(launcher, binary)`` starts the slow part without
+    waiting and returns what it began; ``finish(launcher, binary, port, begun)`` waits for it
+    and runs the server on ``port`` (None when the port was taken)."""
+
+    begin: Callable[[Launcher, ServerBinary], Cluster]
+    finish: Callable[[Launcher, ServerBinary, int, Cluster], ServiceInfo | None]
+
+
+# The services whose slow first part can run while the run does other work: PostgreSQL's
+# initdb.
+BEGINNERS = {"postgres": Beginner(begin_postgres, start_postgres)}
 
 
 class ServiceManager(Launcher):
@@ -199,11 +213,11 @@ class ServiceManager(Launcher):
             return False
         binary = self.binary(name)
         assert binary is not None
-        if not self._atexit:
+        if not self._atexit:  # before: a begin that fails halfway may leave a folder to remove
             atexit.register(self.stop_all)
             self._atexit = True
         with contextlib.suppress(ServiceError, OSError):
-            self._begun[name] = BEGINNERS[name](self, binary)
+            self._begun[name] = BEGINNERS[name].begin(self, binary)
         return name in self._begun
 
     def start(self, name: str) -> ServiceInfo:
@@ -237,7 +251,7 @@ class ServiceManager(Launcher):
             assert binary is not None
             begun = self._begun.pop(name, None)  # the first attempt finishes it
             if begun is not None and begun.owner_pid == os.getpid():
-                info = start_postgres(self, binary, port, begun)  # the one service begun
+                info = BEGINNERS[name].finish(self, binary, port, begun)
             else:
                 info = STARTERS[name](self, binary, port)
             if info is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import pwd
@@ -20,6 +19,7 @@ from arib.ground.errors import ServiceError
 from arib.ground.services.info import HOST, ServiceInfo
 from arib.ground.services.launcher import (
     Launcher,
+    kill_group,
     log_tail,
     new_password,
     server_base,
@@ -86,10 +86,7 @@ class Cluster:
     def stop(self, launcher: Launcher) -> None:
         """Kill the initdb if it still runs (its session: the server processes it runs too),
         reap it, and remove the folder."""
-        if self.initdb.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.initdb.pid, signal.SIGKILL)
-            self.initdb.wait()
+        kill_group(self.initdb)
         launcher.remove_folder(self.root)
 
 
