@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+from arib.caches.verdicts import AdmissionCache
 from arib.checks.registry import get_check
 from arib.execute import RunOptions, sdk_version
 from arib.ground.keys import Cell
-from arib.ground.proctime import process_age_s
-from arib.runs.bench import LaneRun, longest_first, run_bench
+from arib.ground.model import Admission, Verdict
+from arib.ground.proctime import forks, process_age_s
+from arib.runs import bench
+from arib.runs.bench import BenchConfig, LaneRun, defers_sample, longest_first, run_bench
 from arib.runs.results import read_results
 from arib.targets.openai_agents.sdk import ADVANCED_SQLITE_FILE, SQLITE_FILE
 from tests.test_baseline import REPLAY, small_config
@@ -52,3 +56,51 @@ def test_a_run_records_how_soon_after_its_process_started_its_first_child_and_ce
     assert before is not None
     assert before - 0.01 <= startup["first_child_s"] <= startup["first_cell_s"]  # 10 ms ticks
     assert startup == outcome.document["startup"]
+
+
+def cached(out: Path, cache: AdmissionCache, **extra) -> BenchConfig:
+    """A small bench of one lane with its admission answered by ``cache``."""
+    return dataclasses.replace(small_config(out, (SQLITE_FILE,), **extra), cache=cache)
+
+
+def test_a_warm_run_measures_its_cells_first_and_takes_the_caches_sample_after_them(tmp_path):
+    root = tmp_path / "cache"
+    run_bench(cached(tmp_path / "cold", AdmissionCache(root)))
+    cache = AdmissionCache(root, verify=0.99)  # nearly every hit re-judged: the sample runs
+    started: list[int] = []
+    outcome = run_bench(cached(tmp_path / "warm", cache,
+                               on_lane_start=lambda c, lane: started.append(forks())))
+    assert started == [1]  # the cell was the run's first child: no admission child before it
+    assert cache.counts["verified"] > 0 and cache.counts["verified"] == cache.counts["agreed"]
+    assert forks() > 1  # the sample's children, after the cell
+    written = read_results(Path(outcome.json_path))
+    assert written["parameters"]["complete"] is True
+    assert [(f["invariant_id"], f["target"]) for f in written["findings"]] == [
+        (REPLAY, "sqlite-file")]
+
+
+def test_a_sample_that_changes_what_is_admitted_changes_the_cells_measured(tmp_path,
+                                                                          monkeypatch):
+    # The admission the cache gives (nothing admitted) and the one after its sample (REPLAY
+    # admitted, as when the sample disagreed and everything was admitted again).
+    passes = iter([False, True])
+
+    def admit(config):
+        admitted = next(passes)
+        return (Admission(REPLAY, admitted, () if admitted else ("a reason",),
+                          (Verdict.HELD,), (), 0.0),)
+
+    monkeypatch.setattr(bench, "_admit", admit)
+    outcome = run_bench(cached(tmp_path, AdmissionCache(tmp_path / "cache", verify=0.5)))
+    assert next(passes, None) is None  # admitted twice: from the cache, then with the sample
+    written = read_results(Path(outcome.json_path))
+    assert [(f["invariant_id"], f["target"]) for f in written["findings"]] == [
+        (REPLAY, "sqlite-file")]  # measured after the sample, for the check admitted now
+    assert [a["admitted"] for a in written["admission"]] == [True]
+
+
+def test_without_a_store_or_with_every_pair_verified_the_sample_is_not_deferred(tmp_path):
+    assert not defers_sample(AdmissionCache(None))
+    assert not defers_sample(AdmissionCache(tmp_path, verify=1.0))  # --verify-cache: first
+    assert not defers_sample(AdmissionCache(tmp_path, verify=0.0))  # nothing to sample
+    assert defers_sample(AdmissionCache(tmp_path))

@@ -142,6 +142,24 @@ def test_the_sample_of_hits_re_judged_is_seeded_and_its_share_is_kept(tmp_path: 
     assert all(AdmissionCache(tmp_path, verify=1.0).sampled(k) for k in keys)
 
 
+def test_what_a_run_wrote_is_never_in_its_own_sample_and_unsampled_restores_the_share(
+        tmp_path: Path) -> None:
+    cache = AdmissionCache(tmp_path, verify=1.0)
+    assert cache.sampled("k") and cache.sampled("gate-key")
+    put(cache, "k")  # judged by this run: its own sample does not judge it again
+    cache.written("gate-key")  # a gate or base this run kept
+    assert not cache.sampled("k") and not cache.sampled("gate-key")
+    assert AdmissionCache(tmp_path, verify=1.0).sampled("k")  # the next run's sample may
+    with cache.unsampled():
+        assert cache.verify == 0.0 and not cache.sampled("other")
+    assert cache.verify == 1.0 and cache.sampled("other")
+    cache.lookup("k")
+    cache.checked("a pair", MutantStatus.KILLED, MutantStatus.KILLED)
+    cache.reset_counts()
+    assert cache.counts == {"hit": 0, "miss": 0, "unreadable": 0, "contradicted": 0,
+                            "verified": 0, "agreed": 0}
+
+
 def test_a_disagreement_is_reported_and_discard_answers_nothing_more(tmp_path: Path) -> None:
     cache = AdmissionCache(tmp_path, verify=1.0)
     put(cache, "k")

@@ -43,6 +43,8 @@ def test_the_first_fork_is_recorded_once(monkeypatch):
     proctime.note_first_fork()
     proctime.note_first_fork()
     assert proctime.first_fork_s() == 1.25
+    assert proctime.forks() >= 2  # every child counted, not only the first
     proctime.forget_first_fork()  # a new run in the same process counts its own
+    assert proctime.forks() == 0
     proctime.note_first_fork()
-    assert proctime.first_fork_s() == 7.5
+    assert proctime.first_fork_s() == 7.5 and proctime.forks() == 1

@@ -170,6 +170,7 @@ class KeptStore(Generic[K]):
         if root is None or entry.contradiction() is not None:
             return
         atomic_write_text(self._path(root, key), json.dumps(entry.to_json(), indent=1))
+        self.verdicts.written(key)
 
     def remove(self, key: str) -> None:
         """Delete the entry under ``key`` if there is one (a run contradicted it); nothing

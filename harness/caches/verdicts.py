@@ -9,16 +9,20 @@ A run also re-judges a seeded sample of its hits (``verify``: the share, 0..1; t
 a hash of the run's seed and the key, so the same run samples the same entries). One
 disagreement between an entry and its re-judgement (``disagree``) makes the caller discard
 the store for the run (``discard``: no lookup answers any more; what is judged again is
-written over it) and judge everything again.
+written over it) and judge everything again. A result written by this run is never in its
+own sample. The bench takes the sample after its cells (``unsampled``, then ``reset_counts``
+and admission again: arib.runs.bench).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,14 +116,15 @@ class AdmissionCache:
         self.root = root
         self.verify = min(1.0, max(0.0, verify))
         self.seed = seed
-        self.counts = {state.value: 0 for state in Lookup}
-        self.counts.update(verified=0, agreed=0)
+        self.counts: dict[str, int] = {}
+        self.reset_counts()
         self.disagreements: list[str] = []
         self.discarded = False
         # Entries this run loaded or wrote, with their evidence: each is read from disk at most
         # once (an entry's result never changes under its key, so another run's write of it
         # changes nothing).
         self._known: dict[str, tuple[MutantResult, Any, bool]] = {}
+        self._written: set[str] = set()  # keys this run wrote: judged now, never sampled
 
     def lookup(self, key: str, hang_kills: bool | None = None
                ) -> tuple[MutantResult | None, Lookup]:
@@ -166,7 +171,10 @@ class AdmissionCache:
         return self._load(key)[1] is Lookup.HIT
 
     def sampled(self, key: str) -> bool:
-        """Whether this run re-judges the hit under ``key`` (a seeded share ``verify``)."""
+        """Whether this run re-judges the hit under ``key`` (a seeded share ``verify``); never
+        one this run wrote (``written``)."""
+        if key in self._written:
+            return False
         if self.verify >= 1.0:
             return True
         draw = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
@@ -180,6 +188,25 @@ class AdmissionCache:
             self.counts["agreed"] += 1
         else:
             self.disagreements.append(f"{what}: cached {cached.value}, judged {judged.value}")
+
+    def written(self, key: str) -> None:
+        """Note that this run wrote the entry under ``key`` (a pair, a gate, a base)."""
+        self._written.add(key)
+
+    @contextlib.contextmanager
+    def unsampled(self) -> Iterator[None]:
+        """Within: no hit is re-judged (the share is 0); the share is restored on exit."""
+        share, self.verify = self.verify, 0.0
+        try:
+            yield
+        finally:
+            self.verify = share
+
+    def reset_counts(self) -> None:
+        """Count lookups from nothing again (before a second admission of the same run, which
+        looks up every entry again: its counts are the run's)."""
+        self.counts = {state.value: 0 for state in Lookup}
+        self.counts.update(verified=0, agreed=0)
 
     def discard(self) -> None:
         """Answer no lookup for the rest of the run (what is judged again is written)."""
@@ -230,5 +257,6 @@ class AdmissionCache:
         self.root.mkdir(parents=True, exist_ok=True)
         entry = {**result.to_json(), "proof": proof, "hang_kills": hang_kills}
         atomic_write_text(self.root / f"{key}.json", json.dumps(entry, indent=1))
+        self.written(key)
         if not self.discarded:
             self._known[key] = (result, proof, hang_kills)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 _FIRST_FORK_S: float | None = None
+_FORKS = 0  # children forked since the count began (``forget_first_fork``)
 
 
 def process_age_s() -> float | None:
@@ -29,15 +30,21 @@ def process_age_s() -> float | None:
 def forget_first_fork() -> None:
     """Start counting anew: the next fork is the first (a run in a process that forked
     before it, such as a test session, records its own first child)."""
-    global _FIRST_FORK_S
-    _FIRST_FORK_S = None
+    global _FIRST_FORK_S, _FORKS
+    _FIRST_FORK_S, _FORKS = None, 0
 
 
 def note_first_fork() -> None:
-    """Record, once per process, its age as it forks its first child."""
-    global _FIRST_FORK_S
+    """Record, once per process, its age as it forks its first child; count the child."""
+    global _FIRST_FORK_S, _FORKS
+    _FORKS += 1
     if _FIRST_FORK_S is None:
         _FIRST_FORK_S = process_age_s()
+
+
+def forks() -> int:
+    """How many children this process forked since the count began (``forget_first_fork``)."""
+    return _FORKS
 
 
 def first_fork_s() -> float | None:

@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from arib.ground.files import atomic_write_text, writable_folder
 from arib.ground.interrupts import stops_held
 from arib.ground.keys import Cell
 from arib.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
-from arib.ground.proctime import first_fork_s, forget_first_fork, process_age_s
+from arib.ground.proctime import first_fork_s, forget_first_fork, forks, process_age_s
 from arib.ground.services import ServiceManager
 from arib.lanes import (
     PreparedLanes,
@@ -177,7 +178,7 @@ def _admit(config: BenchConfig) -> tuple[Admission, ...]:
     def warm_cells() -> None:  # the measured cells' backends
         warm_all((c, lane) for c in config.checks for lane in config.lanes)
 
-    admissions = admit(
+    return admit(
         config.checks,
         AdmissionConfig(reruns=config.reruns, workers=config.admission_workers,
                         run_seed=config.run_seed, params=config.params, cache=config.cache,
@@ -189,10 +190,67 @@ def _admit(config: BenchConfig) -> tuple[Admission, ...]:
                                   if config.manager is not None else {}),
                         while_waiting=warm_cells),
     )
+
+
+def defers_sample(cache: AdmissionCache) -> bool:
+    """Whether the bench may take its verdict cache's re-judged sample after the cells: there
+    is a store, and a share of it to sample that is not all of it (``--verify-cache`` judges
+    every pair again first, as ``admit`` does)."""
+    return cache.root is not None and 0.0 < cache.verify < 1.0
+
+
+def _admit_from_cache(config: BenchConfig) -> tuple[tuple[Admission, ...], bool]:
+    """The admissions, and whether their cache's sample is still to be taken (after the
+    cells: ``_take_sample``).
+
+    Admission runs first with no hit sampled. When the caches answered all of it (no child
+    was forked), the sample waits for the cells, so that the first cell starts at once; the
+    cells stand only if the sample then agrees (``_take_sample``). When anything was judged
+    now, the sample is taken at once, as before (what was judged and could not be kept, a
+    flaky pair for one, is judged again by it)."""
+    if not defers_sample(config.cache):
+        return _admit(config), False
+    before = forks()
+    with config.cache.unsampled():
+        admissions = _admit(config)
+    if forks() == before:
+        return admissions, True
+    config.cache.reset_counts()
+    return _admit(config), False
+
+
+def _take_sample(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Admission, ...],
+                 runs: list[LaneRun], measured: list[Finding], cells: frozenset[Cell] | None
+                 ) -> tuple[tuple[Admission, ...], list[LaneRun], list[Finding], bool]:
+    """After the cells, admission again with the cache's re-judged sample: its admissions, the
+    runs and findings of the checks it admits, and whether an interrupt cut it short. Where
+    the sample disagreed (the cache is discarded and every check admitted again from
+    nothing), a check no longer admitted loses its cells and one newly admitted is measured
+    now."""
+    if not config.quiet:
+        print("[admit] the verdict cache's re-judged sample, taken after the cells (they "
+              "stand only if it agrees)", file=sys.stderr)
+    config.cache.reset_counts()
+    verified = _admit(config)
+    admitted = {a.check_id for a in verified if a.admitted}
+    if admitted == {a.check_id for a in admissions if a.admitted}:
+        return verified, runs, measured, False
+    now = [r for r in _lane_runs(config, prepared, verified) if cells is None or r.cell in cells]
+    before = {Cell(f.invariant_id, f.target): f for f in measured}
+    todo = [r for r in now if r.cell not in before]
+    if not config.quiet:
+        print(f"[admit] the sample disagreed: {len(measured)} cell(s) measured before, "
+              f"{len(todo)} to measure for the checks admitted now", file=sys.stderr)
+    found, interrupted, _ = _measure(config, prepared, todo,
+                                     cell_durations(config.out_dir, sdk_version()))
+    by_cell = {**before, **{Cell(f.invariant_id, f.target): f for f in found}}
+    return (verified, now, [by_cell[r.cell] for r in now if r.cell in by_cell], interrupted)
+
+
+def _say_not_admitted(config: BenchConfig, admissions: tuple[Admission, ...]) -> None:
     for a in admissions:
         if not a.admitted and not config.quiet:
             print(f"not admitted: {a.check_id}: " + "; ".join(a.reasons))
-    return admissions
 
 
 def _lane_runs(config: BenchConfig, prepared: PreparedLanes,
@@ -390,13 +448,23 @@ def run_bench(config: BenchConfig) -> BenchOutcome:
     mine, cells = _shard_config(config)
     if config.manager is not None:  # the measured lanes' services start during admission
         begin_services(mine.lanes, config.manager)
-    admissions = _admit(mine)
+    admissions, sample_later = _admit_from_cache(mine)
     prepared = (prepare_lanes(mine.lanes, config.manager) if config.manager is not None
                 else PreparedLanes(mine.lanes))
     runs = [r for r in _lane_runs(mine, prepared, admissions)
             if cells is None or r.cell in cells]
     measured, interrupted, first_cell_s = _measure(
         config, prepared, runs, cell_durations(config.out_dir, sdk_version()))
+    if sample_later and not interrupted:
+        try:
+            admissions, runs, measured, interrupted = _take_sample(
+                mine, prepared, admissions, runs, measured, cells)
+        except KeyboardInterrupt:  # the cells are kept; the run is written as interrupted
+            interrupted = True
+            print("interrupted while the verdict cache's sample was re-judged: the cells "
+                  "measured are written, as an interrupted run that no gate judges",
+                  file=sys.stderr)
+    _say_not_admitted(config, admissions)
     # Once the cells are measured, a stop must not lose them: outside the measuring again of
     # flips (children, interruptible), a stop is held until the files are written, then
     # delivered. Either way the run is whole and written so, and no gate judges it.
