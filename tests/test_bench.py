@@ -79,13 +79,23 @@ def test_a_warm_run_measures_its_cells_first_and_takes_the_caches_sample_after_t
         (REPLAY, "sqlite-file")]
 
 
+def test_a_run_whose_admission_is_not_all_cached_takes_its_sample_first(tmp_path):
+    cache = AdmissionCache(tmp_path / "cache", verify=0.5)  # empty: every pair to judge
+    started: list[int] = []
+    outcome = run_bench(cached(tmp_path, cache,
+                               on_lane_start=lambda c, lane: started.append(forks())))
+    assert started[0] > 1  # admission's children came first, as always
+    assert outcome.document["admission"][0]["admitted"] is True
+    assert cache.counts["miss"] > 0 and cache.counts["verified"] == 0  # nothing was cached
+
+
 def test_a_sample_that_changes_what_is_admitted_changes_the_cells_measured(tmp_path,
                                                                           monkeypatch):
     # The admission the cache gives (nothing admitted) and the one after its sample (REPLAY
     # admitted, as when the sample disagreed and everything was admitted again).
     passes = iter([False, True])
 
-    def admit(config):
+    def admit(config, services=True):
         admitted = next(passes)
         return (Admission(REPLAY, admitted, () if admitted else ("a reason",),
                           (Verdict.HELD,), (), 0.0),)

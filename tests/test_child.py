@@ -15,8 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from arib.ground import owners, scratch
-from arib.ground.child import ChildStatus, Watchdog, run_jobs, run_one
+from arib.ground import owners, proctime, scratch
+from arib.ground.child import (
+    ChildStatus,
+    JobsRefused,
+    Watchdog,
+    refusing_jobs,
+    run_jobs,
+    run_one,
+)
 
 
 def test_value_comes_back():
@@ -318,3 +325,13 @@ def test_a_before_result_hook_runs_however_the_result_is_sent(tmp_path: Path,
                       timeout_s=30)
     assert out.status is ChildStatus.OK and out.value == ("early" if early else "returned")
     assert mark.read_text() == "marked"
+
+
+def test_refusing_jobs_forks_nothing_and_says_how_many_were_refused() -> None:
+    before = proctime.forks()
+    with refusing_jobs():
+        assert run_jobs([], workers=1, timeout_s=5) == []  # nothing to run: answered
+        with pytest.raises(JobsRefused, match="2 job"):
+            run_jobs([lambda: 1, lambda: 2], workers=1, timeout_s=5)
+    assert proctime.forks() == before  # refused before any child
+    assert [o.value for o in run_jobs([lambda: 3], workers=1, timeout_s=5)] == [3]  # restored

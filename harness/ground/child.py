@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from typing import Any
 import anyio._backends._asyncio  # noqa: F401
 
 from arib.ground import interrupts, proctime, scratch
+from arib.ground.errors import BenchError
 
 # In a child: the pipe its result goes to (None in the parent).
 _RESULT_FD: int | None = None
@@ -348,6 +349,30 @@ def _finish(run: _Running, timed_out: bool) -> ChildOutcome:
     return ChildOutcome(ChildStatus.CRASH, detail=detail, duration_s=duration)
 
 
+class JobsRefused(BenchError):
+    """``run_jobs`` was asked to run jobs inside ``refusing_jobs``: nothing was forked."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"{count} job(s) refused: run_jobs was called inside refusing_jobs(); "
+                         f"the rule: work that must not fork is answered without children; "
+                         f"fix: run it outside refusing_jobs()")
+
+
+_REFUSING = False
+
+
+@contextlib.contextmanager
+def refusing_jobs() -> Iterator[None]:
+    """Within: ``run_jobs`` forks nothing and raises JobsRefused when given any job (work
+    tried on the chance that caches answer all of it: ``arib.runs.bench``)."""
+    global _REFUSING
+    previous, _REFUSING = _REFUSING, True
+    try:
+        yield
+    finally:
+        _REFUSING = previous
+
+
 def run_jobs(
     jobs: Sequence[Callable[[], Any]],
     *,
@@ -376,6 +401,8 @@ def run_jobs(
     needs: ``arib.warm``); ``while_waiting``, once, when every job queued so far has been
     forked and some still run (work for what comes next, done while the children compute).
     """
+    if _REFUSING and jobs:
+        raise JobsRefused(len(jobs))
     queue = list(jobs)
     limits = ([float(timeout_s)] * len(queue) if isinstance(timeout_s, (int, float))
               else [float(t) for t in timeout_s])

@@ -27,13 +27,13 @@ from arib.execute import (
     run_check,
     sdk_version,
 )
-from arib.ground.child import ChildOutcome, run_jobs
+from arib.ground.child import ChildOutcome, JobsRefused, refusing_jobs, run_jobs
 from arib.ground.errors import ResultsError
 from arib.ground.files import atomic_write_text, writable_folder
 from arib.ground.interrupts import stops_held
 from arib.ground.keys import Cell
 from arib.ground.model import Admission, ExitCode, Finding, Verdict, exit_code
-from arib.ground.proctime import first_fork_s, forget_first_fork, forks, process_age_s
+from arib.ground.proctime import first_fork_s, forget_first_fork, process_age_s
 from arib.ground.services import ServiceManager
 from arib.lanes import (
     PreparedLanes,
@@ -173,8 +173,9 @@ def _shard_config(config: BenchConfig) -> tuple[BenchConfig, frozenset[Cell] | N
         lanes=tuple(t for t in config.lanes if any(x.lane == t.name for x in mine))), mine
 
 
-def _admit(config: BenchConfig) -> tuple[Admission, ...]:
-    """The bench's admission of its checks, with the services their mutants' lanes need."""
+def _admit(config: BenchConfig, services: bool = True) -> tuple[Admission, ...]:
+    """The bench's admission of its checks, with the services their mutants' lanes need
+    (``services``: False when nothing is to run)."""
     def warm_cells() -> None:  # the measured cells' backends
         warm_all((c, lane) for c in config.checks for lane in config.lanes)
 
@@ -187,7 +188,7 @@ def _admit(config: BenchConfig) -> tuple[Admission, ...]:
                         # the gates end
                         services=(services_for_checks(config.checks, config.manager,
                                                       meanwhile=warm_cells)
-                                  if config.manager is not None else {}),
+                                  if config.manager is not None and services else {}),
                         while_waiting=warm_cells),
     )
 
@@ -203,20 +204,19 @@ def _admit_from_cache(config: BenchConfig) -> tuple[tuple[Admission, ...], bool]
     """The admissions, and whether their cache's sample is still to be taken (after the
     cells: ``_take_sample``).
 
-    Admission runs first with no hit sampled. When the caches answered all of it (no child
-    was forked), the sample waits for the cells, so that the first cell starts at once; the
-    cells stand only if the sample then agrees (``_take_sample``). When anything was judged
-    now, the sample is taken at once, as before (what was judged and could not be kept, a
-    flaky pair for one, is judged again by it)."""
+    Admission is tried first with no hit sampled, no child and no service. When the caches
+    answer all of it, the sample waits for the cells, so that the first cell starts at once;
+    the cells stand only if the sample then agrees (``_take_sample``). When anything is to be
+    judged now, that try stops before it runs anything, and admission runs as it always
+    did, its sample first."""
     if not defers_sample(config.cache):
         return _admit(config), False
-    before = forks()
-    with config.cache.unsampled():
-        admissions = _admit(config)
-    if forks() == before:
-        return admissions, True
-    config.cache.reset_counts()
-    return _admit(config), False
+    try:
+        with config.cache.unsampled(), refusing_jobs():
+            return _admit(dataclasses.replace(config, quiet=True), services=False), True
+    except JobsRefused:
+        config.cache.reset_counts()
+        return _admit(config), False
 
 
 def _take_sample(config: BenchConfig, prepared: PreparedLanes, admissions: tuple[Admission, ...],
