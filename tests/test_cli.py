@@ -13,7 +13,6 @@ from arib.cli.main import main
 from arib.cli.options import parse_params
 from arib.ground.errors import ParameterError
 from arib.ground.services import ServiceManager
-from arib.runs.bench import run_bench
 
 HAVE_SERVERS = all(ServiceManager(environ={}).availability(name) is None
                    for name in ("redis", "postgres"))
@@ -295,17 +294,18 @@ def test_a_harness_crash_exits_4_with_one_line_and_the_traceback(capsys, monkeyp
 
 
 def test_interrupted_bench_says_what_was_written(capsys, tmp_path, monkeypatch):
-    def interrupted_at_second_lane(config):
-        def stop(check, lane):
-            if lane.name == "sqlalchemy-sqlite-file":
+    from arib.progress import Progress
+
+    class StopAfterFirstCell(Progress):
+        """The bench's progress, interrupted once the first cell's finding is recorded (a
+        second cell may have started beside it: a child idle on I/O lets the next one in)."""
+
+        def advance(self, note: str) -> None:
+            super().advance(note)
+            if self.label == "bench":
                 raise KeyboardInterrupt
 
-        import dataclasses
-
-        return run_bench(dataclasses.replace(config, on_lane_start=stop))
-
-    monkeypatch.setattr("arib.runs.bench.run_bench", interrupted_at_second_lane)
-    # One cell at a time: the first lane's cell is measured before the second one starts.
+    monkeypatch.setattr("arib.runs.bench.Progress", StopAfterFirstCell)
     code, _, err = run(capsys, *QUICK, "--workers", "1", "--out", str(tmp_path))
     assert code == 130
     (written,) = tmp_path.glob("*-openai-agents-*.json")
