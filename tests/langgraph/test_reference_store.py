@@ -79,25 +79,39 @@ def test_a_batch_is_whole_or_nothing_and_durable_for_another_instance(tmp_path: 
         second.dispose()
 
 
-def test_ttl_sweeps_only_expired_items_and_a_read_refreshes(tmp_path: Path) -> None:
+def test_ttl_sweeps_only_expired_items_and_a_read_refreshes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
+    import types
 
+    from arib.targets.langgraph import reference_store
+
+    # The store's wall clock, moved by the test: what expires is decided by the clock alone,
+    # never by how long a sleep took on a loaded machine.
+    clock = [1_000_000.0]
+    monkeypatch.setattr(reference_store, "time", types.SimpleNamespace(time=lambda: clock[0]))
     store = ReferenceStore(tmp_path / "s.db", ttl={"refresh_on_read": True})
+
+    def keys() -> list[str]:
+        return [i.key for i in store.search(("t",), refresh_ttl=False)]
+
     try:
         store.batch([PutOp(("t",), "short", {"v": 1}, None, 0.002),  # 120 ms
                      PutOp(("t",), "read", {"v": 2}, None, 0.002),
                      PutOp(("t",), "long", {"v": 3}, None, 60.0),
                      PutOp(("t",), "none", {"v": 4})])
-        time.sleep(0.08)
+        clock[0] += 0.08
         store.get(("t",), "read")  # refreshed: 120 ms from now
-        time.sleep(0.06)
+        clock[0] += 0.06  # "short" is 140 ms old, "read" 60 ms since its read
         assert store.sweep_ttl() == 1
-        assert [i.key for i in store.search(("t",), refresh_ttl=False)] == ["none", "long",
-                                                                          "read"]
-        done = store.start_ttl_sweeper(0.0001)
-        time.sleep(0.1)
-        assert store.stop_ttl_sweeper(1.0) and done.done()
-        assert store.get(("t",), "read") is None
+        assert keys() == ["none", "long", "read"]
+        clock[0] += 0.07  # "read" is 130 ms past its read: the sweeper's to delete
+        done = store.start_ttl_sweeper(0.0001)  # every 6 ms of real time
+        deadline = time.monotonic() + 30
+        while "read" in keys() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert store.stop_ttl_sweeper(10.0) and done.done()
+        assert keys() == ["none", "long"]
     finally:
         store.dispose()
 
